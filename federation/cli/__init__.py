@@ -1,0 +1,77 @@
+"""The ``caldera`` command.
+
+Each command lives in its own module under :mod:`federation.cli` and exports
+``NAME``, ``HELP`` and ``register(parser)``; the parser built here lists them
+explicitly, so adding a command is one import and one entry in :data:`COMMANDS`.
+
+Commands that belong to the member agent (``agent``, ``schedule``) run as
+``python -m member_agent``: the federation never imports the agent's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from types import ModuleType
+from typing import Sequence
+
+from federation.cli import validate
+
+#: Commands implemented in this package, in the order ``--help`` lists them.
+COMMANDS: list[ModuleType] = [validate]
+
+#: Commands handed to ``python -m member_agent`` (name -> one-line help).
+AGENT_COMMANDS: dict[str, str] = {
+    "agent": "run the member-cluster agent (scheduler, job controller, sync with the federation)",
+    "schedule": "dry-run one scheduling session on a cluster-state file",
+}
+
+
+def caldera_version() -> str:
+    try:
+        return version("caldera")
+    except PackageNotFoundError:  # running from a source tree
+        return "0.0.0+local"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="caldera",
+        description="Caldera: place gang-scheduled AI jobs across Kubernetes clusters.",
+    )
+    parser.add_argument("--version", action="version", version=f"caldera {caldera_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMANDS:
+        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.register(command)
+        command.set_defaults(_run=module.run)
+    for name, help_text in AGENT_COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in AGENT_COMMANDS:
+        # Hand over to the agent's own CLI in a fresh interpreter (no shared imports).
+        cmd = [sys.executable, "-m", "member_agent", *args_list]
+        if argv is not None:
+            import subprocess
+
+            return subprocess.call(cmd)
+        os.execv(sys.executable, cmd)
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Exact Kubernetes resource quantities.
+
+A quantity is ``<signed decimal number><suffix>`` where the suffix is a binary SI suffix
+(``Ki`` .. ``Ei``), a decimal SI suffix (``n u m "" k M G T P E``) or a decimal exponent
+(``e3``, ``E-2``). Values are held as :class:`fractions.Fraction`, so nothing drifts the way
+floats do. Like the Kubernetes API machinery, values finer than one nano-unit are rounded
+up to the next nano-unit, and the canonical form keeps the *format family* the user wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from math import ceil
+from typing import Literal, Union
+
+from policies.errors import InvalidQuantity
+
+Format = Literal["BinarySI", "DecimalSI", "DecimalExponent"]
+
+_BINARY: dict[str, int] = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL: dict[str, int] = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL_SUFFIX_BY_EXP = {exp: s for s, exp in _DECIMAL.items()}
+_BINARY_SUFFIX_BY_EXP = {exp: s for s, exp in _BINARY.items()}
+
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_PATTERN = re.compile(rf"^({_NUMBER})(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+_NANO = Fraction(1, 10**9)
+
+QuantityLike = Union[str, int, float, "Quantity"]
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """An exact quantity and the format family it was written in."""
+
+    value: Fraction
+    format: Format = "DecimalSI"
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def parse(cls, text: QuantityLike) -> "Quantity":
+        if isinstance(text, Quantity):
+            return text
+        if isinstance(text, bool):
+            raise InvalidQuantity(text, "a boolean is not a quantity")
+        if isinstance(text, int):
+            return cls(Fraction(text), "DecimalSI")
+        if isinstance(text, float):
+            if text != text or text in (float("inf"), float("-inf")):
+                raise InvalidQuantity(text, "not a finite number")
+            # YAML gives floats for `0.5`; take the shortest decimal text, not the binary float.
+            return cls.parse(repr(text))
+        if not isinstance(text, str):
+            raise InvalidQuantity(text, f"expected a string or number, got {type(text).__name__}")
+        stripped = text.strip()
+        match = _PATTERN.match(stripped)
+        if not match:
+            raise InvalidQuantity(text)
+        number, suffix = match.group(1), match.group(2) or ""
+        mantissa = Fraction(number)
+        fmt: Format
+        if suffix in _BINARY:
+            value = mantissa * (1 << _BINARY[suffix])
+            fmt = "BinarySI"
+        elif suffix[:1] in ("e", "E") and suffix not in _DECIMAL:
+            value = mantissa * Fraction(10) ** int(suffix[1:])
+            fmt = "DecimalExponent"
+        else:
+            value = mantissa * Fraction(10) ** _DECIMAL[suffix]
+            fmt = "DecimalSI"
+        return cls(_round_up_to_nano(value), fmt)
+
+    # ---------------------------------------------------------------- views
+    def milli_value(self) -> int:
+        """Value in thousandths, rounded up (how cpu and extended resources are counted)."""
+        return ceil(self.value * 1000)
+
+    def int_value(self) -> int:
+        """Value rounded up to a whole unit (how memory bytes and pods are counted)."""
+        return ceil(self.value)
+
+    def is_zero(self) -> bool:
+        return self.value == 0
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __str__(self) -> str:
+        return self.canonical()
+
+    # ---------------------------------------------------------------- canonical printing
+    def canonical(self) -> str:
+        """The canonical text, as the Kubernetes API machinery prints it."""
+        value = self.value
+        if value == 0:
+            return "0"
+        fmt = self.format
+        if fmt == "BinarySI" and (abs(value) < 1024 or value.denominator != 1):
+            fmt = "DecimalSI"
+        if fmt == "BinarySI":
+            number = value.numerator
+            exp = 0
+            while exp < 60 and number % 1024 == 0:
+                number //= 1024
+                exp += 10
+            return f"{number}{_BINARY_SUFFIX_BY_EXP.get(exp, '')}"
+        mantissa, exp = _decimal_mantissa(value)
+        if fmt == "DecimalExponent":
+            return f"{mantissa}e{exp}" if exp else f"{mantissa}"
+        return f"{mantissa}{_DECIMAL_SUFFIX_BY_EXP[exp]}"
+
+
+def _round_up_to_nano(value: Fraction) -> Fraction:
+    if (value / _NANO).denominator == 1:
+        return value
+    return Fraction(ceil(value / _NANO)) * _NANO
+
+
+def _decimal_mantissa(value: Fraction) -> tuple[int, int]:
+    """Integer mantissa and an exponent that is a multiple of 3 (between -9 and 18)."""
+    exp = -9
+    mantissa = value * 10**9
+    assert mantissa.denominator == 1, "values are rounded to nano units on parse"
+    number = mantissa.numerator
+    while exp < 18 and number % 1000 == 0:
+        number //= 1000
+        exp += 3
+    return number, exp
+
+
+def parse_quantity(text: QuantityLike) -> Quantity:
+    """Parse a quantity; :class:`InvalidQuantity` names the text when it is not one."""
+    return Quantity.parse(text)
+
+
+def canonical(text: QuantityLike) -> str:
+    """Canonical text for a quantity (``"1000m"`` -> ``"1"``, ``"1024Mi"`` -> ``"1Gi"``)."""
+    return Quantity.parse(text).canonical()
+
+
+def from_fraction(value: Fraction, fmt: Format = "DecimalSI") -> Quantity:
+    return Quantity(_round_up_to_nano(value), fmt)

@@ -1,0 +1,117 @@
+"""Reusable annotated field types: resource lists, quantities, durations, typed envelopes.
+
+A ResourceList keeps exactly what the user wrote (``"500m"``, ``4``, ``"1Gi"``) so that
+dumping gives the manifest back, but every quantity is parsed on the way in; a bad one is
+an error at ``<field path>.<resource name>`` whose message names the text. Use
+:func:`resource_vector` to read a list in scheduler units.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Mapping, Optional, Union
+
+from pydantic import AfterValidator, Field, StrictFloat, StrictInt, StrictStr, field_validator
+
+from policies.errors import InvalidQuantity
+from policies.models.meta import TypedObject
+from policies.quantity import Quantity
+from policies.resources import ResourceVector
+
+# --------------------------------------------------------------------------- quantities
+
+_RESOURCE_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def _check_quantity(value: Union[int, float, str]) -> Union[int, float, str]:
+    Quantity.parse(value)  # raises InvalidQuantity (a ValueError) naming the text
+    return value
+
+
+#: One quantity as written: a string (``"500m"``) or a YAML number (``4``, ``0.5``).
+QuantityValue = Annotated[Union[StrictInt, StrictFloat, StrictStr], AfterValidator(_check_quantity)]
+
+
+def _check_resource_names(value: dict[str, Any]) -> dict[str, Any]:
+    for name in value:
+        if not _RESOURCE_NAME.match(name):
+            raise ValueError(f"{name!r} is not a valid resource name (a qualified name such as "
+                             f"'cpu', 'memory' or 'nvidia.com/gpu')")
+    return value
+
+
+#: A Kubernetes ResourceList: resource name -> quantity, kept as written.
+ResourceListField = Annotated[dict[str, QuantityValue], AfterValidator(_check_resource_names)]
+
+
+def resource_vector(resource_list: Optional[Mapping[str, Any]]) -> ResourceVector:
+    """A ResourceList in scheduler units (cpu milli, memory bytes, scalars milli)."""
+    return ResourceVector.from_resource_list(resource_list or {})
+
+
+def quantity_text(value: Union[int, float, str]) -> str:
+    """The canonical text of an already validated quantity."""
+    try:
+        return Quantity.parse(value).canonical()
+    except InvalidQuantity:  # pragma: no cover - validated on the way in
+        return str(value)
+
+
+# --------------------------------------------------------------------------- durations
+
+_DURATION = re.compile(r"^[+-]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$|^0$")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def _check_duration(value: str) -> str:
+    if not _DURATION.match(value):
+        raise ValueError(f"{value!r} is not a duration (Go syntax such as '30s', '10m', '1h30m')")
+    return value
+
+
+#: A Go ``time.Duration`` as text (``"90s"``, ``"1h30m"``), kept as written.
+Duration = Annotated[str, AfterValidator(_check_duration)]
+
+
+def duration_seconds(value: str) -> float:
+    """Seconds in a Go duration string (already validated)."""
+    if value == "0":
+        return 0.0
+    sign = -1.0 if value.startswith("-") else 1.0
+    return sign * sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
+
+
+# --------------------------------------------------------------------------- envelopes
+
+
+class KindObject(TypedObject):
+    """A top-level kind whose apiVersion/kind default to, and must equal, the class's own.
+
+    A manifest written for another version (``batch.volcano.sh/v1beta1``) or handed to the
+    wrong model fails at ``apiVersion``/``kind`` with the expected value in the message.
+    """
+
+    API_VERSION: ClassVar[str] = ""
+    KIND: ClassVar[str] = ""
+
+    api_version: str = Field(default="", validate_default=True)
+    kind: str = Field(default="", validate_default=True)
+
+    @field_validator("api_version")
+    @classmethod
+    def _check_api_version(cls, value: str) -> str:
+        if not value:
+            return cls.API_VERSION
+        if value != cls.API_VERSION:
+            raise ValueError(f"apiVersion must be {cls.API_VERSION!r} for kind {cls.KIND}, got {value!r}")
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _check_kind(cls, value: str) -> str:
+        if not value:
+            return cls.KIND
+        if value != cls.KIND:
+            raise ValueError(f"kind must be {cls.KIND!r} for this model, got {value!r}")
+        return value

@@ -1,0 +1,132 @@
+"""Karmada's member-cluster object (``cluster.karmada.io/v1alpha1 Cluster``), cluster-scoped.
+
+The admin writes ``spec``; the agent writes ``status``. Besides Karmada's status fields
+Caldera's agent reports what an exact placement estimate needs (docs/protocol.md):
+``nodeShapes`` (identical free vectors grouped), ``gpus``, ``numa`` and ``queues``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Optional
+
+from pydantic import Field
+
+from policies.models.karmada_common import LocalSecretReference, QuantityMap, QuantityText, Taint
+from policies.models.meta import Condition, K8sModel, TypedObject
+
+GROUP_VERSION = "cluster.karmada.io/v1alpha1"
+SYNC_MODES = ("Push", "Pull")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+READY = "Ready"
+
+
+class ResourceModelRange(K8sModel):
+    name: str
+    min: QuantityText
+    max: QuantityText
+
+
+class ResourceModel(K8sModel):
+    grade: int
+    ranges: list[ResourceModelRange]
+
+
+class ClusterSpec(K8sModel):
+    id: Optional[str] = None
+    sync_mode: Optional[str] = None
+    api_endpoint: Optional[str] = None
+    secret_ref: Optional[LocalSecretReference] = None
+    impersonator_secret_ref: Optional[LocalSecretReference] = None
+    insecure_skip_tls_verification: Optional[bool] = None
+    proxy_url: Optional[str] = Field(default=None, alias="proxyURL")
+    proxy_header: Optional[dict[str, str]] = None
+    provider: Optional[str] = None
+    region: Optional[str] = None
+    #: Deprecated in Karmada in favour of ``zones``.
+    zone: Optional[str] = None
+    zones: Optional[list[str]] = None
+    taints: Optional[list[Taint]] = None
+    resource_models: Optional[list[ResourceModel]] = None
+
+
+class APIResource(K8sModel):
+    name: str
+    kind: str
+
+
+class APIEnablement(K8sModel):
+    group_version: str
+    resources: Optional[list[APIResource]] = None
+
+
+class NodeSummary(K8sModel):
+    total_num: Optional[int] = None
+    ready_num: Optional[int] = None
+
+
+class AllocatableModeling(K8sModel):
+    grade: int
+    count: int
+
+
+class ResourceSummary(K8sModel):
+    allocatable: Optional[QuantityMap] = None
+    allocating: Optional[QuantityMap] = None
+    allocated: Optional[QuantityMap] = None
+    allocatable_modelings: Optional[list[AllocatableModeling]] = None
+
+
+class NodeShape(K8sModel):
+    """``count`` nodes whose free resources are ``free`` and whose placement labels are ``labels``."""
+
+    count: int = Field(ge=0)
+    free: QuantityMap
+    labels: Optional[dict[str, str]] = None
+
+
+class GPUSummary(K8sModel):
+    product: str
+    total: int = Field(ge=0)
+    free: int = Field(ge=0)
+
+
+class QueueSummary(K8sModel):
+    name: str
+    allocated: Optional[QuantityMap] = None
+    deserved: Optional[QuantityMap] = None
+    capability: Optional[QuantityMap] = None
+    guarantee: Optional[QuantityMap] = None
+
+
+class ClusterStatus(K8sModel):
+    kubernetes_version: Optional[str] = None
+    api_enablements: Optional[list[APIEnablement]] = None
+    conditions: Optional[list[Condition]] = None
+    node_summary: Optional[NodeSummary] = None
+    resource_summary: Optional[ResourceSummary] = None
+    remedy_actions: Optional[list[str]] = None
+    # Caldera extensions (docs/protocol.md "Cluster status")
+    node_shapes: Optional[list[NodeShape]] = None
+    gpus: Optional[list[GPUSummary]] = None
+    #: NUMA layout as the agent reports it; free-form until the topology plugins fix a schema.
+    numa: Optional[Any] = None
+    queues: Optional[list[QueueSummary]] = None
+
+
+class Cluster(TypedObject):
+    API_VERSION: ClassVar[str] = GROUP_VERSION
+    KIND: ClassVar[str] = "Cluster"
+    api_version: str = GROUP_VERSION
+    kind: str = "Cluster"
+    spec: ClusterSpec = Field(default_factory=ClusterSpec)
+    status: Optional[ClusterStatus] = None
+
+    def condition(self, type_: str) -> Optional[Condition]:
+        for cond in (self.status.conditions if self.status else None) or []:
+            if cond.type == type_:
+                return cond
+        return None
+
+    def is_ready(self) -> bool:
+        cond = self.condition(READY)
+        return cond is not None and cond.status == "True"

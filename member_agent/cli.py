@@ -10,7 +10,9 @@ import sys
 from types import ModuleType
 from typing import Sequence
 
-COMMANDS: list[ModuleType] = []
+from member_agent import agent_cmd, schedule_cmd
+
+COMMANDS: list[ModuleType] = [agent_cmd, schedule_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

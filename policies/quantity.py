@@ -106,25 +106,30 @@ class Quantity:
                 number //= 1024
                 exp += 10
             return f"{number}{_BINARY_SUFFIX_BY_EXP.get(exp, '')}"
-        mantissa, exp = _decimal_mantissa(value)
+        mantissa, exp = _decimal_mantissa(value, max_exp=None if fmt == "DecimalExponent" else 18)
         if fmt == "DecimalExponent":
             return f"{mantissa}e{exp}" if exp else f"{mantissa}"
         return f"{mantissa}{_DECIMAL_SUFFIX_BY_EXP[exp]}"
 
 
 def _round_up_to_nano(value: Fraction) -> Fraction:
+    """Round away from zero to whole nano-units, as the API machinery does (``-1e-10`` -> ``-1n``)."""
     if (value / _NANO).denominator == 1:
         return value
-    return Fraction(ceil(value / _NANO)) * _NANO
+    nanos = ceil(abs(value) / _NANO)
+    return Fraction(nanos if value > 0 else -nanos) * _NANO
 
 
-def _decimal_mantissa(value: Fraction) -> tuple[int, int]:
-    """Integer mantissa and an exponent that is a multiple of 3 (between -9 and 18)."""
+def _decimal_mantissa(value: Fraction, max_exp: int | None = 18) -> tuple[int, int]:
+    """Integer mantissa and an exponent that is a multiple of 3, from -9 up to ``max_exp``.
+
+    SI suffixes stop at ``E`` (10^18); decimal exponents (``1e21``) have no upper bound.
+    """
     exp = -9
     mantissa = value * 10**9
     assert mantissa.denominator == 1, "values are rounded to nano units on parse"
     number = mantissa.numerator
-    while exp < 18 and number % 1000 == 0:
+    while (max_exp is None or exp < max_exp) and number % 1000 == 0:
         number //= 1000
         exp += 3
     return number, exp

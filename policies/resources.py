@@ -137,13 +137,21 @@ class ResourceVector(Mapping[str, float]):
         return ResourceVector({n: max(self[n], other.get(n, 0.0)) for n in names})
 
     def min_with(self, other: Mapping[str, float], missing: Missing = Missing.ZERO) -> "ResourceVector":
-        """Per-resource minimum; a name absent from ``other`` reads as ``missing``."""
+        """Per-resource minimum; a scalar absent from ``other`` reads as ``missing``.
+
+        cpu and memory are plain numbers in Volcano (absent means 0), so ``missing`` only
+        applies to the other resources, as in ``MinDimensionResource``.
+        """
         out: dict[str, float] = {}
         for name, amount in self._values.items():
             if name in other:
                 out[name] = min(amount, other[name])
+            elif name in (CPU, MEMORY):
+                out[name] = min(amount, 0.0)
+            elif missing is Missing.ZERO:
+                out[name] = 0.0
             else:
-                out[name] = amount if missing is Missing.INFINITY else 0.0
+                out[name] = amount
         return ResourceVector(out)
 
     def exceeded_part(self, other: Mapping[str, float]) -> "ResourceVector":
@@ -212,10 +220,15 @@ class ResourceVector(Mapping[str, float]):
 
     # ------------------------------------------------------------ shares
     def dominant_share(self, total: Mapping[str, float]) -> tuple[str, float]:
-        """The resource with the largest share of ``total`` and that share (DRF)."""
+        """The resource with the largest share of ``total`` and that share (DRF).
+
+        As in Volcano's drf/proportion plugins, shares are taken over the resources of
+        ``total`` (at least the tolerance, ``pods`` included); a resource ``total`` does not
+        have does not count.
+        """
         best_name, best = "", 0.0
-        for name in self.names():
-            s = share(self[name], total.get(name, 0.0))
+        for name in sorted(n for n, v in total.items() if v >= TOLERANCE):
+            s = share(self[name], total[name])
             if s > best:
                 best_name, best = name, s
         return best_name, best

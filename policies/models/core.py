@@ -179,8 +179,10 @@ class PodStatus(OpenModel):
     reason: Optional[str] = None
     message: Optional[str] = None
     nominated_node_name: Optional[str] = None
-    host_ip: Optional[str] = None
-    pod_ip: Optional[str] = None
+    host_ip: Optional[str] = Field(default=None, alias="hostIP")
+    host_ips: Optional[list[dict[str, Any]]] = Field(default=None, alias="hostIPs")
+    pod_ip: Optional[str] = Field(default=None, alias="podIP")
+    pod_ips: Optional[list[dict[str, Any]]] = Field(default=None, alias="podIPs")
     start_time: Optional[str] = None
     container_statuses: Optional[list[dict[str, Any]]] = None
     init_container_statuses: Optional[list[dict[str, Any]]] = None
@@ -201,8 +203,9 @@ class Pod(KindObject):
 class NodeSpec(OpenModel):
     taints: Optional[list[Taint]] = None
     unschedulable: Optional[bool] = None
-    pod_cidr: Optional[str] = None
-    provider_id: Optional[str] = None
+    pod_cidr: Optional[str] = Field(default=None, alias="podCIDR")
+    pod_cidrs: Optional[list[str]] = Field(default=None, alias="podCIDRs")
+    provider_id: Optional[str] = Field(default=None, alias="providerID")
 
 
 class NodeCondition(OpenModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Mapping, Optional, Union
 
-from pydantic import AfterValidator, Field, StrictFloat, StrictInt, StrictStr, field_validator
+from pydantic import AfterValidator, Field, PlainValidator, field_validator
 
 from policies.errors import InvalidQuantity
 from policies.models.meta import TypedObject
@@ -23,13 +23,17 @@ from policies.resources import ResourceVector
 _RESOURCE_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-def _check_quantity(value: Union[int, float, str]) -> Union[int, float, str]:
-    Quantity.parse(value)  # raises InvalidQuantity (a ValueError) naming the text
-    return value
+def _check_quantity(value: Any) -> Union[int, float, str]:
+    # Quantity.parse raises InvalidQuantity (a ValueError) naming the text, bools included.
+    parsed = Quantity.parse(value)
+    if isinstance(value, (int, float, str)):
+        return value
+    return parsed.canonical()  # a Quantity built in Python is stored as its canonical text
 
 
 #: One quantity as written: a string (``"500m"``) or a YAML number (``4``, ``0.5``).
-QuantityValue = Annotated[Union[StrictInt, StrictFloat, StrictStr], AfterValidator(_check_quantity)]
+#: One plain validator, so a bad value is one error at the resource's path.
+QuantityValue = Annotated[Union[int, float, str], PlainValidator(_check_quantity)]
 
 
 def _check_resource_names(value: dict[str, Any]) -> dict[str, Any]:
@@ -115,3 +119,10 @@ class KindObject(TypedObject):
         if value != cls.KIND:
             raise ValueError(f"kind must be {cls.KIND!r} for this model, got {value!r}")
         return value
+
+    def to_wire(self) -> dict[str, Any]:
+        """As :meth:`K8sModel.to_wire`, without an empty ``metadata`` the user never wrote."""
+        wire = super().to_wire()
+        if wire.get("metadata") == {} and "metadata" not in self.model_fields_set:
+            del wire["metadata"]
+        return wire

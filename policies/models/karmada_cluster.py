@@ -11,8 +11,9 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import Field
 
+from policies.models.fields import KindObject
 from policies.models.karmada_common import LocalSecretReference, QuantityMap, QuantityText, Taint
-from policies.models.meta import Condition, K8sModel, TypedObject
+from policies.models.meta import Condition, K8sModel
 
 GROUP_VERSION = "cluster.karmada.io/v1alpha1"
 SYNC_MODES = ("Push", "Pull")
@@ -113,7 +114,7 @@ class ClusterStatus(K8sModel):
     queues: Optional[list[QueueSummary]] = None
 
 
-class Cluster(TypedObject):
+class Cluster(KindObject):
     API_VERSION: ClassVar[str] = GROUP_VERSION
     KIND: ClassVar[str] = "Cluster"
     api_version: str = GROUP_VERSION

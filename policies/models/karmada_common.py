@@ -1,31 +1,23 @@
 """Small types the Karmada models share: quantity maps, taints, tolerations, object references.
 
 Quantities are checked on decode (an invalid one is an error at its exact path, e.g.
-``status.resourceSummary.allocatable.cpu``) but kept as the text the user wrote, so a
-decode -> dump -> decode round trip gives back the same object.
+``status.resourceSummary.allocatable.cpu``) but kept as written (see
+:mod:`policies.models.fields`). Taints and tolerations here take any operator/effect text:
+Karmada's webhook, not the schema, rejects ``Lt``/``Gt`` and unknown effects, and
+:mod:`policies.admission.karmada` reports them with the allowed values.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Optional
 
-from pydantic import BeforeValidator
-
+from policies.models.fields import QuantityValue, ResourceListField
 from policies.models.meta import K8sModel
-from policies.quantity import Quantity
 
-
-def quantity_text(value: Any) -> str:
-    """Check a quantity and keep its text (YAML numbers become their decimal text)."""
-    Quantity.parse(value)  # raises InvalidQuantity (a ValueError) naming the text
-    if isinstance(value, float):
-        return repr(value)
-    return str(value).strip()
-
-
-QuantityText = Annotated[str, BeforeValidator(quantity_text)]
-#: A Kubernetes ResourceList whose values are validated quantities.
-QuantityMap = dict[str, QuantityText]
+#: A Kubernetes ResourceList whose values are validated quantities, kept as written.
+QuantityMap = ResourceListField
+#: One validated quantity, kept as written.
+QuantityText = QuantityValue
 
 
 class Taint(K8sModel):

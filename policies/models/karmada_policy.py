@@ -14,8 +14,9 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import Field
 
+from policies.models.fields import KindObject
 from policies.models.karmada_common import Toleration
-from policies.models.meta import K8sModel, LabelSelector, TypedObject
+from policies.models.meta import K8sModel, LabelSelector
 
 GROUP_VERSION = "policy.karmada.io/v1alpha1"
 
@@ -179,7 +180,7 @@ class PropagationSpec(K8sModel):
     schedule_priority: Optional[SchedulePriority] = None
 
 
-class PropagationPolicy(TypedObject):
+class PropagationPolicy(KindObject):
     API_VERSION: ClassVar[str] = GROUP_VERSION
     KIND: ClassVar[str] = "PropagationPolicy"
     api_version: str = GROUP_VERSION
@@ -187,7 +188,7 @@ class PropagationPolicy(TypedObject):
     spec: PropagationSpec
 
 
-class ClusterPropagationPolicy(TypedObject):
+class ClusterPropagationPolicy(KindObject):
     API_VERSION: ClassVar[str] = GROUP_VERSION
     KIND: ClassVar[str] = "ClusterPropagationPolicy"
     api_version: str = GROUP_VERSION
@@ -265,7 +266,7 @@ class OverrideSpec(K8sModel):
     overriders: Optional[Overriders] = None
 
 
-class OverridePolicy(TypedObject):
+class OverridePolicy(KindObject):
     API_VERSION: ClassVar[str] = GROUP_VERSION
     KIND: ClassVar[str] = "OverridePolicy"
     api_version: str = GROUP_VERSION
@@ -273,7 +274,7 @@ class OverridePolicy(TypedObject):
     spec: OverrideSpec
 
 
-class ClusterOverridePolicy(TypedObject):
+class ClusterOverridePolicy(KindObject):
     API_VERSION: ClassVar[str] = GROUP_VERSION
     KIND: ClassVar[str] = "ClusterOverridePolicy"
     api_version: str = GROUP_VERSION

@@ -12,10 +12,11 @@ add to the regular containers' sum and to every later init container.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 from policies.models.core import Container, Pod, PodSpec, PodTemplateSpec
 from policies.models.fields import resource_vector
+from policies.models.volcano_batch import Job, TaskSpec
 from policies.resources import PODS, ResourceVector
 
 
@@ -26,7 +27,7 @@ def container_request(container: Container) -> ResourceVector:
         return ResourceVector()
     effective: dict[str, object] = dict(resources.limits or {})
     effective.update(resources.requests or {})
-    return resource_vector(effective)  # type: ignore[arg-type]
+    return resource_vector(effective)
 
 
 def container_limit(container: Container) -> ResourceVector:
@@ -73,3 +74,42 @@ def pod_request(pod: Pod) -> ResourceVector:
 def is_best_effort(request: ResourceVector) -> bool:
     """Nothing but ``pods`` requested (Volcano's BestEffort)."""
     return request.is_empty()
+
+
+def job_min_resources(job: Job, priorities: Mapping[str, int] | None = None) -> ResourceVector:
+    """The PodGroup ``minResources`` of a Volcano Job (volcano.md §9.5), without the ``pods`` slot.
+
+    Tasks are taken in descending priority of their template's priorityClassName (looked up in
+    ``priorities``; unknown or absent counts as 0; ties keep task order). When the job's gang is
+    smaller than the tasks' minimums, the first ``minAvailable`` pods in that order count;
+    otherwise each task's ``minAvailable`` pods count first, then the remaining replicas in
+    priority order fill up to the job's ``minAvailable``.
+    """
+    lookup = priorities or {}
+    tasks = list(job.spec.tasks or [])
+
+    def priority(task: TaskSpec) -> int:
+        spec = task.template.spec if task.template else None
+        name = spec.priority_class_name if spec else None
+        return lookup.get(name or "", 0)
+
+    ordered = sorted(tasks, key=priority, reverse=True)  # sorted() is stable: ties keep task order
+    wanted = job.spec.min_available or 0
+    counts = {id(t): 0 for t in ordered}
+    task_minimums = sum(max(t.min_available if t.min_available is not None else t.replica_count, 0) for t in ordered)
+    remaining = wanted
+    if wanted >= task_minimums:
+        for task in ordered:
+            own = task.min_available if task.min_available is not None else task.replica_count
+            take = max(0, min(own, task.replica_count, remaining))
+            counts[id(task)] = take
+            remaining -= take
+    for task in ordered:
+        take = max(0, min(task.replica_count - counts[id(task)], remaining))
+        counts[id(task)] += take
+        remaining -= take
+    total = ResourceVector()
+    for task in ordered:
+        if counts[id(task)]:
+            total = total + template_request(task.template).scale(counts[id(task)])
+    return ResourceVector({k: v for k, v in total.items() if k != PODS})

@@ -1,0 +1,8 @@
+"""The actions, one module each, listed explicitly (see ``framework/registry.py``)."""
+
+from __future__ import annotations
+
+from member_agent.scheduler.actions import allocate, backfill, enqueue
+from member_agent.scheduler.framework.registry import Registry
+
+REGISTRY = Registry("action", [enqueue, allocate, backfill])

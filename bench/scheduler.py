@@ -1,0 +1,139 @@
+"""Session-scheduler benchmark: synthetic GPU clusters and pending gang jobs.
+
+Builds clusters of GPU nodes (8 GPUs, 64–128 CPU, several pools labelled with the GPU
+product) plus CPU-only nodes, and pending gang jobs of 1–32 pods across several queues,
+then runs one session with the seed's default configuration plus binpack. Prints snapshot
+build time, session seconds, pods bound per second and peak RSS for each size.
+
+    python bench/scheduler.py                 # 1k, 2k and 5k nodes, 2 pending pods per node
+    python bench/scheduler.py --nodes 5000 --pods 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sys
+import time
+from typing import Any
+
+from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
+from policies.scheduler_conf import parse_scheduler_conf
+
+CONF = parse_scheduler_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+    arguments:
+      binpack.weight: 10
+      binpack.resources: nvidia.com/gpu
+      binpack.resources.nvidia.com/gpu: 2
+""")
+
+POOLS = (("A100", 128, "1000Gi"), ("H100", 96, "2000Gi"), ("L40S", 64, "512Gi"))
+QUEUES = ("research", "training", "inference", "batch")
+#: Pod templates: (cpu, memory, gpus, pool or None).
+TEMPLATES = (("8", "64Gi", 1, None), ("16", "128Gi", 2, "A100"), ("32", "256Gi", 4, "H100"),
+             ("12", "96Gi", 1, "L40S"), ("64", "512Gi", 8, None), ("4", "16Gi", 0, None))
+
+
+class Clock:
+    """Wall-clock durations for the benchmark (the pure core only reads what it is given)."""
+
+    def now(self) -> float:
+        return 1_780_000_000.0
+
+    def monotonic(self) -> float:
+        return time.perf_counter()
+
+
+def cluster(nodes: int, rng: random.Random) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = []
+    for i in range(nodes):
+        if i % 10 == 9:  # a CPU-only pool
+            alloc = {"cpu": "64", "memory": "256Gi", "pods": "110"}
+            labels = {"pool": "cpu"}
+        else:
+            product, cpu, memory = POOLS[i % 3]
+            alloc = {"cpu": str(cpu), "memory": memory, "nvidia.com/gpu": "8", "pods": "110"}
+            labels = {"pool": "gpu", "nvidia.com/gpu.product": f"NVIDIA-{product}"}
+        objs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i:05d}", "labels": labels},
+                     "status": {"allocatable": alloc}})
+    for q, name in enumerate(QUEUES):
+        objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                     "spec": {"weight": q + 1}})
+    return objs
+
+
+def jobs(pods: int, rng: random.Random) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = []
+    made = j = 0
+    while made < pods:
+        size = min(rng.randint(1, 32), pods - made)
+        cpu, memory, gpus, pool = TEMPLATES[j % len(TEMPLATES)]
+        name = f"job-{j:05d}"
+        objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": "bench"},
+                     "spec": {"minMember": size, "queue": QUEUES[j % len(QUEUES)]}, "status": {"phase": "Inqueue"}})
+        requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
+        if gpus:
+            requests["nvidia.com/gpu"] = gpus
+        spec: dict[str, Any] = {"schedulerName": "volcano",
+                                "containers": [{"name": "main", "resources": {"requests": requests, "limits": dict(requests)}}]}
+        if pool:
+            spec["nodeSelector"] = {"nvidia.com/gpu.product": f"NVIDIA-{pool}"}
+        for k in range(size):
+            objs.append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": f"{name}-worker-{k}", "namespace": "bench",
+                                      "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"}},
+                         "spec": spec, "status": {"phase": "Pending"}})
+        made += size
+        j += 1
+    return objs
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(nodes: int, pods: int, seed: int) -> None:
+    rng = random.Random(seed)
+    print(f"[{nodes} nodes, {pods} pending pods] generating objects ...", flush=True)
+    objects = cluster(nodes, rng) + jobs(pods, rng)
+    t0 = time.perf_counter()
+    snapshot = build_snapshot(objects)
+    build = time.perf_counter() - t0
+    print(f"  snapshot built in {build:.2f}s ({len(snapshot.jobs)} jobs); running the session ...", flush=True)
+    cpu0 = time.process_time()
+    result = run_cycle(snapshot, CONF, Clock(), options=SessionOptions(verbosity=0))
+    cpu = time.process_time() - cpu0
+    bound = len(result.bindings)
+    secs = result.session_seconds
+    print(f"  session {secs:.3f}s wall ({cpu:.3f}s CPU)  bound {bound}/{pods} pods  "
+          f"{bound / secs if secs else 0:,.0f} pods/s  peak RSS {peak_rss_mib():.0f} MiB", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, action="append", help="cluster size (repeatable; default 1000, 2000, 5000)")
+    parser.add_argument("--pods", type=int, help="pending pods (default: 2 per node)")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    for nodes in args.nodes or [1000, 2000, 5000]:
+        run(nodes, args.pods or 2 * nodes, args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""The aiohttp application: middlewares (errors as Status, auth, metrics) and routes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from federation.apiserver import keys, openapi
+from federation.apiserver import status as st
+from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.metrics import ApiMetrics
+from federation.apiserver.registry import Registry
+from federation.apiserver.routes import Handlers, json_response
+from federation.apiserver.store import Store
+from federation.apiserver.watch import WatchHub
+
+MAX_BODY = 3 * 1024 * 1024
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class ApiServerState:
+    store: Store
+    registry: Registry
+    hub: WatchHub
+    auth: TokenAuthenticator
+    metrics: ApiMetrics = field(default_factory=ApiMetrics)
+    address: str = "127.0.0.1:7443"
+    max_body: int = MAX_BODY
+    bookmark_interval: float = 30.0
+    stopping: bool = False
+    member_mode: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+STATE_KEY: web.AppKey[ApiServerState] = web.AppKey("state", ApiServerState)
+
+
+def _error_response(exc: st.ApiError) -> web.Response:
+    return web.Response(body=orjson.dumps(exc.to_status()), status=exc.code, content_type="application/json")
+
+
+@web.middleware
+async def errors_and_metrics(request: web.Request, handler: Handler) -> web.StreamResponse:
+    state: ApiServerState = request.app[STATE_KEY]
+    started = time.perf_counter()
+    code = 500
+    try:
+        response = await handler(request)
+        code = response.status
+        return response
+    except st.ApiError as exc:
+        code = exc.code
+        return _error_response(exc)
+    except web.HTTPRequestEntityTooLarge:
+        code = 413
+        return _error_response(st.too_large(state.max_body))
+    except web.HTTPException as exc:
+        code = exc.status
+        return _error_response(st.ApiError(exc.status, exc.reason, exc.text or exc.reason))
+    finally:
+        state.metrics.observe(request.get(keys.VERB, request.method.lower()), request.get(keys.RESOURCE, ""),
+                              code, time.perf_counter() - started)
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path in PUBLIC_PATHS:
+        return await handler(request)
+    state: ApiServerState = request.app[STATE_KEY]
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise st.unauthorized()
+    user = state.auth.authenticate(token.strip())
+    if user is None:
+        raise st.unauthorized()
+    request[keys.USER] = user
+    return await handler(request)
+
+
+def build_app(state: ApiServerState) -> web.Application:
+    app = web.Application(middlewares=[errors_and_metrics, authenticate], client_max_size=state.max_body)
+    app[STATE_KEY] = state
+    handlers = Handlers(state)
+
+    async def health(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def ready(_request: web.Request) -> web.Response:
+        if state.stopping:
+            raise st.ApiError(503, "ServiceUnavailable", "shutting down")
+        return web.Response(text="ok")
+
+    async def version(_request: web.Request) -> web.Response:
+        from federation.cli import caldera_version
+
+        return json_response({"major": "1", "minor": "37", "gitVersion": f"v1.37.0-caldera.{caldera_version()}",
+                              "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "",
+                              "compiler": "caldera", "platform": "python"})
+
+    async def metrics(_request: web.Request) -> web.Response:
+        state.metrics.objects.set(state.store.rv)
+        return web.Response(body=generate_latest(state.metrics.registry),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    for path in ("/healthz", "/livez"):
+        app.router.add_get(path, health)
+    app.router.add_get("/readyz", ready)
+    app.router.add_get("/version", version)
+    app.router.add_get("/version/", version)
+    app.router.add_get("/metrics", metrics)
+    openapi.add_routes(app)
+    app.router.add_route("*", "/api", handlers.core)
+    app.router.add_route("*", "/api/{tail:.*}", handlers.core)
+    app.router.add_route("*", "/apis", handlers.groups)
+    app.router.add_route("*", "/apis/{tail:.*}", handlers.groups)
+    return app

@@ -1,0 +1,136 @@
+"""Bearer-token authentication and Caldera's three roles.
+
+The token file has kube-apiserver's ``--token-auth-file`` format, one user per line::
+
+    token,user,uid,"group1,group2"
+
+A user's role comes from its groups: ``caldera:admin`` (or ``system:masters``) may do
+anything; ``caldera:agent:<cluster>`` may read everything and write only its own Cluster
+(and its status), its Lease ``karmada-cluster/<cluster>``, the status of Works in
+``karmada-es-<cluster>`` and Events; anyone else with a valid token (``caldera:viewer``) may
+only read. The file is re-read when it changes, so tokens minted by ``caldera token`` work
+without a restart.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from policies.kinds import KindInfo
+
+READ_VERBS = frozenset({"get", "list", "watch"})
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    uid: str
+    groups: tuple[str, ...]
+
+    @property
+    def role(self) -> str:
+        """``admin``, ``agent:<cluster>`` or ``viewer``."""
+        if "caldera:admin" in self.groups or "system:masters" in self.groups:
+            return "admin"
+        for group in self.groups:
+            if group.startswith("caldera:agent:"):
+                return "agent:" + group.removeprefix("caldera:agent:")
+        return "viewer"
+
+
+def role_groups(role: str) -> str:
+    """The groups column for a role name (``admin``, ``viewer``, ``agent:<cluster>``)."""
+    if role == "admin":
+        return "caldera:admin,system:masters"
+    if role == "viewer":
+        return "caldera:viewer"
+    if role.startswith("agent:") and len(role) > len("agent:"):
+        return "caldera:" + role
+    raise ValueError(f"unknown role {role!r}: use admin, viewer or agent:<cluster>")
+
+
+def parse_token_file(text: str) -> dict[str, User]:
+    users: dict[str, User] = {}
+    for row in csv.reader(io.StringIO(text)):
+        if not row or not row[0].strip() or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) < 3:
+            raise ValueError(f"token file line {row!r}: expected token,user,uid[,\"groups\"]")
+        groups = tuple(g.strip() for g in row[3].split(",") if g.strip()) if len(row) > 3 else ()
+        users[row[0].strip()] = User(row[1].strip(), row[2].strip(), groups)
+    return users
+
+
+class TokenAuthenticator:
+    """Tokens from a file, reloaded when its modification time changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._mtime: float | None = None
+        self._users: dict[str, User] = {}
+        self._reload(force=True)
+
+    def _reload(self, force: bool = False) -> None:
+        try:
+            mtime = self.path.stat().st_mtime
+        except FileNotFoundError:
+            self._users, self._mtime = {}, None
+            return
+        if force or mtime != self._mtime:
+            self._users = parse_token_file(self.path.read_text())
+            self._mtime = mtime
+
+    def authenticate(self, token: str) -> User | None:
+        user = self._users.get(token)
+        if user is None:
+            self._reload()
+            user = self._users.get(token)
+        return user
+
+    def mint(self, user: str, role: str) -> str:
+        """Append a new token for ``user`` with ``role``; returns the token."""
+        token = secrets.token_urlsafe(32)
+        line = io.StringIO()
+        csv.writer(line, lineterminator="\n").writerow([token, user, user, role_groups(role)])
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a") as handle:
+            handle.write(line.getvalue())
+        self._reload(force=True)
+        return token
+
+    def token_for(self, role: str) -> str | None:
+        for token, user in self._users.items():
+            if user.role == role:
+                return token
+        return None
+
+
+def authorize(user: User, verb: str, info: KindInfo | None, namespace: str, name: str,
+              subresource: str) -> str | None:
+    """None if allowed, else the reason it is forbidden."""
+    role = user.role
+    if role == "admin" or verb in READ_VERBS:
+        return None
+    if role == "viewer":
+        return "viewers may only get, list and watch"
+    cluster = role.removeprefix("agent:")
+    if info is None:
+        return f"agent of cluster {cluster!r} may not {verb} this path"
+    writes_own = verb in ("create", "update", "patch")
+    if info.kind == "Cluster" and info.group == "cluster.karmada.io" and writes_own and name == cluster:
+        return None
+    if info.kind == "Lease" and namespace == "karmada-cluster" and name == cluster and writes_own:
+        return None
+    if (info.kind == "Work" and namespace == f"karmada-es-{cluster}" and subresource == "status"
+            and verb in ("update", "patch")):
+        return None
+    if info.kind == "Event" and verb in ("create", "update", "patch"):
+        return None
+    return (f"agent of cluster {cluster!r} may only write its own Cluster, its Lease karmada-cluster/{cluster}, "
+            f"the status of Works in karmada-es-{cluster}, and Events")

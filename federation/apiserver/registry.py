@@ -1,0 +1,375 @@
+"""Kubernetes object semantics on top of the store.
+
+uid, creationTimestamp, generation (bumped on spec changes only), optimistic concurrency
+on resourceVersion, the ``/status`` subresource (spec and status written separately),
+graceful deletion with finalizers (deleting sets deletionTimestamp; removing the last
+finalizer deletes), garbage collection of dependents through ownerReferences, namespaces
+(objects need an existing namespace; deleting one deletes its contents), pod binding and
+eviction. Admission runs on every create and update of the main resource.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from federation.apiserver import status as st
+from federation.apiserver.patch import apply_patch
+from federation.apiserver.selectors import Predicate
+from federation.apiserver.store import Obj, Store
+from federation.apiserver.validation import admit_body, check_schema
+from policies.admission import AdmissionContext
+from policies.kinds import KINDS, KindInfo, lookup
+
+Clock = Callable[[], datetime]
+
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+NAMESPACES = lookup("v1", "Namespace")
+PODS = lookup("v1", "Pod")
+_BY_KIND: dict[str, KindInfo] = {}
+for _info in KINDS:
+    if _info.converts_to is None:
+        _BY_KIND.setdefault(_info.kind, _info)
+
+
+def resource_key(info: KindInfo) -> str:
+    return f"{info.group}/{info.plural}" if info.group else info.plural
+
+
+def copy_obj(obj: Obj) -> Obj:
+    """A deep copy of a JSON object (orjson round trip: much faster than copy.deepcopy)."""
+    copied: Obj = orjson.loads(orjson.dumps(obj))
+    return copied
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spec_part(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+class Registry:
+    """Create/read/update/delete with Kubernetes rules; every write goes through the store."""
+
+    def __init__(self, store: Store, clock: Clock = utc_now, scheduler_name: str = "volcano") -> None:
+        self.store = store
+        self.clock = clock
+        self.scheduler_name = scheduler_name
+        #: owner uid -> dependents (resource, namespace, name), for garbage collection.
+        self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        for resource, obj in store.iter_all():
+            self._index_owners(resource, obj, None)
+        store.add_listener(lambda _type, resource, obj, previous: self._index_owners(
+            resource, obj if _type != "DELETED" else None, previous))
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _index_owners(self, resource: str, obj: Obj | None, previous: Obj | None) -> None:
+        for source, add in ((previous, False), (obj, True)):
+            if source is None:
+                continue
+            meta = source["metadata"]
+            key = (resource, meta.get("namespace") or "", meta["name"])
+            for ref in meta.get("ownerReferences") or ():
+                uid = ref.get("uid")
+                if not uid:
+                    continue
+                if add:
+                    self._dependents.setdefault(uid, set()).add(key)
+                else:
+                    deps = self._dependents.get(uid)
+                    if deps is not None:
+                        deps.discard(key)
+                        if not deps:
+                            del self._dependents[uid]
+
+    def context(self) -> AdmissionContext:
+        def get(kind: str, namespace: str | None, name: str) -> Obj | None:
+            info = _BY_KIND.get(kind)
+            if info is None:
+                return None
+            return self.store.get(resource_key(info), namespace or "" if info.namespaced else "", name)
+
+        def list_(kind: str, namespace: str | None) -> list[Obj]:
+            info = _BY_KIND.get(kind)
+            if info is None:
+                return []
+            return self.store.list(resource_key(info), namespace if info.namespaced else None)
+
+        return AdmissionContext(get=get, list=list_, online=True, scheduler_name=self.scheduler_name)
+
+    def ensure_namespace(self, name: str) -> None:
+        if self.store.get(resource_key(NAMESPACES), "", name) is None:
+            self.create(NAMESPACES, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def ensure_default_queue(self) -> None:
+        """Volcano installs a ``default`` queue; jobs without ``spec.queue`` go there."""
+        queues = lookup("scheduling.volcano.sh/v1beta1", "Queue")
+        if self.store.get(resource_key(queues), "", "default") is None:
+            self.create(queues, "", {"apiVersion": queues.api_version, "kind": "Queue",
+                                     "metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True}})
+
+    def _check_namespace(self, info: KindInfo, namespace: str) -> None:
+        if not info.namespaced:
+            return
+        ns = self.store.get(resource_key(NAMESPACES), "", namespace)
+        if ns is None:
+            raise st.namespace_not_found(namespace)
+        if ns["metadata"].get("deletionTimestamp"):
+            raise st.ApiError(403, "Forbidden", f'{info.resource_ref} "{namespace}" is forbidden: unable to '
+                                                f'create new content in namespace {namespace} because it is '
+                                                f'being terminated')
+
+    def _envelope(self, info: KindInfo, namespace: str, body: Any, name: str | None = None) -> Obj:
+        """Check apiVersion/kind/namespace/name of a request body against the URL."""
+        if not isinstance(body, dict):
+            raise st.bad_request(f"the request body must be a JSON object describing a {info.kind}")
+        api_version, kind = body.get("apiVersion"), body.get("kind")
+        if api_version and api_version != info.api_version:
+            raise st.bad_request(f"the API version in the data ({api_version}) does not match the expected "
+                                 f"API version ({info.api_version})")
+        if kind and kind != info.kind:
+            raise st.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({info.kind})")
+        body = dict(body, apiVersion=info.api_version, kind=info.kind)
+        meta = body.get("metadata")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise st.invalid(info, name or "", [("metadata", "must be an object")])
+        meta = dict(meta)
+        body["metadata"] = meta
+        if info.namespaced:
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise st.bad_request("the namespace of the provided object does not match the namespace sent "
+                                     "on the request")
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if name is not None:
+            if meta.get("name") and meta["name"] != name:
+                raise st.bad_request(f"the name of the object ({meta['name']}) does not match the name on the "
+                                     f"URL ({name})")
+            meta["name"] = name
+        return body
+
+    def _check_name(self, info: KindInfo, name: str) -> None:
+        if len(name) > 253 or not _NAME_RE.match(name):
+            raise st.invalid(info, name, [("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
+                                           "subdomain must consist of lower case alphanumeric characters, '-' or "
+                                           "'.', and must start and end with an alphanumeric character")])
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def get(self, info: KindInfo, namespace: str, name: str) -> Obj:
+        obj = self.store.get(resource_key(info), namespace if info.namespaced else "", name)
+        if obj is None:
+            raise st.not_found(info, name)
+        return obj
+
+    def list(self, info: KindInfo, namespace: str | None, predicate: Predicate | None) -> list[Obj]:
+        items = self.store.list(resource_key(info), namespace if info.namespaced else None)
+        if predicate is not None:
+            items = [o for o in items if predicate(o)]
+        return items
+
+    # -- writes --------------------------------------------------------------------------
+
+    def create(self, info: KindInfo, namespace: str, body: Any, dry_run: bool = False) -> Obj:
+        body = self._envelope(info, namespace, body)
+        meta = body["metadata"]
+        key = resource_key(info)
+        if not meta.get("name"):
+            prefix = meta.get("generateName")
+            if not prefix:
+                raise st.invalid(info, "", [("metadata.name", "Required value: name or generateName is required")])
+            for _ in range(8):
+                candidate = prefix + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+                if self.store.get(key, namespace, candidate) is None:
+                    break
+            meta["name"] = candidate
+        name = meta["name"]
+        self._check_name(info, name)
+        self._check_namespace(info, namespace)
+        if self.store.get(key, namespace if info.namespaced else "", name) is not None:
+            raise st.already_exists(info, name)
+        for server_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                             "deletionGracePeriodSeconds", "generation", "selfLink", "managedFields"):
+            meta.pop(server_field, None)
+        obj = admit_body(info, body, None, self.context())
+        meta = obj.setdefault("metadata", {})
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=timestamp(self.clock()), generation=1)
+        if info.kind == "Namespace":
+            obj.setdefault("status", {}).setdefault("phase", "Active")
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        if dry_run:
+            return obj
+        return self.store.put(key, obj, "ADDED")
+
+    def update(self, info: KindInfo, namespace: str, name: str, body: Any, subresource: str = "",
+               dry_run: bool = False) -> Obj:
+        old = self.get(info, namespace, name)
+        body = self._envelope(info, namespace, body, name)
+        wanted_rv = body["metadata"].get("resourceVersion")
+        if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+            raise st.stale(info, name)
+        if subresource == "status":
+            new = copy_obj(old)
+            if "status" in body:
+                new["status"] = body["status"]
+            else:
+                new.pop("status", None)
+            check_schema(info, new)
+        else:
+            new = body
+            new_meta = new["metadata"]
+            for kept in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+                if kept in old["metadata"]:
+                    new_meta[kept] = old["metadata"][kept]
+                else:
+                    new_meta.pop(kept, None)
+            new_meta.pop("managedFields", None)
+            if info.has_status:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            new = admit_body(info, new, old, self.context())
+            for kept in ("uid", "creationTimestamp", "generation", "deletionTimestamp", "namespace"):
+                if kept in old["metadata"]:
+                    new["metadata"][kept] = old["metadata"][kept]
+            if _spec_part(new) != _spec_part(old):
+                new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if new == old:
+            return old  # a no-op write: no new resourceVersion, no event (like kube-apiserver)
+        if dry_run:
+            return new
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            return self._remove(info, new, "Background")
+        return self.store.put(resource_key(info), new, "MODIFIED")
+
+    def patch(self, info: KindInfo, namespace: str, name: str, content_type: str, patch: Any,
+              subresource: str = "", dry_run: bool = False) -> Obj:
+        old = self.get(info, namespace, name)
+        patched = apply_patch(content_type, copy_obj(old), patch)
+        if not isinstance(patched, dict):
+            raise st.bad_request("the patch did not produce a JSON object")
+        if patched.get("metadata", {}).get("resourceVersion") is None:
+            patched.setdefault("metadata", {})["resourceVersion"] = old["metadata"]["resourceVersion"]
+        return self.update(info, namespace, name, patched, subresource, dry_run)
+
+    def delete(self, info: KindInfo, namespace: str, name: str, options: Obj | None = None,
+               dry_run: bool = False) -> Obj:
+        options = options or {}
+        obj = self.get(info, namespace, name)
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != obj["metadata"].get("uid"):
+            raise st.conflict(info, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                                          f"UID in object meta: {obj['metadata'].get('uid')}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+            raise st.stale(info, name)
+        if info.kind == "Queue" and info.group == "scheduling.volcano.sh":
+            from policies.admission.volcano_queue import validate_queue_delete
+
+            errors = validate_queue_delete(name, self.context())
+            if errors:
+                raise st.invalid(info, name, [(e.path, e.message) for e in errors])
+        if dry_run:
+            return obj
+        policy = options.get("propagationPolicy") or ("Orphan" if options.get("orphanDependents") else "Background")
+        if obj["metadata"].get("finalizers") or info.kind == "Namespace":
+            if obj["metadata"].get("deletionTimestamp"):
+                return obj
+            marked = copy_obj(obj)
+            marked["metadata"]["deletionTimestamp"] = timestamp(self.clock())
+            if info.kind == "Namespace":
+                marked.setdefault("status", {})["phase"] = "Terminating"
+                marked = self.store.put(resource_key(info), marked, "MODIFIED")
+                self._empty_namespace(name)
+                if marked["metadata"].get("finalizers"):
+                    return marked
+                return self._remove(info, marked, policy)
+            return self.store.put(resource_key(info), marked, "MODIFIED")
+        return self._remove(info, obj, policy)
+
+    def _remove(self, info: KindInfo, obj: Obj, policy: str) -> Obj:
+        gone = self.store.delete(resource_key(info), obj)
+        uid = obj["metadata"].get("uid")
+        if policy != "Orphan" and uid:
+            self._collect(uid)
+        return gone
+
+    def _collect(self, owner_uid: str) -> None:
+        """Delete dependents whose every owner is gone (kube's garbage collector, synchronously)."""
+        for resource, namespace, name in sorted(self._dependents.get(owner_uid, ())):
+            info = self._info(resource)
+            dependent = self.store.get(resource, namespace, name)
+            if info is None or dependent is None:
+                continue
+            refs = dependent["metadata"].get("ownerReferences") or []
+            if any(r.get("uid") != owner_uid and self._uid_alive(r) for r in refs):
+                continue
+            try:
+                self.delete(info, namespace, name, {"propagationPolicy": "Background"})
+            except st.ApiError:
+                continue
+
+    def _uid_alive(self, ref: Obj) -> bool:
+        try:
+            info = lookup(ref.get("apiVersion", ""), ref.get("kind", ""))
+        except Exception:  # an owner of a kind we don't serve: assume it is alive
+            return True
+        return any(o["metadata"].get("uid") == ref.get("uid") for o in self.store.list(resource_key(info)))
+
+    def _info(self, resource: str) -> KindInfo | None:
+        for info in KINDS:
+            if resource_key(info) == resource:
+                return info
+        return None
+
+    def _empty_namespace(self, namespace: str) -> None:
+        for info in KINDS:
+            if not info.namespaced:
+                continue
+            for obj in list(self.store.list(resource_key(info), namespace)):
+                try:
+                    self.delete(info, namespace, obj["metadata"]["name"])
+                except st.ApiError:
+                    continue
+
+    # -- pods ----------------------------------------------------------------------------
+
+    def bind(self, namespace: str, pod_name: str, body: Any) -> None:
+        if not isinstance(body, dict) or not isinstance(body.get("target"), dict) or not body["target"].get("name"):
+            raise st.invalid(PODS, pod_name, [("target.name", "Required value")])
+        node = body["target"]["name"]
+        pod = self.get(PODS, namespace, pod_name)
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            raise st.conflict(PODS, pod_name, f'pod {pod_name} is already assigned to node "{current}"')
+        if pod["metadata"].get("deletionTimestamp"):
+            raise st.conflict(PODS, pod_name, f"pod {pod_name} is being deleted, cannot be assigned to a host")
+        bound = copy_obj(pod)
+        bound.setdefault("spec", {})["nodeName"] = node
+        conditions = [c for c in bound.setdefault("status", {}).get("conditions") or []
+                      if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": timestamp(self.clock())})
+        bound["status"]["conditions"] = conditions
+        self.store.put(resource_key(PODS), bound, "MODIFIED")
+
+    def evict(self, namespace: str, pod_name: str, body: Any) -> None:
+        options = body.get("deleteOptions") if isinstance(body, dict) else None
+        self.delete(PODS, namespace, pod_name, options if isinstance(options, dict) else None)

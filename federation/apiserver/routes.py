@@ -1,0 +1,353 @@
+"""REST handlers for every kind: get, list, watch, create, update, patch, delete, subresources.
+
+One catch-all handler per API root parses the path (:mod:`paths`), checks the caller's
+role (:mod:`auth`), and calls the registry. Bodies may be JSON or YAML; patches may be
+merge, JSON or strategic-merge patches. Every error is a ``Status`` (:mod:`status`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from federation.apiserver import discovery, keys, paths, table
+from federation.apiserver import status as st
+from federation.apiserver.auth import User, authorize
+from federation.apiserver.patch import APPLY, PATCH_TYPES
+from federation.apiserver.registry import PODS, resource_key
+from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
+from policies.kinds import KindInfo
+
+if TYPE_CHECKING:
+    from federation.apiserver.app import ApiServerState
+
+
+def _state_key() -> Any:
+    from federation.apiserver.app import STATE_KEY
+
+    return STATE_KEY
+
+Obj = dict[str, Any]
+JSON_TYPES = {"application/json", ""}
+YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml"}
+BODY_TYPES = ["application/json", "application/yaml"]
+DEFAULT_WATCH_TIMEOUT = 1800.0
+
+
+def json_response(obj: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(obj), status=status, content_type="application/json")
+
+
+async def read_body(request: web.Request, patch: bool = False) -> Any:
+    content_type = request.headers.get("Content-Type", "")
+    base = content_type.split(";")[0].strip().lower()
+    if patch:
+        if base == APPLY:
+            raise st.unsupported_media(content_type, PATCH_TYPES)  # server-side apply is not served
+        if base not in PATCH_TYPES:
+            raise st.unsupported_media(content_type, PATCH_TYPES)
+    elif base not in JSON_TYPES and base not in YAML_TYPES:
+        raise st.unsupported_media(content_type, BODY_TYPES)
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise st.too_large(request.app[_state_key()].max_body) from None
+    if not raw.strip():
+        if request.method == "DELETE":
+            return None
+        raise st.bad_request("the request body is empty")
+    if base in YAML_TYPES:
+        try:
+            return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        except yaml.YAMLError as exc:
+            raise st.bad_request(f"the request body is not valid YAML: {exc}") from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise st.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
+
+
+def _verb(request: web.Request, target: paths.Target) -> str:
+    method = request.method
+    if method == "GET":
+        if target.name:
+            return "get"
+        return "watch" if _flag(request.query.get("watch")) else "list"
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if target.name else "deletecollection"
+    raise st.method_not_allowed(method, request.path)
+
+
+def _encode_continue(namespace: str, name: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([namespace, name])).decode()
+
+
+def _decode_continue(token: str) -> tuple[str, str]:
+    try:
+        ns, name = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        return str(ns), str(name)
+    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
+        raise st.bad_request(f"invalid continue token {token!r}") from None
+
+
+class Handlers:
+    def __init__(self, state: "ApiServerState") -> None:
+        self.state = state
+
+    async def core(self, request: web.Request) -> web.StreamResponse:
+        rest = [p for p in request.match_info.get("tail", "").split("/") if p]
+        if not rest:
+            return json_response(discovery.api_versions(self.state.address))
+        if rest[0] != "v1":
+            raise st.path_not_found(request.path)
+        if len(rest) == 1:
+            return json_response(discovery.resource_list("", "v1"))
+        return await self._serve(request, paths.parse("", "v1", rest[1:], request.path))
+
+    async def groups(self, request: web.Request) -> web.StreamResponse:
+        rest = [p for p in request.match_info.get("tail", "").split("/") if p]
+        if not rest:
+            return json_response(discovery.group_list())
+        if len(rest) == 1:
+            doc = discovery.group(rest[0])
+            if doc is None:
+                raise st.path_not_found(request.path)
+            return json_response(doc)
+        if len(rest) == 2:
+            doc = discovery.resource_list(rest[0], rest[1])
+            if doc is None:
+                raise st.path_not_found(request.path)
+            return json_response(doc)
+        return await self._serve(request, paths.parse(rest[0], rest[1], rest[2:], request.path))
+
+    # -- dispatch ------------------------------------------------------------------------
+
+    async def _serve(self, request: web.Request, target: paths.Target) -> web.StreamResponse:
+        verb = _verb(request, target)
+        request[keys.VERB], request[keys.RESOURCE] = verb, target.resource_label
+        user: User = request[keys.USER]
+        body: Any = None
+        if request.method in ("POST", "PUT", "PATCH") or (request.method == "DELETE" and request.can_read_body):
+            body = await read_body(request, patch=request.method == "PATCH")
+        name = target.name
+        if verb == "create" and not target.subresource and isinstance(body, dict):
+            name = str((body.get("metadata") or {}).get("name") or "")
+        info = target.info
+        if target.special == "bindings":
+            info = PODS
+            name = str(((body or {}).get("metadata") or {}).get("name") or "") if isinstance(body, dict) else ""
+        sub = "binding" if target.special == "bindings" else target.subresource
+        why = authorize(user, verb, info, target.namespace or "", name, sub)
+        if why is not None:
+            raise st.forbidden(user.name, verb, info, name, target.namespace or "", why)
+        registry = self.state.registry
+        dry_run = bool(request.query.getall("dryRun", []))
+        if target.special == "bindings":
+            registry.bind(target.namespace or "", name, body)
+            return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                  "code": 201}, 201)
+        assert info is not None
+        ns = target.namespace if info.namespaced else ""
+        if verb == "get":
+            return self._object(request, info, registry.get(info, ns or "", target.name))
+        if verb == "list":
+            return self._list(request, info, ns)
+        if verb == "watch":
+            return await self._watch(request, info, ns)
+        if verb == "create":
+            if target.subresource == "binding":
+                registry.bind(ns or "", target.name, body)
+                return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                      "code": 201}, 201)
+            if target.subresource == "eviction":
+                registry.evict(ns or "", target.name, body)
+                return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                      "code": 201}, 201)
+            if target.name or ns is None:
+                raise st.method_not_allowed(request.method, request.path)
+            return self._object(request, info, registry.create(info, ns, body, dry_run), 201)
+        if ns is None and verb != "deletecollection":
+            raise st.method_not_allowed(request.method, request.path)
+        if verb == "update":
+            return self._object(request, info, registry.update(info, ns or "", target.name, body,
+                                                               target.subresource, dry_run))
+        if verb == "patch":
+            content_type = request.headers.get("Content-Type", "")
+            return self._object(request, info, registry.patch(info, ns or "", target.name, content_type, body,
+                                                              target.subresource, dry_run))
+        if verb == "delete":
+            options = body if isinstance(body, dict) else {}
+            if "propagationPolicy" in request.query:
+                options = dict(options, propagationPolicy=request.query["propagationPolicy"])
+            return self._object(request, info, registry.delete(info, ns or "", target.name, options, dry_run))
+        if verb == "deletecollection":
+            predicate = self._predicate(request)
+            options = body if isinstance(body, dict) else {}
+            deleted = []
+            for obj in list(registry.list(info, ns, predicate)):
+                meta = obj["metadata"]
+                try:
+                    deleted.append(registry.delete(info, meta.get("namespace") or "", meta["name"], options, dry_run))
+                except st.ApiError:
+                    continue
+            return json_response(self._list_doc(info, deleted, {}))
+        raise st.method_not_allowed(request.method, request.path)
+
+    # -- responses -----------------------------------------------------------------------
+
+    def _lookup(self, kind: str, namespace: str, name: str) -> Obj | None:
+        return self.state.registry.context().get(kind, namespace, name)  # type: ignore[misc]
+
+    def _object(self, request: web.Request, info: KindInfo, obj: Obj, code: int = 200) -> web.Response:
+        if table.wants_table(request.headers.get("Accept", "")):
+            doc = table.table(info, [obj], self.state.registry.clock(), self._lookup,
+                              request.query.get("includeObject", "PartialObjectMetadata"),
+                              {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
+            return json_response(doc, code)
+        return json_response(obj, code)
+
+    def _predicate(self, request: web.Request) -> Any:
+        return combine(parse_label_selector(request.query.get("labelSelector")),
+                       parse_field_selector(request.query.get("fieldSelector")))
+
+    def _list_doc(self, info: KindInfo, items: list[Obj], meta: Obj) -> Obj:
+        return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta, "items": items}
+
+    def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
+        predicate = self._predicate(request)
+        rv = str(self.state.store.rv)
+        items = self.state.registry.list(info, ns, predicate)
+        token = request.query.get("continue")
+        if token:
+            after = _decode_continue(token)
+            items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
+        meta: Obj = {"resourceVersion": rv}
+        limit_text = request.query.get("limit")
+        if limit_text:
+            try:
+                limit = int(limit_text)
+            except ValueError:
+                raise st.bad_request(f"limit must be an integer, got {limit_text!r}") from None
+            if 0 < limit < len(items):
+                last = items[limit - 1]["metadata"]
+                meta["continue"] = _encode_continue(last.get("namespace") or "", last["name"])
+                meta["remainingItemCount"] = len(items) - limit
+                items = items[:limit]
+        if table.wants_table(request.headers.get("Accept", "")):
+            return json_response(table.table(info, items, self.state.registry.clock(), self._lookup,
+                                             request.query.get("includeObject", "PartialObjectMetadata"), meta))
+        return json_response(self._list_doc(info, items, meta))
+
+    async def _watch(self, request: web.Request, info: KindInfo, ns: str | None) -> web.StreamResponse:
+        predicate = self._predicate(request)
+        rv_text = request.query.get("resourceVersion") or ""
+        initial = rv_text in ("", "0") or _flag(request.query.get("sendInitialEvents"))
+        since: int | None = None
+        if rv_text not in ("", "0"):
+            try:
+                since = int(rv_text)
+            except ValueError:
+                raise st.bad_request(f"invalid resourceVersion {rv_text!r}") from None
+        timeout = DEFAULT_WATCH_TIMEOUT
+        if request.query.get("timeoutSeconds"):
+            try:
+                timeout = float(request.query["timeoutSeconds"])
+            except ValueError:
+                raise st.bad_request("timeoutSeconds must be a number") from None
+        bookmarks = _flag(request.query.get("allowWatchBookmarks"))
+        as_table = table.wants_table(request.headers.get("Accept", ""))
+        hub = self.state.hub
+        resource = resource_key(info)
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        try:
+            watcher = hub.subscribe(resource, ns, predicate, None if initial else since)
+        except st.ApiError as exc:
+            # kubernetes-asyncio reads watch errors as one-line ERROR events on a 200 stream
+            await response.prepare(request)
+            await response.write(orjson.dumps({"type": "ERROR", "object": exc.to_status()}) + b"\n")
+            return response
+        self.state.metrics.watch_started(info.plural)
+        try:
+            await response.prepare(request)
+            now = self.state.registry.clock
+            include = request.query.get("includeObject", "PartialObjectMetadata")
+
+            def encode(type_: str, obj: Obj, shared: bytes | None = None) -> bytes:
+                if as_table:
+                    doc = table.table(info, [obj], now(), self._lookup, include,
+                                      {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
+                    return orjson.dumps({"type": type_, "object": doc}) + b"\n"
+                return shared if shared is not None else orjson.dumps({"type": type_, "object": obj}) + b"\n"
+
+            if initial:
+                current = self.state.registry.list(info, ns, predicate)
+                if current:
+                    await response.write(b"".join(encode("ADDED", o) for o in current))
+                if _flag(request.query.get("sendInitialEvents")) or bookmarks:
+                    await response.write(self._bookmark(info, initial_end=True))
+            await self._pump(response, watcher, encode, timeout, bookmarks, info)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            hub.unsubscribe(watcher)
+            self.state.metrics.watch_ended(info.plural)
+        return response
+
+    def _bookmark(self, info: KindInfo, initial_end: bool = False) -> bytes:
+        meta: Obj = {"resourceVersion": str(self.state.store.rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return orjson.dumps({"type": "BOOKMARK", "object": {"kind": info.kind, "apiVersion": info.api_version,
+                                                            "metadata": meta}}) + b"\n"
+
+    async def _pump(self, response: web.StreamResponse, watcher: Any, encode: Any, timeout: float,
+                    bookmarks: bool, info: KindInfo) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        queue = watcher.queue
+        interval = self.state.bookmark_interval
+        while not self.state.stopping:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            if queue.empty():
+                try:
+                    item = await asyncio.wait_for(queue.get(), min(remaining, interval))
+                except TimeoutError:
+                    if bookmarks and queue.empty():
+                        await response.write(self._bookmark(info))
+                    continue
+            else:
+                item = queue.get_nowait()
+            chunks: list[bytes] = []
+            done = False
+            while True:
+                if item is None:
+                    done = True
+                    break
+                type_, event = item
+                chunks.append(encode(type_, event.obj, event.line(type_)))
+                if queue.empty() or len(chunks) >= 512:
+                    break
+                item = queue.get_nowait()
+            if chunks:
+                await response.write(b"".join(chunks))
+                self.state.metrics.watch_events(info.plural, len(chunks))
+            if done:
+                return

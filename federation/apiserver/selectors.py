@@ -1,0 +1,121 @@
+"""``labelSelector`` and ``fieldSelector`` query parameters, parsed once per request.
+
+Label selectors follow Kubernetes' grammar: ``a=b``, ``a==b``, ``a!=b``, ``a in (x,y)``,
+``a notin (x)``, ``a`` (exists) and ``!a`` (does not exist), comma-separated (AND).
+Field selectors accept ``=``, ``==`` and ``!=`` on any dotted path of the object
+(``metadata.name``, ``spec.nodeName``, ``status.phase``, ``involvedObject.uid``); a missing
+field compares as the empty string, so ``spec.nodeName=`` selects unbound pods.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from federation.apiserver.status import bad_request
+
+Predicate = Callable[[dict[str, Any]], bool]
+
+_SET_RE = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
+_CMP_RE = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|!=|=)\s*([A-Za-z0-9_./:-]*)\s*$")
+
+
+def _split_terms(text: str) -> list[str]:
+    """Split on commas that are not inside ``( ... )``."""
+    terms, depth, current = [], 0, []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            terms.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    terms.append("".join(current))
+    return [t for t in terms if t.strip()]
+
+
+def parse_label_selector(text: str | None) -> Predicate | None:
+    if not text or not text.strip():
+        return None
+    checks: list[Predicate] = []
+    for term in _split_terms(text):
+        cmp = _CMP_RE.match(term)
+        if cmp:
+            key, op, value = cmp.groups()
+            checks.append(_label_cmp(key, op, value))
+            continue
+        st = _SET_RE.match(term)
+        if not st:
+            raise bad_request(f"unable to parse requirement: invalid label selector {text!r} at {term.strip()!r}")
+        negate, key, op, values = st.groups()
+        if op:
+            if negate:
+                raise bad_request(f"unable to parse requirement: '!' cannot be combined with {op} in {term!r}")
+            allowed = {v.strip() for v in values.split(",") if v.strip()}
+            checks.append(_label_set(key, op == "in", allowed))
+        else:
+            checks.append(_label_exists(key, not negate))
+    return lambda obj: all(check(obj) for check in checks)
+
+
+def _labels(obj: dict[str, Any]) -> dict[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _label_cmp(key: str, op: str, value: str) -> Predicate:
+    if op == "!=":
+        return lambda obj: _labels(obj).get(key) != value
+    return lambda obj: _labels(obj).get(key) == value
+
+
+def _label_set(key: str, inside: bool, values: set[str]) -> Predicate:
+    if inside:
+        return lambda obj: _labels(obj).get(key) in values
+    return lambda obj: _labels(obj).get(key) not in values
+
+
+def _label_exists(key: str, present: bool) -> Predicate:
+    return lambda obj: (key in _labels(obj)) == present
+
+
+def field_value(obj: dict[str, Any], path: str) -> str:
+    """The string value at a dotted path, or ``""`` when absent."""
+    value: Any = obj
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return ""
+        value = value.get(part)
+        if value is None:
+            return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
+
+
+def parse_field_selector(text: str | None) -> Predicate | None:
+    if not text or not text.strip():
+        return None
+    checks: list[Predicate] = []
+    for term in _split_terms(text):
+        cmp = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*?)\s*$", term)
+        if not cmp:
+            raise bad_request(f"invalid field selector {text!r}: {term.strip()!r} is not field=value or field!=value")
+        path, op, value = cmp.groups()
+        if op == "!=":
+            checks.append(lambda obj, p=path, v=value: field_value(obj, p) != v)
+        else:
+            checks.append(lambda obj, p=path, v=value: field_value(obj, p) == v)
+    return lambda obj: all(check(obj) for check in checks)
+
+
+def combine(*predicates: Predicate | None) -> Predicate | None:
+    active = [p for p in predicates if p is not None]
+    if not active:
+        return None
+    if len(active) == 1:
+        return active[0]
+    return lambda obj: all(p(obj) for p in active)

@@ -1,0 +1,254 @@
+"""Start and stop an API server: store, watch hub, registry, auth, HTTP(S) listener, controllers.
+
+In a test::
+
+    async with ApiServer(ServerConfig(data_dir=tmp_path)) as server:   # free loopback port
+        async with server.api_client() as api: ...                    # admin kubernetes-asyncio client
+        agent_cfg = server.kubeconfig("agent:cluster-a")              # kubeconfig dict for a role
+
+``caldera serve`` runs :func:`serve_forever`. Background controllers (``federation.controllers.
+CONTROLLERS``, filled by the controller engineers) start after the listener is up, each as
+``await controller(ControllerContext)``, and are cancelled on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import importlib
+import logging
+import os
+import signal
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from federation.apiserver.app import ApiServerState, build_app
+from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.registry import Registry
+from federation.apiserver.store import Store
+from federation.apiserver.watch import WatchHub
+
+log = logging.getLogger("caldera.apiserver")
+
+FEDERATION_NAMESPACES = ("default", "kube-system", "karmada-cluster")
+MEMBER_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass
+class ServerConfig:
+    data_dir: Path = Path("caldera-data")
+    #: HOST:PORT; port 0 picks a free port (see ApiServer.url after start)
+    listen: str = "127.0.0.1:0"
+    token_file: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    #: serve HTTPS with a certificate generated under DIR/tls when no cert file is given
+    #: (kubectl sends bearer tokens only over TLS); in-process tests usually keep plain HTTP
+    self_signed_tls: bool = False
+    #: stand in for a member cluster's API server: no federation controllers
+    member_mode: bool = False
+    run_controllers: bool = True
+    watch_history: int = 50_000
+    bookmark_interval: float = 30.0
+    #: clusters to write DIR/agent-<cluster>.kubeconfig for at start-up (new agent tokens)
+    agent_kubeconfigs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ControllerContext:
+    """What a background controller gets: where the API is, an admin kubeconfig, a stop signal."""
+
+    url: str
+    kubeconfig: dict[str, Any]
+    stop: asyncio.Event
+    data_dir: Path
+    server: "ApiServer"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Controller = Callable[[ControllerContext], Awaitable[None]]
+
+
+def registered_controllers() -> list[Controller]:
+    """``federation.controllers.CONTROLLERS`` if that registry exists (filled by other engineers)."""
+    try:
+        module = importlib.import_module("federation.controllers")
+    except ImportError:
+        return []
+    return list(getattr(module, "CONTROLLERS", []) or [])
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    host, _, port = listen.rpartition(":")
+    if not host:
+        raise ValueError(f"--listen must be HOST:PORT, got {listen!r}")
+    return host.strip("[]"), int(port)
+
+
+class ApiServer:
+    def __init__(self, config: ServerConfig, controllers: Sequence[Controller] | None = None) -> None:
+        self.config = config
+        self.data_dir = Path(config.data_dir)
+        self._controllers = controllers
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stop = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.state: ApiServerState | None = None
+        self.url = ""
+        self.admin_token = ""
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> "ApiServer":
+        cfg = self.config
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        store = Store(self.data_dir / "caldera.db")
+        hub = WatchHub(store.rv, history=cfg.watch_history)
+        store.add_listener(hub.publish)
+        registry = Registry(store)
+        token_file = Path(cfg.token_file) if cfg.token_file else self.data_dir / "tokens.csv"
+        auth = TokenAuthenticator(token_file)
+        if cfg.token_file is None:
+            self.admin_token = auth.token_for("admin") or auth.mint("admin", "admin")
+        else:
+            self.admin_token = auth.token_for("admin") or ""
+        state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth,
+                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode)
+        self.state = state
+        for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
+            registry.ensure_namespace(namespace)
+        registry.ensure_default_queue()
+        host, port = split_listen(cfg.listen)
+        ssl_context = None
+        if cfg.tls_cert_file is None and cfg.self_signed_tls:
+            from federation.apiserver.tls import ensure_self_signed
+
+            cfg.tls_cert_file, cfg.tls_private_key_file = ensure_self_signed(self.data_dir / "tls", host)
+        if cfg.tls_cert_file:
+            ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ssl_context.load_cert_chain(str(cfg.tls_cert_file), str(cfg.tls_private_key_file or cfg.tls_cert_file))
+        self._runner = web.AppRunner(build_app(state), access_log=None, handle_signals=False,
+                                     shutdown_timeout=2.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
+        await site.start()
+        bound_port = port
+        server = getattr(site, "_server", None)
+        if server is not None and server.sockets:
+            bound_port = server.sockets[0].getsockname()[1]
+        client_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+        if ":" in client_host:
+            client_host = f"[{client_host}]"
+        self.url = f"{'https' if ssl_context else 'http'}://{client_host}:{bound_port}"
+        state.address = f"{client_host}:{bound_port}"
+        if self.admin_token:
+            self.write_kubeconfig(self.data_dir / "admin.kubeconfig", "admin", token=self.admin_token)
+        for cluster in cfg.agent_kubeconfigs:
+            self.write_kubeconfig(self.data_dir / f"agent-{cluster}.kubeconfig", f"agent:{cluster}")
+        if cfg.run_controllers and not cfg.member_mode:
+            controllers = self._controllers if self._controllers is not None else registered_controllers()
+            context = ControllerContext(self.url, self.kubeconfig("admin", token=self.admin_token), self._stop,
+                                        self.data_dir, self)
+            for controller in controllers:
+                self._tasks.append(asyncio.create_task(self._run_controller(controller, context)))
+        return self
+
+    async def _run_controller(self, controller: Controller, context: ControllerContext) -> None:
+        try:
+            await controller(context)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a crashed controller is logged; the API keeps serving
+            log.exception("controller %s crashed", getattr(controller, "__name__", controller))
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self.state is not None:
+            self.state.stopping = True
+            self.state.hub.close_all()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5)
+        self._tasks.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.state is not None:
+            self.state.store.close()
+            self.state = None
+
+    async def __aenter__(self) -> "ApiServer":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- credentials ---------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        assert self.state is not None, "server not started"
+        return self.state.store
+
+    def mint_token(self, role: str, user: str | None = None) -> str:
+        """A new token for ``admin``, ``viewer`` or ``agent:<cluster>`` (appended to the token file)."""
+        assert self.state is not None, "server not started"
+        return self.state.auth.mint(user or role.replace(":", "-"), role)
+
+    def kubeconfig(self, role: str = "admin", token: str | None = None) -> dict[str, Any]:
+        """A kubeconfig dict for this server and ``role`` (a new token unless one is given)."""
+        if token is None:
+            token = self.admin_token if role == "admin" and self.admin_token else self.mint_token(role)
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.config.tls_cert_file:
+            cluster["certificate-authority-data"] = base64.b64encode(
+                Path(self.config.tls_cert_file).read_bytes()).decode()
+        user = role.replace(":", "-")
+        return {"apiVersion": "v1", "kind": "Config", "preferences": {},
+                "clusters": [{"name": "caldera", "cluster": cluster}],
+                "users": [{"name": user, "user": {"token": token}}],
+                "contexts": [{"name": f"caldera-{user}", "context": {"cluster": "caldera", "user": user}}],
+                "current-context": f"caldera-{user}"}
+
+    def write_kubeconfig(self, path: Path, role: str, token: str | None = None) -> Path:
+        text = yaml.safe_dump(self.kubeconfig(role, token), sort_keys=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        return path
+
+    def api_client(self, role: str = "admin") -> Any:
+        """A kubernetes-asyncio ApiClient for ``role`` (use ``async with``)."""
+        from federation.client import api_client_from_dict
+
+        return api_client_from_dict(self.kubeconfig(role))
+
+
+async def serve_forever(config: ServerConfig, announce: Callable[[str], None] = print) -> int:
+    server = ApiServer(config)
+    await server.start()
+    announce(f"caldera API server listening on {server.url} (data: {server.data_dir.resolve()})")
+    if server.admin_token and config.token_file is None:
+        announce(f"admin kubeconfig: {(server.data_dir / 'admin.kubeconfig').resolve()}  "
+                 f"(export KUBECONFIG=... or pass --kubeconfig)")
+    for cluster in config.agent_kubeconfigs:
+        announce(f"agent kubeconfig for cluster {cluster}: {(server.data_dir / f'agent-{cluster}.kubeconfig').resolve()}")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    announce("caldera API server shutting down")
+    await server.stop()
+    return 0

@@ -1,0 +1,42 @@
+"""``caldera serve``: the federation API server (Kubernetes-compatible REST on SQLite)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+NAME = "serve"
+HELP = "run the federation API server (kubectl and kubernetes-asyncio work against it)"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", default="caldera-data", type=Path,
+                        help="directory for the SQLite store, tokens.csv and admin.kubeconfig (default ./caldera-data)")
+    parser.add_argument("--listen", default="127.0.0.1:7443", metavar="HOST:PORT",
+                        help="address to listen on (default 127.0.0.1:7443; port 0 picks a free one)")
+    parser.add_argument("--token-file", type=Path, default=None,
+                        help="bearer tokens, kube-apiserver --token-auth-file format: token,user,uid,\"groups\" "
+                             "(default: DIR/tokens.csv with a generated admin token)")
+    parser.add_argument("--tls-cert-file", type=Path, default=None, help="serve HTTPS with this certificate")
+    parser.add_argument("--tls-private-key-file", type=Path, default=None, help="private key for --tls-cert-file")
+    parser.add_argument("--plain-http", action="store_true",
+                        help="serve plain HTTP instead of HTTPS with a generated self-signed certificate "
+                             "(note: kubectl never sends tokens over plain HTTP)")
+    parser.add_argument("--member-mode", action="store_true",
+                        help="stand in for a member cluster's API server (core kinds, no federation controllers)")
+    parser.add_argument("--no-controllers", action="store_true", help="serve the API only")
+    parser.add_argument("--agent-token", action="append", default=[], metavar="CLUSTER",
+                        help="also write DIR/agent-CLUSTER.kubeconfig with a new agent token (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from federation.apiserver.server import ServerConfig, serve_forever
+
+    config = ServerConfig(data_dir=args.data_dir, listen=args.listen, token_file=args.token_file,
+                          tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
+                          self_signed_tls=not args.plain_http,
+                          member_mode=args.member_mode, run_controllers=not args.no_controllers,
+                          agent_kubeconfigs=list(args.agent_token))
+
+    return asyncio.run(serve_forever(config, lambda line: print(line, flush=True)))

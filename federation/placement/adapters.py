@@ -1,0 +1,246 @@
+"""API objects -> the placement core's request types.
+
+Accepts the pydantic models (``policies.models``) or their wire dicts (camelCase, as in
+YAML), so callers and tests can use either. Defaults are applied the way the Volcano and
+Karmada webhooks do when admission has not run: task ``minAvailable`` = its replicas, job
+``minAvailable`` = the sum of the tasks', ``replicaScheduling`` absent = Duplicated, Divided
+without a preference = Weighted, a spread constraint without a field = ``cluster`` with
+``minGroups: 1``. Rules a placement cannot work around (weights below 1, both affinity
+forms) raise :class:`~policies.errors.ValidationFailed` naming the field.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Iterable, Mapping
+
+from federation.placement.request import (
+    AssumedWorkload,
+    ClusterAffinity,
+    ClusterState,
+    JobDemand,
+    LabelSelector,
+    NodeShape,
+    Options,
+    PlacementRequest,
+    PlacementSpec,
+    PreviousCluster,
+    PreviousPlacement,
+    Requirement,
+    ResourceSummary,
+    SpreadConstraint,
+    StaticWeight,
+    Taint,
+    TaskDemand,
+    Toleration,
+    labels,
+    resources,
+)
+from policies.errors import FieldError, ValidationFailed
+from policies.models.core import PodTemplateSpec
+from policies.models.pod_resources import template_request
+from policies.resources import ResourceVector
+
+Obj = Mapping[str, Any] | Any
+
+
+def wire(obj: Obj) -> dict[str, Any]:
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    if hasattr(obj, "to_wire"):
+        return dict(obj.to_wire())
+    return dict(obj.model_dump(by_alias=True, exclude_none=True, mode="json"))
+
+
+def _ref(w: Mapping[str, Any]) -> str:
+    meta = w.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{w.get('kind', '?')} {ns + '/' if ns else ''}{meta.get('name', '<unnamed>')}"
+
+
+def timestamp(text: str | None) -> float | None:
+    """RFC 3339 text -> seconds since the epoch (None stays None)."""
+    if not text:
+        return None
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+
+
+def _vector(resource_list: Mapping[str, Any] | None) -> tuple[tuple[str, float], ...]:
+    return resources(dict(ResourceVector.from_resource_list(resource_list or {})))
+
+
+# ---------------------------------------------------------------- job
+
+
+def job_demand(job: Obj) -> JobDemand:
+    w = wire(job)
+    meta, spec = w.get("metadata") or {}, w.get("spec") or {}
+    tasks = []
+    for i, task in enumerate(spec.get("tasks") or []):
+        replicas = int(task.get("replicas") or 0)
+        minimum = task.get("minAvailable")
+        template = task.get("template") or {}
+        request = template_request(PodTemplateSpec.model_validate(template)) if template else ResourceVector({"pods": 1})
+        tasks.append(TaskDemand(
+            name=task.get("name") or f"task-{i}",
+            replicas=replicas,
+            min_available=replicas if minimum is None else int(minimum),
+            request=resources(dict(request)),
+            node_selector=labels((template.get("spec") or {}).get("nodeSelector")),
+        ))
+    job_min = spec.get("minAvailable")
+    return JobDemand(
+        namespace=meta.get("namespace") or "default",
+        name=meta.get("name") or "<unnamed>",
+        uid=meta.get("uid") or "",
+        tasks=tuple(tasks),
+        min_available=sum(t.min_available for t in tasks) if job_min is None else int(job_min),
+    )
+
+
+# ---------------------------------------------------------------- policy
+
+
+def _selector(sel: Mapping[str, Any] | None) -> LabelSelector | None:
+    if sel is None:
+        return None
+    exprs = tuple(Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+                  for e in sel.get("matchExpressions") or [])
+    return LabelSelector(labels(sel.get("matchLabels")), exprs)
+
+
+def cluster_affinity(a: Mapping[str, Any] | None, name: str = "") -> ClusterAffinity:
+    a = a or {}
+    fields = tuple(Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+                   for e in (a.get("fieldSelector") or {}).get("matchExpressions") or [])
+    return ClusterAffinity(tuple(a.get("clusterNames") or ()), tuple(a.get("exclude") or ()),
+                           _selector(a.get("labelSelector")), fields, name)
+
+
+def _tolerations(items: Iterable[Mapping[str, Any]] | None) -> tuple[Toleration, ...]:
+    return tuple(Toleration(t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "",
+                            t.get("effect") or "") for t in items or [])
+
+
+def placement_spec(policy: Obj) -> PlacementSpec:
+    w = wire(policy)
+    ref = _ref(w)
+    placement = (w.get("spec") or {}).get("placement") or {}
+    base = "spec.placement"
+    errors: list[FieldError] = []
+    if placement.get("clusterAffinity") and placement.get("clusterAffinities"):
+        errors.append(FieldError(f"{base}.clusterAffinities", "clusterAffinity and clusterAffinities cannot both be set"))
+    terms = placement.get("clusterAffinities")
+    if terms:
+        affinities = tuple(cluster_affinity(t, t.get("affinityName") or f"#{i}") for i, t in enumerate(terms))
+    else:
+        affinities = (cluster_affinity(placement.get("clusterAffinity")),)
+    spread = []
+    for i, s in enumerate(placement.get("spreadConstraints") or []):
+        by_field, by_label = s.get("spreadByField") or "", s.get("spreadByLabel") or ""
+        if by_field and by_label:
+            errors.append(FieldError(f"{base}.spreadConstraints[{i}]", "spreadByField and spreadByLabel cannot both be set"))
+        spread.append(SpreadConstraint(by_field or ("" if by_label else "cluster"), by_label,
+                                       int(s.get("minGroups") if s.get("minGroups") is not None else 1),
+                                       int(s.get("maxGroups") or 0)))
+    scheduling = placement.get("replicaScheduling")
+    weights: list[StaticWeight] = []
+    if scheduling is None or (scheduling.get("replicaSchedulingType") or "Divided") == "Duplicated":
+        strategy = "Duplicated"
+    elif (scheduling.get("replicaDivisionPreference") or "Weighted") == "Aggregated":
+        strategy = "Aggregated"
+    else:
+        pref = scheduling.get("weightPreference") or {}
+        dynamic = pref.get("dynamicWeight")
+        if dynamic and dynamic != "AvailableReplicas":
+            errors.append(FieldError(f"{base}.replicaScheduling.weightPreference.dynamicWeight",
+                                     f"unsupported value {dynamic!r}: only AvailableReplicas"))
+        strategy = "DynamicWeight" if dynamic else "StaticWeight"
+        for i, rule in enumerate(pref.get("staticWeightList") or []):
+            weight = rule.get("weight")
+            if not isinstance(weight, int) or weight < 1:
+                errors.append(FieldError(f"{base}.replicaScheduling.weightPreference.staticWeightList[{i}].weight",
+                                         f"must be an integer of at least 1, got {weight!r}"))
+                continue
+            weights.append(StaticWeight(cluster_affinity(rule.get("targetCluster")), weight))
+    if errors:
+        raise ValidationFailed(ref, errors)
+    meta = w.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    return PlacementSpec(affinities, _tolerations(placement.get("clusterTolerations")), tuple(spread),
+                         strategy, tuple(weights),  # type: ignore[arg-type]
+                         f"{namespace + '/' if namespace else ''}{meta.get('name', '')}")
+
+
+# ---------------------------------------------------------------- clusters
+
+
+def cluster_state(cluster: Obj, lease_renewed: float | None = None, lease_duration: float = 40.0) -> ClusterState:
+    w = wire(cluster)
+    meta, spec, status = w.get("metadata") or {}, w.get("spec") or {}, w.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    ready_status = str(ready.get("status")) if ready else "Unknown"
+    if ready_status not in ("True", "False", "Unknown"):
+        ready_status = "Unknown"
+    shapes = status.get("nodeShapes")
+    summary = status.get("resourceSummary")
+    zones = tuple(spec.get("zones") or ([spec["zone"]] if spec.get("zone") else []))
+    return ClusterState(
+        name=meta.get("name") or "<unnamed>",
+        labels=labels(meta.get("labels")),
+        provider=spec.get("provider") or "",
+        region=spec.get("region") or "",
+        zones=zones,
+        taints=tuple(Taint(t["key"], t["effect"], t.get("value") or "") for t in spec.get("taints") or []),
+        ready=ready_status,  # type: ignore[arg-type]
+        ready_since=timestamp(ready.get("lastTransitionTime")) if ready else None,
+        lease_renewed=lease_renewed,
+        lease_duration=lease_duration,
+        node_shapes=None if shapes is None else tuple(
+            NodeShape(int(s.get("count") or 0), _vector(s.get("free")), labels(s.get("labels"))) for s in shapes
+        ),
+        summary=None if summary is None else ResourceSummary(
+            _vector(summary.get("allocatable")), _vector(summary.get("allocated")), _vector(summary.get("allocating"))
+        ),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+# ---------------------------------------------------------------- history
+
+
+def previous_placement(binding: Obj | None) -> PreviousPlacement:
+    """From a ResourceBinding: spec.clusters (with per-task ``components``), Fresh mode, affinity term."""
+    if binding is None:
+        return PreviousPlacement()
+    w = wire(binding)
+    spec, status = w.get("spec") or {}, w.get("status") or {}
+    clusters = tuple(
+        PreviousCluster(c["name"], int(c.get("replicas") or 0),
+                        tuple((p["name"], int(p.get("replicas") or 0)) for p in c.get("components") or []))
+        for c in spec.get("clusters") or []
+    )
+    triggered, last = timestamp(spec.get("rescheduleTriggeredAt")), timestamp(status.get("lastScheduledTime"))
+    fresh = triggered is not None and (last is None or triggered > last)
+    return PreviousPlacement(clusters, fresh, status.get("schedulerObservingAffinityName") or "")
+
+
+def assumed_share(cluster: str, job: JobDemand, per_task: Mapping[str, int]) -> AssumedWorkload:
+    """A share dispatched but not yet confirmed, to deduct from ``cluster`` in later placements."""
+    tasks = [t for t in job.tasks if per_task.get(t.name, 0) > 0]
+    return AssumedWorkload(cluster, tuple((t.request, per_task[t.name]) for t in tasks),
+                           tuple(t.node_selector for t in tasks))
+
+
+def build_request(job: Obj, policy: Obj, clusters: Iterable[Obj], previous: Obj | None = None,
+                  now: float = 0.0, assumed: tuple[AssumedWorkload, ...] = (),
+                  options: Options | None = None) -> PlacementRequest:
+    return PlacementRequest(
+        job=job_demand(job),
+        spec=placement_spec(policy),
+        clusters=tuple(c if isinstance(c, ClusterState) else cluster_state(c) for c in clusters),
+        now=now,
+        previous=previous_placement(previous),
+        assumed=assumed,
+        options=options or Options(),
+    )

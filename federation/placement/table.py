@@ -1,0 +1,155 @@
+"""All clusters of a snapshot as numpy rows, with per-shape estimates cached.
+
+A controller builds the cluster tuple once per change of cluster state and places many jobs
+against it; the table (and every per-shape estimate on it) is built once per tuple and
+reused, so the per-job cost is a dictionary lookup per task shape.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from federation.placement.estimate import (
+    Component,
+    Groups,
+    apply_assumed,
+    general_estimate,
+    general_sets,
+    groups_of,
+    max_sets,
+    per_node_fit,
+    resource_index,
+)
+from federation.placement.request import AssumedWorkload, ClusterState, Labels, Resources, resources
+
+NO_ESTIMATE = -1
+
+
+class ClusterTable:
+    def __init__(self, clusters: tuple[ClusterState, ...]) -> None:
+        self.clusters = clusters
+        self.by_name = {c.name: c for c in clusters}
+        self.position = {c.name: i for i, c in enumerate(clusters)}
+        self.index = resource_index(clusters)
+        self.groups: dict[str, Groups] = {
+            c.name: groups_of(c, self.index) for c in clusters if c.node_shapes is not None
+        }
+        owners, frees, counts, labels = [], [], [], []
+        for c in clusters:
+            g = self.groups.get(c.name)
+            if g is None:
+                continue
+            owners.extend([self.position[c.name]] * len(g.counts))
+            frees.append(g.free)
+            counts.append(g.counts)
+            labels.extend(g.labels)
+        self.owner = np.array(owners, dtype=np.int64)
+        self.free = np.vstack(frees) if frees else np.zeros((0, len(self.index)))
+        self.counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+        self.labels = labels
+        self.has_shapes = np.array([c.node_shapes is not None for c in clusters], dtype=bool)
+        self._cache: dict[tuple[Resources, Labels], np.ndarray] = {}
+
+    def _vector(self, request: Resources) -> np.ndarray | None:
+        vec = np.zeros(len(self.index))
+        for name, amount in request:
+            if amount <= 0:
+                continue
+            col = self.index.get(name)
+            if col is None:
+                return None
+            vec[col] = amount
+        return vec
+
+    def task_estimates(self, request: Resources, selector: Labels) -> np.ndarray:
+        """Pods of this shape that fit, per cluster in table order (exact, or general)."""
+        key = (request, selector)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        n = len(self.clusters)
+        exact = np.zeros(n, dtype=np.int64)
+        vec = self._vector(request)
+        if vec is not None and len(self.counts):
+            fit = per_node_fit(self.free, vec)
+            if selector:
+                fit = fit * np.array([all(lab.get(k) == v for k, v in selector) for lab in self.labels])
+            exact = np.bincount(self.owner, weights=np.minimum(fit, 1 << 40) * self.counts, minlength=n)
+            exact = exact.astype(np.int64)
+        out = np.where(self.has_shapes, exact, NO_ESTIMATE)
+        for i, cluster in enumerate(self.clusters):
+            if cluster.node_shapes is None:
+                general = general_estimate(cluster, request)
+                out[i] = NO_ESTIMATE if general is None else general
+        out = np.maximum(out, NO_ESTIMATE)
+        out.setflags(write=False)
+        self._cache[key] = out
+        return out
+
+    def cluster_groups(self, name: str, assumed: Sequence[AssumedWorkload]) -> Groups | None:
+        groups = self.groups.get(name)
+        if groups is None:
+            return None
+        mine = [a for a in assumed if a.cluster == name]
+        return apply_assumed(groups, mine) if mine else groups
+
+    def summary_after(self, name: str, assumed: Sequence[AssumedWorkload]) -> ClusterState:
+        """The cluster with its assumed workloads counted as ``allocating`` in resourceSummary."""
+        cluster = self.by_name[name]
+        mine = [a for a in assumed if a.cluster == name]
+        if not mine or cluster.summary is None:
+            return cluster
+        pending = dict(cluster.summary.allocating)
+        for work in mine:
+            for request, replicas in work.components:
+                for res, amount in request:
+                    pending[res] = pending.get(res, 0.0) + amount * replicas
+        summary = replace(cluster.summary, allocating=resources(pending))
+        return replace(cluster, summary=summary)
+
+    def estimate_on(self, name: str, request: Resources, selector: Labels,
+                    assumed: Sequence[AssumedWorkload]) -> int:
+        """One shape on one cluster after its assumed workloads (the slow, exact path)."""
+        groups = self.cluster_groups(name, assumed)
+        cluster = self.summary_after(name, assumed)
+        if groups is not None:
+            vec = groups.vector(request)
+            return 0 if vec is None else int((groups.fits(vec, selector) * groups.counts).sum())
+        general = general_estimate(cluster, request)
+        return NO_ESTIMATE if general is None else general
+
+    def sets_on(self, name: str, components: Sequence[Component],
+                assumed: Sequence[AssumedWorkload], upper: int) -> tuple[int, int, str]:
+        """(whole sets, pods of the next set placed, estimator kind) on one cluster."""
+        groups = self.cluster_groups(name, assumed)
+        if groups is None:
+            general = general_sets(self.summary_after(name, assumed), components)
+            if general is None:
+                return 0, 0, "none"
+            return min(general, upper), 0, "general"
+        sets, partial = max_sets(groups, components, upper)
+        return sets, partial, "exact"
+
+
+class TableCache:
+    """Tables by cluster tuple identity (the tuple is kept alive, so ids are not reused)."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._tables: OrderedDict[int, ClusterTable] = OrderedDict()
+
+    def get(self, clusters: tuple[ClusterState, ...]) -> ClusterTable:
+        key = id(clusters)
+        table = self._tables.get(key)
+        if table is not None and table.clusters is clusters:
+            self._tables.move_to_end(key)
+            return table
+        table = ClusterTable(clusters)
+        self._tables[key] = table
+        while len(self._tables) > self.size:
+            self._tables.popitem(last=False)
+        return table

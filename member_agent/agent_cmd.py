@@ -1,0 +1,124 @@
+"""``caldera agent``: run the member-cluster agent (docs/agent.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any, Optional
+
+from aiohttp import web
+
+from member_agent.agent import Agent, AgentOptions
+from member_agent.cluster.clock import RealClock
+from member_agent.cluster.gateway import ClusterGateway
+from member_agent.cluster.pools import load_cluster_file
+from member_agent.cluster.sim import SimCluster, SimGateway
+from member_agent.cluster.sim_kubelet import KubeletOptions
+from member_agent.endpoints import build_app
+from member_agent.sync import FederationSync
+from policies.errors import CalderaError
+
+NAME = "agent"
+HELP = "run the member-cluster agent (scheduler, job controller, sync with the federation)"
+log = logging.getLogger("caldera.agent")
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster", required=True, help="member cluster name (Cluster object, karmada-es-<name>)")
+    parser.add_argument("--kubeconfig", required=True, help="kubeconfig of the federation API (an agent token)")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--sim", metavar="CLUSTER.yaml", help="simulate the member cluster from a cluster file")
+    target.add_argument("--member-kubeconfig", metavar="FILE", help="kubeconfig of a real member cluster API server")
+    parser.add_argument("--scheduler-conf", metavar="FILE",
+                        help="volcano-scheduler.conf (YAML; reloaded when it changes); default: Volcano's built-in")
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="simulated pods run this many times faster (start delay, duration, grace)")
+    parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between scheduling sessions")
+    parser.add_argument("--listen", default="127.0.0.1:8090",
+                        help="HOST:PORT for /healthz, /readyz, /metrics, /status (port 0: any free port)")
+    parser.add_argument("--start-delay", type=float, default=1.0, help="sim: seconds from bind to Running")
+    parser.add_argument("--default-duration", type=float, default=30.0,
+                        help="sim: seconds a pod runs without a caldera.io/sim-duration annotation")
+    parser.add_argument("--lease-period", type=float, default=10.0, help="seconds between Lease renewals")
+    parser.add_argument("--status-period", type=float, default=3.0,
+                        help="seconds between checks for a changed Cluster status")
+    parser.add_argument("--stand-in-scheduler", action="store_true",
+                        help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise CalderaError(f"--listen must be HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    from member_agent.federation_api import KubeFederationAPI
+
+    if not args.speed > 0:
+        raise CalderaError(f"--speed must be positive, got {args.speed}")
+    clock = RealClock()
+    sim: Optional[SimCluster] = None
+    gateway: ClusterGateway
+    cluster_spec: dict[str, Any] = {}
+    version = "v1.30.0"
+    if args.sim:
+        cluster_file = load_cluster_file(args.sim, args.cluster)
+        sim = SimCluster(cluster_file.nodes, clock, KubeletOptions(args.start_delay, args.default_duration, args.speed))
+        gateway = SimGateway(sim)
+        cluster_spec = {"provider": cluster_file.provider, "region": cluster_file.region, "zone": cluster_file.zone,
+                        "labels": cluster_file.labels}
+        version = "v1.30.0-caldera-sim"
+    else:
+        from member_agent.cluster.kube import KubeGateway
+
+        gateway = await KubeGateway.from_kubeconfig(args.member_kubeconfig)
+    federation = await KubeFederationAPI.from_kubeconfig(args.kubeconfig)
+    options = AgentOptions(cluster=args.cluster, schedule_period=args.schedule_period,
+                           scheduler_conf_path=args.scheduler_conf, use_real_scheduler=not args.stand_in_scheduler,
+                           cluster_spec=cluster_spec, kubernetes_version=version)
+    agent = Agent(options, gateway, clock)
+    sync = FederationSync(agent, federation, clock, lease_period=args.lease_period, status_period=args.status_period)
+    runner = web.AppRunner(build_app(agent, sync, sim), access_log=None)
+    await runner.setup()
+    host, port = _host_port(args.listen)
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port  # type: ignore[union-attr]
+    print(f"caldera agent {args.cluster} listening on http://{host}:{bound}", flush=True)
+    loops = [agent.cache.run(), agent.controller_loop(), agent.schedule_loop(), sync.run()]
+    if sim is not None:
+        loops.append(sim.kubelet.run())
+    tasks = [asyncio.ensure_future(loop) for loop in loops]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    waiter = asyncio.ensure_future(stop.wait())
+    done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    for task in done:
+        if task is not waiter and task.exception() is not None:
+            log.error("agent loop ended: %r", task.exception())
+    for task in [waiter, *tasks]:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await runner.cleanup()
+    await gateway.close()
+    await federation.close()
+    log.info("agent %s stopped", args.cluster)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
+                        format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    try:
+        return asyncio.run(serve(args))
+    except CalderaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

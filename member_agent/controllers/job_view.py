@@ -1,0 +1,223 @@
+"""A Job read once into the shape the controller works on: defaults applied, share resolved.
+
+Admission normally defaults a Job before it is stored (volcano.md §10.1). The controller
+applies the same defaults again so that a Job arriving from a Work, or written by a test,
+behaves identically. A share of a federated job (docs/protocol.md) carries the global
+offset and total of each task; every index the controller writes is ``offset + i``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping, Optional
+
+from member_agent.controllers import naming
+from member_agent.controllers.timestamps import parse_rfc3339
+from policies.errors import FieldError, ValidationFailed
+from policies.models.core import PodTemplateSpec
+from policies.models.volcano_batch import Job, LifecyclePolicy
+
+DEFAULT_MAX_RETRY = 3
+#: A task maxRetry of -1 means "never raise TaskFailed".
+UNLIMITED = -1
+
+
+@dataclass(frozen=True)
+class TaskView:
+    name: str
+    position: int
+    replicas: int
+    min_available: int
+    #: ``minAvailable`` was written (or defaulted by admission); the Running rule only checks those.
+    min_available_set: bool
+    template: PodTemplateSpec
+    policies: tuple[LifecyclePolicy, ...]
+    topology_policy: Optional[str]
+    max_retry: int
+    depends_on: tuple[str, ...]
+    depends_iteration: str
+    partition_size: Optional[int]
+    #: Global index of this share's first replica (0 for a plain job).
+    offset: int
+    #: Replicas of the whole federated job (== replicas for a plain job).
+    total: int
+
+    def global_index(self, local: int) -> int:
+        return self.offset + local
+
+    def local_indices(self) -> range:
+        return range(self.replicas)
+
+    @property
+    def template_hostname(self) -> Optional[str]:
+        return self.template.spec.hostname if self.template.spec else None
+
+    @property
+    def template_subdomain(self) -> Optional[str]:
+        return self.template.spec.subdomain if self.template.spec else None
+
+
+@dataclass(frozen=True)
+class JobView:
+    job: Job
+    name: str
+    namespace: str
+    uid: str
+    tasks: tuple[TaskView, ...]
+    min_available: int
+    min_success: Optional[int]
+    max_retry: int
+    queue: str
+    scheduler_name: str
+    priority_class_name: Optional[str]
+    policies: tuple[LifecyclePolicy, ...]
+    plugins: Mapping[str, list[str]]
+    ttl_seconds_after_finished: Optional[int]
+    created: Optional[datetime]
+    #: True when the Job is a share of a federated job.
+    is_share: bool
+    #: ``caldera.io/world-size`` of the federated job, when given.
+    world_size: Optional[int]
+    #: Tasks of the federated job this share has no replicas of: name -> total replicas.
+    remote_tasks: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def ref(self) -> str:
+        return self.job.ref()
+
+    @property
+    def pod_group_name(self) -> str:
+        return naming.pod_group_name(self.name, self.uid)
+
+    def task(self, name: str) -> Optional[TaskView]:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        return None
+
+    def total_replicas(self) -> int:
+        """Replicas of this (share of the) job: what the controller itself runs."""
+        return sum(task.replicas for task in self.tasks)
+
+    def total_task_min_available(self) -> int:
+        return sum(task.min_available for task in self.tasks)
+
+    def federated_tasks(self) -> list[tuple[str, int]]:
+        """Every task of the whole federated job with its total replicas, in spec order."""
+        listed = [(task.name, task.total) for task in self.tasks]
+        return listed + [(name, total) for name, total in self.remote_tasks.items()]
+
+    def federated_total(self, task: str) -> int:
+        for name, total in self.federated_tasks():
+            if name == task:
+                return total
+        return 0
+
+    def desired_pod_names(self) -> dict[str, tuple[TaskView, int]]:
+        """Pod name -> (task, local index) for every replica this controller must run."""
+        names: dict[str, tuple[TaskView, int]] = {}
+        for task in self.tasks:
+            for local in task.local_indices():
+                names[naming.pod_name(self.name, task.name, task.global_index(local))] = (task, local)
+        return names
+
+
+def _annotation_json(job: Job, key: str, errors: list[FieldError]) -> Optional[dict[str, int]]:
+    annotations = job.metadata.annotations or {}
+    if key not in annotations:
+        return None
+    path = f"metadata.annotations[{key}]"
+    try:
+        value: Any = json.loads(annotations[key])
+    except json.JSONDecodeError as exc:
+        errors.append(FieldError(path, f"must be a JSON object of task name to integer: {exc.msg}"))
+        return None
+    if not isinstance(value, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value.values()
+    ):
+        errors.append(FieldError(path, "must be a JSON object mapping task names to non-negative integers"))
+        return None
+    return {str(k): int(v) for k, v in value.items()}
+
+
+def _task_max_retry(value: Optional[int]) -> int:
+    # Volcano's TaskFailed check treats an unset or zero task maxRetry as the default 3.
+    if value is None or value == 0:
+        return DEFAULT_MAX_RETRY
+    return value
+
+
+def view_job(job: Job) -> JobView:
+    """Read ``job``; raise :class:`ValidationFailed` (naming the field) for a malformed share."""
+    errors: list[FieldError] = []
+    offsets = _annotation_json(job, naming.TASK_OFFSETS, errors)
+    totals = _annotation_json(job, naming.TASK_TOTALS, errors)
+    world_size: Optional[int] = None
+    raw_world = (job.metadata.annotations or {}).get(naming.WORLD_SIZE)
+    if raw_world is not None:
+        if raw_world.isdigit():
+            world_size = int(raw_world)
+        else:
+            errors.append(FieldError(f"metadata.annotations[{naming.WORLD_SIZE}]", "must be a non-negative integer"))
+    spec = job.spec
+    tasks: list[TaskView] = []
+    for position, task in enumerate(spec.tasks or []):
+        name = task.name or f"default{position}"
+        replicas = task.replicas or 0
+        offset = (offsets or {}).get(name, 0)
+        total = (totals or {}).get(name, offset + replicas)
+        if total < offset + replicas:
+            errors.append(FieldError(
+                f"metadata.annotations[{naming.TASK_TOTALS}]",
+                f"task {name!r}: total {total} is smaller than offset {offset} + replicas {replicas}",
+            ))
+        partition = task.partition_policy
+        min_available = task.min_available
+        if min_available is None and partition is not None and partition.min_partitions:
+            min_available = partition.min_partitions * (partition.partition_size or 1)
+        depends = task.depends_on
+        tasks.append(TaskView(
+            name=name,
+            position=position,
+            replicas=replicas,
+            min_available=replicas if min_available is None else min_available,
+            min_available_set=task.min_available is not None,
+            template=task.template or PodTemplateSpec(),
+            policies=tuple(task.policies or ()),
+            topology_policy=task.topology_policy,
+            max_retry=_task_max_retry(task.max_retry),
+            depends_on=tuple(depends.name or ()) if depends else (),
+            depends_iteration=(depends.iteration or "all") if depends else "all",
+            partition_size=partition.partition_size if partition else None,
+            offset=offset,
+            total=total,
+        ))
+    if errors:
+        raise ValidationFailed(job.ref(), errors)
+    local_names = {task.name for task in tasks}
+    remote = {name: total for name, total in (totals or {}).items() if name not in local_names}
+    min_available = spec.min_available
+    if min_available is None:
+        min_available = sum(task.min_available for task in tasks)
+    return JobView(
+        job=job,
+        name=job.metadata.name or "",
+        namespace=job.metadata.namespace or "default",
+        uid=job.metadata.uid or "",
+        tasks=tuple(tasks),
+        min_available=min_available,
+        min_success=spec.min_success,
+        max_retry=DEFAULT_MAX_RETRY if spec.max_retry is None else spec.max_retry,
+        queue=spec.queue or naming.DEFAULT_QUEUE,
+        scheduler_name=spec.scheduler_name or naming.DEFAULT_SCHEDULER,
+        priority_class_name=spec.priority_class_name,
+        policies=tuple(spec.policies or ()),
+        plugins=dict(spec.plugins or {}),
+        ttl_seconds_after_finished=spec.ttl_seconds_after_finished,
+        created=parse_rfc3339(job.metadata.creation_timestamp),
+        is_share=offsets is not None or totals is not None,
+        world_size=world_size,
+        remote_tasks=remote,
+    )

@@ -1,0 +1,128 @@
+"""The PodGroup of a Volcano Job (volcano.md §8.2, §9.1, §9.5).
+
+``<job>-<uid>`` with ``minMember = minAvailable``, ``minTaskMember`` per task, the job's
+queue and priorityClassName, ``minResources`` from :func:`min_resources`, the job's
+networkTopology, and one subGroupPolicy per partitioned task. The scheduler owns the
+status (phase Pending → Inqueue → Running → Completed / Unknown); the controller only
+writes the spec and keeps the observed status.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from member_agent.controllers import naming
+from member_agent.controllers.job_view import JobView, TaskView
+from member_agent.controllers.plugins.base import owner_reference
+from policies.models.pod_resources import template_request
+from policies.models.volcano_scheduling import PodGroup
+from policies.resources import PODS, ResourceVector
+
+
+def task_priority(job: JobView, task: TaskView, priority_classes: Mapping[str, int]) -> int:
+    spec = task.template.spec
+    name = (spec.priority_class_name if spec else None) or job.priority_class_name
+    if spec is not None and spec.priority is not None:
+        return spec.priority
+    return priority_classes.get(name or "", 0)
+
+
+def _without_pods(request: ResourceVector) -> ResourceVector:
+    return ResourceVector({k: v for k, v in request.items() if k != PODS})
+
+
+def min_resources(job: JobView, priority_classes: Mapping[str, int]) -> ResourceVector:
+    """Resources of the ``minAvailable`` pods that must start together (``calcPGMinResources``).
+
+    Tasks are taken in descending priority (stable, so spec order breaks ties). When the job's
+    minAvailable is below the tasks' summed minAvailable, the first minAvailable pods in that
+    order count; otherwise each task's own minAvailable first, then the remaining replicas in
+    priority order until the job's minAvailable is reached.
+    """
+    ordered = sorted(job.tasks, key=lambda t: -task_priority(job, t, priority_classes))
+    requests = {t.name: _without_pods(template_request(t.template)) for t in ordered}
+    counted: dict[str, int] = {t.name: 0 for t in ordered}
+    remaining = job.min_available
+    if job.min_available < job.total_task_min_available():
+        for task in ordered:
+            take = max(0, min(task.replicas, remaining))
+            counted[task.name] += take
+            remaining -= take
+    else:
+        for task in ordered:
+            take = max(0, min(task.min_available, task.replicas, remaining))
+            counted[task.name] += take
+            remaining -= take
+        for task in ordered:
+            take = max(0, min(task.replicas - counted[task.name], remaining))
+            counted[task.name] += take
+            remaining -= take
+    total = ResourceVector()
+    for task in ordered:
+        total = total + requests[task.name].scale(counted[task.name])
+    return total
+
+
+def _sub_group_policies(job: JobView) -> Optional[list[dict[str, Any]]]:
+    policies = []
+    for task in job.job.spec.tasks or []:
+        partition = task.partition_policy
+        if partition is None or not task.name:
+            continue
+        entry: dict[str, Any] = {
+            "name": task.name,
+            "subGroupSize": partition.partition_size or 1,
+            "minSubGroups": partition.min_partitions or 0,
+            "labelSelector": {"matchLabels": {naming.TASK_SPEC: task.name, naming.JOB_NAME: job.name}},
+            "matchLabelKeys": [naming.PARTITION_ID],
+        }
+        if partition.network_topology is not None:
+            entry["networkTopology"] = partition.network_topology.to_wire()
+        policies.append(entry)
+    return policies or None
+
+
+def desired_spec(job: JobView, priority_classes: Mapping[str, int]) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "minMember": job.min_available,
+        "minTaskMember": {t.name: t.min_available for t in job.tasks},
+        "queue": job.queue,
+        "minResources": min_resources(job, priority_classes).to_resource_list(),
+    }
+    if job.priority_class_name:
+        spec["priorityClassName"] = job.priority_class_name
+    if job.job.spec.network_topology is not None:
+        spec["networkTopology"] = job.job.spec.network_topology.to_wire()
+    sub_groups = _sub_group_policies(job)
+    if sub_groups:
+        spec["subGroupPolicy"] = sub_groups
+    return spec
+
+
+def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGroup:
+    return PodGroup.model_validate({
+        "metadata": {
+            "name": job.pod_group_name,
+            "namespace": job.namespace,
+            "annotations": dict(job.job.metadata.annotations or {}),
+            "labels": dict(job.job.metadata.labels or {}),
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": desired_spec(job, priority_classes),
+    })
+
+
+def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
+                        priority_classes: Mapping[str, int]) -> tuple[Optional[str], PodGroup]:
+    """``("create" | "update" | None, desired PodGroup)``; an update keeps the observed status."""
+    desired = build_pod_group(job, priority_classes)
+    if observed is None:
+        return "create", desired
+    if observed.spec.to_wire() == desired.spec.to_wire():
+        return None, observed
+    updated = observed.model_copy(update={"spec": desired.spec})
+    return "update", updated
+
+
+def pod_group_phase(pod_group: Optional[PodGroup]) -> str:
+    return (pod_group.status.phase if pod_group is not None and pod_group.status else None) or ""

@@ -1,0 +1,182 @@
+"""Entry point of the job controller: ``reconcile(observation, now) -> JobPlan``.
+
+Pure and deterministic: the agent passes the Job, its PodGroup and pods as observed, the
+requests derived from what changed (:mod:`member_agent.controllers.observe`), the deferred
+actions returned by the previous plan, and the time; it gets back what to create, update and
+delete, the new Job status, the Job events, and when to call again. See docs/job-controller.md.
+
+Per call: TTL first (a finished job past ``ttlSecondsAfterFinished`` is deleted); then the
+deferred actions that fell due and the new requests are resolved to actions in order; the
+first action that kills pods ends the pass (later requests are re-derived next time, as
+Volcano's per-request queue would see them after the version bump); without any action the
+pass is a SyncJob.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Mapping, Optional, Sequence
+
+from member_agent.controllers import lifecycle, pod_status
+from member_agent.controllers.job_pass import JobPass, PodDeletion, RecordedEvent, initial_status
+from member_agent.controllers.job_view import JobView, view_job
+from member_agent.controllers.plugins.base import KeySource, WireObject
+from member_agent.controllers.requests import DeferredAction, JobAction, JobEvent, JobRequest
+from member_agent.controllers.state_machine import FINISHED_PHASES, execute
+from member_agent.controllers.timestamps import go_duration, parse_rfc3339
+from policies.models.core import Pod
+from policies.models.volcano_batch import Job, JobStatus
+from policies.models.volcano_scheduling import PodGroup
+
+#: Plugins every job gets unless it configures them itself. Volcano adds none; Caldera adds
+#: ``env`` and ``svc`` (without the NetworkPolicy, which would cut off a serving job's clients)
+#: so that ``$(VC_TASK_INDEX)`` and ``$(VC_MASTER_HOST)`` in the seed's torchrun command resolve.
+CALDERA_DEFAULT_PLUGINS: Mapping[str, list[str]] = {"env": [], "svc": ["--disable-network-policy=true"]}
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    #: Generates ssh key pairs (default: RSA 2048 via ``cryptography``); tests pass a fixed one.
+    key_source: Optional[KeySource] = None
+    #: Plugins every job gets in addition to its own; a job listing the same plugin wins.
+    #: ``{}`` gives Volcano's exact behaviour.
+    default_plugins: Mapping[str, list[str]] = field(default_factory=lambda: dict(CALDERA_DEFAULT_PLUGINS))
+
+
+@dataclass(frozen=True)
+class JobObservation:
+    job: Job
+    pod_group: Optional[PodGroup] = None
+    #: The job's pods as observed (terminating ones included, with deletionTimestamp).
+    pods: Sequence[Pod] = ()
+    requests: Sequence[JobRequest] = ()
+    #: ``JobPlan.deferred`` of the previous call.
+    deferred: Sequence[DeferredAction] = ()
+    #: PriorityClass name -> value, for pod priority and minResources ordering.
+    priority_classes: Mapping[str, int] = field(default_factory=dict)
+    #: Plugin-owned objects that exist, by (kind, name), e.g. the ssh Secret (keeps keys stable).
+    existing_objects: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    #: Labels the agent wants on every pod it creates (e.g. its Work uid and generation).
+    pod_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class JobPlan:
+    status: JobStatus
+    status_changed: bool
+    create_pods: list[Pod] = field(default_factory=list)
+    #: Annotate each with ``volcano.sh/controller-out-of-sync`` (or remember the names) and delete.
+    delete_pods: list[PodDeletion] = field(default_factory=list)
+    pod_group_action: Optional[str] = None  # "create" | "update" | "delete" | None
+    pod_group: Optional[PodGroup] = None
+    #: Plugin objects (ConfigMap, Service, NetworkPolicy, Secret) to create or update.
+    apply_objects: list[WireObject] = field(default_factory=list)
+    #: (kind, name) of plugin objects to delete; NotFound is success.
+    delete_objects: list[tuple[str, str]] = field(default_factory=list)
+    events: list[RecordedEvent] = field(default_factory=list)
+    deferred: list[DeferredAction] = field(default_factory=list)
+    #: Actions executed this pass, in order (SyncJob included).
+    actions: list[JobAction] = field(default_factory=list)
+    #: Call reconcile again at this time even if nothing changes (deferred action or TTL).
+    requeue_at: Optional[datetime] = None
+    #: TTL: the job is deleted at this time (``status.state.lastTransitionTime + ttl``).
+    delete_job_at: Optional[datetime] = None
+    #: The TTL has passed: delete the Job (pods and PodGroup follow by owner reference).
+    delete_job: bool = False
+
+
+def _ttl_deadline(job: JobView, status: Mapping[str, Any]) -> Optional[datetime]:
+    state = status.get("state") or {}
+    if job.ttl_seconds_after_finished is None or state.get("phase") not in FINISHED_PHASES:
+        return None
+    finished = parse_rfc3339(state.get("lastTransitionTime"))
+    return None if finished is None else finished + timedelta(seconds=job.ttl_seconds_after_finished)
+
+
+def _live_phases(observation: JobObservation) -> dict[str, str]:
+    return {p.metadata.name or "": pod_status.phase(p) for p in observation.pods if p.metadata.deletion_timestamp is None}
+
+
+def _split_deferred(observation: JobObservation, live: Mapping[str, str], version: int,
+                    now: datetime) -> tuple[list[DeferredAction], list[DeferredAction]]:
+    due: list[DeferredAction] = []
+    waiting: list[DeferredAction] = []
+    for deferred in observation.deferred:
+        if not lifecycle.still_valid(deferred, observation.requests, live, version):
+            continue
+        (due if deferred.due <= now else waiting).append(deferred)
+    return due, waiting
+
+
+def reconcile(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> JobPlan:
+    """Plan one pass over ``observation.job`` at time ``now``.
+
+    Raises :class:`~policies.errors.ValidationFailed` for a malformed share annotation or an
+    unknown policy action, naming the field; nothing is planned in that case.
+    """
+    job = view_job(observation.job)
+    old_status = observation.job.status.to_wire() if observation.job.status else {}
+    p = JobPass(
+        job=job, now=now, status=initial_status(old_status),
+        pods={pod.metadata.name or "": pod for pod in observation.pods},
+        pod_group=observation.pod_group, priority_classes=observation.priority_classes,
+        existing_objects=observation.existing_objects, key_source=config.key_source,
+        default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
+    )
+    plan = JobPlan(status=JobStatus.model_validate(old_status), status_changed=False)
+    if observation.job.metadata.deletion_timestamp is not None:
+        return plan  # being deleted: the garbage collector removes the pods and PodGroup
+    deadline = _ttl_deadline(job, p.status)
+    if deadline is not None and now >= deadline:
+        plan.delete_job, plan.delete_job_at = True, deadline
+        return plan
+
+    live = _live_phases(observation)
+    due, waiting = _split_deferred(observation, live, p.version, now)
+    work = [d.request.with_action(d.action) for d in due] + list(observation.requests)
+    pending_keys = {d.key() for d in waiting}
+    acted = False
+    for request in work:
+        resolution = lifecycle.resolve(job, request, p.version)
+        if resolution.delay > timedelta(0):
+            deferred = lifecycle.defer(request, resolution)
+            # Overdue already (an event timed from a pod's creation after an agent restart): run now.
+            overdue = deferred.due <= now and lifecycle.still_valid(deferred, observation.requests, live, p.version)
+            if not overdue:
+                if deferred.key() not in pending_keys:
+                    waiting.append(deferred)
+                    pending_keys.add(deferred.key())
+                    p.event("ExecuteAction", f"Execute action {resolution.action.value} after "
+                            f"{go_duration(resolution.delay)}")
+                continue
+        if request.event == JobEvent.COMMAND_ISSUED and request.action is not None:
+            p.event("CommandIssued", f"Start to execute action {request.action.value}")
+        if resolution.action == JobAction.SYNC_JOB:
+            continue
+        p.event("ExecuteAction", f"Start to execute action {resolution.action.value}")
+        execute(p, resolution.action, request)
+        plan.actions.append(resolution.action)
+        acted = True
+        if p.killed:
+            break
+    if not acted:
+        execute(p, JobAction.SYNC_JOB)
+        plan.actions.append(JobAction.SYNC_JOB)
+
+    plan.status = JobStatus.model_validate(p.status)
+    plan.status_changed = p.status != old_status
+    plan.create_pods = p.create_pods
+    plan.delete_pods = list(p.delete_pods.values())
+    plan.pod_group_action, plan.pod_group = p.pod_group_action, p.pod_group_out
+    plan.apply_objects = [] if p.killed else list(p.apply_objects.values())
+    plan.delete_objects = p.delete_objects
+    plan.events = p.events
+    # Actions after a kill must not be lost if the job restarted: drop deferrals of old versions.
+    plan.deferred = [d for d in waiting if d.request.job_version is None or d.request.job_version >= p.version]
+    plan.delete_job_at = _ttl_deadline(job, p.status)
+    times = [d.due for d in plan.deferred] + ([plan.delete_job_at] if plan.delete_job_at else [])
+    if p.killed:
+        times.append(now)
+    plan.requeue_at = min(times) if times else None
+    return plan

@@ -1,0 +1,44 @@
+"""RFC 3339 timestamps and Go durations, the two time formats a Job status carries.
+
+The controller never reads the wall clock: callers pass ``now`` (an aware ``datetime``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Optional
+
+
+def to_rfc3339(moment: datetime) -> str:
+    """``2026-12-02T10:00:00Z`` (second precision, UTC), as metav1.Time serialises."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware (pass datetime.now(timezone.utc))")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: Optional[str]) -> Optional[datetime]:
+    """The instant in ``text``, or None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def go_duration(delta: timedelta) -> str:
+    """A Go ``time.Duration`` string (``1h2m3s``, ``4.5s``, ``0s``) as metav1.Duration serialises."""
+    total = delta.total_seconds()
+    sign = "-" if total < 0 else ""
+    total = abs(total)
+    hours, rest = divmod(total, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = ""
+    if hours:
+        text += f"{int(hours)}h"
+    if hours or minutes:
+        text += f"{int(minutes)}m"
+    seconds_text = f"{seconds:.3f}".rstrip("0").rstrip(".")
+    text += f"{seconds_text or '0'}s"
+    return sign + text

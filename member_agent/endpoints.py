@@ -1,0 +1,83 @@
+"""The agent's HTTP endpoints: ``/healthz``, ``/readyz``, ``/metrics``, ``/status`` and, for a
+simulated cluster, fault injection (``POST /sim/nodes/<name>/fail|recover|cordon|uncordon``)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from aiohttp import web
+
+from member_agent.agent import Agent
+from member_agent.cluster.gateway import NotFound, pod_node
+from member_agent.cluster.sim import SimCluster
+from member_agent.metrics import CONTENT_TYPE
+from member_agent.sync import FederationSync
+
+
+def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, Any]:
+    works = {}
+    for key, state in agent.works.items():
+        works[key] = {
+            "uid": state.record.uid,
+            "generation": state.record.placement.generation,
+            "hold": state.record.placement.hold,
+            "error": state.record.error,
+            "jobPhase": ((state.job_status.get("state") or {}).get("phase")),
+            "podGroupPhase": ((state.podgroup or {}).get("status") or {}).get("phase"),
+            "gang": state.gang.status(),
+            "reservations": dict(state.gang.reservations),
+        }
+    return {
+        "cluster": agent.options.cluster,
+        "nodes": len(agent.cache.nodes),
+        "pods": len(agent.cache.pods),
+        "boundPods": sum(1 for p in agent.cache.pods.values() if pod_node(p)),
+        "synced": agent.cache.synced.is_set(),
+        "federationConnected": bool(sync and sync.connected),
+        "leaseRenewals": sync.lease_renewals if sync else 0,
+        "lastCycle": agent.last_cycle,
+        "schedulerActions": list(agent.conf.actions),
+        "works": works,
+    }
+
+
+def build_app(agent: Agent, sync: Optional[FederationSync], sim: Optional[SimCluster]) -> web.Application:
+    app = web.Application()
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        ready = agent.cache.synced.is_set() and (sync is None or sync.connected)
+        return web.Response(text="ok" if ready else "not ready", status=200 if ready else 503)
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=agent.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+    async def status(_: web.Request) -> web.Response:
+        return web.json_response(status_document(agent, sync))
+
+    async def node_action(request: web.Request) -> web.Response:
+        if sim is None:
+            return web.json_response({"error": "fault injection needs a simulated cluster (--sim)"}, status=404)
+        name, action = request.match_info["name"], request.match_info["action"]
+        try:
+            if action == "fail":
+                sim.fail_node(name, request.query.get("reason", "NodeFailure"))
+            elif action == "recover":
+                sim.recover_node(name)
+            elif action in ("cordon", "uncordon"):
+                sim.cordon(name, action == "cordon")
+            else:
+                return web.json_response({"error": f"unknown action {action!r}; use fail, recover, cordon, uncordon"},
+                                         status=400)
+        except NotFound as exc:
+            return web.json_response({"error": str(exc)}, status=404)
+        return web.json_response({"node": name, "action": action})
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/status", status)
+    app.router.add_post("/sim/nodes/{name}/{action}", node_action)
+    return app

@@ -1,0 +1,70 @@
+"""``enqueue``: the Pending → Inqueue gate (volcano.md §5.1).
+
+Queues are served in queue order, one pending job at a time. A PodGroup without
+``minResources`` is admitted unconditionally; otherwise every enqueueable plugin must not
+reject it (tier vote). Admitted jobs reserve their minimum at once (JobEnqueued), so the
+next job of the same cycle sees less room.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from member_agent.scheduler.actions.pq import PriorityQueue
+from member_agent.scheduler.framework.infos import JobInfo
+from member_agent.scheduler.framework.session import Session
+
+NAME = "enqueue"
+ARGUMENTS = ()
+
+
+class Enqueue:
+    name = NAME
+
+    def execute(self, ssn: Session) -> None:
+        ssn.log(5, "Enter Enqueue ...")
+        queues: PriorityQueue[str] = PriorityQueue(ssn.queue_order)
+        seen: set[str] = set()
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in ssn.jobs.values():
+            if job.queue not in ssn.queues:
+                continue
+            if job.queue not in seen:
+                seen.add(job.queue)
+                queues.push(job.queue)
+            if job.is_pending():
+                pq = jobs_by_queue.get(job.queue)
+                if pq is None:
+                    pq = jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order)
+                pq.push(job)
+                ssn.log(4, f"Added Job <{job.uid}> into Queue <{job.queue}>")
+        ssn.log(3, f"Try to enqueue PodGroup to {len(jobs_by_queue)} Queues")
+        while queues:
+            queue = queues.pop()
+            pending = jobs_by_queue.get(queue)
+            if not pending:
+                continue
+            job = pending.pop()
+            if job.spec.min_resources is None:
+                self._admit(ssn, job)
+            else:
+                ok, plugin = ssn.job_enqueueable(job)
+                if ok:
+                    self._admit(ssn, job)
+                else:
+                    if not job.job_fit_error:
+                        job.job_fit_error = f"{plugin} rejected the job"
+                    ssn.log(3, f"PodGroup {job.uid} is pending reason: {job.job_fit_error}")
+            queues.push(queue)
+        ssn.log(5, "Leaving Enqueue ...")
+
+    @staticmethod
+    def _admit(ssn: Session, job: JobInfo) -> None:
+        ssn.job_enqueued(job)
+        job.phase = "Inqueue"
+        job.job_fit_error = ""
+        ssn.log(3, f"PodGroup {job.uid} is inqueue")
+
+
+def new(args: dict[str, Any]) -> Enqueue:
+    return Enqueue()

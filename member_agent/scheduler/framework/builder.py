@@ -1,0 +1,454 @@
+"""Build a :class:`Snapshot` from Kubernetes objects (wire dicts or pydantic models).
+
+Objects are what ``kubectl get -o yaml`` gives: ``v1`` Node and Pod,
+``scheduling.volcano.sh/v1beta1`` PodGroup and Queue, ``scheduling.k8s.io/v1``
+PriorityClass. Anything else is ignored here (the ConfigMap is read by the caller).
+
+Volcano's cache rules apply (``reference/volcano.md`` §1–2): a pod joins the job named by
+its ``scheduling.k8s.io/group-name`` annotation; a job needs its PodGroup and an existing
+queue to be scheduled; the ``default`` and ``root`` queues exist even when not listed;
+finished pods never occupy nodes. Objects that reference something missing are reported
+in :attr:`Snapshot.problems` instead of failing the whole snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import suppress
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from member_agent.scheduler.framework.dims import Dimensions, is_empty
+from member_agent.scheduler.framework.snapshot import (
+    JobSpec,
+    NodeAffinity,
+    NodeSelectorTerm,
+    NodeTable,
+    QueueSpec,
+    SelectorRequirement,
+    Snapshot,
+    Taint,
+    TaskSpec,
+    Toleration,
+)
+from member_agent.scheduler.framework.status import TaskStatus
+from policies.resources import to_internal
+
+GROUP_NAME = "scheduling.k8s.io/group-name"
+TASK_SPEC = "volcano.sh/task-spec"
+TASK_PRIORITY = "volcano.sh/task-priority"
+PREEMPTABLE = "volcano.sh/preemptable"
+QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+DEFAULT_MAX_PODS = 110
+NONZERO_CPU = 100.0  # milli, kube-scheduler's default for a container without a request
+NONZERO_MEMORY = 200.0 * 1024 * 1024
+
+
+def _plain(obj: Any) -> Mapping[str, Any]:
+    if isinstance(obj, Mapping):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if dump is not None:
+        return dump(by_alias=True, exclude_none=True, mode="json")  # type: ignore[no-any-return]
+    raise TypeError(f"not a Kubernetes object: {obj!r}")
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _ref(obj: Mapping[str, Any]) -> str:
+    meta = _meta(obj)
+    ns = meta.get("namespace")
+    name = meta.get("name", "?")
+    return f"{obj.get('kind', '?')} {ns}/{name}" if ns else f"{obj.get('kind', '?')} {name}"
+
+
+def parse_time(text: Any) -> float:
+    if not text:
+        return 0.0
+    if isinstance(text, datetime):
+        return text.timestamp()
+    value = str(text).strip()
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+@lru_cache(maxsize=4096)
+def _amount(name: str, text: str | int | float) -> float:
+    return to_internal(name, text)
+
+
+def resource_list(values: Mapping[str, Any] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, text in (values or {}).items():
+        if str(name).startswith("count/"):
+            continue
+        out[str(name)] = _amount(str(name), text if isinstance(text, (int, float)) else str(text))
+    return out
+
+
+def _container_request(container: Mapping[str, Any]) -> dict[str, float]:
+    resources = container.get("resources") or {}
+    # Kubernetes defaults an unset request to the limit of the same resource.
+    merged = dict(resource_list(resources.get("limits")))
+    merged.update(resource_list(resources.get("requests")))
+    return merged
+
+
+def _add(into: dict[str, float], other: Mapping[str, float]) -> None:
+    for k, v in other.items():
+        into[k] = into.get(k, 0.0) + v
+
+
+def _max(left: Mapping[str, float], right: Mapping[str, float]) -> dict[str, float]:
+    return {k: max(left.get(k, 0.0), right.get(k, 0.0)) for k in set(left) | set(right)}
+
+
+def pod_request(spec: Mapping[str, Any]) -> tuple[dict[str, float], tuple[float, float]]:
+    """Volcano's ``InitResreq`` (volcano.md §1.2) and the kube-scheduler non-zero cpu/memory."""
+    total: dict[str, float] = {}
+    nz_cpu = nz_mem = 0.0
+    for container in spec.get("containers") or []:
+        req = _container_request(container)
+        _add(total, req)
+        nz_cpu += req.get("cpu") or NONZERO_CPU
+        nz_mem += req.get("memory") or NONZERO_MEMORY
+    sidecars: dict[str, float] = {}
+    max_init: dict[str, float] = {}
+    for container in spec.get("initContainers") or []:
+        req = _container_request(container)
+        if container.get("restartPolicy") == "Always":
+            _add(sidecars, req)
+            _add(total, req)
+        else:
+            step = dict(req)
+            _add(step, sidecars)
+            max_init = _max(max_init, step)
+    result = _max(total, max_init)
+    result["pods"] = result.get("pods", 0.0) + 1
+    _add(result, resource_list(spec.get("overhead")))
+    return result, (max(nz_cpu, max_init.get("cpu", 0.0)), max(nz_mem, max_init.get("memory", 0.0)))
+
+
+def _requirements(raw: Iterable[Mapping[str, Any]] | None) -> tuple[SelectorRequirement, ...]:
+    return tuple(
+        SelectorRequirement(str(r.get("key", "")), str(r.get("operator", "In")), tuple(str(v) for v in r.get("values") or ()))
+        for r in raw or ()
+    )
+
+
+def _term(raw: Mapping[str, Any]) -> NodeSelectorTerm:
+    return NodeSelectorTerm(_requirements(raw.get("matchExpressions")), _requirements(raw.get("matchFields")))
+
+
+def _node_affinity(spec: Mapping[str, Any]) -> NodeAffinity:
+    na = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
+    required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = None
+    if required is not None:
+        terms = tuple(_term(t) for t in required.get("nodeSelectorTerms") or ())
+    preferred = tuple(
+        (int(p.get("weight", 0)), _term(p.get("preference") or {}))
+        for p in na.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+    )
+    return NodeAffinity(terms, preferred)
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"), str(t.get("value") or ""), str(t.get("effect") or ""))
+        for t in spec.get("tolerations") or ()
+    )
+
+
+def _task_status(pod: Mapping[str, Any]) -> TaskStatus:
+    phase = (pod.get("status") or {}).get("phase") or "Pending"
+    deleting = bool(_meta(pod).get("deletionTimestamp"))
+    node = (pod.get("spec") or {}).get("nodeName")
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if node else TaskStatus.PENDING
+    return {"Succeeded": TaskStatus.SUCCEEDED, "Failed": TaskStatus.FAILED}.get(phase, TaskStatus.UNKNOWN)
+
+
+def _bool_text(value: Any, default: bool) -> bool:
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text in ("true", "1", "t"):
+        return True
+    if text in ("false", "0", "f"):
+        return False
+    return False  # Volcano: a parse error reads as false
+
+
+class _Builder:
+    def __init__(self, default_queue: str, scheduler_names: tuple[str, ...]) -> None:
+        self.default_queue = default_queue
+        self.scheduler_names = scheduler_names
+        self.problems: list[str] = []
+        self.nodes: list[Mapping[str, Any]] = []
+        self.pods: list[Mapping[str, Any]] = []
+        self.podgroups: dict[str, Mapping[str, Any]] = {}
+        self.queues: dict[str, Mapping[str, Any]] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.global_default: int | None = None
+        self.shapes: dict[Any, int] = {}
+
+    def shape_id(self, key: Any) -> int:
+        """A small int per distinct (request, selector, affinity, tolerations): cheap to hash."""
+        found = self.shapes.get(key)
+        if found is None:
+            found = self.shapes[key] = len(self.shapes)
+        return found
+
+    def add(self, raw: Any) -> None:
+        obj = _plain(raw)
+        kind = obj.get("kind")
+        meta = _meta(obj)
+        if kind == "Node":
+            self.nodes.append(obj)
+        elif kind == "Pod":
+            self.pods.append(obj)
+        elif kind == "PodGroup":
+            self.podgroups[f"{meta.get('namespace') or 'default'}/{meta.get('name')}"] = obj
+        elif kind == "Queue":
+            self.queues[str(meta.get("name"))] = obj
+        elif kind == "PriorityClass":
+            value = int(obj.get("value", 0))
+            self.priority_classes[str(meta.get("name"))] = value
+            if obj.get("globalDefault"):
+                self.global_default = value
+        elif kind == "List":
+            for item in obj.get("items") or ():
+                self.add(item)
+
+    # ------------------------------------------------------------------ nodes
+    def node_table(self, dims: Dimensions) -> NodeTable:
+        ordered = sorted(self.nodes, key=lambda n: str(_meta(n).get("name")))
+        n, d = len(ordered), len(dims)
+        alloc = np.zeros((n, d))
+        max_pods = np.zeros(n, dtype=np.int64)
+        labels, taints, names = [], [], []
+        unsched = np.zeros(n, dtype=bool)
+        for i, node in enumerate(ordered):
+            meta = _meta(node)
+            status = node.get("status") or {}
+            values = resource_list(status.get("allocatable") or status.get("capacity"))
+            node_labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            if node_labels.get("volcano.sh/oversubscription") == "true":
+                ann = meta.get("annotations") or {}
+                values["cpu"] = values.get("cpu", 0.0) + float(ann.get("volcano.sh/oversubscription-cpu", 0) or 0)
+                values["memory"] = values.get("memory", 0.0) + float(ann.get("volcano.sh/oversubscription-memory", 0) or 0)
+            pods = int(values.get("pods", DEFAULT_MAX_PODS))
+            values["pods"] = float(pods)
+            alloc[i] = dims.vector(values)
+            max_pods[i] = pods
+            names.append(str(meta.get("name")))
+            labels.append(node_labels)
+            spec = node.get("spec") or {}
+            unsched[i] = bool(spec.get("unschedulable"))
+            taints.append(tuple(
+                Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect", ""))) for t in spec.get("taints") or ()
+            ))
+        return NodeTable(
+            names=tuple(names), labels=tuple(labels), taints=tuple(taints), unschedulable=unsched,
+            allocatable=alloc, max_pods=max_pods, idle=alloc.copy(), used=np.zeros((n, d)),
+            releasing=np.zeros((n, d)), pipelined=np.zeros((n, d)), pod_count=np.zeros(n, dtype=np.int64),
+            nonzero_used=np.zeros((n, 2)), index={name: i for i, name in enumerate(names)},
+        )
+
+    # ------------------------------------------------------------------ tasks
+    def task(self, pod: Mapping[str, Any], dims: Dimensions, request: dict[str, float], nz: tuple[float, float]) -> TaskSpec:
+        meta = _meta(pod)
+        spec = pod.get("spec") or {}
+        ann = meta.get("annotations") or {}
+        labels = meta.get("labels") or {}
+        ns = str(meta.get("namespace") or "default")
+        name = str(meta.get("name"))
+        group = ann.get(GROUP_NAME)
+        priority = spec.get("priority")
+        if priority is None:  # what the Priority admission plugin would have set
+            pc = spec.get("priorityClassName")
+            priority = self.priority_classes.get(pc, 1) if pc else 1
+        if TASK_PRIORITY in ann:
+            with suppress(ValueError):
+                priority = int(ann[TASK_PRIORITY])
+        vec = dims.vector(request)
+        vec.setflags(write=False)
+        selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
+        affinity = _node_affinity(spec)
+        tolerations = _tolerations(spec)
+        status = _task_status(pod)
+        return TaskSpec(
+            uid=str(meta.get("uid") or f"{ns}-{name}"), name=name, namespace=ns,
+            job=f"{ns}/{group}" if group else "", role=str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
+            status=status, priority=int(priority), request=vec, nonzero=nz, node=spec.get("nodeName") or None,
+            node_selector=selector, affinity=affinity, tolerations=tolerations,
+            creation=parse_time(meta.get("creationTimestamp")),
+            nominated_node=str((pod.get("status") or {}).get("nominatedNodeName") or ""),
+            best_effort=is_empty(vec), priority_class_name=str(spec.get("priorityClassName") or ""),
+            preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
+            gated=bool(spec.get("schedulingGates")),
+            shape=self.shape_id((vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations)),
+            request_list=tuple(vec.tolist()),
+            requested_dims=tuple(int(d) for d in np.flatnonzero(vec > 0) if d != Dimensions.PODS),
+        )
+
+    # ------------------------------------------------------------------ queues and jobs
+    def queue(self, name: str, obj: Mapping[str, Any] | None) -> QueueSpec:
+        if obj is None:  # created by the Volcano cache at start-up
+            return QueueSpec(name, 1, None, {}, {}, name != "root", "" if name == "root" else "root", "Open", 0, 0.0)
+        spec = obj.get("spec") or {}
+        guarantee = spec.get("guarantee") or {}
+        if isinstance(guarantee, Mapping) and isinstance(guarantee.get("resource"), Mapping):
+            guarantee = guarantee["resource"]
+        capability = spec.get("capability")
+        reclaimable = spec.get("reclaimable")
+        return QueueSpec(
+            name=name, weight=int(spec.get("weight", 1) if spec.get("weight") is not None else 1),
+            capability=resource_list(capability) if capability else None,
+            guarantee=resource_list(guarantee), deserved=resource_list(spec.get("deserved")),
+            reclaimable=True if reclaimable is None else bool(reclaimable),
+            parent=str(spec.get("parent") or ("" if name == "root" else "root")),
+            state=str((obj.get("status") or {}).get("state") or "Open"), priority=int(spec.get("priority") or 0),
+            creation=parse_time(_meta(obj).get("creationTimestamp")),
+            annotations={str(k): str(v) for k, v in (_meta(obj).get("annotations") or {}).items()},
+        )
+
+    def build(self) -> Snapshot:
+        requests = []
+        extra: set[str] = set()
+        for pod in self.pods:
+            request, nz = pod_request(pod.get("spec") or {})
+            requests.append((request, nz))
+            extra.update(request)
+        for node in self.nodes:
+            extra.update(resource_list((node.get("status") or {}).get("allocatable")))
+        for pg in self.podgroups.values():
+            extra.update(resource_list((pg.get("spec") or {}).get("minResources")))
+        dims = Dimensions(extra)
+        nodes = self.node_table(dims)
+        queues = {name: self.queue(name, obj) for name, obj in self.queues.items()}
+        for implicit in ("root", self.default_queue):
+            queues.setdefault(implicit, self.queue(implicit, None))
+
+        tasks_by_job: dict[str, list[TaskSpec]] = {}
+        shadow: dict[str, Mapping[str, Any]] = {}
+        for pod, (request, nz) in zip(self.pods, requests, strict=True):
+            task = self.task(pod, dims, request, nz)
+            self._account(nodes, task)
+            if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) and not task.job:
+                continue
+            scheduler = (pod.get("spec") or {}).get("schedulerName")
+            ours = not scheduler or scheduler in self.scheduler_names
+            if not task.job:
+                if not ours or task.status != TaskStatus.PENDING:
+                    continue
+                # The PodGroup controller gives a lone pod its own group of one.
+                group = f"podgroup-{task.uid}"
+                queue = str(((_meta(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
+                shadow[f"{task.namespace}/{group}"] = {
+                    "metadata": {"name": group, "namespace": task.namespace, "creationTimestamp": _meta(pod).get("creationTimestamp")},
+                    "spec": {"minMember": 1, "queue": queue, "priorityClassName": task.priority_class_name},
+                    "_minResources": request,
+                }
+                task = _with_job(task, f"{task.namespace}/{group}")
+            tasks_by_job.setdefault(task.job, []).append(task)
+
+        jobs = []
+        for job_id, pg in sorted({**self.podgroups, **shadow}.items()):
+            job = self._job(job_id, pg, tasks_by_job.pop(job_id, []), dims, queues)
+            if job is not None:
+                jobs.append(job)
+        for job_id, tasks in sorted(tasks_by_job.items()):
+            for t in tasks:
+                self.problems.append(f"Pod {t.key}: PodGroup {job_id} is not in the state; the pod is not scheduled")
+        for arr in (nodes.allocatable, nodes.idle, nodes.used, nodes.releasing, nodes.pipelined, nodes.pod_count, nodes.nonzero_used):
+            arr.setflags(write=False)
+        total = nodes.allocatable.sum(axis=0) if len(nodes) else dims.zeros()
+        return Snapshot(dims, nodes, tuple(jobs), queues, dict(self.priority_classes), tuple(self.problems), total)
+
+    def _account(self, nodes: NodeTable, task: TaskSpec) -> None:
+        if task.node is None or task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            return
+        i = nodes.index.get(task.node)
+        if i is None:
+            self.problems.append(f"Pod {task.key}: node {task.node} is not in the state; its resources are not counted")
+            return
+        req = task.request
+        if task.status == TaskStatus.PIPELINED:
+            nodes.pipelined[i] += req
+            return
+        nodes.idle[i] -= req
+        nodes.used[i] += req
+        if task.status == TaskStatus.RELEASING:
+            nodes.releasing[i] += req
+        nodes.pod_count[i] += 1
+        nodes.nonzero_used[i] += task.nonzero
+
+    def _job(self, job_id: str, pg: Mapping[str, Any], tasks: list[TaskSpec], dims: Dimensions,
+             queues: Mapping[str, QueueSpec]) -> JobSpec | None:
+        meta = _meta(pg)
+        spec = pg.get("spec") or {}
+        queue = str(spec.get("queue") or self.default_queue)
+        if queue not in queues:
+            self.problems.append(f"PodGroup {job_id}: queue {queue} is not in the state; its {len(tasks)} pod(s) are not scheduled")
+            return None
+        pc = str(spec.get("priorityClassName") or "")
+        if pc and pc in self.priority_classes:
+            priority = self.priority_classes[pc]
+        else:
+            if pc:
+                self.problems.append(f"PodGroup {job_id}: PriorityClass {pc} is not in the state; priority falls back to the default")
+            priority = self.global_default if self.global_default is not None else 0
+        raw_min = pg.get("_minResources", spec.get("minResources"))
+        min_resources = None
+        if raw_min is not None:
+            values = raw_min if pg.get("_minResources") is not None else resource_list(raw_min)
+            min_resources = dims.vector(values)
+            min_resources.setflags(write=False)
+        status = pg.get("status") or {}
+        ann = meta.get("annotations") or {}
+        labels = meta.get("labels") or {}
+        tasks.sort(key=lambda t: t.uid)
+        return JobSpec(
+            uid=job_id, name=str(meta.get("name")), namespace=str(meta.get("namespace") or "default"), queue=queue,
+            min_available=int(spec.get("minMember") or 0),
+            min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
+            min_resources=min_resources, priority_class_name=pc, priority=int(priority),
+            creation=parse_time(meta.get("creationTimestamp")), phase=str(status.get("phase") or ""),
+            conditions=tuple(status.get("conditions") or ()), tasks=tuple(tasks),
+            preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), False),
+        )
+
+
+def _with_job(task: TaskSpec, job: str) -> TaskSpec:
+    from dataclasses import replace
+
+    return replace(task, job=job)
+
+
+def build_snapshot(objects: Iterable[Any], *, default_queue: str = "default",
+                   scheduler_names: tuple[str, ...] = ("volcano",)) -> Snapshot:
+    """A snapshot of every Node, Pod, PodGroup, Queue and PriorityClass in ``objects``."""
+    builder = _Builder(default_queue, scheduler_names)
+    for obj in objects:
+        if obj is not None:
+            builder.add(obj)
+    return builder.build()
+
+
+def describe_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)

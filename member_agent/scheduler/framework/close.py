@@ -1,0 +1,121 @@
+"""Closing a session: plugins' close hooks, PodGroup phases, reasons, the result."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+from member_agent.scheduler.framework.result import CycleResult, JobReport
+from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.status import COMPLETED_STATUSES, TaskStatus
+
+S = TaskStatus
+POD_GROUP_NOT_READY = "pod group is not ready"
+POD_GROUP_READY = "pod group is ready"
+
+
+def task_scheduling_reason(job: JobInfo, task: TaskInfo) -> str:
+    status = task.last_tx if task.last_tx is not None else task.status
+    if status in (S.ALLOCATED, S.PIPELINED):
+        return "Schedulable"
+    if status == S.PENDING:
+        return "Unschedulable"
+    return status.label
+
+
+def job_fit_error(job: JobInfo, ready: bool) -> str:
+    """Volcano's ``JobInfo.FitError()`` text."""
+    statuses = Counter(t.status.label for t in job.tasks)
+    statuses["minAvailable"] = job.min_available
+    message = f"{POD_GROUP_READY if ready else POD_GROUP_NOT_READY}, " + ", ".join(
+        sorted(f"{n} {s}" for s, n in statuses.items())
+    )
+    pending = [t for t in job.tasks if t.status == S.PENDING]
+    reasons = Counter(task_scheduling_reason(job, t) for t in pending)
+    if reasons:
+        message += "; Pending: " + ", ".join(sorted(f"{n} {r}" for r, n in reasons.items()))
+    if job.job_fit_error:
+        message += ". Origin reason is " + job.job_fit_error
+    else:
+        for t in pending:
+            if t.fit_error:
+                message += f". Origin reason is {t.name}: {t.fit_error}"
+                break
+    return message
+
+
+def pod_group_phase(ssn: Session, job: JobInfo) -> str:
+    """``getPodGroupPhase`` at close (volcano.md §2.3)."""
+    if job.counts[S.RUNNING] > 0 and any(
+        c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == ssn.uid
+        for c in job.conditions
+    ):
+        return "Unknown"
+    releasing_scheduled = sum(1 for t in job.tasks if t.status == S.RELEASING and t.node is not None)
+    if job.scheduled_num + releasing_scheduled >= job.min_available:
+        return "Completed" if all(t.status in COMPLETED_STATUSES for t in job.tasks) else "Running"
+    return "Inqueue" if job.phase == "Inqueue" else "Pending"
+
+
+def short_reason(ssn: Session, job: JobInfo) -> str:
+    """The one-line "why not scheduled" shown by ``caldera schedule -o table``."""
+    if job.job_fit_error:
+        return job.job_fit_error
+    pending = [t for t in job.tasks if t.status == S.PENDING]
+    waiting = [t for t in job.tasks if t.status == S.PIPELINED]
+    if not pending and not waiting:
+        return ""
+    node_reason = next((t.fit_error for t in pending if t.fit_error), "")
+    placed = job.ready_num + job.waiting_num + sum(
+        1 for t in pending if t.last_tx in (S.ALLOCATED, S.PIPELINED)
+    )
+    ready = job.is_ready()
+    if not ready and job.min_available > 0 and (placed < job.min_available):
+        text = f"gang: {placed}/{job.min_available} tasks fit"
+        return f"{text}; {node_reason}" if node_reason else text
+    if waiting and not ready:
+        return f"pipelined: waiting for {len(waiting)} task(s) to get released resources"
+    return node_reason or ("" if ready else "not scheduled this session")
+
+
+def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
+    for plugin in ssn.plugins.values():
+        plugin.on_session_close(ssn)
+    result = CycleResult(session_uid=ssn.uid, problems=list(ssn.snapshot.problems), warnings=list(ssn.warnings))
+    names = ssn.node_names
+    for task, reason in ssn.evictions:
+        result.evictions.append(task.key)
+        ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
+    for job in ssn.jobs.values():
+        bound = pipelined = pending = 0
+        pipelined_nodes: list[str] = []
+        for task in job.tasks:
+            result.pod_owner[task.key] = job.uid
+            if task.status == S.BINDING and task.node is not None:
+                result.bindings[task.key] = names[task.node]
+                bound += 1
+            elif task.status in (S.BOUND, S.RUNNING, S.SUCCEEDED, S.FAILED):
+                bound += 1
+            elif task.status == S.PIPELINED and task.node is not None:
+                pipelined_nodes.append(names[task.node])
+                pipelined += 1
+            elif task.status in (S.PENDING, S.ALLOCATED):
+                pending += 1
+        if pipelined_nodes:
+            result.pipelined[job.uid] = sorted(pipelined_nodes)
+        phase = pod_group_phase(ssn, job)
+        result.pod_groups[job.uid] = phase
+        result.conditions[job.uid] = list(job.conditions)
+        message = next((c.get("message", "") for c in job.conditions if c.get("type") == "Unschedulable"), "")
+        reason = short_reason(ssn, job)
+        result.jobs[job.uid] = JobReport(
+            job=job.uid, queue=job.queue, phase=phase, min_available=job.min_available, tasks=len(job.tasks),
+            bound=bound, pipelined=pipelined, pending=pending, reason=reason, message=message,
+        )
+        if phase in ("Pending", "Inqueue") and reason:
+            ssn.log(3, f"PodGroup {job.uid} is pending reason: {reason}")
+    ssn.log(3, f"Close Session {ssn.uid}")
+    ssn.log(2, f"Session {ssn.uid} duration: {seconds:.6f}s")
+    result.logs = list(ssn.logs)
+    result.session_seconds = seconds
+    return result

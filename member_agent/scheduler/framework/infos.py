@@ -1,0 +1,188 @@
+"""Session-local, mutable views of tasks and jobs (Volcano's ``TaskInfo``/``JobInfo``).
+
+The snapshot's specs stay frozen; a session wraps each in one of these and changes only
+status, node and the counters below. Counters are kept incrementally so every gang
+question (ready? pipelined? starving?) is O(1) per job.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from member_agent.scheduler.framework.status import (
+    ALLOCATED_STATUSES,
+    READY_STATUSES,
+    SCHEDULED_STATUSES,
+    VALID_STATUSES,
+    TaskStatus,
+)
+
+if TYPE_CHECKING:
+    from member_agent.scheduler.framework.snapshot import JobSpec, TaskSpec
+
+S = TaskStatus
+
+
+class TaskInfo:
+    __slots__ = ("spec", "job", "status", "node", "last_tx", "fit_error", "evicted_for", "index")
+
+    def __init__(self, spec: TaskSpec, job: JobInfo, node: int | None, index: int) -> None:
+        self.spec = spec
+        self.job = job
+        self.status: TaskStatus = spec.status
+        self.node: int | None = node  # row in the node table
+        #: Status of the last discarded transaction (explains "why pending").
+        self.last_tx: TaskStatus | None = None
+        self.fit_error: str = ""
+        self.evicted_for: str = ""
+        self.index = index  # position in its job, for stable ordering
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+    @property
+    def request(self):  # type: ignore[no-untyped-def]
+        return self.spec.request
+
+    def __repr__(self) -> str:
+        return f"Task({self.spec.key}, {self.status.label})"
+
+
+class JobInfo:
+    """A PodGroup with its tasks and incremental status counters."""
+
+    def __init__(self, spec: JobSpec) -> None:
+        self.spec = spec
+        self.uid = spec.uid
+        self.queue = spec.queue
+        self.min_available = spec.min_available
+        self.priority = spec.priority
+        self.phase = spec.phase
+        self.tasks: list[TaskInfo] = []
+        self.counts: Counter[TaskStatus] = Counter()
+        self.role_counts: dict[str, Counter[TaskStatus]] = {}
+        self.task_min_total = sum(spec.min_task_member.values())
+        self.pending_best_effort = 0
+        self.ready_num = 0  # ReadyTaskNum, kept incrementally
+        self.valid_num = 0  # ValidTaskNum
+        self.scheduled_num = 0  # ScheduledTaskNum
+        #: Job-level reason it could not proceed this session (enqueue rejection, JobValid...).
+        self.job_fit_error = ""
+        self.roles_with_fit_errors: set[str] = set()
+        self.conditions: list[dict[str, str]] = [dict(c) for c in spec.conditions]
+        self.allocated = None  # per-job allocated vector, owned by drf
+
+    def __repr__(self) -> str:
+        return f"Job({self.uid})"
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    # ---------------------------------------------------------------- bookkeeping
+    def add(self, task: TaskInfo) -> None:
+        self.tasks.append(task)
+        self._count(task, task.status, 1)
+
+    def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        if task.status == status:
+            return
+        self._count(task, task.status, -1)
+        task.status = status
+        self._count(task, status, 1)
+
+    def _count(self, task: TaskInfo, status: TaskStatus, delta: int) -> None:
+        self.counts[status] += delta
+        if status in READY_STATUSES:
+            self.ready_num += delta
+        if status in VALID_STATUSES:
+            self.valid_num += delta
+        if status in SCHEDULED_STATUSES:
+            self.scheduled_num += delta
+        role = self.role_counts.get(task.spec.role)
+        if role is None:
+            role = self.role_counts[task.spec.role] = Counter()
+        role[status] += delta
+        if status == S.PENDING and task.spec.best_effort:
+            self.pending_best_effort += delta
+
+    def count(self, statuses: frozenset[TaskStatus]) -> int:
+        c = self.counts
+        return sum(c[s] for s in statuses)
+
+    # ---------------------------------------------------------------- gang arithmetic (volcano.md §1.4)
+    @property
+    def waiting_num(self) -> int:
+        return self.counts[S.PIPELINED]
+
+    def is_ready(self) -> bool:
+        return self.ready_num + self.pending_best_effort >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return self.waiting_num + self.ready_num + self.pending_best_effort >= self.min_available
+
+    def is_starving(self) -> bool:
+        return self.waiting_num + self.ready_num < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.phase in ("", "Pending")
+
+    def _roles_enforced(self) -> bool:
+        return self.min_available >= self.task_min_total
+
+    def check_task_valid(self) -> bool:
+        if not self.spec.min_task_member or not self._roles_enforced():
+            return True
+        statuses = ALLOCATED_STATUSES | {S.SUCCEEDED, S.PIPELINED, S.PENDING}
+        return all(
+            sum(self.role_counts.get(role, Counter())[s] for s in statuses) >= need
+            for role, need in self.spec.min_task_member.items() if need > 0
+        )
+
+    def _role_ready(self, with_pipelined: bool) -> bool:
+        if not self.spec.min_task_member or not self._roles_enforced():
+            return True
+        statuses = ALLOCATED_STATUSES | {S.SUCCEEDED} | ({S.PIPELINED} if with_pipelined else set())
+        for role, need in self.spec.min_task_member.items():
+            if need <= 0:
+                continue
+            have = sum(self.role_counts.get(role, Counter())[s] for s in statuses)
+            have += sum(1 for t in self.tasks if t.spec.role == role and t.status == S.PENDING and t.spec.best_effort)
+            if have < need:
+                return False
+        return True
+
+    def check_task_ready(self) -> bool:
+        return self._role_ready(False)
+
+    def check_task_pipelined(self) -> bool:
+        return self._role_ready(True)
+
+    def allocated_in_role(self, role: str) -> int:
+        counts = self.role_counts.get(role, Counter())
+        return sum(counts[s] for s in ALLOCATED_STATUSES | {S.SUCCEEDED})
+
+    def need_continue_allocating(self) -> bool:
+        """``NeedContinueAllocating``: keep trying siblings after a task found no node?"""
+        if self.min_available == len(self.tasks):
+            return False
+        if self.min_available < self.task_min_total:
+            fitting = sum(
+                1 for t in self.tasks if t.status == S.PENDING and t.spec.role not in self.roles_with_fit_errors
+            )
+            return self.ready_num + fitting >= self.min_available
+        for role in self.roles_with_fit_errors:
+            need = self.spec.min_task_member.get(role, 0)
+            if need > 0 and self.allocated_in_role(role) < need:
+                return False
+        return True
+
+    def has_role_fit_error(self, task: TaskInfo) -> bool:
+        """``TaskHasFitErrors``: a sibling with the same role already found no node."""
+        return bool(task.spec.role) and task.spec.role in self.roles_with_fit_errors

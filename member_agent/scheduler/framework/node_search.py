@@ -1,0 +1,299 @@
+"""Finding and ranking nodes for a task, once per task shape, over numpy rows.
+
+Tasks with the same shape (request, node selector, affinity, tolerations: pods of one
+template) see the same predicate results and row-local scores on a node in the same state.
+:class:`ShapeCache` keeps, per shape, the predicate code of every node, whether the request
+fits Idle and FutureIdle, and the summed row-local scores. When a node changes
+(:meth:`Session.touch`), only that row is re-evaluated the next time the shape is used,
+so the cost of a session grows with nodes × distinct shapes, not nodes × pods.
+
+:class:`NodeSearch` is Volcano's predicate helper for one action (volcano.md §5): nodes are
+visited from a rotating start index and the search stops after ``numNodesToFind``
+feasible nodes; failures are cached per ``<job>/<role>`` so siblings skip those nodes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from member_agent.scheduler.framework.status import Code
+from policies.resources import TOLERANCE
+
+if TYPE_CHECKING:
+    from member_agent.scheduler.framework.infos import TaskInfo
+    from member_agent.scheduler.framework.session import Session
+
+
+#: Up to this many changed rows are re-evaluated with scalar code (numpy's per-call
+#: overhead dominates for a handful of rows); more rows go through the vectorised path.
+SMALL_ROWS = 8
+
+
+class ShapeCache:
+    __slots__ = ("codes", "fit_idle", "fit_future", "ok", "ok_rows", "score", "pos", "limit", "checked")
+
+    def __init__(self, ssn: Session, task: TaskInfo) -> None:
+        req = task.spec.request
+        n = len(ssn.node_names)
+        check = (req != 0) | ssn.dims.always
+        # fits  <=>  req < avail + 0.1  <=>  avail > req - 0.1 ; unchecked dims always pass.
+        self.limit = np.where(check, req - TOLERANCE, -np.inf)
+        self.checked = [(int(d), float(req[d]) - TOLERANCE) for d in np.flatnonzero(check)]
+        self.codes = np.zeros(n, dtype=np.int32)
+        self.fit_idle = np.zeros(n, dtype=bool)
+        self.fit_future = np.zeros(n, dtype=bool)
+        self.ok = np.zeros(n, dtype=bool)  # predicates pass and FutureIdle fits
+        self.ok_rows = np.zeros(0, dtype=np.int64)  # sorted rows where ``ok``
+        self.score = np.zeros(n, dtype=np.float64)
+        self.pos = len(ssn.changes)
+        self._evaluate(ssn, task, np.arange(n))
+
+    def _evaluate(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
+        if len(rows) == 0:
+            return
+        if len(rows) <= SMALL_ROWS:
+            for row in rows.tolist():
+                self._evaluate_row(ssn, task, row)
+            return
+        idle = ssn.idle[rows]
+        future = idle + ssn.releasing[rows] - ssn.pipelined[rows]
+        self.fit_idle[rows] = (idle > self.limit).all(axis=1)
+        fit_future = (future > self.limit).all(axis=1)
+        self.fit_future[rows] = fit_future
+        codes: np.ndarray | None = None
+        for fn, _ in ssn.predicate_fns:
+            if codes is None:
+                codes = np.array(fn(task, rows), dtype=np.int32)
+                continue
+            pending = codes == 0
+            if pending.any():
+                codes[pending] = fn(task, rows[pending])
+        if codes is None:
+            codes = np.zeros(len(rows), dtype=np.int32)
+        self.codes[rows] = codes
+        self.ok[rows] = (codes == 0) & fit_future
+        self.ok_rows = np.flatnonzero(self.ok)
+        score: np.ndarray | float = 0.0
+        for fn, _ in ssn.node_order_fns:
+            score = score + np.asarray(fn(task, rows), dtype=np.float64)
+        self.score[rows] = score
+
+    def _evaluate_row(self, ssn: Session, task: TaskInfo, row: int) -> None:
+        """The same evaluation for one node, in scalar code (numpy per-call overhead dominates)."""
+        checked = self.checked
+        idle = ssn.idle[row].tolist()
+        releasing = ssn.releasing[row].tolist()
+        pipelined = ssn.pipelined[row].tolist()
+        self.fit_idle[row] = all(idle[d] > lim for d, lim in checked)
+        fit_future = all(idle[d] + releasing[d] - pipelined[d] > lim for d, lim in checked)
+        self.fit_future[row] = fit_future
+        code = 0
+        for fn, row_fn in ssn.predicate_fns:
+            code = int(row_fn(task, row)) if row_fn is not None else int(fn(task, np.array([row]))[0])
+            if code:
+                break
+        self.codes[row] = code
+        ok = code == 0 and fit_future
+        if ok != self.ok[row]:
+            self.ok[row] = ok
+            at = int(np.searchsorted(self.ok_rows, row))
+            self.ok_rows = np.insert(self.ok_rows, at, row) if ok else np.delete(self.ok_rows, at)
+        score = 0.0
+        for fn, row_fn in ssn.node_order_fns:
+            score += float(row_fn(task, row)) if row_fn is not None else float(fn(task, np.array([row]))[0])
+        self.score[row] = score
+
+    def refresh(self, ssn: Session, task: TaskInfo) -> None:
+        changes = ssn.changes
+        count = len(changes) - self.pos
+        if count == 0:
+            return
+        if count == 1:
+            self.pos = len(changes)
+            self._evaluate_row(ssn, task, changes[-1])
+            return
+        rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
+        self.pos = len(changes)
+        self._evaluate(ssn, task, rows)
+
+    def insufficient_reasons(self, ssn: Session, rows: np.ndarray) -> np.ndarray:
+        """Reason codes ("Insufficient <resource>") for rows whose FutureIdle is short."""
+        future = ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]
+        first = np.argmax(~(future > self.limit), axis=1)
+        return dim_reason_codes(ssn)[first]
+
+
+def dim_reason_codes(ssn: Session) -> np.ndarray:
+    if ssn.insufficient_codes is None:
+        ssn.insufficient_codes = np.array(
+            [ssn.reasons.code(f"Insufficient {name}") for name in ssn.dims.names], dtype=np.int32
+        )
+    return ssn.insufficient_codes
+
+
+def shape_cache(ssn: Session, task: TaskInfo) -> ShapeCache:
+    cache = ssn.shape_caches.get(task.spec.shape)
+    if cache is None:
+        cache = ssn.shape_caches[task.spec.shape] = ShapeCache(ssn, task)
+    else:
+        cache.refresh(ssn, task)
+    return cache
+
+
+def num_nodes_to_find(ssn: Session, n: int) -> int:
+    opts = ssn.options
+    if n <= opts.minimum_feasible_nodes or opts.percentage_nodes_to_find >= 100:
+        return n
+    pct = opts.percentage_nodes_to_find
+    if pct <= 0:
+        pct = max(opts.minimum_percentage_nodes_to_find, 50 - n // 125)
+    return max(n * pct // 100, opts.minimum_feasible_nodes)
+
+
+class FitErrors:
+    """Per-node failure reasons of one task, summarised Volcano's way."""
+
+    def __init__(self, ssn: Session, codes: np.ndarray, prefix: str = "") -> None:
+        self.ssn = ssn
+        self.codes = codes  # one code per node row (0 where the node was not the reason)
+        self.prefix = prefix
+
+    def histogram(self) -> Counter[str]:
+        counts = np.bincount(self.codes[self.codes > 0])
+        texts = self.ssn.reasons.texts
+        return Counter({texts[c]: int(k) for c, k in enumerate(counts) if k and c})
+
+    def unresolvable_rows(self) -> np.ndarray:
+        kinds = np.array(self.ssn.reasons.kinds, dtype=np.int32)
+        return np.flatnonzero(kinds[self.codes] == Code.UNRESOLVABLE)
+
+    def message(self) -> str:
+        hist = self.histogram()
+        n = len(self.ssn.node_names)
+        parts = sorted(f"{count} {text}" for text, count in hist.items())
+        return f"{self.prefix}0/{n} nodes are unavailable: {', '.join(parts)}."
+
+
+SIBLING_FAILED = "node(s) failed for another task of the same role"
+
+
+class _RoleFailures:
+    """Nodes some task of one ``<job>/<role>`` failed on during this action.
+
+    Exactly the union of "visited and not feasible" over the role's searches. Once a
+    search visited every node, later searches only need to look at rows that changed
+    since (a node's feasibility changes only when it is touched), so the common case
+    costs O(changed rows), not O(nodes).
+    """
+
+    __slots__ = ("failed", "visited_all", "pos")
+
+    def __init__(self, n: int, pos: int) -> None:
+        self.failed = np.zeros(n, dtype=bool)
+        self.visited_all = False
+        self.pos = pos
+
+    def record(self, ok: np.ndarray, start: int, processed: int, changes: list[int]) -> None:
+        n = len(ok)
+        if processed >= n:
+            recent = len(changes) - self.pos
+            if self.visited_all and recent <= SMALL_ROWS:
+                for row in changes[self.pos:]:
+                    if not ok[row]:
+                        self.failed[row] = True
+            else:
+                np.bitwise_or(self.failed, ~ok, out=self.failed)
+                self.visited_all = True
+        else:
+            window = np.arange(start, start + processed) % n
+            self.failed[window] |= ~ok[window]
+        self.pos = len(changes)
+
+
+class NodeSearch:
+    """The predicate helper of one action execution."""
+
+    def __init__(self, ssn: Session, cache_errors: bool = True) -> None:
+        self.ssn = ssn
+        self.cache_errors = cache_errors
+        self.start = 0
+        #: "<job>/<role>" → nodes a sibling task already failed on (Volcano's predicate cache).
+        self.role_errors: dict[str, np.ndarray] = {}
+
+    def feasible(self, task: TaskInfo, check_resources: bool = True) -> tuple[np.ndarray, FitErrors | None]:
+        """Feasible node rows in visiting order, or no rows and the reasons."""
+        ssn = self.ssn
+        n = len(ssn.node_names)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64), FitErrors(ssn, np.zeros(0, dtype=np.int32))
+        cache = shape_cache(ssn, task)
+        if check_resources:
+            ok, rows = cache.ok, cache.ok_rows
+        else:
+            ok = cache.codes == 0
+            rows = np.flatnonzero(ok)
+        role_key = f"{task.job.uid}/{task.spec.role}" if self.cache_errors and task.spec.role else ""
+        role = self.role_errors.get(role_key) if role_key else None
+        if role is not None:
+            excluded = role.failed[rows]
+            if excluded.any():
+                rows = rows[~excluded]
+        start = self.start
+        if start:
+            split = int(np.searchsorted(rows, start))
+            order = np.concatenate((rows[split:], rows[:split])) if split else rows
+        else:
+            order = rows
+        want = num_nodes_to_find(ssn, n)
+        if len(order) > want:
+            order = order[:want]
+            processed = int((order[-1] - start) % n) + 1
+        else:
+            processed = n
+        self.start = (start + processed) % n
+        if role_key and len(order) < processed:  # some visited node failed: siblings skip it
+            if role is None:
+                role = self.role_errors[role_key] = _RoleFailures(n, len(ssn.changes))
+            role.record(ok, start, processed, ssn.changes)
+        if len(order):
+            return order, None
+        codes = self._reason_codes(task, cache, np.arange(n), check_resources, role.failed if role else None)
+        return order, FitErrors(ssn, codes)
+
+    def _reason_codes(self, task: TaskInfo, cache: ShapeCache, rows: np.ndarray, check_resources: bool,
+                      failed: np.ndarray | None) -> np.ndarray:
+        codes = cache.codes[rows].copy()
+        if check_resources:
+            short = ~cache.fit_future[rows]
+            if short.any():
+                # The resource check runs before the other predicates (allocate's predicate).
+                codes[short] = cache.insufficient_reasons(self.ssn, rows[short])
+        if failed is not None:
+            # A node a sibling failed on that would pass now (resources freed since).
+            sibling = self.ssn.reasons.code(SIBLING_FAILED, Code.UNSCHEDULABLE)
+            codes[(codes == 0) & failed[rows]] = sibling
+        return codes
+
+    # ------------------------------------------------------------------ ranking
+    def best_node(self, task: TaskInfo, candidates: np.ndarray) -> int:
+        """``prioritizeNodes``: the Idle group before the FutureIdle group; a single node
+        wins without scoring; else the highest total score (first in visiting order on ties)."""
+        ssn = self.ssn
+        cache = shape_cache(ssn, task)
+        group = candidates[cache.fit_idle[candidates]]
+        if len(group) == 0:
+            group = candidates
+        if len(group) == 1:
+            return int(group[0])
+        scores = cache.score[group]
+        for fn in ssn.batch_node_order_fns:
+            scores = scores + fn(task, group)
+        return int(group[int(np.argmax(scores))])
+
+    def fits_on(self, task: TaskInfo, row: int) -> bool:
+        """Whether ``task`` passes the resource check and predicates on one node."""
+        cache = shape_cache(self.ssn, task)
+        return bool(cache.ok[row])

@@ -1,0 +1,374 @@
+"""One scheduling session: the snapshot's mutable copy, the plugins' callbacks, dispatch.
+
+Lifecycle (``reference/volcano.md`` §2): :func:`open_session` copies node accounting,
+wraps jobs and tasks, builds every plugin of every tier from its arguments and lets it
+register callbacks; actions then run against the session through the dispatchers below
+(each a vote rule from :mod:`tiers`) and through :class:`Statement`; ``close`` (in
+:mod:`member_agent.scheduler.framework.close`) turns the final state into a result.
+
+Node accounting follows §1.3 exactly (Idle, Used, Releasing, Pipelined per dimension;
+``FutureIdle = Idle + Releasing − Pipelined``). Every change to a node row is recorded with
+:meth:`Session.touch`, which is what lets per-shape predicate and score caches refresh
+only the rows that changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import cmp_to_key
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from member_agent.scheduler.framework import tiers as votes
+from member_agent.scheduler.framework.dims import Vector
+from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
+from member_agent.scheduler.framework.status import Code, TaskStatus
+from policies.scheduler_conf import PluginOption, SchedulerConf
+
+S = TaskStatus
+LOG = logging.getLogger("caldera.scheduler")
+
+
+def klog_level(v: int) -> int:
+    """The logging level of klog's ``V(v)``: V(0) is INFO, each step one below."""
+    return logging.INFO - v
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """Scheduler flags that are not part of the configuration file (Volcano's CLI flags)."""
+
+    minimum_feasible_nodes: int = 100
+    minimum_percentage_nodes_to_find: int = 5
+    percentage_nodes_to_find: int = 0
+    #: klog verbosity of the lines kept in the result (and sent to logging).
+    verbosity: int = 0
+
+
+class Reasons:
+    """Interned predicate failure texts; a code is an int stored in per-node arrays."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = [""]
+        self.kinds: list[Code] = [Code.SUCCESS]
+        self._index: dict[str, int] = {"": 0}
+
+    def code(self, text: str, kind: Code = Code.UNSCHEDULABLE) -> int:
+        found = self._index.get(text)
+        if found is None:
+            found = self._index[text] = len(self.texts)
+            self.texts.append(text)
+            self.kinds.append(kind)
+        return found
+
+
+class Session:
+    def __init__(self, snapshot: Snapshot, conf: SchedulerConf, uid: str, options: SessionOptions) -> None:
+        self.snapshot = snapshot
+        self.conf = conf
+        self.uid = uid
+        self.options = options
+        self.dims = snapshot.dims
+        nodes = snapshot.nodes
+        self.nodes = nodes
+        self.node_names = nodes.names
+        self.node_allocatable = nodes.allocatable
+        self.idle = nodes.idle.copy()
+        self.used = nodes.used.copy()
+        self.releasing = nodes.releasing.copy()
+        self.pipelined = nodes.pipelined.copy()
+        self.pod_count = nodes.pod_count.copy()
+        self.nonzero_used = nodes.nonzero_used.copy()
+        self.total: Vector = snapshot.total
+        self.queues: dict[str, QueueSpec] = dict(snapshot.queues)
+        self.jobs: dict[str, JobInfo] = {}
+        self.node_tasks: list[dict[str, TaskInfo]] = [{} for _ in range(len(nodes))]
+        for spec in snapshot.jobs:
+            job = JobInfo(spec)
+            for i, tspec in enumerate(spec.tasks):
+                row = nodes.index.get(tspec.node) if tspec.node else None
+                task = TaskInfo(tspec, job, row, i)
+                job.add(task)
+                if row is not None and tspec.status not in (S.SUCCEEDED, S.FAILED):
+                    self.node_tasks[row][tspec.key] = task
+            self.jobs[spec.uid] = job
+        self.reasons = Reasons()
+        self.callbacks: dict[Point, list[list[tuple[str, Callable[..., Any]]]]] = {p: [] for p in Point}
+        self.handlers: list[tuple[str, Callable[[TaskInfo], None], Callable[[TaskInfo], None]]] = []
+        self.plugins: dict[str, Any] = {}
+        self.changes: list[int] = []
+        self.shape_caches: dict[Any, Any] = {}
+        self.insufficient_codes: np.ndarray | None = None  # "Insufficient <dim>" code per dim
+        self.logs: list[str] = []
+        self.warnings: list[str] = []
+        self.evictions: list[tuple[TaskInfo, str]] = []
+        self.enqueue_configured = "enqueue" in conf.actions
+        self._opening: PluginOption | None = None
+        self.row_fns: dict[Callable[..., Any], Callable[..., Any]] = {}
+        self.predicate_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
+        self.node_order_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
+        self.batch_node_order_fns: list[Callable[..., Any]] = []
+
+    # ------------------------------------------------------------------ logging
+    def log(self, v: int, message: str) -> None:
+        """A klog-style line at verbosity ``v`` (kept when ``v <= options.verbosity``)."""
+        if v <= self.options.verbosity:
+            self.logs.append(message)
+            LOG.log(klog_level(v), message)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        self.logs.append(message)
+        LOG.warning(message)
+
+    # ------------------------------------------------------------------ registration
+    def begin_tier(self) -> None:
+        for point in Point:
+            self.callbacks[point].append([])
+
+    def open_plugin(self, option: PluginOption, plugin: Any) -> None:
+        self._opening = option
+        self.plugins[option.name] = plugin
+        try:
+            plugin.on_session_open(self)
+        finally:
+            self._opening = None
+
+    def add(self, point: Point, plugin_name: str, fn: Callable[..., Any],
+            row: Callable[..., Any] | None = None) -> None:
+        """Register ``fn`` on ``point`` for the plugin being opened (honours its switch).
+
+        For PREDICATE and NODE_ORDER, ``row(task, row_index) -> value`` may give the same
+        result for one node in scalar code; the session uses it to refresh a few rows.
+        """
+        option = self._opening
+        if option is not None and point.switch is not None and not option.enabled(point.switch):
+            return
+        self.callbacks[point][-1].append((plugin_name, fn))
+        if row is not None:
+            self.row_fns[fn] = row
+
+    def finish_open(self) -> None:
+        """Flatten the node-level callbacks once (they are called for every task)."""
+        def flat(point: Point) -> list[tuple[Callable[..., Any], Callable[..., Any] | None]]:
+            return [(fn, self.row_fns.get(fn)) for tier in self.callbacks[point] for _name, fn in tier]
+
+        self.predicate_fns = flat(Point.PREDICATE)
+        self.node_order_fns = flat(Point.NODE_ORDER)
+        self.batch_node_order_fns = [fn for fn, _ in flat(Point.BATCH_NODE_ORDER)]
+
+    def add_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
+                          on_deallocate: Callable[[TaskInfo], None]) -> None:
+        self.handlers.append((plugin_name, on_allocate, on_deallocate))
+
+    def has(self, point: Point) -> bool:
+        return any(self.callbacks[point])
+
+    # ------------------------------------------------------------------ ordering
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        result = votes.first_nonzero(self.callbacks[Point.JOB_ORDER], left, right)
+        if result:
+            return result
+        if left.spec.creation != right.spec.creation:
+            return -1 if left.spec.creation < right.spec.creation else 1
+        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+
+    def queue_order(self, left: str, right: str) -> int:
+        result = votes.first_nonzero(self.callbacks[Point.QUEUE_ORDER], left, right)
+        if result:
+            return result
+        lq, rq = self.queues[left], self.queues[right]
+        if lq.creation != rq.creation:
+            return -1 if lq.creation < rq.creation else 1
+        return -1 if left < right else (1 if left > right else 0)
+
+    def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
+        result = votes.first_nonzero(self.callbacks[Point.TASK_ORDER], left, right)
+        if result:
+            return result
+        return compare_task(left, right)
+
+    def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        """Tasks in TaskOrder. When every task-order callback also offers an equivalent
+        ``sort_key`` and every pod name carries an index, sort by keys (same order, fewer
+        Python comparisons); otherwise by the comparator."""
+        items = list(tasks)
+        fns = [fn for tier in self.callbacks[Point.TASK_ORDER] for _name, fn in tier]
+        keys = [getattr(fn, "sort_key", None) for fn in fns]
+        indices = [_name_index(t.spec.name) for t in items]
+        if all(k is not None for k in keys) and all(i is not None for i in indices):
+            decorated = [
+                (tuple(k(t) for k in keys), idx, t.spec.creation, t.spec.uid, pos)  # type: ignore[misc]
+                for pos, (t, idx) in enumerate(zip(items, indices, strict=True))
+            ]
+            decorated.sort()
+            return [items[d[-1]] for d in decorated]
+        return sorted(items, key=cmp_to_key(self.task_order))
+
+    # ------------------------------------------------------------------ job and queue votes
+    def job_valid(self, job: JobInfo) -> str:
+        for tier in self.callbacks[Point.JOB_VALID]:
+            for _name, fn in tier:
+                reason = fn(job)
+                if reason:
+                    return str(reason)
+        return ""
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return votes.all_true(self.callbacks[Point.JOB_READY], job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return votes.tier_vote(self.callbacks[Point.JOB_PIPELINED], job)
+
+    def job_enqueueable(self, job: JobInfo) -> tuple[bool, str]:
+        return votes.tier_vote_reasons(self.callbacks[Point.JOB_ENQUEUEABLE], job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for tier in self.callbacks[Point.JOB_ENQUEUED]:
+            for _name, fn in tier:
+                fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return votes.starving(self.callbacks[Point.JOB_STARVING], job)
+
+    def overused(self, queue: str) -> bool:
+        return votes.any_true(self.callbacks[Point.OVERUSED], queue)
+
+    def allocatable(self, queue: str, task: TaskInfo) -> bool:
+        return votes.all_true(self.callbacks[Point.ALLOCATABLE], queue, task)
+
+    def preemptive(self, queue: str, tasks: list[TaskInfo]) -> bool:
+        return votes.all_true(self.callbacks[Point.PREEMPTIVE], queue, tasks)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        return votes.tiered_victims(self.callbacks[Point.PREEMPTABLE], _uid, preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        return votes.tiered_victims(self.callbacks[Point.RECLAIMABLE], _uid, reclaimer, candidates)
+
+    def victim_queue_order(self, left: str, right: str, preemptor_queue: str) -> int:
+        result = votes.first_nonzero(self.callbacks[Point.VICTIM_QUEUE_ORDER], left, right, preemptor_queue)
+        return result if result else -self.queue_order(left, right)
+
+    def pre_predicate(self, task: TaskInfo) -> str:
+        for tier in self.callbacks[Point.PRE_PREDICATE]:
+            for _name, fn in tier:
+                error = fn(task)
+                if error:
+                    return str(error)
+        return ""
+
+    # ------------------------------------------------------------------ node accounting
+    def future_idle(self, row: int) -> Vector:
+        return self.idle[row] + self.releasing[row] - self.pipelined[row]
+
+    def touch(self, row: int) -> None:
+        self.changes.append(row)
+
+    def place(self, task: TaskInfo, row: int, status: TaskStatus) -> None:
+        """Put a pending task on a node as Allocated or Pipelined and tell the handlers."""
+        req = task.spec.request
+        task.node = row
+        task.job.set_status(task, status)
+        if status == S.PIPELINED:
+            self.pipelined[row] += req
+        else:
+            self.idle[row] -= req
+            self.used[row] += req
+            self.pod_count[row] += 1
+            self.nonzero_used[row] += task.spec.nonzero
+        self.node_tasks[row][task.key] = task
+        self.touch(row)
+        for _name, on_allocate, _ in self.handlers:
+            on_allocate(task)
+
+    def unplace(self, task: TaskInfo) -> None:
+        """Undo :meth:`place`: the task is Pending again, off its node."""
+        row = task.node
+        assert row is not None
+        req = task.spec.request
+        if task.status == S.PIPELINED:
+            self.pipelined[row] -= req
+        else:
+            self.idle[row] += req
+            self.used[row] -= req
+            self.pod_count[row] -= 1
+            self.nonzero_used[row] -= task.spec.nonzero
+        self.node_tasks[row].pop(task.key, None)
+        self.touch(row)
+        task.job.set_status(task, S.PENDING)
+        task.node = None
+        for _name, _, on_deallocate in self.handlers:
+            on_deallocate(task)
+
+    def mark_releasing(self, task: TaskInfo) -> None:
+        """Evict in session: Releasing keeps Idle and Used but adds to Releasing."""
+        row = task.node
+        assert row is not None
+        self.releasing[row] += task.spec.request
+        task.job.set_status(task, S.RELEASING)
+        self.touch(row)
+        for _name, _, on_deallocate in self.handlers:
+            on_deallocate(task)
+
+    def unmark_releasing(self, task: TaskInfo) -> None:
+        row = task.node
+        assert row is not None
+        self.releasing[row] -= task.spec.request
+        task.job.set_status(task, S.RUNNING)
+        self.touch(row)
+        for _name, on_allocate, _ in self.handlers:
+            on_allocate(task)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Send an Allocated task to the binder (status Binding; the node row is unchanged)."""
+        task.job.set_status(task, S.BINDING)
+        if self.options.verbosity >= 3:
+            self.log(3, f"Allocate task {task.key} to node {self.node_names[task.node or 0]}")
+
+    def allocate_now(self, task: TaskInfo, row: int) -> None:
+        """Non-transactional allocate (backfill): dispatch the whole job once it is ready."""
+        self.place(task, row, S.ALLOCATED)
+        if self.options.verbosity >= 3:
+            self.log(3, f"Binding Task {task.key} to node {self.node_names[row]}")
+        if self.job_ready(task.job):
+            for sibling in task.job.tasks:
+                if sibling.status == S.ALLOCATED:
+                    self.dispatch(sibling)
+
+    # ------------------------------------------------------------------ queue helpers
+    def queue_jobs(self, queue: str) -> list[JobInfo]:
+        return [j for j in self.jobs.values() if j.queue == queue]
+
+
+def _uid(task: TaskInfo) -> str:
+    return task.spec.uid
+
+
+def _name_index(name: str) -> int | None:
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
+def compare_task(left: TaskInfo, right: TaskInfo) -> int:
+    """Volcano's fallback task order: pod index, then creation time, then UID."""
+    li, ri = _name_index(left.spec.name), _name_index(right.spec.name)
+    if li is not None and ri is not None and li != ri:
+        return -1 if li < ri else 1
+    if left.spec.creation != right.spec.creation:
+        return -1 if left.spec.creation < right.spec.creation else 1
+    lu, ru = left.spec.uid, right.spec.uid
+    return -1 if lu < ru else (1 if lu > ru else 0)
+
+
+def full_mask(n: int) -> np.ndarray:
+    return np.ones(n, dtype=bool)

@@ -1,0 +1,168 @@
+"""The immutable view one session reads: nodes as numpy rows, tasks, jobs, queues.
+
+A :class:`Snapshot` is built once (``builder.build_snapshot``) from Kubernetes objects and
+never mutated; a session copies the node accounting arrays it changes. Arrays are
+read-only so an accidental write fails loudly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from member_agent.scheduler.framework.dims import Dimensions, Vector
+from member_agent.scheduler.framework.status import TaskStatus
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' ``Toleration.ToleratesTaint``."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return (self.operator in ("Equal", "")) and bool(self.key) and self.value == taint.value
+
+
+@dataclass(frozen=True)
+class SelectorRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """AND of label expressions and ``metadata.name`` field expressions."""
+
+    expressions: tuple[SelectorRequirement, ...] = ()
+    fields: tuple[SelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeAffinity:
+    required: tuple[NodeSelectorTerm, ...] | None = None  # OR of terms; None = no requirement
+    preferred: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeTable:
+    """Every node of the snapshot, one row each, in the cache's stable order (by name)."""
+
+    names: tuple[str, ...]
+    labels: tuple[Mapping[str, str], ...]
+    taints: tuple[tuple[Taint, ...], ...]
+    unschedulable: np.ndarray  # (N,) bool
+    allocatable: np.ndarray  # (N, D)
+    max_pods: np.ndarray  # (N,) int: status.allocatable.pods
+    # Accounting of the pods already on the nodes (volcano.md §1.3).
+    idle: np.ndarray
+    used: np.ndarray
+    releasing: np.ndarray
+    pipelined: np.ndarray
+    pod_count: np.ndarray  # (N,) int
+    nonzero_used: np.ndarray  # (N, 2) cpu/memory with the kube-scheduler non-zero defaults
+    index: Mapping[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One pod as the scheduler sees it."""
+
+    uid: str
+    name: str
+    namespace: str
+    job: str  # "<ns>/<podgroup>" or "" when the pod has no group
+    role: str
+    status: TaskStatus
+    priority: int
+    request: Vector  # InitResreq == Resreq, includes pods: 1
+    nonzero: tuple[float, float]  # cpu/memory request with kube-scheduler non-zero defaults
+    node: str | None
+    node_selector: Mapping[str, str]
+    affinity: NodeAffinity
+    tolerations: tuple[Toleration, ...]
+    creation: float
+    nominated_node: str
+    best_effort: bool
+    priority_class_name: str
+    preemptable: bool
+    gated: bool
+    shape: int  # equal for pods of one template (same request, selector, affinity, tolerations)
+    request_list: tuple[float, ...] = ()  # ``request`` as Python floats (scalar hot paths)
+    requested_dims: tuple[int, ...] = ()  # dims with a positive request, ``pods`` excluded
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A PodGroup and its pods."""
+
+    uid: str  # "<ns>/<name>"
+    name: str
+    namespace: str
+    queue: str
+    min_available: int
+    min_task_member: Mapping[str, int]
+    min_resources: Vector | None
+    priority_class_name: str
+    priority: int
+    creation: float
+    phase: str
+    conditions: tuple[Mapping[str, Any], ...]
+    tasks: tuple[TaskSpec, ...]
+    preemptable: bool = False
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    weight: int
+    capability: Mapping[str, float] | None
+    guarantee: Mapping[str, float]
+    deserved: Mapping[str, float]
+    reclaimable: bool
+    parent: str
+    state: str
+    priority: int
+    creation: float
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    dims: Dimensions
+    nodes: NodeTable
+    jobs: tuple[JobSpec, ...]
+    queues: Mapping[str, QueueSpec]
+    priority_classes: Mapping[str, int]
+    #: Objects that could not take part (missing queue, podgroup or node), one line each.
+    problems: tuple[str, ...] = ()
+    total: Vector = field(default_factory=lambda: np.zeros(3))
+
+    @property
+    def task_count(self) -> int:
+        return sum(len(j.tasks) for j in self.jobs)

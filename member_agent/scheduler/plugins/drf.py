@@ -1,0 +1,105 @@
+"""``drf``: dominant-resource fairness between jobs (volcano.md §6.5).
+
+A job's share is its largest ``allocated / cluster total`` over every cluster dimension
+(``pods`` included). Jobs with a lower share go first; a victim's job must not end with a
+lower share than the preemptor's. With ``enableHierarchy`` the queue order follows
+hierarchical DRF over the ``volcano.sh/hierarchy`` annotation (see :mod:`.hdrf`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from member_agent.scheduler.framework.dims import Vector
+from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.status import Vote
+from member_agent.scheduler.plugins.queue_usage import job_allocated
+
+NAME = "drf"
+ARGUMENTS = ()
+SHARE_DELTA = 1e-6
+
+
+class DrfPlugin:
+    name = NAME
+
+    def __init__(self) -> None:
+        self.allocated: dict[str, Vector] = {}
+        self.share: dict[str, float] = {}
+        self.total: Vector = np.zeros(0)
+        self.dims_mask: np.ndarray = np.zeros(0, dtype=bool)
+        self.hierarchy: Any = None
+
+    def _share_of(self, allocated: Vector) -> float:
+        """max over cluster dims (total >= 0.1, pods included) of allocated / total."""
+        if not self.any_dim:
+            return 0.0
+        return float((allocated * self.inv_total).max())
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.total = ssn.total
+        self.dims_mask = self.total >= 0.1  # TotalResource.ResourceNames()
+        self.any_dim = bool(self.dims_mask.any())
+        self.inv_total = np.zeros_like(self.total)
+        self.inv_total[self.dims_mask] = 1.0 / self.total[self.dims_mask]
+        zeros = ssn.dims.zeros()
+        for job in ssn.jobs.values():
+            self.allocated[job.uid] = job_allocated(job, zeros)
+            self.share[job.uid] = self._share_of(self.allocated[job.uid])
+        ssn.add(Point.JOB_ORDER, NAME, self._job_order)
+        ssn.add(Point.PREEMPTABLE, NAME, self._preemptable)
+        ssn.add_event_handler(NAME, self._on_allocate, self._on_deallocate)
+        option = next((p for t in ssn.conf.tiers for p in t.plugins if p.name == NAME), None)
+        if option is not None and option.enabled("enableHierarchy"):
+            from member_agent.scheduler.plugins.hdrf import HierarchicalDrf
+
+            self.hierarchy = HierarchicalDrf(ssn, self)
+            ssn.add(Point.QUEUE_ORDER, NAME, self.hierarchy.queue_order)
+            ssn.add(Point.RECLAIMABLE, NAME, self.hierarchy.reclaimable)
+
+    def _job_order(self, left: JobInfo, right: JobInfo) -> int:
+        ls, rs = self.share[left.uid], self.share[right.uid]
+        if ls == rs:
+            return 0
+        return -1 if ls < rs else 1
+
+    def _preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+        job = preemptor.job
+        ls = self._share_of(self.allocated[job.uid] + preemptor.spec.request)
+        working: dict[str, Vector] = {}
+        victims = []
+        for task in preemptees:
+            uid = task.job.uid
+            if uid not in self.allocated:
+                continue
+            alloc = working.setdefault(uid, self.allocated[uid].copy())
+            alloc -= task.spec.request
+            rs = self._share_of(alloc)
+            if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                victims.append(task)
+        return victims, Vote.PERMIT
+
+    def _update(self, task: TaskInfo, sign: float) -> None:
+        uid = task.job.uid
+        alloc = self.allocated[uid]
+        alloc += sign * task.spec.request
+        self.share[uid] = self._share_of(alloc)
+        if self.hierarchy is not None:
+            self.hierarchy.update_job(task.job, alloc)
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        self._update(task, 1.0)
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        self._update(task, -1.0)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def new(args: dict[str, Any]) -> DrfPlugin:
+    return DrfPlugin()

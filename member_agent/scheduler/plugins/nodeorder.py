@@ -1,0 +1,173 @@
+"""``nodeorder``: the Kubernetes scoring plugins, with Volcano's argument names (§6.8).
+
+* least-requested (``leastrequested.weight``, 1) and most-requested (``mostrequested.weight``,
+  0): NodeResourcesFit over cpu and memory with the kube-scheduler non-zero request
+  defaults, integer arithmetic as upstream;
+* balanced allocation (``balancedresource.weight``, 1) over cpu, memory, nvidia.com/gpu;
+* node affinity (``nodeaffinity.weight``, 2): preferred terms, normalised over candidates;
+* taint toleration (``tainttoleration.weight``, 3): intolerable PreferNoSchedule taints,
+  normalised and reversed.
+
+``podaffinity``, ``imagelocality`` and ``podtopologyspread`` weights are accepted; those
+scorers need pod-affinity terms, image lists and spread constraints the snapshot does not
+carry, so they contribute 0. A weight of 0 disables a scorer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from member_agent.scheduler.framework.arguments import Argument
+from member_agent.scheduler.framework.infos import TaskInfo
+from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.plugins.predicates import term_mask, tolerated
+
+NAME = "nodeorder"
+ARGUMENTS = (
+    Argument("leastrequested.weight", int, 1),
+    Argument("mostrequested.weight", int, 0),
+    Argument("nodeaffinity.weight", int, 2),
+    Argument("podaffinity.weight", int, 2),
+    Argument("balancedresource.weight", int, 1),
+    Argument("tainttoleration.weight", int, 3),
+    Argument("imagelocality.weight", int, 1),
+    Argument("podtopologyspread.weight", int, 2),
+)
+MAX = 100
+
+
+class NodeOrderPlugin:
+    name = NAME
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        self.least = int(args["leastrequested.weight"])
+        self.most = int(args["mostrequested.weight"])
+        self.affinity = int(args["nodeaffinity.weight"])
+        self.balanced = int(args["balancedresource.weight"])
+        self.taint = int(args["tainttoleration.weight"])
+        self.static: dict[Any, tuple[np.ndarray, np.ndarray, bool]] = {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        gpu = ssn.dims.index.get("nvidia.com/gpu")
+        self.balanced_cols_list = [0, 1] + ([gpu] if gpu is not None else [])
+        self.balanced_cols = np.array(self.balanced_cols_list, dtype=np.int64)
+        if self.least or self.most or self.balanced:
+            ssn.add(Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row)
+        if self.affinity or self.taint:
+            ssn.add(Point.BATCH_NODE_ORDER, NAME, self._normalised_scores)
+
+    # ------------------------------------------------------------------ row-local
+    def _resource_scores(self, task: TaskInfo, rows: np.ndarray) -> Any:
+        ssn = self.ssn
+        alloc = ssn.node_allocatable[rows][:, :2].astype(np.int64)
+        requested = (ssn.nonzero_used[rows] + np.array(task.spec.nonzero)).astype(np.int64)
+        total = np.zeros(len(rows))
+        safe = np.where(alloc == 0, 1, alloc)
+        if self.least:
+            per = np.where((alloc == 0) | (requested > alloc), 0, ((alloc - requested) * MAX) // safe)
+            total += ((per[:, 0] * 50 + per[:, 1] * 50) // 100) * self.least
+        if self.most:
+            capped = np.minimum(requested, alloc)
+            per = np.where(alloc == 0, 0, (capped * MAX) // safe)
+            total += ((per[:, 0] + per[:, 1]) // 2) * self.most
+        if self.balanced:
+            total += self._balanced(task, rows) * self.balanced
+        return total
+
+    def _resource_score_row(self, task: TaskInfo, row: int) -> float:
+        """:meth:`_resource_scores` for one node, in scalar (integer) arithmetic."""
+        ssn = self.ssn
+        alloc_row = ssn.node_allocatable[row].tolist()
+        nz = ssn.nonzero_used[row].tolist()
+        total = 0.0
+        allocs = (int(alloc_row[0]), int(alloc_row[1]))
+        requested = (int(nz[0] + task.spec.nonzero[0]), int(nz[1] + task.spec.nonzero[1]))
+        if self.least:
+            per = [0 if a == 0 or r > a else ((a - r) * MAX) // a for a, r in zip(allocs, requested, strict=True)]
+            total += ((per[0] * 50 + per[1] * 50) // 100) * self.least
+        if self.most:
+            per = [0 if a == 0 else (min(r, a) * MAX) // a for a, r in zip(allocs, requested, strict=True)]
+            total += ((per[0] + per[1]) // 2) * self.most
+        if self.balanced:
+            cols = self.balanced_cols_list
+            req = task.spec.request_list
+            if any(req[c] > 0 for c in cols):
+                used = ssn.used[row].tolist()
+                pipelined = ssn.pipelined[row].tolist()
+                fractions = [
+                    min((used[c] + pipelined[c] + req[c]) / alloc_row[c], 1.0) for c in cols if alloc_row[c] > 0
+                ]
+                if len(fractions) >= 2:
+                    mean = sum(fractions) / len(fractions)
+                    std = (sum((f - mean) ** 2 for f in fractions) / len(fractions)) ** 0.5
+                else:
+                    std = 0.0
+                total += math.floor((1 - std) * MAX) * self.balanced
+        return total
+
+    def _balanced(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        ssn = self.ssn
+        cols = self.balanced_cols
+        req = task.spec.request[cols]
+        if not np.any(req > 0):
+            return np.zeros(len(rows))
+        alloc = ssn.node_allocatable[rows][:, cols]
+        requested = (ssn.used[rows] + ssn.pipelined[rows])[:, cols] + req
+        present = alloc > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(present, np.minimum(requested / np.where(present, alloc, 1), 1.0), 0.0)
+        count = present.sum(axis=1)
+        mean = np.where(count > 0, frac.sum(axis=1) / np.maximum(count, 1), 0.0)
+        var = np.where(present, (frac - mean[:, None]) ** 2, 0.0).sum(axis=1) / np.maximum(count, 1)
+        std = np.sqrt(var)
+        # Two resources: |f1 - f2| / 2, which equals the population std; fewer than two: 0.
+        std = np.where(count < 2, 0.0, std)
+        return np.floor((1 - std) * MAX)
+
+    # ------------------------------------------------------------------ normalised over candidates
+    def _raw(self, task: TaskInfo) -> tuple[np.ndarray, np.ndarray, bool]:
+        cached = self.static.get(task.spec.shape)
+        if cached is not None:
+            return cached
+        nodes = self.ssn.nodes
+        n = len(nodes)
+        affinity = np.zeros(n)
+        for weight, term in task.spec.affinity.preferred:
+            if weight:
+                affinity += weight * term_mask(nodes, term)
+        taints = np.zeros(n)
+        for row, node_taints in enumerate(nodes.taints):
+            taints[row] = sum(
+                1 for t in node_taints if t.effect == "PreferNoSchedule" and not tolerated(task.spec.tolerations, t)
+            )
+        flat = not affinity.any() and not taints.any()
+        cached = self.static[task.spec.shape] = (affinity, taints, flat)
+        return cached
+
+    def _normalised_scores(self, task: TaskInfo, rows: np.ndarray) -> Any:
+        affinity, taints, flat = self._raw(task)
+        if flat:  # no preferred terms, no PreferNoSchedule taints: the same score everywhere
+            return float(MAX * self.taint)
+        total = np.zeros(len(rows))
+        if self.affinity:
+            raw = affinity[rows]
+            top = raw.max() if len(raw) else 0
+            if top > 0:
+                total += (raw * MAX // top) * self.affinity
+        if self.taint:
+            raw = taints[rows]
+            top = raw.max() if len(raw) else 0
+            total += (MAX - raw * MAX // top if top > 0 else np.full(len(rows), MAX)) * self.taint
+        return total
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def new(args: dict[str, Any]) -> NodeOrderPlugin:
+    return NodeOrderPlugin(args)

@@ -1,0 +1,65 @@
+"""``overcommit``: admit jobs while the cluster, inflated by a factor, has room (§6.13).
+
+``idle = total × overcommit-factor − Σ used``; a PodGroup with ``minResources`` is
+enqueueable while ``inqueue + minResources <= idle`` on the dimensions it names, where
+``inqueue`` counts the full minimum of every Inqueue PodGroup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from member_agent.scheduler.framework.arguments import Argument
+from member_agent.scheduler.framework.dims import le_on_requested
+from member_agent.scheduler.framework.infos import JobInfo
+from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.status import Vote
+from member_agent.scheduler.plugins.queue_usage import deduct_gated, queue_usage
+
+NAME = "overcommit"
+ARGUMENTS = (Argument("overcommit-factor", float, 1.2),)
+DEFAULT_FACTOR = 1.2
+
+
+class OvercommitPlugin:
+    name = NAME
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        factor = float(args["overcommit-factor"])
+        self.factor = factor if factor >= 1.0 else DEFAULT_FACTOR
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        used = ssn.used.sum(axis=0) if len(ssn.node_names) else ssn.dims.zeros()
+        self.idle = ssn.total * self.factor - used
+        self.inqueue = ssn.dims.zeros()
+        for usage in queue_usage(ssn, full_min_for_inqueue=True).values():
+            self.inqueue += usage.inqueue
+        ssn.add(Point.JOB_ENQUEUEABLE, NAME, self._enqueueable)
+        ssn.add(Point.JOB_ENQUEUED, NAME, self._enqueued)
+
+    def _enqueueable(self, job: JobInfo) -> Vote:
+        min_req = job.spec.min_resources
+        if min_req is None:
+            return Vote.PERMIT
+        need = self.inqueue + min_req
+        dims = self.ssn.dims
+        if le_on_requested(need, self.idle, min_req, dims.is_pods):
+            return Vote.PERMIT
+        over = [dims.names[i] for i in np.flatnonzero((min_req > 0) & ~dims.is_pods & (need > self.idle))]
+        job.job_fit_error = f"resource in cluster is overused: overused {', '.join(over)}"
+        return Vote.REJECT
+
+    def _enqueued(self, job: JobInfo) -> None:
+        if job.spec.min_resources is not None:
+            self.inqueue = self.inqueue + deduct_gated(job, job.spec.min_resources)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def new(args: dict[str, Any]) -> OvercommitPlugin:
+    return OvercommitPlugin(args)

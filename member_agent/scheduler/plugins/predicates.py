@@ -1,0 +1,162 @@
+"""``predicates``: the Kubernetes filters that matter for batch pods (volcano.md §6.9).
+
+Per node, in Volcano's order: pod count (``node(s) pod number exceeded``), unschedulable
+nodes, node selector and required node affinity (incl. ``matchFields`` on the node name,
+GFD labels such as ``nvidia.com/gpu.product``), and NoSchedule/NoExecute taints. The
+label/taint part depends only on the task shape, so it is evaluated once per shape over
+all nodes (vectorised) and indexed afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from member_agent.scheduler.framework.arguments import Argument
+from member_agent.scheduler.framework.infos import TaskInfo
+from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.snapshot import (
+    NodeSelectorTerm,
+    NodeTable,
+    SelectorRequirement,
+    Taint,
+    Toleration,
+)
+from member_agent.scheduler.framework.status import Code
+
+NAME = "predicates"
+ARGUMENTS = (
+    Argument("predicate.NodeAffinityEnable", bool, True),
+    Argument("predicate.NodePortsEnable", bool, True),
+    Argument("predicate.TaintTolerationEnable", bool, True),
+    Argument("predicate.PodAffinityEnable", bool, True),
+    Argument("predicate.NodeVolumeLimitsEnable", bool, True),
+    Argument("predicate.VolumeZoneEnable", bool, True),
+    Argument("predicate.PodTopologySpreadEnable", bool, True),
+    Argument("predicate.VolumeBindingEnable", bool, True),
+    Argument("predicate.DynamicResourceAllocationEnable", bool, False),
+    Argument("predicate.CacheEnable", bool, False),
+    Argument("volumebinding.weight", int, 1),
+    Argument("volumebinding.bindTimeoutSeconds", int, 600),
+    Argument("dynamicresources.filterTimeoutSeconds", int, 10),
+)
+POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
+UNSCHEDULABLE = "node(s) were unschedulable"
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+
+def requirement_matches(req: SelectorRequirement, value: str | None) -> bool:
+    op = req.operator
+    if op == "In":
+        return value is not None and value in req.values
+    if op == "NotIn":
+        return value is None or value not in req.values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt") and value is not None and req.values:
+        try:
+            left, right = int(value), int(req.values[0])
+        except ValueError:
+            return False
+        return left > right if op == "Gt" else left < right
+    return False
+
+
+def term_mask(nodes: NodeTable, term: NodeSelectorTerm) -> np.ndarray:
+    """Rows matching every expression of a term (an empty term matches nothing)."""
+    n = len(nodes)
+    if not term.expressions and not term.fields:
+        return np.zeros(n, dtype=bool)
+    mask = np.ones(n, dtype=bool)
+    for req in term.expressions:
+        mask &= np.fromiter((requirement_matches(req, lab.get(req.key)) for lab in nodes.labels), bool, n)
+    for req in term.fields:
+        if req.key != "metadata.name":
+            return np.zeros(n, dtype=bool)
+        mask &= np.fromiter((requirement_matches(req, name) for name in nodes.names), bool, n)
+    return mask
+
+
+def tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+class PredicatesPlugin:
+    name = NAME
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        self.affinity_enabled = bool(args["predicate.NodeAffinityEnable"])
+        self.taints_enabled = bool(args["predicate.TaintTolerationEnable"])
+        self.static: dict[Any, np.ndarray] = {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.pod_number = ssn.reasons.code(POD_NUMBER_EXCEEDED, Code.UNSCHEDULABLE)
+        self.unschedulable = ssn.reasons.code(UNSCHEDULABLE, Code.UNRESOLVABLE)
+        self.mismatch = ssn.reasons.code(AFFINITY_MISMATCH, Code.UNRESOLVABLE)
+        ssn.add(Point.PREDICATE, NAME, self._predicate, row=self._predicate_row)
+
+    def _static_codes(self, task: TaskInfo) -> np.ndarray:
+        """Selector, affinity, unschedulable and taints: a function of the shape alone."""
+        codes = self.static.get(task.spec.shape)
+        if codes is not None:
+            return codes
+        nodes = self.ssn.nodes
+        n = len(nodes)
+        codes = np.zeros(n, dtype=np.int32)
+        spec = task.spec
+        if not tolerated(spec.tolerations, UNSCHEDULABLE_TAINT):
+            codes[nodes.unschedulable] = self.unschedulable
+        if self.affinity_enabled:
+            match = np.ones(n, dtype=bool)
+            for key, value in spec.node_selector.items():
+                match &= np.fromiter((lab.get(key) == value for lab in nodes.labels), bool, n)
+            if spec.affinity.required is not None:
+                any_term = np.zeros(n, dtype=bool)
+                for term in spec.affinity.required:
+                    any_term |= term_mask(nodes, term)
+                match &= any_term
+            codes[(codes == 0) & ~match] = self.mismatch
+        if self.taints_enabled:
+            verdict: dict[Taint, bool] = {}
+            for row, taints in enumerate(nodes.taints):
+                if codes[row] or not taints:
+                    continue
+                for taint in taints:
+                    if taint.effect not in ("NoSchedule", "NoExecute"):
+                        continue
+                    ok = verdict.get(taint)
+                    if ok is None:
+                        ok = verdict[taint] = tolerated(spec.tolerations, taint)
+                    if not ok:
+                        codes[row] = self.ssn.reasons.code(
+                            f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}", Code.UNRESOLVABLE
+                        )
+                        break
+        codes.setflags(write=False)
+        self.static[task.spec.shape] = codes
+        return codes
+
+    def _predicate_row(self, task: TaskInfo, row: int) -> int:
+        code = int(self._static_codes(task)[row])
+        if code == 0 and self.ssn.pod_count[row] >= self.ssn.nodes.max_pods[row]:
+            code = self.pod_number
+        return code
+
+    def _predicate(self, task: TaskInfo, rows: np.ndarray) -> Any:
+        codes = self._static_codes(task)[rows].copy()
+        full = self.ssn.pod_count[rows] >= self.ssn.nodes.max_pods[rows]
+        codes[(codes == 0) & full] = self.pod_number
+        return codes
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def new(args: dict[str, Any]) -> PredicatesPlugin:
+    return PredicatesPlugin(args)

@@ -1,0 +1,85 @@
+"""Per-queue usage shared by proportion, capacity and overcommit (volcano.md §6.6, §6.13).
+
+* ``allocated`` — Σ request of tasks in an allocated status;
+* ``request``   — allocated + Σ request of Pending tasks;
+* ``inqueue``   — what admitted (Inqueue, or Running-but-still-growing) PodGroups reserve
+  beyond what they already hold (``GetInqueueResource``);
+* ``elastic``   — what jobs hold above their ``minResources``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from member_agent.scheduler.framework.dims import Vector
+from member_agent.scheduler.framework.infos import JobInfo
+from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
+
+
+@dataclass
+class Usage:
+    allocated: Vector
+    request: Vector
+    inqueue: Vector
+    elastic: Vector
+
+
+def job_allocated(job: JobInfo, zeros: Vector) -> Vector:
+    total = zeros.copy()
+    for t in job.tasks:
+        if t.status in ALLOCATED_STATUSES:
+            total += t.spec.request
+    return total
+
+
+def gated_request(job: JobInfo, zeros: Vector) -> Vector:
+    total = zeros.copy()
+    for t in job.tasks:
+        if t.spec.gated and t.status == TaskStatus.PENDING:
+            total += t.spec.request
+    return total
+
+
+def deduct_gated(job: JobInfo, amount: Vector) -> Vector:
+    """``DeductSchGatedResources``: what gated pods would need is not reserved."""
+    return np.maximum(amount - gated_request(job, np.zeros_like(amount)), 0.0)
+
+
+def inqueue_resource(job: JobInfo, allocated: Vector) -> Vector:
+    """``GetInqueueResource``: per dim of minResources, the part not yet allocated."""
+    assert job.spec.min_resources is not None
+    return np.maximum(job.spec.min_resources - allocated, 0.0)
+
+
+def allocated_count(job: JobInfo) -> int:
+    return job.count(ALLOCATED_STATUSES)
+
+
+def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
+    """Usage of every queue that has at least one job in the session."""
+    zeros = ssn.dims.zeros()
+    out: dict[str, Usage] = {}
+    for job in ssn.jobs.values():
+        usage = out.get(job.queue)
+        if usage is None:
+            usage = out[job.queue] = Usage(zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy())
+        allocated = job_allocated(job, zeros)
+        usage.allocated += allocated
+        usage.request += allocated
+        for t in job.tasks:
+            if t.status == TaskStatus.PENDING:
+                usage.request += t.spec.request
+        min_res = job.spec.min_resources
+        # GetElasticResources: allocated above minResources (all of it without minResources).
+        usage.elastic += np.maximum(allocated - (min_res if min_res is not None else zeros), 0.0)
+        if min_res is None:
+            continue
+        if job.phase == "Inqueue":
+            reserve = min_res if full_min_for_inqueue else inqueue_resource(job, allocated)
+            usage.inqueue += deduct_gated(job, reserve)
+        elif job.phase == "Running" and allocated_count(job) >= job.min_available:
+            usage.inqueue += deduct_gated(job, inqueue_resource(job, allocated))
+    return out

@@ -1,0 +1,264 @@
+"""The agent ⇄ federation sync: the only place in the agent that retries (tenacity, jittered).
+
+* :meth:`FederationSync.register` creates the ``Cluster`` if it does not exist (``syncMode: Pull``);
+* :meth:`lease_loop` renews ``Lease karmada-cluster/<cluster>`` every 10 s (duration 40 s),
+  replacing with the resourceVersion it read, as Kubernetes leader election does;
+* :meth:`status_loop` publishes the Cluster status (capacity, node shapes, GPUs, NUMA, queues)
+  when it changes — checked every few seconds — and at least every ``status_heartbeat``;
+* :meth:`works_loop` lists the Works of ``karmada-es-<cluster>`` then watches from the list's
+  resourceVersion; a 410 (or any broken watch) means list again, and Works missing from a
+  new list are forgotten;
+* :meth:`work_status_loop` writes each Work's status when the agent's view of it changed;
+* :meth:`inputs_loop` lists Queues and PriorityClasses for the scheduler.
+
+A call that still fails after its retries is logged and counted
+(``caldera_agent_sync_errors_total``); the loop carries on at its next period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any, Awaitable, Callable, Optional, TypeVar
+
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from member_agent.agent import Agent
+from member_agent.cluster.clock import Clock, rfc3339
+from member_agent.cluster.gateway import AlreadyExists, Gone, NotFound, Obj, Unavailable
+from member_agent.federation_api import LEASE_NAMESPACE, FederationAPI
+from member_agent.works import comparable
+from policies.errors import Conflict, TemporaryError
+from policies.models.karmada_work import execution_namespace
+
+log = logging.getLogger("caldera.agent.sync")
+T = TypeVar("T")
+GANG_KEYS = ("generation", "phase", "reservedUntil", "reason")
+
+
+def micro_time(epoch: float) -> str:
+    """Kubernetes ``MicroTime`` text (Lease ``renewTime``)."""
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class FederationSync:
+    def __init__(self, agent: Agent, api: FederationAPI, clock: Clock, *, lease_period: float = 10.0,
+                 lease_duration: int = 40, status_period: float = 3.0, status_heartbeat: float = 30.0,
+                 inputs_period: float = 5.0, attempts: int = 5) -> None:
+        self.agent = agent
+        self.api = api
+        self.clock = clock
+        self.cluster = agent.options.cluster
+        self.namespace = execution_namespace(self.cluster)
+        self.lease_period = lease_period
+        self.lease_duration = lease_duration
+        self.status_period = status_period
+        self.status_heartbeat = status_heartbeat
+        self.inputs_period = inputs_period
+        self.attempts = attempts
+        self.lease_renewals = 0
+        self.status_writes = 0
+        self.connected = False
+        self._published: Optional[str] = None
+        self._published_at = 0.0
+
+    # ------------------------------------------------------------------ retries
+    async def call(self, operation: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """``fn()`` retried on temporary failures with jittered exponential backoff on the agent clock."""
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type((Unavailable, TemporaryError)),
+            wait=wait_random_exponential(multiplier=0.2, max=5.0),
+            stop=stop_after_attempt(self.attempts),
+            sleep=self.clock.sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    result = await fn()
+            self.connected = True
+            return result
+        except (Unavailable, TemporaryError):
+            self.connected = False
+            self.agent.metrics.sync_errors.labels(operation).inc()
+            raise
+
+    # ------------------------------------------------------------------ Cluster
+    def cluster_object(self) -> Obj:
+        spec: dict[str, Any] = {"syncMode": "Pull"}
+        extra = self.agent.options.cluster_spec
+        for key in ("provider", "region", "zone"):
+            if extra.get(key):
+                spec[key] = extra[key]
+        if extra.get("zone"):
+            spec["zones"] = [extra["zone"]]
+        return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                "metadata": {"name": self.cluster, "labels": dict(extra.get("labels") or {})}, "spec": spec}
+
+    async def register(self) -> None:
+        try:
+            await self.call("get_cluster", lambda: self.api.get_cluster(self.cluster))
+            log.info("Cluster %s already registered", self.cluster)
+        except NotFound:
+            try:
+                await self.call("create_cluster", lambda: self.api.create_cluster(self.cluster_object()))
+                log.info("Registered Cluster %s", self.cluster)
+            except AlreadyExists:
+                pass
+
+    def cluster_status(self) -> Obj:
+        status = self.agent.cluster_status()
+        status["conditions"] = [{
+            "type": "Ready", "status": "True", "reason": "ClusterReady",
+            "message": "cluster is healthy and ready to accept workloads",
+            "lastTransitionTime": rfc3339(self.clock.now()),
+        }]
+        return status
+
+    async def publish_status(self, force: bool = False) -> bool:
+        status = self.cluster_status()
+        text = comparable(status)
+        now = self.clock.monotonic()
+        if not force and text == self._published and now - self._published_at < self.status_heartbeat:
+            return False
+        await self.call("cluster_status", lambda: self.api.patch_cluster_status(self.cluster, status))
+        self._published, self._published_at = text, now
+        self.status_writes += 1
+        return True
+
+    async def status_loop(self) -> None:
+        while True:
+            try:
+                await self.publish_status()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("publishing Cluster %s status failed: %s", self.cluster, exc)
+            await self.clock.sleep(self.status_period)
+
+    # ------------------------------------------------------------------ Lease
+    async def renew_lease(self) -> None:
+        now = self.clock.now()
+        try:
+            lease = await self.call("get_lease", lambda: self.api.get_lease(LEASE_NAMESPACE, self.cluster))
+        except NotFound:
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.cluster, "namespace": LEASE_NAMESPACE},
+                    "spec": {"holderIdentity": self.cluster, "leaseDurationSeconds": self.lease_duration,
+                             "renewTime": micro_time(now), "acquireTime": micro_time(now)}}
+            await self.call("create_lease", lambda: self.api.create_lease(LEASE_NAMESPACE, body))
+            self.lease_renewals += 1
+            return
+        spec = dict(lease.get("spec") or {})
+        spec.update({"holderIdentity": self.cluster, "leaseDurationSeconds": self.lease_duration,
+                     "renewTime": micro_time(now)})
+        lease = dict(lease, spec=spec)
+        await self.call("replace_lease", lambda: self.api.replace_lease(LEASE_NAMESPACE, self.cluster, lease))
+        self.lease_renewals += 1
+
+    async def lease_loop(self) -> None:
+        while True:
+            try:
+                await self.renew_lease()
+            except Conflict:
+                await self.clock.sleep(0.2)  # changed between our read and write: read again soon
+                continue
+            except Exception as exc:  # noqa: BLE001
+                log.warning("renewing Lease %s/%s failed: %s", LEASE_NAMESPACE, self.cluster, exc)
+            await self.clock.sleep(self.lease_period)
+
+    # ------------------------------------------------------------------ Works
+    async def list_works(self) -> str:
+        items, resource_version = await self.call("list_works", lambda: self.api.list_works(self.namespace))
+        for work in items:
+            self.agent.apply_work(work)
+        self.agent.prune_works({f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in items})
+        return resource_version
+
+    async def works_loop(self) -> None:
+        resource_version: Optional[str] = None
+        while True:
+            try:
+                if resource_version is None:
+                    resource_version = await self.list_works()
+                async for event in self.api.watch_works(self.namespace, resource_version):
+                    md = event.object.get("metadata") or {}
+                    resource_version = str(md.get("resourceVersion") or resource_version)
+                    if event.type == "DELETED":
+                        self.agent.forget_work(f"{md.get('namespace')}/{md.get('name')}")
+                    else:
+                        self.agent.apply_work(event.object)
+            except Gone:
+                log.info("Works watch in %s expired (410); listing again", self.namespace)
+                resource_version = None
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                log.warning("Works watch in %s failed: %s; listing again", self.namespace, exc)
+                resource_version = None
+                await self.clock.sleep(1.0)
+
+    async def write_work_statuses(self) -> int:
+        written = 0
+        for state, status in self.agent.pending_statuses():
+            body = json.loads(json.dumps(status))
+            gang = body.get("gang")
+            if isinstance(gang, dict):
+                for key in GANG_KEYS:
+                    gang.setdefault(key, None)  # merge patch: absent keys must be cleared explicitly
+            record = state.record
+            try:
+                await self.call("work_status", lambda r=record, b=body: self.api.patch_work_status(r.namespace, r.name, b))
+            except NotFound:
+                self.agent.forget_work(record.key)
+                continue
+            except Exception as exc:  # noqa: BLE001
+                log.warning("writing Work %s status failed: %s", record.key, exc)
+                continue
+            self.agent.status_written(state, status)
+            written += 1
+        return written
+
+    async def work_status_loop(self) -> None:
+        while True:
+            self.agent.status_changed.clear()
+            await self.write_work_statuses()
+            await _first(self.agent.status_changed.wait(), self.clock.sleep(2.0))
+            await self.clock.sleep(0.1)
+
+    # ------------------------------------------------------------------ scheduler inputs
+    async def refresh_inputs(self) -> None:
+        queues = await self.call("list_queues", self.api.list_queues)
+        try:
+            classes = await self.call("list_priority_classes", self.api.list_priority_classes)
+        except NotFound:
+            classes = []
+        self.agent.set_scheduling_inputs(queues, classes)
+
+    async def inputs_loop(self) -> None:
+        while True:
+            try:
+                await self.refresh_inputs()
+            except Exception as exc:  # noqa: BLE001
+                log.debug("listing Queues/PriorityClasses failed: %s", exc)
+            await self.clock.sleep(self.inputs_period)
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.register()
+                break
+            except Exception as exc:  # noqa: BLE001
+                log.warning("registering Cluster %s failed: %s; retrying", self.cluster, exc)
+                await self.clock.sleep(2.0)
+        await asyncio.gather(self.lease_loop(), self.status_loop(), self.works_loop(), self.work_status_loop(),
+                             self.inputs_loop())
+
+
+async def _first(*awaitables: Any) -> None:
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

@@ -1,0 +1,88 @@
+"""The Kubernetes PodTemplate rules a Volcano task template must pass (a useful subset).
+
+Volcano runs the full Kubernetes PodTemplate validation on every task template; this covers
+the rules a job author actually trips on: container names (RFC 1123 labels, unique across
+containers and init containers), volume mounts naming a volume of the pod, unique volume
+names, container ports in range, non-negative quantities, requests not above limits, and
+well-formed tolerations. A template without containers is accepted (the seed writes
+templates that only set ``priorityClassName``).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from policies.admission.names import check_non_negative_resources, dns1123_label_error, key_path
+from policies.errors import FieldError
+from policies.models.core import Container, PodSpec
+from policies.quantity import Quantity
+
+
+def validate_pod_spec(spec: Optional[PodSpec], path: str) -> list[FieldError]:
+    """Every broken rule of a pod spec at ``path`` (``spec.tasks[0].template.spec``)."""
+    errors: list[FieldError] = []
+    if spec is None:
+        return errors
+    volumes: dict[str, int] = {}
+    for index, volume in enumerate(spec.volumes or []):
+        if volume.name in volumes:
+            errors.append(FieldError(f"{path}.volumes[{index}].name", f"duplicate volume name {volume.name!r} "
+                                                                      f"(also {path}.volumes[{volumes[volume.name]}])"))
+        volumes.setdefault(volume.name, index)
+    seen: dict[str, str] = {}
+    for field, containers in (("initContainers", spec.init_containers), ("containers", spec.containers)):
+        for index, container in enumerate(containers or []):
+            at = f"{path}.{field}[{index}]"
+            for j, mount in enumerate(container.volume_mounts or []):
+                if mount.name not in volumes:
+                    errors.append(FieldError(f"{at}.volumeMounts[{j}].name",
+                                             f"volume {mount.name!r} not found in {path}.volumes"))
+            for j, port in enumerate(container.ports or []):
+                if not 1 <= port.container_port <= 65535:
+                    errors.append(FieldError(f"{at}.ports[{j}].containerPort",
+                                             f"{port.container_port} must be between 1 and 65535, inclusive"))
+            problem = dns1123_label_error(container.name)
+            if problem:
+                errors.append(FieldError(f"{at}.name", f"container name {problem}"))
+            elif container.name in seen:
+                errors.append(FieldError(f"{at}.name", f"duplicate container name {container.name!r} "
+                                                       f"(also {seen[container.name]})"))
+            else:
+                seen[container.name] = at
+            errors.extend(_container_resources(container, f"{at}.resources"))
+    check_non_negative_resources(errors, spec.overhead, f"{path}.overhead")
+    for index, toleration in enumerate(spec.tolerations or []):
+        at = f"{path}.tolerations[{index}]"
+        if toleration.operator == "Exists" and toleration.value:
+            errors.append(FieldError(f"{at}.value", "value must be empty when `operator` is 'Exists'"))
+        if not toleration.key and toleration.operator != "Exists":
+            errors.append(FieldError(f"{at}.operator", "operator must be Exists when `key` is empty, "
+                                                       "which means \"match all values and all keys\""))
+        if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
+            errors.append(FieldError(f"{at}.effect", "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    return errors
+
+
+def _container_resources(container: Container, path: str) -> list[FieldError]:
+    errors: list[FieldError] = []
+    resources = container.resources
+    if resources is None:
+        return errors
+    check_non_negative_resources(errors, resources.limits, f"{path}.limits")
+    check_non_negative_resources(errors, resources.requests, f"{path}.requests")
+    limits = resources.limits or {}
+    for name, request in (resources.requests or {}).items():
+        if name in limits and Quantity.parse(request).value > Quantity.parse(limits[name]).value:
+            errors.append(FieldError(key_path(f"{path}.requests", name),
+                                     f"request {request!r} must be less than or equal to {name} limit "
+                                     f"{limits[name]!r}"))
+    return errors
+
+
+def cpu_is_integer(container: Container) -> bool:
+    """The container's cpu request (or, without one, its limit) is a whole number of cores."""
+    resources = container.resources
+    if resources is None:
+        return True
+    cpu = (resources.requests or {}).get("cpu", (resources.limits or {}).get("cpu"))
+    return cpu is None or Quantity.parse(cpu).milli_value() % 1000 == 0

@@ -1,0 +1,48 @@
+"""PodGroup minResources (volcano.md §9.5) as a table: priority order, the two branches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from member_agent.controllers.job_view import view_job
+from member_agent.controllers.podgroup import min_resources
+from tests.controllers.harness import make_job
+
+
+def task(name: str, replicas: int, min_available: int, cpu: str, priority_class: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"name": name, "replicas": replicas, "minAvailable": min_available, "template": {"spec": spec}}
+
+
+HIGH_FIRST = [task("b", 3, 2, "10"), task("a", 2, 1, "1", "high")]
+
+CASES = [
+    # (tasks, job minAvailable, expected cpu)
+    (HIGH_FIRST, 2, "2"),    # below Σ task minAvailable (3): first 2 pods by priority are both of `a`
+    (HIGH_FIRST, 3, "21"),   # each task's minAvailable: a×1 + b×2
+    (HIGH_FIRST, 4, "22"),   # then fill by priority: one more `a`
+    (HIGH_FIRST, 5, "32"),   # `a` exhausted, one more `b`
+    ([task("b", 3, 2, "10"), task("a", 2, 1, "1")], 2, "20"),  # equal priority: spec order
+    ([task("b", 3, 2, "10"), task("a", 2, 1, "1")], 0, "0"),
+]
+
+
+@pytest.mark.parametrize(("tasks", "min_available", "cpu"), CASES)
+def test_min_resources(tasks: list[dict[str, Any]], min_available: int, cpu: str) -> None:
+    job = view_job(make_job({"tasks": tasks, "minAvailable": min_available}))
+    resources = min_resources(job, {"high": 1000}).to_resource_list()
+    assert resources.get("cpu", "0") == cpu
+    assert "pods" not in resources
+
+
+def test_seed_pytorch_job_min_resources_counts_gpu_limits() -> None:
+    def seed_task(name: str, replicas: int) -> dict[str, Any]:
+        return {"name": name, "replicas": replicas, "template": {"spec": {"containers": [
+            {"name": name, "image": "pytorch/pytorch:2.0.0-cuda11.8", "resources": {"limits": {"nvidia.com/gpu": 4}}}]}}}
+
+    job = view_job(make_job({"minAvailable": 4, "tasks": [seed_task("master", 1), seed_task("worker", 3)]}))
+    assert min_resources(job, {}).to_resource_list() == {"nvidia.com/gpu": "16"}

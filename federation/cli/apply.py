@@ -14,9 +14,7 @@ import argparse
 import copy
 import json
 import sys
-from typing import Any
-
-from kubernetes_asyncio import client as k8s
+from typing import TYPE_CHECKING, Any
 
 from federation.cli.common import (
     add_connection_args,
@@ -25,8 +23,10 @@ from federation.cli.common import (
     server_error,
     singular_ref,
 )
-from federation.client import ResourceClient
 from policies.kinds import lookup
+
+if TYPE_CHECKING:
+    from federation.client import ResourceClient
 
 NAME = "apply"
 HELP = "create or update objects from manifest files, directories or - (stdin)"
@@ -70,7 +70,9 @@ def load_documents(paths: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
     return [d.obj.to_wire() for d in result.objects], errors
 
 
-async def apply_one(rc: ResourceClient, manifest: dict[str, Any], args: argparse.Namespace) -> str:
+async def apply_one(rc: "ResourceClient", manifest: dict[str, Any], args: argparse.Namespace) -> str:
+    from kubernetes_asyncio import client as k8s
+
     info = lookup(manifest["apiVersion"], manifest["kind"])
     body = copy.deepcopy(manifest)
     body.pop("status", None)
@@ -110,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
         print("error: no objects passed to apply", file=sys.stderr)
         return 1
 
-    async def body(rc: ResourceClient) -> int:
+    async def body(rc: "ResourceClient") -> int:
+        from kubernetes_asyncio import client as k8s
+
         failed = 0
         for manifest in manifests:
             try:

@@ -7,13 +7,13 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubernetes_asyncio import client as k8s
-
-from federation.client import ResourceClient, default_kubeconfig_path, load_client
 from policies.errors import UnknownKind
 from policies.kinds import KindInfo, resolve
+
+if TYPE_CHECKING:  # kubernetes_asyncio takes ~1 s to import: only commands that talk to a server load it
+    from federation.client import ResourceClient
 
 
 def add_connection_args(parser: argparse.ArgumentParser, namespaced: bool = True) -> None:
@@ -35,7 +35,7 @@ def kind_from_name(name: str) -> KindInfo:
         raise SystemExit(f'error: the server doesn\'t have a resource type "{name}" ({exc})') from None
 
 
-def server_error(exc: k8s.ApiException) -> str:
+def server_error(exc: Any) -> str:
     """``Error from server (NotFound): jobs.batch.volcano.sh "x" not found``, as kubectl says it."""
     try:
         status = json.loads(exc.body)
@@ -44,8 +44,12 @@ def server_error(exc: k8s.ApiException) -> str:
         return f"Error from server ({exc.status}): {exc.reason}"
 
 
-def run_with_client(args: argparse.Namespace, body: Callable[[ResourceClient], Awaitable[int]]) -> int:
+def run_with_client(args: argparse.Namespace, body: Callable[["ResourceClient"], Awaitable[int]]) -> int:
     """Open a client from the kubeconfig, run ``body``, report server and connection errors."""
+    from kubernetes_asyncio import client as k8s
+
+    from federation.client import ResourceClient, default_kubeconfig_path, load_client
+
     path = default_kubeconfig_path(getattr(args, "kubeconfig", None))
 
     async def main() -> int:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-
-from kubernetes_asyncio import client as k8s
+from typing import TYPE_CHECKING
 
 from federation.cli.common import (
     add_connection_args,
@@ -15,8 +14,10 @@ from federation.cli.common import (
     server_error,
     singular_ref,
 )
-from federation.client import ResourceClient
 from policies.kinds import KindInfo, lookup
+
+if TYPE_CHECKING:
+    from federation.client import ResourceClient
 
 NAME = "delete"
 HELP = "delete objects by kind and name, or those described in manifest files"
@@ -52,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
         print("error: give KIND NAME... or -f FILE", file=sys.stderr)
         return 1
 
-    async def body(rc: ResourceClient) -> int:
+    async def body(rc: "ResourceClient") -> int:
+        from kubernetes_asyncio import client as k8s
+
         failed = 0
         for info, name, namespace in targets:
             try:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from federation.apiserver.table import age_of
 from federation.cli.common import add_connection_args, kind_from_name, namespace_for, run_with_client
-from federation.client import ResourceClient
 from policies.kinds import lookup
+
+if TYPE_CHECKING:
+    from federation.client import ResourceClient
 
 NAME = "describe"
 HELP = "show one object in detail, with its conditions and recent events"
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     info = kind_from_name(args.kind)
     namespace = namespace_for(info, args)
 
-    async def body(rc: ResourceClient) -> int:
+    async def body(rc: "ResourceClient") -> int:
         obj = await rc.get(info, args.name, namespace)
         uid = obj["metadata"].get("uid", "")
         listed = await rc.list(EVENTS, None, field_selector=f"involvedObject.uid={uid}")

@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from federation.cli.common import add_connection_args, kind_from_name, run_with_client, singular_ref
-from federation.client import ResourceClient, collection_path, object_path
 from policies.kinds import KindInfo
+
+if TYPE_CHECKING:
+    from federation.client import ResourceClient
 
 NAME = "get"
 HELP = "list objects of a kind (vcjob, queue, pp, cpp, cluster, rb, work, pg, jobflow, ...) or show some"
@@ -33,8 +35,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_connection_args(parser)
 
 
-async def fetch_table(rc: ResourceClient, info: KindInfo, namespace: str | None, names: list[str],
+async def fetch_table(rc: "ResourceClient", info: KindInfo, namespace: str | None, names: list[str],
                       selector: str | None, field_selector: str | None) -> dict[str, Any]:
+    from federation.client import collection_path, object_path
+
     query: list[tuple[str, str]] = []
     if selector:
         query.append(("labelSelector", selector))
@@ -85,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: a resource cannot be retrieved by name across all namespaces", file=sys.stderr)
         return 1
 
-    async def body(rc: ResourceClient) -> int:
+    async def body(rc: "ResourceClient") -> int:
         if args.output in ("yaml", "json", "name"):
             if args.names:
                 items = [await rc.get(info, n, namespace) for n in args.names]

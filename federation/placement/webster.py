@@ -55,13 +55,9 @@ def webster(
             # them would have to hold one first.
             best = sorted((-float(votes.get(p, 0.0)), -i if descending else i) for i, p in enumerate(contenders))
             keep = {abs(r) for _, r in best[:seats]}
-            contenders = [p for i, p in enumerate(contenders) if i in keep]
-            ranks = {p: i for i, p in enumerate(sorted(set(votes) | set(initial)))}
-        else:
-            ranks = {}
+            contenders = [p for i, p in enumerate(contenders) if i in keep]  # still in name order
         heap = []
         for i, p in enumerate(contenders):
-            i = ranks.get(p, i)
             s = held.get(p, 0)
             heap.append((-float(votes.get(p, 0.0)) / (2 * s + 1), s, -i if descending else i, p))
         heapq.heapify(heap)

@@ -21,6 +21,7 @@ class ServeProcess:
         self.extra = extra
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.home = data_dir
 
     def start(self, timeout: float = 30.0) -> "ServeProcess":
         cmd = [sys.executable, "-m", "federation", "serve", "--data-dir", str(self.data_dir),

@@ -67,7 +67,7 @@ async def test_invalid_update_changes_nothing(server: ApiServer) -> None:
     status, created = await request(server, "POST", QUEUES, body=orjson.dumps(GOOD_QUEUE))
     assert status == 201
     rv = server.store.rv
-    status, body = await request(server, "PATCH", QUEUES + "/q", body=b'{"spec": {"weight": 0}}',
+    status, body = await request(server, "PATCH", QUEUES + "/q", body=b'{"spec": {"weight": 70000}}',
                                  content_type="application/merge-patch+json")
     assert status == 422 and "spec.weight" in body["message"]
     status, now = await request(server, "GET", QUEUES + "/q")

@@ -13,6 +13,7 @@ A scenario is a STATE file (docs/scheduler.md) whose last document is an expecta
     reasons: {default/job-a: "gang: 6/8"}   # substring of the per-job reason
     conditions: {default/job-a: "2/8 tasks in gang unschedulable"}  # substring of a condition message
     problems: ["queue missing"]             # substrings of reported problems
+    warnings: ["binpack.nvidia.com/gpu"]    # substrings of configuration warnings
     logs: ["PodGroup default/job-a is inqueue"]  # substrings of the V(5) log
     error: "unknown plugin"                 # the session must be refused with this message
 
@@ -38,7 +39,7 @@ from member_agent.scheduler.state import load_documents, state_from_documents
 from policies.errors import CalderaError
 
 KNOWN_KEYS = frozenset({"kind", "description", "bindings", "bindingCount", "bound", "evictions", "pipelined",
-                        "podGroups", "reasons", "conditions", "problems", "logs", "error"})
+                        "podGroups", "reasons", "conditions", "problems", "warnings", "logs", "error"})
 
 
 @dataclass
@@ -116,6 +117,9 @@ def _compare(outcome: Outcome, expect: dict[str, Any], result: CycleResult) -> N
     for text in expect.get("problems") or []:
         if not any(str(text) in p for p in result.problems):
             fail(f"problems: none contains {text!r}; got {result.problems}")
+    for text in expect.get("warnings") or []:
+        if not any(str(text) in w for w in result.warnings):
+            fail(f"warnings: none contains {text!r}; got {result.warnings}")
     for text in expect.get("logs") or []:
         if not any(str(text) in line for line in result.logs):
             fail(f"logs: no line contains {text!r}")

@@ -7,7 +7,7 @@ from collections import Counter
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.result import CycleResult, JobReport
 from member_agent.scheduler.framework.session import Session
-from member_agent.scheduler.framework.status import COMPLETED_STATUSES, TaskStatus
+from member_agent.scheduler.framework.status import COMPLETED_STATUSES, READY_STATUSES, TaskStatus
 
 S = TaskStatus
 POD_GROUP_NOT_READY = "pod group is not ready"
@@ -69,10 +69,19 @@ def short_reason(ssn: Session, job: JobInfo) -> str:
     placed = job.ready_num + job.waiting_num + sum(
         1 for t in pending if t.last_tx in (S.ALLOCATED, S.PIPELINED)
     )
-    ready = job.is_ready()
+    ready = job.is_ready() and job.check_task_ready()
     if not ready and job.min_available > 0 and (placed < job.min_available):
         text = f"gang: {placed}/{job.min_available} tasks fit"
         return f"{text}; {node_reason}" if node_reason else text
+    if not ready and job.min_available >= job.task_min_total:
+        for role, need in sorted(job.spec.min_task_member.items()):
+            have = sum(
+                1 for t in job.tasks if t.spec.role == role
+                and (t.status in READY_STATUSES or t.status == S.PIPELINED or t.last_tx in (S.ALLOCATED, S.PIPELINED))
+            )
+            if have < need:
+                text = f"gang: task {role} has {have}/{need} tasks fit"
+                return f"{text}; {node_reason}" if node_reason else text
     if waiting and not ready:
         return f"pipelined: waiting for {len(waiting)} task(s) to get released resources"
     return node_reason or ("" if ready else "not scheduled this session")

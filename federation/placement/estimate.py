@@ -44,6 +44,17 @@ class Component:
     node_selector: Labels
     replicas: int
 
+def request_vector(index: dict[str, int], request: Resources) -> np.ndarray | None:
+    """``request`` laid over the columns in ``index``; None if it asks for a column that is absent."""
+    vec = np.zeros(len(index))
+    for name, amount in request:
+        if amount <= 0:
+            continue
+        col = index.get(name)
+        if col is None:
+            return None
+        vec[col] = amount
+    return vec
 
 class Groups:
     """One cluster's nodes as groups of identical nodes: ``counts[g]`` nodes with ``free[g]``."""
@@ -59,15 +70,7 @@ class Groups:
 
     def vector(self, request: Resources) -> np.ndarray | None:
         """The request over this table's columns; None if it needs a resource no node has."""
-        vec = np.zeros(len(self.index))
-        for name, amount in request:
-            if amount <= 0:
-                continue
-            col = self.index.get(name)
-            if col is None:
-                return None
-            vec[col] = amount
-        return vec
+        return request_vector(self.index, request)
 
     def mask(self, selector: Labels) -> np.ndarray:
         if not selector:

@@ -22,6 +22,7 @@ from federation.placement.estimate import (
     groups_of,
     max_sets,
     per_node_fit,
+    request_vector,
     resource_index,
 )
 from federation.placement.request import AssumedWorkload, ClusterState, Labels, Resources, resources
@@ -54,17 +55,6 @@ class ClusterTable:
         self.has_shapes = np.array([c.node_shapes is not None for c in clusters], dtype=bool)
         self._cache: dict[tuple[Resources, Labels], np.ndarray] = {}
 
-    def _vector(self, request: Resources) -> np.ndarray | None:
-        vec = np.zeros(len(self.index))
-        for name, amount in request:
-            if amount <= 0:
-                continue
-            col = self.index.get(name)
-            if col is None:
-                return None
-            vec[col] = amount
-        return vec
-
     def task_estimates(self, request: Resources, selector: Labels) -> np.ndarray:
         """Pods of this shape that fit, per cluster in table order (exact, or general)."""
         key = (request, selector)
@@ -73,7 +63,7 @@ class ClusterTable:
             return cached
         n = len(self.clusters)
         exact = np.zeros(n, dtype=np.int64)
-        vec = self._vector(request)
+        vec = request_vector(self.index, request)
         if vec is not None and len(self.counts):
             fit = per_node_fit(self.free, vec)
             if selector:

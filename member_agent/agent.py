@@ -3,13 +3,15 @@
 Loops (all on the injected clock, all cancelled together):
 
 * the cluster cache (list + watch of nodes and pods through the gateway);
-* the job controller pass: for every Work, :func:`member_agent.job_driver.plan` says which pods
-  to create/delete; pods are found again after a restart by their Work-uid label and
-  deterministic names, so nothing is created twice;
+* the job controller pass: for every Work, the Volcano job controller (``member_agent/controllers``,
+  driven by :mod:`member_agent.job_runner`) says which pods to create/delete and the Job status;
+  pods are found again after a restart by their Work-uid label and deterministic names, so
+  nothing is created twice;
 * the scheduling pass every ``schedule_period``: snapshot → ``run_cycle`` in a worker thread →
-  bindings and evictions through the gateway. Pods of a *held* share are not bound: their
-  bindings become the share's reservation (:mod:`member_agent.gang`) and appear as bound in
-  every later snapshot and capacity report, so the resources stay held;
+  :mod:`member_agent.cycle_apply` (bindings with their pod annotations, evictions with reasons,
+  nominations; writes in flight in :mod:`member_agent.pod_writes`). Pods of a *held* share are
+  not bound: their bindings become the share's reservation (:mod:`member_agent.gang`) and appear
+  as bound in every later snapshot and capacity report, so the resources stay held;
 * the federation sync (:mod:`member_agent.sync`): Cluster, Lease, Works, statuses.
 
 The agent keeps the local Job and PodGroup in memory (docs/agent.md); a restart rebuilds
@@ -26,15 +28,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from member_agent import job_driver, scheduling
+from member_agent import cycle_apply, scheduling
 from member_agent.capacity import NodeState, cluster_status, pod_request
 from member_agent.cluster.cache import ClusterCache
 from member_agent.cluster.clock import Clock, rfc3339
-from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, key_of, pod_node, pod_terminating
+from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
+from member_agent.controllers import ControllerConfig
 from member_agent.gang import GangTracker
+from member_agent.job_runner import JobRun, RunPlan, job_phase
 from member_agent.metrics import AgentMetrics
+from member_agent.pod_writes import EVICT_GRACE, PodWrites, with_placement
+from member_agent.work_state import WorkState
 from member_agent.works import (
     GENERATION_LABEL,
+    JOB_API_VERSION,
     WORK_UID_LABEL,
     WorkRecord,
     comparable,
@@ -45,7 +52,9 @@ from policies.errors import InvalidConfiguration
 from policies.scheduler_conf import DEFAULT_CONF, SchedulerConf, parse_scheduler_conf
 
 log = logging.getLogger("caldera.agent")
-EVICT_GRACE = 30
+__all__ = ["EVICT_GRACE", "Agent", "AgentOptions"]
+#: Federation events kept between two status writes; more in one burst are dropped (best effort).
+MAX_QUEUED_EVENTS = 200
 
 
 @dataclass
@@ -59,20 +68,6 @@ class AgentOptions:
     kubernetes_version: str = "v1.30.0"
 
 
-@dataclass
-class WorkState:
-    record: WorkRecord
-    gang: GangTracker
-    job_status: Obj = field(default_factory=dict)
-    podgroup: Optional[Obj] = None
-    written: Optional[Obj] = None  # last status written to the federation
-    deleted: bool = False
-    first_seen: float = 0.0
-    scheduled_reported: bool = False
-    pending_status: Optional[Obj] = None  # computed, not yet written
-    spec_text: str = ""
-
-
 class Agent:
     def __init__(self, options: AgentOptions, gateway: ClusterGateway, clock: Clock) -> None:
         self.options = options
@@ -82,8 +77,7 @@ class Agent:
         self.metrics = AgentMetrics()
         self.works: dict[str, WorkState] = {}
         self.generations: dict[str, int] = {}  # Work uid -> highest placement generation seen
-        self.assumed: dict[str, str] = {}  # pod key -> node, binds in flight
-        self.creating: set[str] = set()
+        self.writes = PodWrites(gateway)  # pod writes and what is still in flight
         self.queues: list[Obj] = []
         self.priority_classes: list[Obj] = []
         self.conf: SchedulerConf = DEFAULT_CONF
@@ -91,6 +85,11 @@ class Agent:
         self.last_cycle: Optional[float] = None
         self.work_changed = asyncio.Event()
         self.status_changed = asyncio.Event()
+        self.controller_config = ControllerConfig()
+        #: The Works have been listed once: pods of unknown Works are orphans from then on.
+        self.works_listed = False
+        #: Job events waiting to be recorded in the federation (sync drains them).
+        self.federation_events: list[Obj] = []
         self.load_conf()
 
     # ------------------------------------------------------------------ scheduler conf
@@ -128,33 +127,33 @@ class Agent:
             return
         self.generations[record.uid] = record.placement.generation
         state = self.works.get(record.key)
-        if state is None or state.record.uid != record.uid:
+        if state is not None and state.record.uid != record.uid:
+            # Deleted and created again under the same name: the old one's pods still go.
+            state.deleted = True
+            self.works[f"{record.key}@{state.record.uid}"] = state
+            state = None
+        if state is None:
             state = WorkState(record, GangTracker(record.placement.generation), first_seen=self.clock.now())
-            self._seed_from_status(state, record.previous_status)
+            state.seed_from_status(record.previous_status)
             self.works[record.key] = state
         elif record.placement.generation > state.record.placement.generation:
             log.info("Work %s: placement generation %d replaces %d", record.key, record.placement.generation,
                      state.record.placement.generation)
             state.gang.drop("new placement generation")
+            if state.record.placement.cancelled:
+                # The federation gave up on the old share: the new one starts afresh.
+                state.run, state.seed_status, state.seed_pod_group_phase = None, {}, None
             state.gang = GangTracker(record.placement.generation)
         state.record = record
         state.spec_text = spec_text
+        state.controller_error = None
         if record.error:
             log.warning("Work %s is invalid: %s", record.key, record.error)
+        elif state.run is None:
+            state.run = JobRun.start(record, state.first_seen, state.seed_status, state.seed_pod_group_phase)
+        else:
+            state.run.update_spec(record)
         self.work_changed.set()
-
-    def _seed_from_status(self, state: WorkState, status: Obj) -> None:
-        """After a restart: the Job's counters and phase as last reported, the gang phase if past release."""
-        manifests = status.get("manifestStatuses") or []
-        if manifests and isinstance(manifests[0].get("status"), dict):
-            state.job_status = dict(manifests[0]["status"])
-        gang = status.get("gang") or {}
-        if gang.get("generation") == state.record.placement.generation and gang.get("phase") in ("Released", "Running"):
-            state.gang.phase = gang["phase"]
-            state.gang.released = True
-        for cond in status.get("conditions") or []:
-            if cond.get("type") == "PodGroup" and cond.get("reason"):
-                state.podgroup = {"status": {"phase": cond["reason"]}}
 
     def forget_work(self, key: str) -> None:
         state = self.works.get(key)
@@ -163,9 +162,11 @@ class Agent:
             self.work_changed.set()
 
     def prune_works(self, live_keys: set[str]) -> None:
+        """After a full list of the Works: forget the ones gone (the list is authoritative)."""
         for key in list(self.works):
             if key not in live_keys:
                 self.forget_work(key)
+        self.works_listed = True
 
     def set_scheduling_inputs(self, queues: list[Obj], priority_classes: list[Obj]) -> None:
         self.queues, self.priority_classes = queues, priority_classes
@@ -175,7 +176,7 @@ class Agent:
         return [p for p in self.cache.pods.values()
                 if ((p.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL) == record.uid]
 
-    def _state_of_pod(self, pod: Obj) -> Optional[WorkState]:
+    def state_of_pod(self, pod: Obj) -> Optional[WorkState]:
         uid = ((pod.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL)
         for state in self.works.values():
             if state.record.uid == uid and not state.deleted:
@@ -183,21 +184,23 @@ class Agent:
         return None
 
     def overlay_pods(self) -> list[Obj]:
-        """Cluster pods, with reserved and in-flight bindings shown as bound."""
-        placed = dict(self.assumed)
+        """Cluster pods, with reserved and in-flight bindings shown as bound (with the session's
+        device annotations, so the next session does not hand the same GPUs out again)."""
+        reserved: dict[str, tuple[str, Optional[dict[str, str]]]] = {}
         for state in self.works.values():
-            placed.update(state.gang.reservations)
+            for key, node in state.gang.reservations.items():
+                reserved[key] = (node, state.gang.annotations.get(key))
         out = []
         for key, pod in self.cache.pods.items():
-            node = placed.get(key)
-            if node and not pod_node(pod):
-                pod = dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node))
+            pod = self.writes.overlay(key, pod)
+            if key in reserved and not pod_node(pod):
+                pod = with_placement(pod, *reserved[key])
             out.append(pod)
         return out
 
     def snapshot_objects(self) -> list[Obj]:
         groups = [s.podgroup for s in self.works.values()
-                  if s.podgroup and s.podgroup.get("kind") == "PodGroup" and not s.deleted
+                  if s.podgroup and s.podgroup.get("kind") == "PodGroup" and not s.deleted and not s.controller_error
                   and not s.record.placement.cancelled and not s.record.error and s.gang.schedulable]
         return [*self.cache.nodes.values(), *self.overlay_pods(), *groups, *self.queues, *self.priority_classes]
 
@@ -216,57 +219,128 @@ class Agent:
         return status
 
     # ------------------------------------------------------------------ job controller pass
+    def priority_values(self) -> dict[str, int]:
+        out = {}
+        for pc in self.priority_classes:
+            name = (pc.get("metadata") or {}).get("name")
+            if name:
+                out[str(name)] = int(pc.get("value") or 0)
+        return out
+
+    def next_requeue(self) -> Optional[float]:
+        times = [s.run.requeue_at for s in self.works.values() if s.run is not None and s.run.requeue_at is not None]
+        return min(times) if times else None
+
     async def controller_pass(self) -> None:
         now = self.clock.now()
-        for pod_key in [k for k, node in self.assumed.items()
-                        if k not in self.cache.pods or pod_node(self.cache.pods[k])]:
-            self.assumed.pop(pod_key, None)
+        self.writes.settle(self.cache.pods)
+        priorities = self.priority_values()
+        by_work: dict[str, list[Obj]] = {}  # one scan of the cache per pass, not one per Work
+        for pod in self.cache.pods.values():
+            uid = ((pod.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL)
+            if uid:
+                by_work.setdefault(uid, []).append(pod)
+        if self.works_listed:
+            await self._delete_orphans(by_work)
         for key, state in list(self.works.items()):
-            record = state.record
-            pods = self.pods_of(record)
-            if state.deleted:
-                await self._delete_pods(pods, "Work deleted")
-                if not [p for p in self.pods_of(record) if not pod_terminating(p)]:
-                    del self.works[key]
-                continue
-            if record.error:
-                self._update_status(state, now)
-                continue
-            if record.placement.cancelled:
-                state.gang.evaluate(record, 0, job_driver.job_phase(state.job_status), "", now)
-                await self._delete_pods([p for p in pods if not pod_node(p)], "placement cancelled")
-                self._update_status(state, now)
-                continue
-            stale = [p for p in pods if not pod_node(p) and _generation(p) < record.placement.generation]
-            await self._delete_pods(stale, "older placement generation")
-            plan = job_driver.plan(record, state.podgroup, [p for p in pods if p not in stale], now, state.job_status)
-            if plan.podgroup is not None:
-                plan.podgroup["metadata"]["creationTimestamp"] = plan.podgroup["metadata"].get(
-                    "creationTimestamp") or _stamp(state.first_seen)
-                state.podgroup = plan.podgroup
-            state.job_status = plan.job_status
-            for pod in plan.pods_to_create:
-                await self._create_pod(pod)
-            ns = (record.job or {}).get("metadata", {}).get("namespace", "default")
-            for name in plan.pods_to_delete:
-                await self._delete(ns, name)
+            try:
+                await self._work_pass(key, state, by_work.get(state.record.uid, []), priorities, now)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - one Work's surprise must not stop the others
+                log.exception("job controller pass for Work %s failed", key)
+
+    async def _delete_orphans(self, by_work: dict[str, list[Obj]]) -> None:
+        """Pods of Works that no longer exist (deleted while the agent was down)."""
+        known = {state.record.uid for state in self.works.values()}
+        for uid, pods in by_work.items():
+            if uid not in known:
+                await self.writes.delete_all(pods, f"its Work (uid {uid}) no longer exists")
+
+    async def _work_pass(self, key: str, state: WorkState, pods: list[Obj], priorities: dict[str, int],
+                         now: float) -> None:
+        record, run = state.record, state.run
+        if state.deleted:
+            await self.writes.delete_all(pods, "Work deleted")
+            if run is not None and run.objects:
+                namespace = run.job.metadata.namespace or "default"
+                for kind, name in sorted(run.objects):
+                    await self._gateway_call(f"delete {kind} {namespace}/{name}",
+                                             self.gateway.delete_object(kind, namespace, name))
+                run.objects.clear()
+            if not [p for p in self.pods_of(record) if not pod_terminating(p)]:
+                del self.works[key]
+            return
+        if record.error or run is None:
+            self.update_status(state, now)
+            return
+        if record.placement.cancelled:
+            state.gang.evaluate(record, 0, run.phase, "", now)
+            unbound = [p for p in pods if not pod_node(p)]
+            run.deleted_by_us.update(p["metadata"]["name"] for p in unbound)
+            await self.writes.delete_all(unbound, "placement cancelled")
+            self.update_status(state, now)
+            return
+        stale = [p for p in pods if not pod_node(p) and _generation(p) < record.placement.generation]
+        run.deleted_by_us.update(p["metadata"]["name"] for p in stale)
+        await self.writes.delete_all(stale, "older placement generation")
+        plan = run.plan(record, [p for p in pods if p not in stale], now, self.controller_config, priorities)
+        if plan is not None:
+            await self._carry_out(state, plan)
+            if run.pending_followup:
+                self.work_changed.set()  # e.g. the PodGroup was just made: the next pass may create pods
+        self.evaluate_gang(state, state.session_reason, now)
+        self.update_status(state, now)
+
+    async def _carry_out(self, state: WorkState, plan: RunPlan) -> None:
+        run, record = state.run, state.record
+        assert run is not None
+        if plan.error:
+            if state.controller_error != plan.error:
+                log.warning("Work %s: the job controller refused the Job: %s", record.key, plan.error)
+            state.controller_error = plan.error
+            return
+        state.controller_error = None
+        namespace = run.job.metadata.namespace or "default"
+        for kind, name in plan.delete_objects:
+            await self._gateway_call(f"delete {kind} {namespace}/{name}", self.gateway.delete_object(kind, namespace, name))
+        for obj in plan.apply_objects:
+            md = obj.get("metadata") or {}
+            await self._gateway_call(f"apply {obj.get('kind')} {namespace}/{md.get('name')}",
+                                     self.gateway.apply_object(dict(obj, metadata=dict(md, namespace=namespace))))
+        for name in plan.delete_pods:
+            await self.writes.delete(namespace, name)
+        for pod in plan.create_pods:
+            await self.writes.create(pod)
+        now = self.clock.now()
+        if plan.create_pods and not state.first_pod_reported:
+            state.first_pod_reported = True
+            self.metrics.observe_first_pod(max(0.0, now - state.first_seen))
+        if run.phase != state.reported_phase:
+            state.reported_phase = run.phase
+            self.metrics.set_job_phase(run.job.metadata.name or "", namespace, run.job.spec.queue or "default",
+                                       run.phase)
+        if plan.events:
+            involved = dict(run.job.to_wire(), apiVersion=JOB_API_VERSION, kind="Job")
+            involved.pop("status", None)
             for event_type, reason, message in plan.events:
-                await self.gateway.record_event(record.job or {}, event_type, reason, message)
-            self._evaluate_gang(state, "", now)
-            self._update_status(state, now)
+                await self.gateway.record_event(involved, event_type, reason, message)
+                self.federation_events.append(self._federation_event(run, event_type, reason, message))
 
-    def _evaluate_gang(self, state: WorkState, reason: str, now: float) -> None:
+    def evaluate_gang(self, state: WorkState, reason: str, now: float) -> None:
         min_member = int(((state.podgroup or {}).get("spec") or {}).get("minMember", 0) or 0)
-        to_bind = state.gang.evaluate(state.record, min_member, job_driver.job_phase(state.job_status),
-                                      reason or state.gang.reason, now)
+        annotations = dict(state.gang.annotations)  # a release clears them
+        to_bind = state.gang.evaluate(state.record, min_member, job_phase(state.job_status),
+                                      reason, now)
         for pod_key, node in to_bind.items():
-            self._bind(pod_key, node)
+            log.info("Binding Task %s to node %s (reservation released)", pod_key, node)
+            self.writes.bind(pod_key, node, annotations.get(pod_key))
 
-    def _update_status(self, state: WorkState, now: float) -> None:
-        pg_phase = ((state.podgroup or {}).get("status") or {}).get("phase")
+    def update_status(self, state: WorkState, now: float) -> None:
+        pg_phase = state.run.pod_group_phase if state.run is not None else state.seed_pod_group_phase
         with_gang = state.record.placement.declared
         status = work_status(state.record, state.job_status, pg_phase, state.gang.status() if with_gang else None,
-                             now, state.written)
+                             now, state.written, error=state.controller_error)
         if state.written is None or comparable(status) != comparable(state.written):
             state.pending_status = status
             self.status_changed.set()
@@ -283,44 +357,35 @@ class Agent:
         if state.pending_status is status:
             state.pending_status = None
 
-    async def _create_pod(self, pod: Obj) -> None:
-        key = key_of(pod)
-        if key in self.creating:
-            return
-        self.creating.add(key)
-        try:
-            await self.gateway.create_pod(pod)
-        except GatewayError as exc:
-            log.debug("create pod %s: %s", key, exc)
-        finally:
-            self.creating.discard(key)
+    def _federation_event(self, run: JobRun, event_type: str, reason: str, message: str) -> Obj:
+        """The Job's event as the federation sees it: about the federated Job (its uid), so that
+        ``caldera describe job`` lists what every member's controller did."""
+        md = run.job.metadata
+        stamp = rfc3339(self.clock.now())
+        cluster = self.options.cluster
+        return {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{md.name}.", "namespace": md.namespace or "default"},
+            "involvedObject": {"apiVersion": JOB_API_VERSION, "kind": "Job", "namespace": md.namespace or "default",
+                               "name": md.name, "uid": md.uid},
+            "type": event_type, "reason": reason, "message": f"[{cluster}] {message}",
+            "source": {"component": "caldera-agent", "host": cluster},
+            "reportingComponent": "caldera-agent", "reportingInstance": cluster,
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        }
 
-    async def _delete(self, namespace: str, name: str) -> None:
-        try:
-            await self.gateway.delete_pod(namespace, name, EVICT_GRACE)
-        except GatewayError as exc:
-            log.warning("delete pod %s/%s: %s", namespace, name, exc)
+    def take_federation_events(self) -> list[Obj]:
+        events, self.federation_events = self.federation_events[:MAX_QUEUED_EVENTS], []
+        return events
 
-    async def _delete_pods(self, pods: list[Obj], why: str) -> None:
-        for pod in pods:
-            if not pod_terminating(pod):
-                log.info("Deleting pod %s: %s", key_of(pod), why)
-                await self._delete(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"])
+    async def _gateway_call(self, what: str, call: Any) -> None:
+        """A best-effort write of a plugin object: logged, never fatal to the pass."""
+        try:
+            await call
+        except GatewayError as exc:
+            log.warning("%s: %s", what, exc)
 
     # ------------------------------------------------------------------ scheduling pass
-    def _bind(self, pod_key: str, node: str) -> None:
-        self.assumed[pod_key] = node
-        namespace, name = pod_key.split("/", 1)
-
-        async def bind() -> None:
-            try:
-                await self.gateway.bind_pod(namespace, name, node)
-            except GatewayError as exc:
-                log.warning("Binding Task %s to node %s failed: %s", pod_key, node, exc)
-                self.assumed.pop(pod_key, None)
-
-        asyncio.ensure_future(bind())
-
     async def schedule_pass(self) -> Optional[scheduling.CycleResult]:
         if not self.cache.synced.is_set():
             return None
@@ -339,63 +404,7 @@ class Agent:
         return result
 
     def apply_cycle(self, result: scheduling.CycleResult) -> None:
-        loud = bool(result.bindings or result.evictions)
-        for line in result.logs:
-            log.log(logging.INFO if loud else logging.DEBUG, "%s", line)
-        now = self.clock.now()
-        pg_state = {f"{(s.podgroup or {}).get('metadata', {}).get('namespace')}/"
-                    f"{(s.podgroup or {}).get('metadata', {}).get('name')}": s for s in self.works.values()}
-        for pod_key, node in result.bindings.items():
-            pod = self.cache.pods.get(pod_key)
-            if pod is None or pod_node(pod):
-                continue
-            state = self._state_of_pod(pod)
-            if state is not None and state.record.gang_managed and state.record.placement.hold:
-                state.gang.reserve(pod_key, node)
-                log.info("Reserving Task %s on node %s (held share of Work %s)", pod_key, node, state.record.key)
-            else:
-                log.info("Binding Task %s to node %s", pod_key, node)
-                self._bind(pod_key, node)
-        for pod_key in result.evictions:
-            namespace, name = pod_key.split("/", 1)
-            log.info("Evicting Task %s", pod_key)
-            asyncio.ensure_future(self._evict(namespace, name))
-        for pg_key, phase in result.pod_groups.items():
-            state = pg_state.get(pg_key)
-            if state is None or state.podgroup is None:
-                continue
-            if state.record.gang_managed and state.record.placement.hold and phase in ("Running", "Completed"):
-                phase = "Inqueue"  # reserved, not bound: the PodGroup is not running yet
-            old = state.podgroup.setdefault("status", {}).get("phase")
-            state.podgroup["status"]["phase"] = phase
-            if old != phase:
-                log.info("PodGroup %s is %s", pg_key, phase.lower())
-            if phase == "Running" and not state.scheduled_reported and state.record.job:
-                state.scheduled_reported = True
-                md = state.record.job.get("metadata") or {}
-                self.metrics.observe_job_scheduled(md.get("name", ""), md.get("namespace", ""),
-                                                   state.podgroup.get("spec", {}).get("queue", "default"),
-                                                   max(0.0, now - state.first_seen))
-            report = result.jobs.get(pg_key)
-            self._evaluate_gang(state, report.reason if report else "", now)
-            self._update_status(state, now)
-        self._pod_group_metrics()
-
-    async def _evict(self, namespace: str, name: str) -> None:
-        try:
-            await self.gateway.evict_pod(namespace, name, "preempt", EVICT_GRACE)
-        except GatewayError as exc:
-            log.warning("evict %s/%s: %s", namespace, name, exc)
-
-    def _pod_group_metrics(self) -> None:
-        counts: dict[str, dict[str, int]] = {}
-        for state in self.works.values():
-            pg = state.podgroup or {}
-            queue = (pg.get("spec") or {}).get("queue") or "default"
-            phase = (pg.get("status") or {}).get("phase") or "Pending"
-            bucket = counts.setdefault(queue, {})
-            bucket[phase] = bucket.get(phase, 0) + 1
-        self.metrics.set_pod_groups(counts)
+        cycle_apply.apply_cycle(self, result)
 
     # ------------------------------------------------------------------ loops
     async def controller_loop(self) -> None:
@@ -407,7 +416,11 @@ class Agent:
                 await self.controller_pass()
             except Exception:  # noqa: BLE001
                 log.exception("job controller pass failed")
-            await _first(self.clock.sleep(self.options.controller_period * 4), self.work_changed.wait(),
+            wait = self.options.controller_period * 4
+            due = self.next_requeue()
+            if due is not None:  # a deferred policy action or a TTL falls due
+                wait = min(wait, max(0.0, due - self.clock.now()))
+            await _first(self.clock.sleep(wait), self.work_changed.wait(),
                          self.cache.changed.wait())
             await self.clock.sleep(self.options.controller_period / 5)
 
@@ -424,10 +437,6 @@ def _generation(pod: Obj) -> int:
         return int(((pod.get("metadata") or {}).get("labels") or {}).get(GENERATION_LABEL, 0))
     except ValueError:
         return 0
-
-
-def _stamp(epoch: float) -> str:
-    return rfc3339(epoch)
 
 
 async def _first(*awaitables: Any) -> None:

@@ -21,11 +21,13 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
             "uid": state.record.uid,
             "generation": state.record.placement.generation,
             "hold": state.record.placement.hold,
-            "error": state.record.error,
+            "error": state.record.error or state.controller_error,
             "jobPhase": ((state.job_status.get("state") or {}).get("phase")),
             "podGroupPhase": ((state.podgroup or {}).get("status") or {}).get("phase"),
             "gang": state.gang.status(),
             "reservations": dict(state.gang.reservations),
+            "pods": len(agent.pods_of(state.record)),
+            "deferredActions": len(state.run.deferred) if state.run is not None else 0,
         }
     return {
         "cluster": agent.options.cluster,

@@ -47,6 +47,7 @@ class FederationAPI(Protocol):
     async def patch_work_status(self, namespace: str, name: str, status: Obj) -> Obj: ...
     async def list_queues(self) -> list[Obj]: ...
     async def list_priority_classes(self) -> list[Obj]: ...
+    async def create_event(self, namespace: str, body: Obj) -> None: ...
     async def close(self) -> None: ...
 
 
@@ -72,6 +73,7 @@ class KubeFederationAPI:
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api_client = api_client
         self.custom = k8s.CustomObjectsApi(api_client)
+        self.core = k8s.CoreV1Api(api_client)
 
     @classmethod
     async def from_kubeconfig(cls, path: str) -> "KubeFederationAPI":
@@ -157,6 +159,12 @@ class KubeFederationAPI:
         listing = await self._call("PriorityClasses", self.custom.list_cluster_custom_object(
             g, v, p, _request_timeout=REQUEST_TIMEOUT))
         return [dict(q, apiVersion=f"{g}/{v}", kind="PriorityClass") for q in listing.get("items") or []]
+
+    # ------------------------------------------------------------ events
+    async def create_event(self, namespace: str, body: Obj) -> None:
+        response = await self._call(f"Event in {namespace}", self.core.create_namespaced_event(
+            namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
+        response.release()
 
     async def close(self) -> None:
         await self.api_client.close()

@@ -3,6 +3,8 @@
 Per Work, :class:`GangTracker` holds the reservation of a held share and decides the phase the
 agent reports in ``status.gang`` for the Work's placement generation:
 
+* ``hold: true`` and the session cannot place the gang — ``Unschedulable`` with the session's
+  reason (e.g. ``gang: 6/8 tasks fit``) until it can; the federation decides when to cancel.
 * ``hold: true`` — the scheduler's bindings for the share's pods are kept as a *reservation*
   (pod → node, resources held in every later snapshot, nothing bound). Once ``minMember`` pods
   are reserved the share is ``Reserved`` until ``reservedUntil`` (now + reserveTimeoutSeconds);
@@ -34,13 +36,23 @@ class GangTracker:
     reason: str = ""
     reserved_until: Optional[float] = None
     reservations: dict[str, str] = field(default_factory=dict)  # "ns/pod" -> node
+    #: "ns/pod" -> the session's pod annotations (GPU ids, NUMA decision) for the reserved node:
+    #: shown on the reserved pods in every snapshot, patched onto them when they are bound.
+    annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     released: bool = False
     #: The reservation timed out: the share stops competing until the federation acts.
     expired: bool = False
 
-    def reserve(self, pod_key: str, node: str) -> None:
+    def reserve(self, pod_key: str, node: str, annotations: Optional[dict[str, str]] = None) -> None:
         if not self.expired:
             self.reservations[pod_key] = node
+            if annotations:
+                self.annotations[pod_key] = dict(annotations)
+
+    def unreserve(self, pod_key: str) -> bool:
+        """Give up one pod's reservation (the session evicted it); whether it was reserved."""
+        self.annotations.pop(pod_key, None)
+        return self.reservations.pop(pod_key, None) is not None
 
     @property
     def schedulable(self) -> bool:
@@ -49,6 +61,7 @@ class GangTracker:
 
     def drop(self, reason: str) -> dict[str, str]:
         dropped, self.reservations = self.reservations, {}
+        self.annotations = {}
         self.reserved_until = None
         self.reason = reason
         return dropped
@@ -57,7 +70,8 @@ class GangTracker:
                  now: float) -> dict[str, str]:
         """Move to the phase the record and the reservation call for.
 
-        Returns the pods to bind now (non-empty exactly once, on release)."""
+        Returns the pods to bind now (non-empty exactly once, on release); read their annotations
+        from :attr:`annotations` before calling (a release clears them)."""
         placement = record.placement
         to_bind: dict[str, str] = {}
         if placement.cancelled:
@@ -78,13 +92,18 @@ class GangTracker:
                     self.phase, self.expired = "Pending", True
             elif self.expired:
                 self.phase = "Pending"
+            elif schedule_reason:
+                # The session could not place the gang (Volcano's PodGroup condition Unschedulable):
+                # a hint for the federation, which still decides when to cancel.
+                self.phase, self.reason = "Unschedulable", schedule_reason
             else:
                 self.phase = "Pending"
-                self.reason = schedule_reason or f"gang: {len(self.reservations)}/{min_member} tasks reserved"
+                self.reason = f"gang: {len(self.reservations)}/{min_member} tasks reserved"
             return to_bind
         self.expired = False  # released (or never held): schedule the share normally
         if self.reservations:
             to_bind, self.reservations = self.reservations, {}
+            self.annotations = {}
             self.released = True
             self.reserved_until = None
             self.phase, self.reason = "Released", "released by the federation; binding reserved pods"

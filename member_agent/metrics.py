@@ -38,6 +38,13 @@ class AgentMetrics:
                                      registry=r)
         self.job_duration = Gauge("volcano_e2e_job_scheduling_duration", "E2e job scheduling duration",
                                   ["job_name", "queue", "job_namespace"], registry=r)
+        self.job_start_time = Gauge("volcano_e2e_job_scheduling_start_time", "E2e job scheduling start time",
+                                    ["job_name", "queue", "job_namespace"], registry=r)
+        self.job_last_time = Gauge("volcano_e2e_job_scheduling_last_time", "E2e job scheduling last time",
+                                   ["job_name", "queue", "job_namespace"], registry=r)
+        self.pod_creation_latency = Histogram("volcano_controller_job_to_pod_creation_latency_milliseconds",
+                                              "Latency from the job's creation to its first pod's creation",
+                                              buckets=_span(1, 60000, 24), registry=r)
         self.attempts = Counter("volcano_schedule_attempts_total",
                                 "Number of attempts to schedule pods, by the result", ["result"], registry=r)
         self.unschedule_jobs = Gauge("volcano_unschedule_job_count", "Number of jobs could not be scheduled",
@@ -78,12 +85,33 @@ class AgentMetrics:
                 self.attempts.labels("unschedulable").inc(stuck)
             self.unschedule_tasks.labels(job).set(stuck)
         self.unschedule_jobs.set(unschedulable_jobs)
-        if result.evictions:
-            self.evictions.labels("preempt").inc()
+
+    def observe_evictions(self, evictions: list[str], reasons: dict[str, str]) -> None:
+        """One transaction per action that evicted in this session; the action is the reason's
+        prefix (``preempt: ...``, ``reclaim: ...``, ``gangpreempt: ...``)."""
+        actions = {(reasons.get(pod, "").split(":", 1)[0].strip() or "preempt") for pod in evictions}
+        for action in sorted(actions):
+            self.evictions.labels(action if action.isidentifier() else "preempt").inc()
 
     def observe_job_scheduled(self, name: str, namespace: str, queue: str, seconds: float) -> None:
         self.job_latency.observe(seconds * 1000.0)
         self.job_duration.labels(name, queue, namespace).set(seconds)
+
+    def observe_job_placed(self, name: str, namespace: str, queue: str, first_seen: float, now: float) -> None:
+        """A session placed tasks of the job (Volcano sets these on each allocate)."""
+        self.job_start_time.labels(name, queue, namespace).set(first_seen)
+        self.job_last_time.labels(name, queue, namespace).set(now)
+
+    def observe_first_pod(self, seconds: float) -> None:
+        self.pod_creation_latency.observe(seconds * 1000.0)
+
+    def set_job_phase(self, name: str, namespace: str, queue: str, phase: str) -> None:
+        """``volcano_job_{completed,failed}_phase_count`` (job_name is ``namespace/name`` as in Volcano)."""
+        job = f"{namespace}/{name}"
+        if phase == "Completed":
+            self.job_completed.labels(job, queue).set(1)
+        elif phase == "Failed":
+            self.job_failed.labels(job, queue).set(1)
 
     def set_queues(self, summaries: Iterable[Mapping[str, Any]]) -> None:
         for entry in summaries:

@@ -68,10 +68,32 @@ def print_table(result: CycleResult, state: State, out: TextIO) -> None:
         out.write("  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] + "\n")
     out.write(f"{len(result.bindings)} binding(s), {len(result.evictions)} eviction(s), "
               f"{sum(len(v) for v in result.pipelined.values())} pipelined; {result.session_seconds:.3f}s\n")
+    for line in eviction_lines(result) + device_lines(result):
+        out.write(line + "\n")
     for problem in result.problems:
         out.write(f"problem: {problem}\n")
     for warning in result.warnings:
         out.write(f"warning: {warning}\n")
+
+
+def eviction_lines(result: CycleResult) -> list[str]:
+    """``preempt: evicted team-b/job-x-worker-3 (priority 10 < 1000) for ai-training/critical-training``."""
+    lines = []
+    for pod in sorted(result.evictions):
+        reason = result.eviction_reasons.get(pod, "")
+        action, sep, rest = reason.partition(": evicted")
+        lines.append(f"{action}: evicted {pod}{rest}" if sep else f"evicted {pod}: {reason or 'no reason given'}")
+    return lines
+
+
+def device_lines(result: CycleResult) -> list[str]:
+    """``gpus default/infer-0 on n1: 7`` for every pod bound this session with devices."""
+    lines = []
+    for pod, devices in sorted(result.device_allocations.items()):
+        node = result.bindings.get(pod, "?")
+        parts = [f"{kind} {','.join(str(i) for i in ids)}" for kind, ids in sorted(devices.items()) if ids]
+        lines.append(f"devices {pod} on {node}: {'; '.join(parts)}")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

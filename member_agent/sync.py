@@ -63,6 +63,7 @@ class FederationSync:
         self.connected = False
         self._published: Optional[str] = None
         self._published_at = 0.0
+        self._ready_since = rfc3339(clock.now())
 
     # ------------------------------------------------------------------ retries
     async def call(self, operation: str, fn: Callable[[], Awaitable[T]]) -> T:
@@ -113,7 +114,9 @@ class FederationSync:
         status["conditions"] = [{
             "type": "Ready", "status": "True", "reason": "ClusterReady",
             "message": "cluster is healthy and ready to accept workloads",
-            "lastTransitionTime": rfc3339(self.clock.now()),
+            # stamped once: Ready has held since this agent first reported it, and the federation's
+            # readiness damping counts from here (restamping every publish would never let it pass)
+            "lastTransitionTime": self._ready_since,
         }]
         return status
 
@@ -219,10 +222,22 @@ class FederationSync:
             written += 1
         return written
 
+    async def write_events(self) -> int:
+        """Record the queued Job events in the federation (best effort, never retried)."""
+        written = 0
+        for body in self.agent.take_federation_events():
+            try:
+                await self.api.create_event(body["metadata"]["namespace"], body)
+                written += 1
+            except Exception as exc:  # noqa: BLE001 - events are best effort
+                log.debug("event %s not recorded in the federation: %s", body.get("reason"), exc)
+        return written
+
     async def work_status_loop(self) -> None:
         while True:
             self.agent.status_changed.clear()
             await self.write_work_statuses()
+            await self.write_events()
             await _first(self.agent.status_changed.wait(), self.clock.sleep(2.0))
             await self.clock.sleep(0.1)
 

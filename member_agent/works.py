@@ -111,6 +111,8 @@ def parse_work(work: Obj) -> WorkRecord:
     job.setdefault("metadata", {}).setdefault("namespace", namespace)
     job["metadata"].setdefault("uid", (job["metadata"].get("annotations") or {}).get("caldera.io/job-uid") or record.uid)
     job.pop("status", None)
+    if md.get("creationTimestamp"):  # the local Job was created with its Work (stable across agent restarts)
+        job["metadata"].setdefault("creationTimestamp", md["creationTimestamp"])
     record.job = job
     return record
 
@@ -133,10 +135,14 @@ def job_health(job_status: Obj) -> str:
 
 
 def work_status(record: WorkRecord, job_status: Obj, podgroup_phase: Optional[str], gang: Optional[Obj],
-                now: float, previous: Optional[Obj] = None) -> Obj:
-    """The Work's status as the agent writes it (conditions keep their transition times)."""
-    if record.error:
-        conditions = [condition("Applied", False, "InvalidManifest", record.error, now)]
+                now: float, previous: Optional[Obj] = None, error: Optional[str] = None) -> Obj:
+    """The Work's status as the agent writes it (conditions keep their transition times).
+
+    ``error``: the job controller refused the Job (reason ``InvalidJob``); a manifest that does
+    not decode or admit is ``InvalidManifest``."""
+    if record.error or error:
+        reason, message = ("InvalidManifest", record.error) if record.error else ("InvalidJob", error or "")
+        conditions = [condition("Applied", False, reason, message, now)]
         status: Obj = {"conditions": conditions, "manifestStatuses": []}
     else:
         job_md = (record.job or {}).get("metadata") or {}

@@ -42,11 +42,12 @@ VOLCANO_PLUGINS = (
 )
 
 #: The actions Caldera's scheduler implements (must equal ``member_agent.scheduler.actions.REGISTRY``).
-SUPPORTED_ACTIONS = ("enqueue", "allocate", "backfill")
+SUPPORTED_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim")
 #: The plugins Caldera's scheduler implements (must equal ``member_agent.scheduler.plugins.REGISTRY``).
 SUPPORTED_PLUGINS = (
     "priority", "gang", "conformance", "predicates", "nodeorder", "binpack", "drf", "proportion",
-    "capacity", "overcommit",
+    "capacity", "overcommit", "numa-aware", "task-topology", "deviceshare", "sla", "deadline",
+    "tdm",
 )
 
 #: Per-extension switches (literal YAML keys, with Volcano's inconsistent ``enable``/``enabled``).

@@ -17,7 +17,7 @@ from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.registry import Registry
 from federation.apiserver.routes import Handlers, json_response
-from federation.apiserver.store import Store
+from federation.apiserver.store import Store, StoreFailed
 from federation.apiserver.watch import WatchHub
 
 MAX_BODY = 3 * 1024 * 1024
@@ -59,6 +59,9 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
     except st.ApiError as exc:
         code = exc.code
         return _error_response(exc)
+    except StoreFailed as exc:  # a commit failed: nothing more is accepted until a restart
+        code = 503
+        return _error_response(st.ApiError(503, "ServiceUnavailable", str(exc)))
     except web.HTTPRequestEntityTooLarge:
         code = 413
         return _error_response(st.too_large(state.max_body))
@@ -97,6 +100,8 @@ def build_app(state: ApiServerState) -> web.Application:
     async def ready(_request: web.Request) -> web.Response:
         if state.stopping:
             raise st.ApiError(503, "ServiceUnavailable", "shutting down")
+        if state.store.failure is not None:
+            raise st.ApiError(503, "ServiceUnavailable", f"store commit failed: {state.store.failure}")
         return web.Response(text="ok")
 
     async def version(_request: web.Request) -> web.Response:
@@ -108,6 +113,8 @@ def build_app(state: ApiServerState) -> web.Application:
 
     async def metrics(_request: web.Request) -> web.Response:
         state.metrics.objects.set(state.store.rv)
+        state.metrics.commits.set(state.store.commits)
+        state.metrics.committed_writes.set(state.store.committed_writes)
         return web.Response(body=generate_latest(state.metrics.registry),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -117,6 +124,10 @@ def build_app(state: ApiServerState) -> web.Application:
     app.router.add_get("/version", version)
     app.router.add_get("/version/", version)
     app.router.add_get("/metrics", metrics)
+    if not state.member_mode:  # federation dashboards: GET /status (federation/status_api.py, docs/status.md)
+        from federation.status_api import add_routes as add_status_routes
+
+        add_status_routes(app, state)
     openapi.add_routes(app)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)

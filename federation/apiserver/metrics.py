@@ -19,6 +19,11 @@ class ApiMetrics:
                                   registry=self.registry)
         self.objects = Gauge("apiserver_storage_resource_version", "Current global resourceVersion",
                              registry=self.registry)
+        self.commits = Gauge("apiserver_storage_commits", "SQLite transactions committed (one fsync each)",
+                             registry=self.registry)
+        self.committed_writes = Gauge("apiserver_storage_committed_writes",
+                                      "Object writes committed (group commit: many per transaction)",
+                                      registry=self.registry)
 
     def observe(self, verb: str, resource: str, code: int, seconds: float) -> None:
         self.requests.labels(verb, resource, str(code)).inc()

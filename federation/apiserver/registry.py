@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from federation.apiserver import conversion
 from federation.apiserver import status as st
 from federation.apiserver.patch import apply_patch
 from federation.apiserver.selectors import Predicate
@@ -163,7 +164,8 @@ class Registry:
                 raise st.bad_request(f"the name of the object ({meta['name']}) does not match the name on the "
                                      f"URL ({name})")
             meta["name"] = name
-        return body
+        checked: Obj = body
+        return checked
 
     def _check_name(self, info: KindInfo, name: str) -> None:
         if len(name) > 253 or not _NAME_RE.match(name):
@@ -214,9 +216,14 @@ class Registry:
         if info.kind == "Namespace":
             obj.setdefault("status", {}).setdefault("phase", "Active")
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        if conversion.converts(info):
+            conversion.check(self, info, obj)  # the Job it becomes must be admissible too
         if dry_run:
             return obj
-        return self.store.put(key, obj, "ADDED")
+        stored = self.store.put(key, obj, "ADDED")
+        if conversion.converts(info):
+            conversion.sync(self, info, stored)
+        return stored
 
     def update(self, info: KindInfo, namespace: str, name: str, body: Any, subresource: str = "",
                dry_run: bool = False) -> Obj:
@@ -259,7 +266,14 @@ class Registry:
             return new
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             return self._remove(info, new, "Background")
-        return self.store.put(resource_key(info), new, "MODIFIED")
+        converted = conversion.converts(info) and subresource != "status" and not new["metadata"].get(
+            "deletionTimestamp")
+        if converted:
+            conversion.check(self, info, new)
+        stored = self.store.put(resource_key(info), new, "MODIFIED")
+        if converted:
+            conversion.sync(self, info, stored)
+        return stored
 
     def patch(self, info: KindInfo, namespace: str, name: str, content_type: str, patch: Any,
               subresource: str = "", dry_run: bool = False) -> Obj:

@@ -139,6 +139,15 @@ class Handlers:
     # -- dispatch ------------------------------------------------------------------------
 
     async def _serve(self, request: web.Request, target: paths.Target) -> web.StreamResponse:
+        response = await self._handle(request, target)
+        if not response.prepared:  # (a watch streams, gating each chunk itself)
+            # Group commit: the write (or the state a read reveals) must be on disk before anyone
+            # hears of it. Nothing ran between the registry call and here (no await), so the
+            # store's resourceVersion is exactly what this answer reveals.
+            await self.state.store.wait_durable(self.state.store.rv)
+        return response
+
+    async def _handle(self, request: web.Request, target: paths.Target) -> web.StreamResponse:
         verb = _verb(request, target)
         request[keys.VERB], request[keys.RESOURCE] = verb, target.resource_label
         user: User = request[keys.USER]
@@ -297,6 +306,7 @@ class Handlers:
 
             if initial:
                 current = self.state.registry.list(info, ns, predicate)
+                await self.state.store.wait_durable(self.state.store.rv)
                 if current:
                     await response.write(b"".join(encode("ADDED", o) for o in current))
                 if _flag(request.query.get("sendInitialEvents")) or bookmarks:
@@ -331,22 +341,26 @@ class Handlers:
                     item = await asyncio.wait_for(queue.get(), min(remaining, interval))
                 except TimeoutError:
                     if bookmarks and queue.empty():
+                        await self.state.store.wait_durable()
                         await response.write(self._bookmark(info))
                     continue
             else:
                 item = queue.get_nowait()
             chunks: list[bytes] = []
             done = False
+            newest = 0
             while True:
                 if item is None:
                     done = True
                     break
                 type_, event = item
                 chunks.append(encode(type_, event.obj, event.line(type_)))
+                newest = event.rv
                 if queue.empty() or len(chunks) >= 512:
                     break
                 item = queue.get_nowait()
             if chunks:
+                await self.state.store.wait_durable(newest)  # events are sent once committed
                 await response.write(b"".join(chunks))
                 self.state.metrics.watch_events(info.plural, len(chunks))
             if done:

@@ -23,7 +23,9 @@ _CMP_RE = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|!=|=)\s*([A-Za-z0-9_./:-]*)\
 
 def _split_terms(text: str) -> list[str]:
     """Split on commas that are not inside ``( ... )``."""
-    terms, depth, current = [], 0, []
+    terms: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -106,9 +108,9 @@ def parse_field_selector(text: str | None) -> Predicate | None:
             raise bad_request(f"invalid field selector {text!r}: {term.strip()!r} is not field=value or field!=value")
         path, op, value = cmp.groups()
         if op == "!=":
-            checks.append(lambda obj, p=path, v=value: field_value(obj, p) != v)
+            checks.append(_field_differs(path, value))
         else:
-            checks.append(lambda obj, p=path, v=value: field_value(obj, p) == v)
+            checks.append(_field_equals(path, value))
     return lambda obj: all(check(obj) for check in checks)
 
 
@@ -119,3 +121,11 @@ def combine(*predicates: Predicate | None) -> Predicate | None:
     if len(active) == 1:
         return active[0]
     return lambda obj: all(p(obj) for p in active)
+
+
+def _field_equals(path: str, value: str) -> Predicate:
+    return lambda obj: bool(field_value(obj, path) == value)
+
+
+def _field_differs(path: str, value: str) -> Predicate:
+    return lambda obj: bool(field_value(obj, path) != value)

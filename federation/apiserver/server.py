@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from federation.apiserver import conversion
 from federation.apiserver.app import ApiServerState, build_app
 from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.registry import Registry
@@ -59,6 +60,8 @@ class ServerConfig:
     bookmark_interval: float = 30.0
     #: clusters to write DIR/agent-<cluster>.kubeconfig for at start-up (new agent tokens)
     agent_kubeconfigs: list[str] = field(default_factory=list)
+    #: handed to every controller as ControllerContext.extra (e.g. cluster health thresholds)
+    controller_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -125,6 +128,7 @@ class ApiServer:
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
             registry.ensure_namespace(namespace)
         registry.ensure_default_queue()
+        conversion.repair(registry)  # Jobs missing for converted kinds (a crash between two commits)
         host, port = split_listen(cfg.listen)
         ssl_context = None
         if cfg.tls_cert_file is None and cfg.self_signed_tls:
@@ -155,7 +159,7 @@ class ApiServer:
         if cfg.run_controllers and not cfg.member_mode:
             controllers = self._controllers if self._controllers is not None else registered_controllers()
             context = ControllerContext(self.url, self.kubeconfig("admin", token=self.admin_token), self._stop,
-                                        self.data_dir, self)
+                                        self.data_dir, self, dict(cfg.controller_options))
             for controller in controllers:
                 self._tasks.append(asyncio.create_task(self._run_controller(controller, context)))
         return self
@@ -183,6 +187,8 @@ class ApiServer:
             await self._runner.cleanup()
             self._runner = None
         if self.state is not None:
+            with contextlib.suppress(Exception):
+                await self.state.store.drain()
             self.state.store.close()
             self.state = None
 

@@ -75,7 +75,7 @@ def _job_clusters(obj: Obj, lookup: Lookup) -> str:
     meta = obj.get("metadata") or {}
     explicit = (meta.get("annotations") or {}).get("caldera.io/clusters")
     if explicit:
-        return explicit
+        return str(explicit)
     for rb_name in (meta.get("name", ""), f"{meta.get('name', '')}-job"):
         rb = lookup("ResourceBinding", meta.get("namespace", ""), rb_name)
         if rb is not None:
@@ -136,6 +136,19 @@ COLUMNS: dict[str, list[Column]] = {
         _c("GPUS FREE/TOTAL", _gpus),
         _c("NODES", _nodes, priority=1),
         _c("VERSION", lambda o, _: _get(o, "status", "kubernetesVersion"), priority=1),
+        _c("TAINTS", lambda o, _: ",".join(f"{t.get('key')}:{t.get('effect')}" for t in _get(
+            o, "spec", "taints", default=[]) or [] if isinstance(t, dict)) or "<none>", priority=1),
+    ],
+    "JobFlow": [
+        _c("STATUS", lambda o, _: _get(o, "status", "state", "phase", default="Pending")),
+        _c("COMPLETED", lambda o, _: f"{len(_get(o, 'status', 'completedJobs', default=[]) or [])}/"
+                                     f"{len(_get(o, 'spec', 'flows', default=[]) or [])}"),
+        _c("RUNNING", lambda o, _: ",".join(_get(o, "status", "runningJobs", default=[]) or []) or "<none>",
+           priority=1),
+        _c("RETAIN", lambda o, _: _get(o, "spec", "jobRetainPolicy", default="retain"), priority=1),
+    ],
+    "JobTemplate": [
+        _c("JOBS", lambda o, _: ",".join(_get(o, "status", "jobDependsOnList", default=[]) or []) or "<none>"),
     ],
     "ResourceBinding": [
         _c("SCHEDULED", lambda o, _: _condition(o, "Scheduled")),

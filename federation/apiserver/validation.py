@@ -56,10 +56,25 @@ def check_schema(info: KindInfo, body: Obj) -> Any:
         raise invalid(info, name, [("", str(exc))]) from None
 
 
+def _fill_absent(explicit: Any, defaulted: Any) -> Any:
+    """``explicit`` with the keys it lacks taken from ``defaulted`` (recursively; lists of equal
+    length element by element). A value the writer gave is never replaced."""
+    if isinstance(explicit, dict) and isinstance(defaulted, dict):
+        merged = dict(explicit)
+        for key, value in defaulted.items():
+            merged[key] = _fill_absent(explicit[key], value) if key in explicit else value
+        return merged
+    if isinstance(explicit, list) and isinstance(defaulted, list) and len(explicit) == len(defaulted):
+        return [_fill_absent(e, d) for e, d in zip(explicit, defaulted, strict=True)]
+    return explicit
+
+
 def _default_absent_fields(obj: Any, ctx: AdmissionContext) -> Any:
     """Fill fields an update left out with their defaults, like CRD structural defaulting does on
-    every write. Volcano's mutating webhook runs on CREATE only; without this, ``kubectl apply``
+    every write. Volcano's mutating webhooks run on CREATE only; without this, ``kubectl apply``
     of an unchanged manifest (which resends ``tasks``) would drop the defaults and count as a change.
+    Only *absent* fields are filled: a value the update states (a Queue ``weight: 0``) is kept and
+    judged by the validating rules, as Volcano judges an UPDATE (CREATE alone turns weight 0 into 1).
     """
     import policies.admission as admission
 
@@ -67,7 +82,8 @@ def _default_absent_fields(obj: Any, ctx: AdmissionContext) -> Any:
     admitter = admission.ADMITTERS.get(obj.kind or obj.KIND)
     if admitter is None:
         return obj
-    return admitter.mutate(obj.model_copy(deep=True), ctx, True)
+    defaulted = admitter.mutate(obj.model_copy(deep=True), ctx, True)
+    return type(obj).model_validate(_fill_absent(obj.to_wire(), defaulted.to_wire()))
 
 
 def admit_body(info: KindInfo, body: Obj, old: Obj | None, ctx: AdmissionContext,

@@ -17,10 +17,10 @@ from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Sequence
 
-from federation.cli import apply, delete, describe, get, place, serve, token, validate
+from federation.cli import apply, delete, demo, describe, get, place, serve, token, validate
 
 #: Commands implemented in this package, in the order ``--help`` lists them.
-COMMANDS: list[ModuleType] = [validate, serve, token, place, apply, get, describe, delete]
+COMMANDS: list[ModuleType] = [validate, serve, token, place, apply, get, describe, delete, demo]
 
 #: Commands handed to ``python -m member_agent`` (name -> one-line help).
 AGENT_COMMANDS: dict[str, str] = {

@@ -10,6 +10,7 @@ import yaml
 
 from federation.apiserver.table import age_of
 from federation.cli.common import add_connection_args, kind_from_name, namespace_for, run_with_client
+from federation.status_view import job_share_lines
 from policies.kinds import lookup
 
 if TYPE_CHECKING:
@@ -73,7 +74,12 @@ def describe_text(obj: dict[str, Any], events: list[dict[str, Any]], now: dateti
         lines += _block(key[0].upper() + key[1:], value)
     status = dict(obj.get("status") or {})
     conditions = status.pop("conditions", None)
+    is_job = obj.get("kind") == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/")
+    if is_job:
+        status.pop("clusters", None)  # shown below as a table
     lines += _block("Status", status)
+    if is_job:
+        lines += job_share_lines(obj)
     if conditions:
         rows = [[str(c.get("type", c.get("status", ""))), str(c.get("status", "")), str(c.get("reason", "")),
                  str(c.get("message", ""))] for c in conditions if isinstance(c, dict)]

@@ -28,15 +28,20 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-controllers", action="store_true", help="serve the API only")
     parser.add_argument("--agent-token", action="append", default=[], metavar="CLUSTER",
                         help="also write DIR/agent-CLUSTER.kubeconfig with a new agent token (repeatable)")
+    from federation.health_options import add_health_flags
+
+    add_health_flags(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from federation.apiserver.server import ServerConfig, serve_forever
+    from federation.health_options import health_options
 
     config = ServerConfig(data_dir=args.data_dir, listen=args.listen, token_file=args.token_file,
                           tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
                           self_signed_tls=not args.plain_http,
                           member_mode=args.member_mode, run_controllers=not args.no_controllers,
-                          agent_kubeconfigs=list(args.agent_token))
+                          agent_kubeconfigs=list(args.agent_token),
+                          controller_options=health_options(args))
 
     return asyncio.run(serve_forever(config, lambda line: print(line, flush=True)))

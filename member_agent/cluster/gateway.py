@@ -8,7 +8,8 @@ exactly as ``kubectl get -o json`` shows them, so the scheduler's snapshot build
 
 Scope decisions (docs/agent.md):
 
-* Only Nodes, Pods and Events live in the member cluster. The local Volcano ``Job`` and its
+* Only Nodes, Pods, Events and the job plugins' objects (ConfigMap, Service, Secret,
+  NetworkPolicy, PVC) live in the member cluster. The local Volcano ``Job`` and its
   ``PodGroup`` are kept by the agent (rebuilt after a restart from the Works and the pods'
   labels) and reported on the Work's status. A member cluster therefore needs no Volcano CRDs,
   and there is one source of truth for each object.
@@ -110,8 +111,22 @@ class ClusterGateway(Protocol):
         """Merge-patch pod annotations (``None`` removes one): device and NUMA decisions."""
         ...
 
+    async def nominate_pod(self, namespace: str, name: str, node: Optional[str]) -> None:
+        """Set (``None``: clear) the pod's ``status.nominatedNodeName``: a pipelined preemptor
+        whose victims are leaving that node; the next session tries the node first."""
+        ...
+
     async def record_event(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
         """A ``v1`` Event about ``involved`` (best effort: failures are swallowed)."""
+        ...
+
+    async def apply_object(self, obj: Obj) -> None:
+        """Create, or update in place, a job plugin's namespaced object (ConfigMap ``<job>-svc``,
+        Service, Secret ``<job>-ssh``, NetworkPolicy, PersistentVolumeClaim)."""
+        ...
+
+    async def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """Delete a job plugin's object (idempotent)."""
         ...
 
     async def close(self) -> None: ...

@@ -44,6 +44,8 @@ from member_agent.cluster.gateway import (
 
 log = logging.getLogger("caldera.agent.kube")
 TIMEOUT = 15.0
+#: Objects of this API group/version are held by the agent, never stored in the member cluster.
+AGENT_OWNED_API = "batch.volcano.sh/v1alpha1"
 WATCH_TIMEOUT = 300
 
 
@@ -122,7 +124,15 @@ class KubeGateway:
 
     # ------------------------------------------------------------------ pod writes
     async def create_pod(self, pod: Obj) -> Obj:
-        md = pod.get("metadata") or {}
+        md = dict(pod.get("metadata") or {})
+        # The local Volcano Job lives in the agent, not in the member cluster: an owner reference
+        # to it would point at an object the member's garbage collector cannot find.
+        owners = [o for o in md.get("ownerReferences") or [] if o.get("apiVersion") != AGENT_OWNED_API]
+        if owners:
+            md["ownerReferences"] = owners
+        else:
+            md.pop("ownerReferences", None)
+        pod = dict(pod, metadata=md)
         namespace = md.get("namespace") or "default"
         what = f"create pod {namespace}/{md.get('name')}"
         for attempt in range(2):
@@ -191,6 +201,14 @@ class KubeGateway:
         if status == 404:
             raise NotFound(f"pod {namespace}/{name} not found")
 
+    async def nominate_pod(self, namespace: str, name: str, node: Optional[str]) -> None:
+        # JSON merge patch: a null removes the field, which a strategic merge patch of status keeps.
+        status, _ = await self._raw(f"nominate pod {namespace}/{name}", self.core.patch_namespaced_pod_status(
+            name, namespace, {"status": {"nominatedNodeName": node}}, _content_type="application/merge-patch+json",
+            _preload_content=False, _request_timeout=TIMEOUT))
+        if status == 404:
+            raise NotFound(f"pod {namespace}/{name} not found")
+
     async def record_event(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
         md = involved.get("metadata") or {}
         namespace = md.get("namespace") or "default"
@@ -207,6 +225,44 @@ class KubeGateway:
                 namespace, body, _preload_content=False, _request_timeout=TIMEOUT))
         except GatewayError as exc:
             log.debug("event %s on %s/%s not recorded: %s", reason, namespace, md.get("name"), exc)
+
+    # ------------------------------------------------------------------ job plugins' objects
+    def _object_calls(self, kind: str) -> tuple[Any, Any, Any]:
+        """(create, patch, delete) client methods for a plugin object's kind."""
+        if kind == "NetworkPolicy":
+            net = k8s.NetworkingV1Api(self.api_client)
+            return (net.create_namespaced_network_policy, net.patch_namespaced_network_policy,
+                    net.delete_namespaced_network_policy)
+        snake = {"ConfigMap": "config_map", "Service": "service", "Secret": "secret",
+                 "PersistentVolumeClaim": "persistent_volume_claim"}.get(kind)
+        if snake is None:
+            raise GatewayError(f"the kube gateway does not manage {kind} objects")
+        return (getattr(self.core, f"create_namespaced_{snake}"), getattr(self.core, f"patch_namespaced_{snake}"),
+                getattr(self.core, f"delete_namespaced_{snake}"))
+
+    async def apply_object(self, obj: Obj) -> None:
+        md = obj.get("metadata") or {}
+        kind, namespace, name = str(obj.get("kind")), md.get("namespace") or "default", md.get("name")
+        create, patch, _ = self._object_calls(kind)
+        what = f"{kind} {namespace}/{name}"
+        body = dict(obj, metadata={k: v for k, v in md.items() if k != "ownerReferences"})
+        status, data = await self._raw(f"create {what}", create(namespace, body, _preload_content=False,
+                                                               _request_timeout=TIMEOUT))
+        if status == 404:
+            await self.ensure_namespace(namespace)
+            status, data = await self._raw(f"create {what}", create(namespace, body, _preload_content=False,
+                                                                   _request_timeout=TIMEOUT))
+        if status == 409:
+            status, data = await self._raw(f"update {what}", patch(
+                name, namespace, body, _content_type="application/merge-patch+json", _preload_content=False,
+                _request_timeout=TIMEOUT))
+        if status == 404:
+            raise NotFound(f"{what}: {data.get('message') or 'not served by the member cluster'}")
+
+    async def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        _, _, delete = self._object_calls(kind)
+        await self._raw(f"delete {kind} {namespace}/{name}", delete(name, namespace, _preload_content=False,
+                                                                    _request_timeout=TIMEOUT))
 
     async def close(self) -> None:
         await self.api_client.close()

@@ -45,6 +45,8 @@ class SimCluster:
         self.nodes: dict[str, Obj] = {}
         self.pods: dict[str, Obj] = {}
         self.events: deque[Obj] = deque(maxlen=2000)
+        #: Job plugins' objects (ConfigMap, Service, Secret, ...) by (kind, namespace, name).
+        self.objects: dict[tuple[str, str, str], Obj] = {}
         self._history: deque[tuple[int, str, WatchEvent]] = deque(maxlen=history)
         self._first_kept = 1
         self._subscribers: list[tuple[str, asyncio.Queue[Optional[WatchEvent]]]] = []
@@ -216,6 +218,16 @@ class SimCluster:
 
         self.modify_pod(f"{namespace}/{name}", patch)
 
+    def nominate(self, namespace: str, name: str, node: Optional[str]) -> None:
+        def patch(p: Obj) -> None:
+            status = p.setdefault("status", {})
+            if node:
+                status["nominatedNodeName"] = node
+            else:
+                status.pop("nominatedNodeName", None)
+
+        self.modify_pod(f"{namespace}/{name}", patch)
+
     def record_event(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
         md = involved.get("metadata") or {}
         self.events.append({
@@ -283,8 +295,19 @@ class SimGateway:
     async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, Optional[str]]) -> None:
         self.cluster.annotate_pod(namespace, name, annotations)
 
+    async def nominate_pod(self, namespace: str, name: str, node: Optional[str]) -> None:
+        self.cluster.nominate(namespace, name, node)
+
     async def record_event(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
         self.cluster.record_event(involved, event_type, reason, message)
+
+    async def apply_object(self, obj: Obj) -> None:
+        md = obj.get("metadata") or {}
+        self.cluster.objects[(str(obj.get("kind")), str(md.get("namespace") or "default"), str(md.get("name")))] = \
+            copy.deepcopy(obj)
+
+    async def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        self.cluster.objects.pop((kind, namespace, name), None)
 
     async def close(self) -> None:
         self.cluster.close_watches()

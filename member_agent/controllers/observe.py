@@ -57,14 +57,37 @@ def task_failed(job: JobView, pods: Iterable[Pod], task: str) -> bool:
     return restarts >= spec.max_retry
 
 
-def _update_event(job: JobView, old: Pod, new: Pod, pods: list[Pod], now: datetime) -> JobRequest:
+class _TaskTotals:
+    """Per-task sums over the new observation, computed once per call (not once per updated pod)."""
+
+    def __init__(self, job: JobView, pods: list[Pod]) -> None:
+        self.job = job
+        self.succeeded: dict[str, int] = {}
+        self.restarts: dict[str, int] = {}
+        for pod in pods:
+            task, phase = pod_status.task_of(pod), pod_status.phase(pod)
+            if phase == pod_status.SUCCEEDED:
+                self.succeeded[task] = self.succeeded.get(task, 0) + 1
+            elif phase in (pod_status.PENDING, pod_status.RUNNING):
+                self.restarts[task] = self.restarts.get(task, 0) + pod_status.restart_count(pod)
+
+    def completed(self, task: str) -> bool:
+        spec = self.job.task(task)
+        return spec is not None and spec.replicas > 0 and self.succeeded.get(task, 0) >= spec.replicas
+
+    def failed(self, task: str) -> bool:
+        spec = self.job.task(task)
+        return spec is not None and spec.max_retry != UNLIMITED and self.restarts.get(task, 0) >= spec.max_retry
+
+
+def _update_event(totals: _TaskTotals, old: Pod, new: Pod, now: datetime) -> JobRequest:
     before, after = pod_status.phase(old), pod_status.phase(new)
     task = pod_status.task_of(new)
     if after == pod_status.FAILED and before != pod_status.FAILED:
         return _request(JobEvent.POD_FAILED, new, now, pod_status.first_exit_code(new))
-    if after == pod_status.SUCCEEDED and before != pod_status.SUCCEEDED and task_completed(job, pods, task):
+    if after == pod_status.SUCCEEDED and before != pod_status.SUCCEEDED and totals.completed(task):
         return _request(JobEvent.TASK_COMPLETED, new, now)
-    if after in (pod_status.RUNNING, pod_status.PENDING) and task_failed(job, pods, task):
+    if after in (pod_status.RUNNING, pod_status.PENDING) and totals.failed(task):
         return _request(JobEvent.TASK_FAILED, new, now)
     if after == pod_status.RUNNING and before != pod_status.RUNNING:
         return _request(JobEvent.POD_RUNNING, new, now)
@@ -92,6 +115,7 @@ def observe_pods(
     after_list = list(new_pods)
     after = {p.metadata.name: p for p in after_list}
     requests: list[JobRequest] = []
+    totals: Optional[_TaskTotals] = None
     for name in sorted(after, key=str):
         pod = after[name]
         old = before.get(name)
@@ -101,8 +125,10 @@ def observe_pods(
             created = parse_rfc3339(pod.metadata.creation_timestamp) or now
             requests.append(_request(JobEvent.OUT_OF_SYNC if out_of_sync else JobEvent.POD_PENDING, pod,
                                      min(created, now)))
-        elif old != pod:
-            requests.append(_update_event(job, old, pod, after_list, now))
+        elif old is not pod and old != pod:
+            if totals is None:
+                totals = _TaskTotals(job, after_list)
+            requests.append(_update_event(totals, old, pod, now))
     for name in sorted(set(before) - set(after), key=str):
         pod = before[name]
         ours = name in deleted_by_controller or pod_status.annotation(pod, naming.OUT_OF_SYNC) is not None

@@ -54,6 +54,7 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, clock: SessionClock,
                  options: SessionOptions = SessionOptions(), plugins: Registry = PLUGINS) -> Session:
     tiers, warnings = build_plugins(conf, plugins)
     ssn = Session(snapshot, conf, session_uid(clock, snapshot), options)
+    ssn.now = clock.now()
     for warning in warnings:
         ssn.warn(warning)
     ssn.log(3, f"Open Session {ssn.uid} with <{len(ssn.jobs)}> Job and <{len(ssn.queues)}> Queues")

@@ -8,6 +8,10 @@ A scenario is a STATE file (docs/scheduler.md) whose last document is an expecta
     bindingCount: 3                         # or only how many pods bind
     bound: {default/job-a: 0}               # pods bound this session, per PodGroup
     evictions: []                           # exact list of ns/pod
+    evictionReasons: {ns/pod: "priority 10 < 1000"}  # substring of the eviction reason
+    devices: {ns/pod: [0, 1]}               # exact GPU ids chosen for pods bound this session
+    annotations: {ns/pod: {key: value}}     # annotations the agent must patch onto the pod
+    now: "2026-06-01T00:00:00Z"             # the session clock (default: a fixed instant)
     pipelined: {default/job-b: [n1, n1]}    # exact, per PodGroup (node per pipelined pod)
     podGroups: {default/job-a: Inqueue}     # phases of the PodGroups listed
     reasons: {default/job-a: "gang: 6/8"}   # substring of the per-job reason
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from member_agent.scheduler.cycle import run_cycle
+from member_agent.scheduler.framework.builder import parse_time
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
@@ -39,7 +44,8 @@ from member_agent.scheduler.state import load_documents, state_from_documents
 from policies.errors import CalderaError
 
 KNOWN_KEYS = frozenset({"kind", "description", "bindings", "bindingCount", "bound", "evictions", "pipelined",
-                        "podGroups", "reasons", "conditions", "problems", "warnings", "logs", "error"})
+                        "podGroups", "reasons", "conditions", "problems", "warnings", "logs", "error",
+                        "evictionReasons", "devices", "annotations", "now"})
 
 
 @dataclass
@@ -72,7 +78,8 @@ def check_text(text: str, path: str = "<scenario>") -> Outcome:
     verbosity = 5 if "logs" in expect else 0
     try:
         state = state_from_documents(objects)
-        result = run_cycle(state.snapshot, state.conf, FixedClock(), options=SessionOptions(verbosity=verbosity))
+        clock = FixedClock(parse_time(expect["now"])) if "now" in expect else FixedClock()
+        result = run_cycle(state.snapshot, state.conf, clock, options=SessionOptions(verbosity=verbosity))
     except CalderaError as exc:
         if "error" in expect and str(expect["error"]) in str(exc):
             return outcome
@@ -120,9 +127,28 @@ def _compare(outcome: Outcome, expect: dict[str, Any], result: CycleResult) -> N
     for text in expect.get("warnings") or []:
         if not any(str(text) in w for w in result.warnings):
             fail(f"warnings: none contains {text!r}; got {result.warnings}")
+    _compare_part2(fail, expect, result)
     for text in expect.get("logs") or []:
         if not any(str(text) in line for line in result.logs):
             fail(f"logs: no line contains {text!r}")
+
+
+def _compare_part2(fail: Any, expect: dict[str, Any], result: CycleResult) -> None:
+    """Eviction reasons, chosen GPU ids and pod annotations (scheduler part 2)."""
+    for pod, text in (expect.get("evictionReasons") or {}).items():
+        got = result.eviction_reasons.get(pod)
+        if got is None or str(text) not in got:
+            fail(f"evictionReasons[{pod}]: expected to contain {text!r}, got {got!r}")
+    if "devices" in expect:
+        want = {pod: sorted(int(i) for i in ids) for pod, ids in (expect["devices"] or {}).items()}
+        got = {pod: sorted(d.get("gpus", [])) for pod, d in result.device_allocations.items() if d.get("gpus")}
+        if want != got:
+            fail(f"devices: expected {want}, got {got}")
+    for pod, wanted in (expect.get("annotations") or {}).items():
+        got = result.pod_annotations.get(pod, {})
+        for key, value in (wanted or {}).items():
+            if got.get(key) != str(value):
+                fail(f"annotations[{pod}][{key}]: expected {value!r}, got {got.get(key)!r}")
 
 
 def _bound_per_group(result: CycleResult) -> Counter[str]:

@@ -8,7 +8,7 @@ topologyPolicy, dependsOn.iteration, networkTopology.mode) are ``Literal`` here.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Optional
+from typing import Any, ClassVar, Literal, Optional, Union
 
 from pydantic import Field
 
@@ -126,8 +126,31 @@ class TaskState(K8sModel):
 
 
 class JobCondition(K8sModel):
-    status: JobPhase
+    """Volcano records one ``{status: <phase>}`` entry per phase transition. Caldera's federation
+    adds typed conditions (``type: Scheduled|Dispatched|Reserved``, status True/False/Unknown)."""
+
+    status: Union[JobPhase, Literal["True", "False", "Unknown"]]
+    type: Optional[str] = None
+    reason: Optional[str] = None
+    message: Optional[str] = None
     last_transition_time: Optional[str] = None
+
+
+class JobClusterStatus(K8sModel):
+    """Caldera extension: one member cluster's share of a federated Job (docs/status.md)."""
+
+    name: str
+    replicas: Optional[int] = None
+    min_available: Optional[int] = None
+    tasks: Optional[dict[str, int]] = None
+    phase: Optional[str] = None
+    pending: Optional[int] = None
+    running: Optional[int] = None
+    succeeded: Optional[int] = None
+    failed: Optional[int] = None
+    generation: Optional[int] = None
+    gang_phase: Optional[str] = None
+    reason: Optional[str] = None
 
 
 class JobStatus(K8sModel):
@@ -145,6 +168,8 @@ class JobStatus(K8sModel):
     running_duration: Optional[str] = None
     controlled_resources: Optional[dict[str, str]] = None
     conditions: Optional[list[JobCondition]] = None
+    #: Caldera extension: per-cluster shares of a federated Job (docs/status.md)
+    clusters: Optional[list[JobClusterStatus]] = None
 
 
 class Job(KindObject):

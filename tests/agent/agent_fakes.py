@@ -1,4 +1,5 @@
-"""An in-memory federation API for the agent's fast tests (the slow ones use `caldera serve`)."""
+"""An in-memory federation API and a manual-clock agent harness for the agent's fast tests
+(the live ones use the real API server)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import itertools
 import uuid
 from typing import AsyncIterator
 
+from member_agent.agent import Agent, AgentOptions
+from member_agent.cluster.clock import ManualClock
 from member_agent.cluster.gateway import AlreadyExists, Gone, NotFound, Obj, Unavailable, WatchEvent
+from member_agent.cluster.pools import pool_nodes
+from member_agent.cluster.sim import SimCluster, SimGateway
+from member_agent.cluster.sim_kubelet import KubeletOptions
+from member_agent.sync import FederationSync
 from policies.errors import Conflict
 
 
@@ -22,6 +29,7 @@ class FakeFederation:
         self.fail_next: dict[str, int] = {}
         self.calls: list[str] = []
         self.expire_watch = False
+        self.events: list[tuple[str, Obj]] = []
 
     def _maybe_fail(self, op: str) -> None:
         self.calls.append(op)
@@ -139,6 +147,10 @@ class FakeFederation:
     async def list_priority_classes(self) -> list[Obj]:
         return []
 
+    async def create_event(self, namespace: str, body: Obj) -> None:
+        self._maybe_fail("create_event")
+        self.events.append((namespace, copy.deepcopy(body)))
+
     async def close(self) -> None:
         pass
 
@@ -154,3 +166,95 @@ def merge(target: Obj, patch: Obj) -> Obj:
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+NS = "karmada-es-c1"
+
+
+def job_work(name: str, replicas: int = 2, min_available: int | None = None, cpu: str = "2", duration: str = "10s",
+             placement: dict | None = None, exit_code: str | None = None, gpu: int = 0) -> dict:
+    annotations = {"caldera.io/sim-duration": duration}
+    if exit_code is not None:
+        annotations["caldera.io/sim-exit-code"] = exit_code
+    requests = {"cpu": cpu, "memory": "1Gi"}
+    if gpu:
+        requests["nvidia.com/gpu"] = str(gpu)
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "team", "annotations": annotations},
+        "spec": {"minAvailable": replicas if min_available is None else min_available,
+                 "tasks": [{"name": "worker", "replicas": replicas,
+                            "template": {"spec": {"restartPolicy": "Never", "containers": [
+                                {"name": "main", "image": "busybox", "resources": {"requests": requests}}]}}}]},
+    }
+    work = {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": f"team.{name}", "namespace": NS},
+            "spec": {"workload": {"manifests": [job]}}}
+    if placement is not None:
+        work["spec"]["placement"] = placement
+    return work
+
+
+async def settle(rounds: int = 30) -> None:
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+
+
+class Harness:
+    def __init__(self, federation: FakeFederation | None = None, sim: SimCluster | None = None,
+                 clock: ManualClock | None = None, real_scheduler: bool = False) -> None:
+        self.clock = clock or ManualClock()
+        self.sim = sim or SimCluster(pool_nodes({"name": "n", "count": 2, "cpu": 8, "memory": "32Gi",
+                                                 "gpus": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8,
+                                                          "memoryGiB": 80}}, "pool"),
+                                     self.clock, KubeletOptions(start_delay=1.0, default_duration=10.0))
+        self.federation = federation or FakeFederation()
+        self.agent = Agent(AgentOptions("c1", use_real_scheduler=real_scheduler), SimGateway(self.sim), self.clock)
+        self.sync = FederationSync(self.agent, self.federation, self.clock)
+        self.tasks: list[asyncio.Task] = []
+
+    async def start(self) -> None:
+        self.tasks.append(asyncio.create_task(self.agent.cache.run()))
+        await settle()
+        await self.sync.register()
+        self.tasks.append(asyncio.create_task(self.sync.works_loop()))
+        await settle()
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def step(self, seconds: float = 1.0) -> None:
+        self.clock.advance(seconds)
+        self.sim.kubelet.step()
+        await settle()
+        await self.agent.controller_pass()
+        await settle()
+        await self.agent.schedule_pass()
+        await settle()
+        await self.agent.controller_pass()
+        await self.sync.write_work_statuses()
+        await settle()
+
+    async def run_until(self, predicate, steps: int = 60, seconds: float = 1.0) -> None:
+        for _ in range(steps):
+            if predicate():
+                return
+            await self.step(seconds)
+        assert predicate(), "condition not reached"
+
+    def status(self, name: str) -> dict:
+        return self.federation.work(NS, f"team.{name}").get("status") or {}
+
+    def job_phase(self, name: str) -> str:
+        manifests = self.status(name).get("manifestStatuses") or [{}]
+        return ((manifests[0].get("status") or {}).get("state") or {}).get("phase", "")
+
+    def gang(self, name: str) -> dict:
+        return self.status(name).get("gang") or {}
+
+    def pods(self, prefix: str) -> dict[str, dict]:
+        return {k: v for k, v in self.sim.pods.items() if k.startswith(f"team/{prefix}-")}
+
+

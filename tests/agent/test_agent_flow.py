@@ -11,103 +11,7 @@ import copy
 import json
 
 import pytest
-from agent_fakes import FakeFederation
-
-from member_agent.agent import Agent, AgentOptions
-from member_agent.cluster.clock import ManualClock
-from member_agent.cluster.pools import pool_nodes
-from member_agent.cluster.sim import SimCluster, SimGateway
-from member_agent.cluster.sim_kubelet import KubeletOptions
-from member_agent.sync import FederationSync
-
-NS = "karmada-es-c1"
-
-
-def job_work(name: str, replicas: int = 2, min_available: int | None = None, cpu: str = "2", duration: str = "10s",
-             placement: dict | None = None, exit_code: str | None = None, gpu: int = 0) -> dict:
-    annotations = {"caldera.io/sim-duration": duration}
-    if exit_code is not None:
-        annotations["caldera.io/sim-exit-code"] = exit_code
-    requests = {"cpu": cpu, "memory": "1Gi"}
-    if gpu:
-        requests["nvidia.com/gpu"] = str(gpu)
-    job = {
-        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-        "metadata": {"name": name, "namespace": "team", "annotations": annotations},
-        "spec": {"minAvailable": replicas if min_available is None else min_available,
-                 "tasks": [{"name": "worker", "replicas": replicas,
-                            "template": {"spec": {"restartPolicy": "Never", "containers": [
-                                {"name": "main", "image": "busybox", "resources": {"requests": requests}}]}}}]},
-    }
-    work = {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
-            "metadata": {"name": f"team.{name}", "namespace": NS},
-            "spec": {"workload": {"manifests": [job]}}}
-    if placement is not None:
-        work["spec"]["placement"] = placement
-    return work
-
-
-async def settle(rounds: int = 30) -> None:
-    for _ in range(rounds):
-        await asyncio.sleep(0)
-
-
-class Harness:
-    def __init__(self, federation: FakeFederation | None = None, sim: SimCluster | None = None,
-                 clock: ManualClock | None = None) -> None:
-        self.clock = clock or ManualClock()
-        self.sim = sim or SimCluster(pool_nodes({"name": "n", "count": 2, "cpu": 8, "memory": "32Gi",
-                                                 "gpus": {"product": "NVIDIA-A100-SXM4-80GB", "count": 8,
-                                                          "memoryGiB": 80}}, "pool"),
-                                     self.clock, KubeletOptions(start_delay=1.0, default_duration=10.0))
-        self.federation = federation or FakeFederation()
-        self.agent = Agent(AgentOptions("c1", use_real_scheduler=False), SimGateway(self.sim), self.clock)
-        self.sync = FederationSync(self.agent, self.federation, self.clock)
-        self.tasks: list[asyncio.Task] = []
-
-    async def start(self) -> None:
-        self.tasks.append(asyncio.create_task(self.agent.cache.run()))
-        await settle()
-        await self.sync.register()
-        self.tasks.append(asyncio.create_task(self.sync.works_loop()))
-        await settle()
-
-    async def stop(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-
-    async def step(self, seconds: float = 1.0) -> None:
-        self.clock.advance(seconds)
-        self.sim.kubelet.step()
-        await settle()
-        await self.agent.controller_pass()
-        await settle()
-        await self.agent.schedule_pass()
-        await settle()
-        await self.agent.controller_pass()
-        await self.sync.write_work_statuses()
-        await settle()
-
-    async def run_until(self, predicate, steps: int = 60, seconds: float = 1.0) -> None:
-        for _ in range(steps):
-            if predicate():
-                return
-            await self.step(seconds)
-        assert predicate(), "condition not reached"
-
-    def status(self, name: str) -> dict:
-        return self.federation.work(NS, f"team.{name}").get("status") or {}
-
-    def job_phase(self, name: str) -> str:
-        manifests = self.status(name).get("manifestStatuses") or [{}]
-        return ((manifests[0].get("status") or {}).get("state") or {}).get("phase", "")
-
-    def gang(self, name: str) -> dict:
-        return self.status(name).get("gang") or {}
-
-    def pods(self, prefix: str) -> dict[str, dict]:
-        return {k: v for k, v in self.sim.pods.items() if k.startswith(f"team/{prefix}-")}
+from agent_fakes import NS, Harness, job_work, settle
 
 
 @pytest.fixture
@@ -181,8 +85,10 @@ async def test_restart_rebuilds_without_duplicating_pods(harness: Harness) -> No
 async def test_deleted_work_removes_its_pods(harness: Harness) -> None:
     harness.federation.put_work(job_work("gone", replicas=2, duration="100s"))
     await harness.run_until(lambda: harness.job_phase("gone") == "Running")
+    assert ("ConfigMap", "team", "gone-svc") in harness.sim.objects
     harness.federation.delete_work(NS, "team.gone")
     await harness.run_until(lambda: not harness.pods("gone"), steps=60)
+    assert not [key for key in harness.sim.objects if key[2].startswith("gone")]
 
 
 HELD = {"generation": 3, "hold": True, "clusters": 2, "reserveTimeoutSeconds": 60}
@@ -212,6 +118,39 @@ async def test_cancelled_share_drops_reservation(harness: Harness) -> None:
     await harness.run_until(lambda: harness.gang("gang").get("phase") == "Cancelled")
     await harness.run_until(lambda: not harness.pods("gang"))
     assert harness.sync.cluster_status()["resourceSummary"]["allocated"].get("cpu") is None
+    # the federation places the job again: a new generation starts afresh and runs
+    harness.federation.put_work(job_work("gang", replicas=2, placement=dict(HELD, generation=4, hold=False, clusters=1)))
+    await harness.run_until(lambda: harness.job_phase("gang") == "Completed")
+    assert harness.gang("gang")["generation"] == 4 and harness.gang("gang")["phase"] == "Running"
+    assert len(harness.pods("gang")) == 2
+
+
+async def test_held_share_that_does_not_fit_reports_unschedulable(harness: Harness) -> None:
+    harness.federation.put_work(job_work("big", replicas=3, cpu="6", placement=dict(HELD)))  # only 2 fit
+    await harness.run_until(lambda: harness.gang("big").get("phase") == "Unschedulable")
+    assert "2/3" in harness.gang("big")["reason"]
+    assert not harness.agent.works[f"{NS}/team.big"].gang.reservations
+    for _ in range(3):
+        await harness.step()
+    assert harness.gang("big")["phase"] == "Unschedulable"  # stable, not flapping with Pending
+
+
+async def test_partial_gang_in_the_cache_is_not_a_verdict(harness: Harness) -> None:
+    from member_agent.scheduler.framework.result import CycleResult, JobReport
+
+    harness.federation.put_work(job_work("half", replicas=2, placement=dict(HELD)))
+    await harness.run_until(lambda: harness.agent.works.get(f"{NS}/team.half") is not None
+                            and harness.agent.works[f"{NS}/team.half"].podgroup is not None)
+    state = harness.agent.works[f"{NS}/team.half"]
+    key = f"team/{state.podgroup['metadata']['name']}"
+    report = JobReport(job=key, queue="default", phase="Inqueue", min_available=2, tasks=1, bound=0, pipelined=0,
+                       pending=1, reason="gang: 1/2 tasks fit")
+    harness.agent.apply_cycle(CycleResult(pod_groups={key: "Inqueue"}, jobs={key: report}))
+    assert state.gang.phase == "Pending"  # one pod not yet seen: wait, do not tell the federation to cancel
+    whole = JobReport(job=key, queue="default", phase="Inqueue", min_available=2, tasks=2, bound=0, pipelined=0,
+                      pending=2, reason="gang: 1/2 tasks fit")
+    harness.agent.apply_cycle(CycleResult(pod_groups={key: "Inqueue"}, jobs={key: whole}))
+    assert state.gang.phase == "Unschedulable"
 
 
 async def test_stale_generation_is_ignored(harness: Harness) -> None:
@@ -295,3 +234,30 @@ def test_fixture_work_is_not_mutated() -> None:
     before = json.dumps(work, sort_keys=True)
     copy.deepcopy(work)
     assert json.dumps(work, sort_keys=True) == before
+
+
+async def test_pods_of_a_work_deleted_while_the_agent_was_down_are_removed(harness: Harness) -> None:
+    harness.federation.put_work(job_work("orphan", replicas=2, duration="100s"))
+    harness.federation.put_work(job_work("kept", replicas=1, duration="100s"))
+    await harness.run_until(lambda: harness.job_phase("orphan") == "Running" and harness.job_phase("kept") == "Running")
+    await harness.stop()
+    harness.federation.delete_work(NS, "team.orphan")
+    second = Harness(harness.federation, harness.sim, harness.clock)
+    await second.start()
+    try:
+        await second.run_until(lambda: not second.pods("orphan"), steps=40)
+        assert len(second.pods("kept")) == 1
+    finally:
+        await second.stop()
+
+
+async def test_work_recreated_under_the_same_name_replaces_the_old_pods(harness: Harness) -> None:
+    harness.federation.put_work(job_work("again", replicas=2, duration="100s"))
+    await harness.run_until(lambda: harness.job_phase("again") == "Running")
+    old_uids = {p["metadata"]["uid"] for p in harness.pods("again").values()}
+    harness.federation.delete_work(NS, "team.again")
+    harness.federation.put_work(job_work("again", replicas=2, duration="100s"))  # a new uid, same name
+    await harness.run_until(lambda: harness.job_phase("again") == "Running"
+                            and len(harness.pods("again")) == 2
+                            and not old_uids & {p["metadata"]["uid"] for p in harness.pods("again").values()},
+                            steps=80)

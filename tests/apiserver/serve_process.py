@@ -55,6 +55,8 @@ class ServeProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
 
     def stop(self) -> int:
         """SIGTERM and wait: the exit code of a graceful shutdown."""

@@ -74,6 +74,40 @@ async def test_invalid_update_changes_nothing(server: ApiServer) -> None:
     assert now == created and server.store.rv == rv
 
 
+WEIGHT_ZERO_UPDATES = [
+    ("merge-patch", "PATCH", "application/merge-patch+json", b'{"spec": {"weight": 0}}'),
+    ("json-patch", "PATCH", "application/json-patch+json", b'[{"op": "replace", "path": "/spec/weight", "value": 0}]'),
+    ("put", "PUT", "application/json", orjson.dumps(dict(GOOD_QUEUE, spec={"weight": 0}))),
+]
+
+
+@pytest.mark.parametrize("how,method,content_type,patch", WEIGHT_ZERO_UPDATES, ids=lambda v: str(v)[:12])
+async def test_update_to_weight_zero_is_rejected_not_defaulted(server: ApiServer, how: str, method: str,
+                                                             content_type: str, patch: bytes) -> None:
+    """Volcano defaults weight 0 to 1 on CREATE only; an UPDATE to 0 breaks the 1..65535 rule."""
+    status, created = await request(server, "POST", QUEUES, body=orjson.dumps(
+        dict(GOOD_QUEUE, spec={"weight": 3})))
+    assert status == 201
+    rv = server.store.rv
+    status, body = await request(server, method, QUEUES + "/q", body=patch, content_type=content_type)
+    assert status == 422, (how, body)
+    assert body["reason"] == "Invalid"
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec.weight"]
+    assert "weight 0 must be between 1 and 65535" in body["message"] and 'Queue' in body["message"]
+    status, now = await request(server, "GET", QUEUES + "/q")
+    assert now == created and now["spec"]["weight"] == 3 and server.store.rv == rv
+
+
+async def test_create_defaults_weight_zero_and_update_fills_only_absent_fields(server: ApiServer) -> None:
+    status, created = await request(server, "POST", QUEUES, body=orjson.dumps(dict(GOOD_QUEUE, spec={"weight": 0})))
+    assert status == 201 and created["spec"] == {"weight": 1, "reclaimable": True}
+    # an update that leaves reclaimable out gets the default again instead of dropping it
+    status, updated = await request(server, "PUT", QUEUES + "/q", body=orjson.dumps(
+        dict(GOOD_QUEUE, spec={"weight": 5})))
+    assert status == 200, updated
+    assert updated["spec"] == {"weight": 5, "reclaimable": True}
+
+
 async def test_default_queue_cannot_be_deleted(server: ApiServer) -> None:
     status, body = await request(server, "DELETE", QUEUES + "/default", body=None)
     assert status == 422 and "can not be deleted" in body["message"]

@@ -35,6 +35,7 @@ from member_agent.scheduler.framework.snapshot import (
     Toleration,
 )
 from member_agent.scheduler.framework.status import TaskStatus
+from member_agent.scheduler.framework.topology import node_topology, pod_extras, shape_extra
 from policies.resources import to_internal
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -241,9 +242,14 @@ class _Builder:
         alloc = np.zeros((n, d))
         max_pods = np.zeros(n, dtype=np.int64)
         labels, taints, names = [], [], []
+        topologies = []
         unsched = np.zeros(n, dtype=bool)
         for i, node in enumerate(ordered):
             meta = _meta(node)
+            topology, topology_problem = node_topology(node)
+            topologies.append(topology)
+            if topology_problem:
+                self.problems.append(topology_problem)
             status = node.get("status") or {}
             values = resource_list(status.get("allocatable") or status.get("capacity"))
             node_labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
@@ -267,6 +273,7 @@ class _Builder:
             allocatable=alloc, max_pods=max_pods, idle=alloc.copy(), used=np.zeros((n, d)),
             releasing=np.zeros((n, d)), pipelined=np.zeros((n, d)), pod_count=np.zeros(n, dtype=np.int64),
             nonzero_used=np.zeros((n, 2)), index={name: i for i, name in enumerate(names)},
+            topology=tuple(topologies),
         )
 
     # ------------------------------------------------------------------ tasks
@@ -291,6 +298,7 @@ class _Builder:
         affinity = _node_affinity(spec)
         tolerations = _tolerations(spec)
         status = _task_status(pod)
+        extras = pod_extras(pod)
         return TaskSpec(
             uid=str(meta.get("uid") or f"{ns}-{name}"), name=name, namespace=ns,
             job=f"{ns}/{group}" if group else "", role=str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
@@ -301,9 +309,11 @@ class _Builder:
             best_effort=is_empty(vec), priority_class_name=str(spec.get("priorityClassName") or ""),
             preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
             gated=bool(spec.get("schedulingGates")),
-            shape=self.shape_id((vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations)),
+            shape=self.shape_id((vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations,
+                                 shape_extra(extras))),
             request_list=tuple(vec.tolist()),
             requested_dims=tuple(int(d) for d in np.flatnonzero(vec > 0) if d != Dimensions.PODS),
+            extras=extras,
         )
 
     # ------------------------------------------------------------------ queues and jobs
@@ -431,6 +441,7 @@ class _Builder:
             creation=parse_time(meta.get("creationTimestamp")), phase=str(status.get("phase") or ""),
             conditions=tuple(status.get("conditions") or ()), tasks=tuple(tasks),
             preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), False),
+            annotations={str(k): str(v) for k, v in ann.items()},
         )
 
 

@@ -94,6 +94,7 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
     names = ssn.node_names
     for task, reason in ssn.evictions:
         result.evictions.append(task.key)
+        result.eviction_reasons[task.key] = reason
         ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
     for job in ssn.jobs.values():
         bound = pipelined = pending = 0
@@ -108,6 +109,8 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
             elif task.status == S.PIPELINED and task.node is not None:
                 pipelined_nodes.append(names[task.node])
                 pipelined += 1
+                if task.evicted_for:
+                    result.nominations[task.key] = task.evicted_for
             elif task.status in (S.PENDING, S.ALLOCATED):
                 pending += 1
         if pipelined_nodes:
@@ -124,7 +127,10 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         if phase in ("Pending", "Inqueue") and reason:
             ssn.log(3, f"PodGroup {job.uid} is pending reason: {reason}")
     ssn.log(3, f"Close Session {ssn.uid}")
+    ssn.log(2, f"Session Close {ssn.uid}")  # pairs with "Session Open" (the seed's troubleshooting grep)
     ssn.log(2, f"Session {ssn.uid} duration: {seconds:.6f}s")
+    result.device_allocations = dict(ssn.device_allocations)
+    result.pod_annotations = dict(ssn.pod_annotations)
     result.logs = list(ssn.logs)
     result.session_seconds = seconds
     return result

@@ -58,10 +58,18 @@ class ShapeCache:
             for row in rows.tolist():
                 self._evaluate_row(ssn, task, row)
             return
-        idle = ssn.idle[rows]
-        future = idle + ssn.releasing[rows] - ssn.pipelined[rows]
-        self.fit_idle[rows] = (idle > self.limit).all(axis=1)
-        fit_future = (future > self.limit).all(axis=1)
+        # Checked dims one column at a time: 1-D comparisons are much cheaper than
+        # ``all(axis=1)`` over a short second axis (np.take: fast row gathers).
+        idle = np.take(ssn.idle, rows, axis=0)
+        releasing = np.take(ssn.releasing, rows, axis=0)
+        pipelined = np.take(ssn.pipelined, rows, axis=0)
+        fit_idle = np.ones(len(rows), dtype=bool)
+        fit_future = np.ones(len(rows), dtype=bool)
+        for d, lim in self.checked:
+            column = idle[:, d]
+            fit_idle &= column > lim
+            fit_future &= (column + releasing[:, d] - pipelined[:, d]) > lim
+        self.fit_idle[rows] = fit_idle
         self.fit_future[rows] = fit_future
         codes: np.ndarray | None = None
         for fn, _ in ssn.predicate_fns:
@@ -207,9 +215,11 @@ class _RoleFailures:
             else:
                 np.bitwise_or(self.failed, ~ok, out=self.failed)
                 self.visited_all = True
-        else:
-            window = np.arange(start, start + processed) % n
-            self.failed[window] |= ~ok[window]
+        else:  # the visited window, wrapping around the end (slices, not an index array)
+            end = start + processed
+            for lo, hi in ((start, min(end, n)), (0, max(end - n, 0))):
+                if hi > lo:
+                    self.failed[lo:hi] |= ~ok[lo:hi]
         self.pos = len(changes)
 
 

@@ -26,6 +26,15 @@ class JobReport:
 class CycleResult:
     bindings: dict[str, str] = field(default_factory=dict)  # "ns/pod" -> node
     evictions: list[str] = field(default_factory=list)  # "ns/pod"
+    #: "ns/pod" -> why it was evicted ("preempt: priority 10 < 1000, for ns/job").
+    eviction_reasons: dict[str, str] = field(default_factory=dict)
+    #: "ns/pod" -> {"gpus": [device ids], "numa": [NUMA ids]} for pods bound this session.
+    device_allocations: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: "ns/pod" -> annotations to patch onto the pod before binding (volcano.sh/gpu-index, ...).
+    pod_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: "ns/pod" -> node: pipelined preemptors/reclaimers whose victims are being evicted there;
+    #: the agent sets the pod's ``status.nominatedNodeName`` so the next session tries it first.
+    nominations: dict[str, str] = field(default_factory=dict)
     pipelined: dict[str, list[str]] = field(default_factory=dict)  # "ns/podgroup" -> nodes
     pod_groups: dict[str, str] = field(default_factory=dict)  # "ns/podgroup" -> phase
     conditions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
@@ -39,10 +48,20 @@ class CycleResult:
 
     def to_json(self) -> dict[str, Any]:
         """The stable shape of ``caldera schedule -o json`` (DESIGN.md "Stable file formats")."""
-        return {
+        out: dict[str, Any] = {
             "bindings": dict(sorted(self.bindings.items())),
             "evictions": sorted(self.evictions),
             "pipelined": {k: v for k, v in sorted(self.pipelined.items())},
             "podGroups": dict(sorted(self.pod_groups.items())),
             "sessionSeconds": round(self.session_seconds, 6),
         }
+        # Additive keys, present only when something happened (older readers ignore them).
+        if self.eviction_reasons:
+            out["evictionReasons"] = dict(sorted(self.eviction_reasons.items()))
+        if self.device_allocations:
+            out["deviceAllocations"] = dict(sorted(self.device_allocations.items()))
+        if self.pod_annotations:
+            out["podAnnotations"] = dict(sorted(self.pod_annotations.items()))
+        if self.nominations:
+            out["nominations"] = dict(sorted(self.nominations.items()))
+        return out

@@ -102,10 +102,17 @@ class Session:
         self.plugins: dict[str, Any] = {}
         self.changes: list[int] = []
         self.shape_caches: dict[Any, Any] = {}
+        self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use
         self.insufficient_codes: np.ndarray | None = None  # "Insufficient <dim>" code per dim
         self.logs: list[str] = []
         self.warnings: list[str] = []
         self.evictions: list[tuple[TaskInfo, str]] = []
+        #: Seconds since the epoch, from the injected clock (set by ``open_session``).
+        self.now: float = 0.0
+        #: Filled by device/topology plugins at close: "ns/pod" -> {"gpus": [ids], ...} and
+        #: "ns/pod" -> annotations the agent patches onto the pod before binding.
+        self.device_allocations: dict[str, dict[str, list[int]]] = {}
+        self.pod_annotations: dict[str, dict[str, str]] = {}
         self.enqueue_configured = "enqueue" in conf.actions
         self._opening: PluginOption | None = None
         self.row_fns: dict[Callable[..., Any], Callable[..., Any]] = {}

@@ -14,6 +14,7 @@ import numpy as np
 
 from member_agent.scheduler.framework.dims import Dimensions, Vector
 from member_agent.scheduler.framework.status import TaskStatus
+from member_agent.scheduler.framework.topology import NO_EXTRAS, NodeTopology, PodExtras
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class NodeTable:
     pod_count: np.ndarray  # (N,) int
     nonzero_used: np.ndarray  # (N, 2) cpu/memory with the kube-scheduler non-zero defaults
     index: Mapping[str, int] = field(default_factory=dict)
+    #: Per row: NUMA / GPU layout (``caldera.io/topology`` or GFD labels), None when unknown.
+    topology: tuple[NodeTopology | None, ...] = ()
 
     def __len__(self) -> int:
         return len(self.names)
@@ -111,6 +114,7 @@ class TaskSpec:
     shape: int  # equal for pods of one template (same request, selector, affinity, tolerations)
     request_list: tuple[float, ...] = ()  # ``request`` as Python floats (scalar hot paths)
     requested_dims: tuple[int, ...] = ()  # dims with a positive request, ``pods`` excluded
+    extras: PodExtras = NO_EXTRAS  # annotations, QoS, preemptionPolicy (framework/topology.py)
 
     @property
     def key(self) -> str:
@@ -135,6 +139,7 @@ class JobSpec:
     conditions: tuple[Mapping[str, Any], ...]
     tasks: tuple[TaskSpec, ...]
     preemptable: bool = False
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

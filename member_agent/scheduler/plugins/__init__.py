@@ -7,16 +7,23 @@ from member_agent.scheduler.plugins import (
     binpack,
     capacity,
     conformance,
+    deadline,
+    deviceshare,
     drf,
     gang,
     nodeorder,
+    numa_aware,
     overcommit,
     predicates,
     priority,
     proportion,
+    sla,
+    task_topology,
+    tdm,
 )
 
 REGISTRY = Registry(
     "plugin",
-    [priority, gang, conformance, predicates, nodeorder, binpack, drf, proportion, capacity, overcommit],
+    [priority, gang, conformance, predicates, nodeorder, binpack, drf, proportion, capacity, overcommit,
+     numa_aware, task_topology, deviceshare, sla, deadline, tdm],
 )

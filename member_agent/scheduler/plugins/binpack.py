@@ -64,10 +64,12 @@ class BinpackPlugin:
         weight_sum = weights.sum()
         if not counted.any() or weight_sum == 0:
             return np.zeros(len(rows))
-        alloc = self.ssn.node_allocatable[rows]
-        after = self.ssn.used[rows] + req
-        usable = counted & (alloc != 0) & (weights != 0)
-        parts = np.where(usable, after * weights / np.where(alloc == 0, 1.0, alloc), 0.0)
+        # Only the counted dims with a non-zero weight contribute: work on those columns alone.
+        cols = np.flatnonzero(weights != 0)
+        alloc = np.take(self.ssn.node_allocatable, rows, axis=0)[:, cols]
+        after = np.take(self.ssn.used, rows, axis=0)[:, cols] + req[cols]
+        usable = alloc != 0
+        parts = np.where(usable, after * weights[cols] / np.where(usable, alloc, 1.0), 0.0)
         score = parts.sum(axis=1) * (MAX_NODE_SCORE * self.weight / weight_sum)
         score[(usable & (after > alloc)).any(axis=1)] = 0.0
         return score

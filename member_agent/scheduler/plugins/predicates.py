@@ -16,12 +16,14 @@ import numpy as np
 from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.node_index import NodeIndex, node_index
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import (
     NodeSelectorTerm,
     NodeTable,
     SelectorRequirement,
     Taint,
+    TaskSpec,
     Toleration,
 )
 from member_agent.scheduler.framework.status import Code
@@ -67,14 +69,19 @@ def requirement_matches(req: SelectorRequirement, value: str | None) -> bool:
     return False
 
 
-def term_mask(nodes: NodeTable, term: NodeSelectorTerm) -> np.ndarray:
-    """Rows matching every expression of a term (an empty term matches nothing)."""
+def term_mask(nodes: NodeTable, term: NodeSelectorTerm, index: NodeIndex | None = None) -> np.ndarray:
+    """Rows matching every expression of a term (an empty term matches nothing).
+
+    With a :class:`NodeIndex` a label expression is evaluated once per distinct label value."""
     n = len(nodes)
     if not term.expressions and not term.fields:
         return np.zeros(n, dtype=bool)
     mask = np.ones(n, dtype=bool)
     for req in term.expressions:
-        mask &= np.fromiter((requirement_matches(req, lab.get(req.key)) for lab in nodes.labels), bool, n)
+        if index is not None:
+            mask &= index.requirement(req, requirement_matches)
+        else:
+            mask &= np.fromiter((requirement_matches(req, lab.get(req.key)) for lab in nodes.labels), bool, n)
     for req in term.fields:
         if req.key != "metadata.name":
             return np.zeros(n, dtype=bool)
@@ -92,7 +99,8 @@ class PredicatesPlugin:
     def __init__(self, args: dict[str, Any]) -> None:
         self.affinity_enabled = bool(args["predicate.NodeAffinityEnable"])
         self.taints_enabled = bool(args["predicate.TaintTolerationEnable"])
-        self.static: dict[Any, np.ndarray] = {}
+        self.static: dict[Any, np.ndarray] = {}  # shape -> codes
+        self.by_placement: dict[Any, np.ndarray] = {}  # placement key -> codes (shared by shapes)
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -106,41 +114,47 @@ class PredicatesPlugin:
         codes = self.static.get(task.spec.shape)
         if codes is not None:
             return codes
+        index = node_index(self.ssn)
+        placement = index.placement(task.spec)
+        codes = self.by_placement.get(placement)
+        if codes is None:
+            codes = self.by_placement[placement] = self._placement_codes(task.spec, index)
+        self.static[task.spec.shape] = codes
+        return codes
+
+    def _placement_codes(self, spec: TaskSpec, index: NodeIndex) -> np.ndarray:
         nodes = self.ssn.nodes
         n = len(nodes)
         codes = np.zeros(n, dtype=np.int32)
-        spec = task.spec
         if not tolerated(spec.tolerations, UNSCHEDULABLE_TAINT):
             codes[nodes.unschedulable] = self.unschedulable
         if self.affinity_enabled:
             match = np.ones(n, dtype=bool)
             for key, value in spec.node_selector.items():
-                match &= np.fromiter((lab.get(key) == value for lab in nodes.labels), bool, n)
+                match &= index.label_equals(key, value)
             if spec.affinity.required is not None:
                 any_term = np.zeros(n, dtype=bool)
                 for term in spec.affinity.required:
-                    any_term |= term_mask(nodes, term)
+                    any_term |= term_mask(nodes, term, index)
                 match &= any_term
             codes[(codes == 0) & ~match] = self.mismatch
         if self.taints_enabled:
-            verdict: dict[Taint, bool] = {}
-            for row, taints in enumerate(nodes.taints):
-                if codes[row] or not taints:
-                    continue
-                for taint in taints:
-                    if taint.effect not in ("NoSchedule", "NoExecute"):
-                        continue
-                    ok = verdict.get(taint)
-                    if ok is None:
-                        ok = verdict[taint] = tolerated(spec.tolerations, taint)
-                    if not ok:
-                        codes[row] = self.ssn.reasons.code(
-                            f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}", Code.UNRESOLVABLE
-                        )
-                        break
+            for taints, rows in index.taint_groups():
+                code = self._first_untolerated(spec.tolerations, taints)
+                if code:
+                    open_rows = rows[codes[rows] == 0]
+                    codes[open_rows] = code
         codes.setflags(write=False)
-        self.static[task.spec.shape] = codes
         return codes
+
+    def _first_untolerated(self, tolerations: tuple[Toleration, ...], taints: tuple[Taint, ...]) -> int:
+        """Reason code of the first NoSchedule/NoExecute taint not tolerated (0 if none)."""
+        for taint in taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not tolerated(tolerations, taint):
+                return self.ssn.reasons.code(
+                    f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}", Code.UNRESOLVABLE
+                )
+        return 0
 
     def _predicate_row(self, task: TaskInfo, row: int) -> int:
         code = int(self._static_codes(task)[row])

@@ -1,0 +1,262 @@
+"""Dispatch controller: ResourceBinding -> one Work per target cluster, and the two-phase start.
+
+Keyed by Job. For the binding's current generation it renders each cluster's Work
+(:mod:`federation.controllers.render`), creates or patches it only when it differs
+(idempotent), deletes Works of clusters no longer in the binding and Works left by a deleted
+Job (or by an older Job of the same name), and drives the hold/release/cancel protocol
+(:mod:`federation.controllers.two_phase`). The execution namespace ``karmada-es-<cluster>``
+is created on first use. ``spec.suspension.dispatching: true`` on the binding (copied from
+the policy) freezes the Works as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from kubernetes_asyncio import client as k8s
+
+from federation import metrics
+from federation.client import ResourceClient
+from federation.controllers import binding as b
+from federation.controllers import common as c
+from federation.controllers import deletion
+from federation.controllers.render import apply_overrides, share_manifest
+from federation.controllers.runner import Informer, WorkQueue, run_workers, wait_synced
+from federation.controllers.two_phase import Verdict, judge, merge_caps
+from federation.events import record_event
+
+log = logging.getLogger("caldera.controllers.dispatch")
+Obj = dict[str, Any]
+Key = tuple[str, str]
+
+
+class DispatchController:
+    def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
+        self.api = api
+        self.options = options or c.ControllerOptions()
+        self.clock = self.options.clock
+        rc = ResourceClient(api, self.options.request_timeout)
+        self.rc = rc
+        wt = self.options.watch_timeout
+        self.jobs = Informer(rc, c.JOBS, self._on_job, watch_timeout=wt)
+        self.bindings = Informer(rc, c.BINDINGS, self._on_binding, watch_timeout=wt)
+        self.works = Informer(rc, c.WORKS, self._on_work, watch_timeout=wt)
+        self.ops = Informer(rc, c.OVERRIDE_POLICIES, self._on_override, watch_timeout=wt)
+        self.cops = Informer(rc, c.CLUSTER_OVERRIDE_POLICIES, self._on_override, watch_timeout=wt)
+        self.clusters = Informer(rc, c.CLUSTERS, None, watch_timeout=wt)
+        self.informers = [self.jobs, self.bindings, self.works, self.ops, self.cops, self.clusters]
+        self.queue = WorkQueue()
+        self.index = deletion.WorkIndex()
+
+    # ------------------------------------------------------------------ events
+
+    def _on_job(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+        meta = obj.get("metadata") or {}
+        self.queue.add((meta.get("namespace", ""), meta.get("name", "")))
+
+    def _on_binding(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+        resource = (obj.get("spec") or {}).get("resource") or {}
+        if resource.get("kind") == "Job" and resource.get("name"):
+            self.queue.add(((obj.get("metadata") or {}).get("namespace", ""), resource["name"]))
+
+    def _on_work(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        key = self.index.update(kind, obj, old)
+        if key is not None:
+            self.queue.add(key)
+
+    def _on_override(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        for job in self.jobs.items():
+            meta = job["metadata"]
+            if obj.get("kind") != "OverridePolicy" or meta.get("namespace") == namespace:
+                self.queue.add((meta.get("namespace", ""), meta.get("name", "")))
+
+    # ------------------------------------------------------------------ run
+
+    async def run(self, stop: asyncio.Event) -> None:
+        tasks = [asyncio.create_task(inf.run(stop)) for inf in self.informers]
+        try:
+            if not await wait_synced(self.informers, stop):
+                return
+            await run_workers(self.queue, self.reconcile, stop, self.options.workers, name="dispatch")
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def reconcile(self, key: Key) -> None:
+        namespace, name = key
+        job = self.jobs.get(namespace, name)
+        works: dict[tuple[str, str], Obj] = {}
+        for ref in self.index.works_of(key):
+            found = self.works.get(*ref)
+            if found is not None:
+                works[ref] = found
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            await deletion.delete_works(self.rc, works, self.works)
+            return
+        uid = job["metadata"].get("uid", "")
+        stale = {ref: w for ref, w in works.items() if (w["metadata"].get("labels") or {}).get(c.JOB_UID_LABEL) != uid}
+        await deletion.delete_works(self.rc, stale, self.works)
+        rb = self.bindings.get(namespace, c.rb_name(name))
+        if rb is None or ((rb.get("spec") or {}).get("resource") or {}).get("uid") != uid:
+            return
+        if ((rb.get("spec") or {}).get("suspension") or {}).get("dispatching"):
+            return
+        generation = b.generation_of(rb)
+        placement = b.placement_of(rb) or {}
+        shares = {cl: s for cl, s in (placement.get("clusters") or {}).items() if int(s.get("replicas") or 0) > 0}
+        if not (rb.get("spec") or {}).get("clusters"):
+            shares = {}
+        current = {ref[0][len("karmada-es-"):]: w for ref, w in works.items() if ref not in stale}
+        gone = {(c.execution_ns(cl), w["metadata"]["name"]): w for cl, w in current.items() if cl not in shares}
+        await deletion.delete_works(self.rc, gone, self.works)
+        if not shares:
+            return
+        multi = len(shares) > 1 and placement.get("strategy") != "Duplicated"
+        cancelled = c.int_annotation(rb, c.CANCELLED_GENERATION, -1) == generation
+        timeout = self._timeout(job)
+        released = any(_placement(w).get("generation") == generation and not _placement(w).get("hold") and
+                       _placement(w).get("clusters", 1) > 1 for w in current.values())
+        verdict = Verdict("none")
+        if multi and not cancelled and not released:  # once released, failures are the job's own business
+            placed_at = c.parse_time(c.annotations_of(rb).get(c.PLACED_AT)) or self.clock()
+            verdict = judge({cl: current.get(cl) for cl in shares}, generation, placed_at, timeout, self.clock())
+        released = released or verdict.action == "release"
+        cancelled = cancelled or verdict.action == "cancel"
+        cluster_objs = {o["metadata"]["name"]: o for o in self.clusters.items()}
+        overrides = [p for p in self.ops.items() if p["metadata"].get("namespace") == namespace] + self.cops.items()
+        frozen = set((((rb.get("spec") or {}).get("suspension") or {}).get("dispatchingOnClusters") or {}).get(
+            "clusterNames") or [])
+        for cluster, share in sorted(shares.items()):
+            if cluster in frozen:  # policy suspension.dispatchingOnClusters: leave that Work as it is
+                continue
+            body = self._render(job, cluster, share, placement, generation, multi, released, cancelled, timeout,
+                                cluster_objs.get(cluster), overrides)
+            await self._apply(body, current.get(cluster))
+        if verdict.action == "release":
+            await self._released(job, rb, generation, shares)
+        elif verdict.action == "cancel":
+            await self._cancelled(job, rb, generation, shares, verdict)
+        elif verdict.action == "wait":
+            self.queue.add(key, verdict.wait_seconds + 0.05)
+
+    def _timeout(self, job: Obj) -> int:
+        value = c.int_annotation(job, c.RESERVE_TIMEOUT, self.options.reserve_timeout_seconds)
+        return value if value >= 1 else self.options.reserve_timeout_seconds
+
+    def _render(self, job: Obj, cluster: str, share: dict[str, Any], placement: dict[str, Any], generation: int,
+                multi: bool, released: bool, cancelled: bool, timeout: int, cluster_obj: Obj | None,
+                overrides: list[Obj]) -> Obj:
+        meta = job["metadata"]
+        manifest = share_manifest(job, share, placement.get("totals") or {}, generation)
+        notes: dict[str, str] = {}
+        if overrides and cluster_obj is not None:
+            applied, problems = apply_overrides(manifest, job, b.cluster_snapshot(cluster_obj, self.options.placement),
+                                                overrides)
+            if applied:
+                notes["caldera.io/overrides-applied"] = ", ".join(applied)
+            if problems:
+                notes["caldera.io/overrides-skipped"] = "; ".join(problems)[:1000]
+        job_label = c.work_name(meta.get("namespace", ""), meta.get("name", ""))
+        return {
+            "apiVersion": "work.karmada.io/v1alpha1",
+            "kind": "Work",
+            "metadata": {"name": job_label, "namespace": c.execution_ns(cluster),
+                         "labels": {c.JOB_LABEL: job_label, c.JOB_UID_LABEL: meta.get("uid", "")},
+                         "annotations": notes},
+            "spec": {
+                "workload": {"manifests": [manifest]},
+                "placement": {"generation": generation, "hold": multi and not released, "cancelled": cancelled,
+                              "clusters": len(placement.get("clusters") or {}) if multi else 1,
+                              "reserveTimeoutSeconds": timeout},
+            },
+        }
+
+    async def _apply(self, body: Obj, existing: Obj | None) -> None:
+        meta = body["metadata"]
+        ref = (meta["namespace"], meta["name"])
+        if existing is None:
+            try:
+                created = await self.rc.create(c.WORKS, body, meta["namespace"])
+            except k8s.ApiException as err:
+                if err.status == 404:  # the execution namespace does not exist yet
+                    await self._ensure_namespace(meta["namespace"])
+                    created = await self.rc.create(c.WORKS, body, meta["namespace"])
+                elif err.status == 409:
+                    existing = await self.rc.get(c.WORKS, meta["name"], meta["namespace"])
+                    created = None
+                else:
+                    raise
+            if created is not None:
+                self.works.store[ref] = created
+                self.index.update("ADDED", created, None)
+                return
+        assert existing is not None
+        current = {"metadata": {k: existing["metadata"].get(k) or {} for k in ("labels", "annotations")},
+                   "spec": {k: (existing.get("spec") or {}).get(k) for k in ("workload", "placement")}}
+        desired = {"metadata": {k: meta.get(k) or {} for k in ("labels", "annotations")}, "spec": body["spec"]}
+        patch = c.merge_diff(current, desired)
+        if patch:
+            patched = await self.rc.patch(c.WORKS, meta["name"], patch, meta["namespace"])
+            self.works.store[ref] = patched
+
+    async def _ensure_namespace(self, namespace: str) -> None:
+        try:
+            await self.rc.create(c.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                                "metadata": {"name": namespace}})
+        except k8s.ApiException as err:
+            if err.status != 409:
+                raise
+
+    async def _released(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any]) -> None:
+        notes = c.annotations_of(rb)
+        if c.RESERVE_ATTEMPTS in notes or c.RETRY_AFTER in notes:
+            await self._annotate(rb, {c.RESERVE_ATTEMPTS: None, c.RETRY_AFTER: None})
+        metrics.TWO_PHASE.labels(outcome="released").inc()
+        await self._event(job, "Released", f"generation {generation}: every share reserved on "
+                                           f"{', '.join(sorted(shares))}; released")
+
+    async def _cancelled(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any], verdict: Verdict) -> None:
+        now = self.clock()
+        attempts = c.int_annotation(rb, c.RESERVE_ATTEMPTS, 0) + 1
+        delay = c.backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds)
+        caps = merge_caps(c.json_annotation(rb, c.RESERVE_CAPS), shares, verdict.failed,
+                          now + self.options.cap_ttl_seconds)
+        await self._annotate(rb, {c.CANCELLED_GENERATION: str(generation), c.RESERVE_ATTEMPTS: str(attempts),
+                                  c.RETRY_AFTER: c.rfc3339(now + delay), c.RESERVE_CAPS: c.canonical_json(caps)})
+        metrics.TWO_PHASE.labels(outcome="cancelled").inc()
+        await self._event(job, "Cancelled", f"generation {generation}: {verdict.message}; every share cancelled, "
+                                            f"re-placing in {delay:.0f}s with lower estimates on "
+                                            f"{', '.join(verdict.failed)}", "Warning")
+
+    async def _annotate(self, rb: Obj, notes: dict[str, str | None]) -> None:
+        meta = rb["metadata"]
+        patched = await self.rc.patch(c.BINDINGS, meta["name"], {"metadata": {"annotations": notes}},
+                                      meta["namespace"])
+        self.bindings.store[(meta["namespace"], meta["name"])] = patched
+
+    async def _event(self, job: Obj, reason: str, message: str, type_: str = "Normal") -> None:
+        try:
+            await record_event(self.api, job, reason, message[:1000], type_, component="caldera-dispatch")
+        except Exception as err:  # events are best effort
+            log.debug("event %s not recorded: %s", reason, err)
+
+
+def _placement(work: Obj) -> dict[str, Any]:
+    return dict((work.get("spec") or {}).get("placement") or {})
+
+
+async def dispatch_controller(ctx: Any, options: c.ControllerOptions | None = None) -> None:
+    """``Controller`` entry point: run until the server stops."""
+    from federation.client import api_client_from_dict
+
+    async with api_client_from_dict(ctx.kubeconfig) as api:
+        await DispatchController(api, options or ctx.extra.get("controller_options")).run(ctx.stop)

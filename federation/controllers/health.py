@@ -1,0 +1,181 @@
+"""Cluster health controller: Leases in ``karmada-cluster`` -> Cluster ``Ready`` and taints.
+
+Every ``monitor_period`` (and whenever a Lease or Cluster changes) it runs the pure state
+machine :func:`federation.controllers.health_state.assess` for each Cluster and writes only
+what differs: the ``Ready`` condition through the status subresource, and the managed
+``cluster.karmada.io/unreachable`` / ``not-ready`` taints in ``spec.taints`` (admins' taints
+are kept). Both writes carry the resourceVersion they were computed from, so a concurrent
+edit makes the write fail with 409 and the next round recomputes. Thresholds come from
+``caldera serve`` flags through ``ControllerContext.extra`` (see :func:`config_from`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from federation import metrics
+from federation.client import ResourceClient, api_client_from_dict
+from federation.controllers.health_state import (
+    MANAGED_KEYS,
+    HealthConfig,
+    Observation,
+    Verdict,
+    assess,
+    merged_taints,
+)
+from federation.controllers.status_aggregate import parse_stamp, stamp
+from federation.controllers.status_informer import Informer
+from federation.events import record_event
+from policies.kinds import lookup
+
+Obj = dict[str, Any]
+log = logging.getLogger("caldera.controllers.health")
+
+CLUSTERS = lookup("cluster.karmada.io/v1alpha1", "Cluster")
+LEASES = lookup("coordination.k8s.io/v1", "Lease")
+LEASE_NAMESPACE = "karmada-cluster"
+
+#: ControllerContext.extra keys (set by ``caldera serve`` flags) -> HealthConfig fields
+OPTION_KEYS = {"cluster_lease_grace": "lease_grace", "cluster_failover_grace": "failover_grace",
+               "cluster_success_threshold": "success_threshold", "cluster_startup_grace": "startup_grace",
+               "cluster_monitor_period": "monitor_period"}
+
+
+def config_from(options: Mapping[str, Any]) -> HealthConfig:
+    values = {field: float(options[key]) for key, field in OPTION_KEYS.items() if options.get(key) is not None}
+    return HealthConfig(**values)
+
+
+def observe(cluster: Obj, lease: Obj | None) -> Observation:
+    meta = cluster.get("metadata") or {}
+    ready = next((c for c in (cluster.get("status") or {}).get("conditions") or []
+                  if isinstance(c, dict) and c.get("type") == "Ready"), {})
+    spec = (lease or {}).get("spec") or {}
+    renewed = parse_stamp(spec.get("renewTime") or spec.get("acquireTime"))
+    duration = spec.get("leaseDurationSeconds")
+    taints = tuple((str(t.get("key")), str(t.get("effect")), t.get("timeAdded"))
+                   for t in (cluster.get("spec") or {}).get("taints") or [] if isinstance(t, dict))
+    return Observation(str(meta.get("name")), parse_stamp(meta.get("creationTimestamp")), renewed,
+                       float(duration) if duration else None, ready.get("status"), ready.get("reason"), taints)
+
+
+def ready_condition(cluster: Obj) -> Obj:
+    return next((c for c in (cluster.get("status") or {}).get("conditions") or []
+                 if isinstance(c, dict) and c.get("type") == "Ready"), {})
+
+
+class HealthController:
+    def __init__(self, rc: ResourceClient, api: Any, config: HealthConfig,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.rc = rc
+        self.api = api
+        self.config = config
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.wake = asyncio.Event()
+        self.clusters = Informer(rc, CLUSTERS, None, lambda _o, _d: self.wake.set())
+        self.leases = Informer(rc, LEASES, LEASE_NAMESPACE, lambda _o, _d: self.wake.set())
+        self.recovering: dict[str, datetime | None] = {}
+        self.writes = 0
+
+    async def evaluate(self, name: str) -> Verdict | None:
+        cluster = self.clusters.items.get(("", name))
+        if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
+            self.recovering.pop(name, None)
+            return None
+        obs = observe(cluster, self.leases.items.get((LEASE_NAMESPACE, name)))
+        now = self.clock()
+        verdict = assess(obs, self.recovering.get(name), now, self.config)
+        self.recovering[name] = verdict.recovering_since
+        metrics.CLUSTER_READY.labels(cluster=name).set(1 if verdict.healthy else 0)
+        if verdict.lease_age is not None:
+            metrics.CLUSTER_LEASE_AGE.labels(cluster=name).set(verdict.lease_age)
+        if verdict.undecided:
+            return verdict
+        was_tainted = obs.is_tainted()
+        had_no_execute = any(k in MANAGED_KEYS and e == "NoExecute" for k, e, _a in obs.taints)
+        if verdict.healthy:  # clear taints first, then say Ready
+            cluster = await self._write_taints(cluster, verdict)
+            cluster = await self._write_ready(cluster, verdict, now)
+        else:  # say NotReady first, then taint
+            cluster = await self._write_ready(cluster, verdict, now)
+            cluster = await self._write_taints(cluster, verdict)
+        if verdict.healthy and was_tainted:
+            await self._event(cluster, "ClusterReady", verdict.message, "Normal")
+        elif not verdict.healthy and not was_tainted:
+            await self._event(cluster, "ClusterNotReady", verdict.message, "Warning")
+        if any(e == "NoExecute" for _k, e, _a in verdict.taints) and not had_no_execute:
+            await self._event(cluster, "ClusterFailover", f"unhealthy for {self.config.failover_grace:.0f}s: "
+                              f"NoExecute taint added, jobs here are re-placed", "Warning")
+        return verdict
+
+    async def _write_ready(self, cluster: Obj, verdict: Verdict, now: datetime) -> Obj:
+        current = ready_condition(cluster)
+        if current.get("status") == verdict.ready and (current.get("reason") == verdict.reason or verdict.healthy):
+            return cluster
+        conditions = [c for c in (cluster.get("status") or {}).get("conditions") or []
+                      if isinstance(c, dict) and c.get("type") != "Ready"]
+        when = current.get("lastTransitionTime") if current.get("status") == verdict.ready else stamp(now)
+        conditions.append({"type": "Ready", "status": verdict.ready, "reason": verdict.reason,
+                           "message": verdict.message, "lastTransitionTime": when or stamp(now)})
+        patch = {"metadata": {"resourceVersion": cluster["metadata"]["resourceVersion"]},
+                 "status": {"conditions": conditions}}
+        written = await self.rc.patch(CLUSTERS, cluster["metadata"]["name"], patch, subresource="status")
+        self._written(written, "ClusterStatus")
+        return dict(written)
+
+    async def _write_taints(self, cluster: Obj, verdict: Verdict) -> Obj:
+        current = list((cluster.get("spec") or {}).get("taints") or [])
+        wanted = merged_taints(current, verdict)
+        if wanted == current:
+            return cluster
+        patch = {"metadata": {"resourceVersion": cluster["metadata"]["resourceVersion"]},
+                 "spec": {"taints": wanted or None}}
+        written = await self.rc.patch(CLUSTERS, cluster["metadata"]["name"], patch)
+        self._written(written, "ClusterTaints")
+        return dict(written)
+
+    def _written(self, obj: Obj, kind: str) -> None:
+        self.clusters.remember(obj)
+        self.writes += 1
+        metrics.STATUS_WRITES.labels(kind=kind).inc()
+
+    async def _event(self, cluster: Obj, reason: str, message: str, type_: str) -> None:
+        try:
+            await record_event(self.api, cluster, reason, message, type_, component="caldera-cluster-health")
+        except (ApiException, OSError) as exc:
+            log.warning("recording event %s for Cluster %s failed: %s", reason, cluster["metadata"]["name"], exc)
+
+    async def round(self) -> None:
+        for _ns, name in sorted(self.clusters.items):
+            try:
+                await self.evaluate(name)
+            except ApiException as exc:
+                if exc.status not in (404, 409):
+                    log.warning("updating health of Cluster %s failed: %s", name, exc.reason)
+            except Exception:  # noqa: BLE001 - one cluster must not stop the others
+                log.exception("assessing health of Cluster %s failed", name)
+
+    async def work_loop(self, stop: asyncio.Event) -> None:
+        await asyncio.gather(self.clusters.synced.wait(), self.leases.synced.wait())
+        while not stop.is_set():
+            self.wake.clear()
+            await self.round()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), self.config.monitor_period)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await asyncio.gather(self.clusters.run(stop), self.leases.run(stop), self.work_loop(stop))
+
+
+async def health_controller(context: Any) -> None:
+    """Entry point for ``federation.controllers.CONTROLLERS``."""
+    config = config_from(getattr(context, "extra", {}) or {})
+    async with api_client_from_dict(context.kubeconfig) as api:
+        await HealthController(ResourceClient(api), api, config).run(context.stop)

@@ -1,0 +1,415 @@
+"""Placement controller: Job + governing policy + Clusters (+ previous binding) -> ResourceBinding.
+
+Keyed by Job. A job is (re)placed when:
+
+* it has no division yet;
+* its spec changed (``metadata.generation`` != ``status.schedulerObservedGeneration``);
+* its policy changed (another policy now governs it, or the placement changed);
+* a cluster it is on became unusable (deleted, being deleted, or an untolerated NoExecute
+  taint): the *whole* job gets a new generation (the gang restarts as a unit); the surviving
+  clusters' previous shares count as the steady layout;
+* its two-phase start was cancelled (``caldera.io/cancelled-generation`` == generation):
+  Fresh division, after the backoff in ``caldera.io/retry-after``, with the failed clusters'
+  estimates lowered by ``caldera.io/reserve-caps``;
+* it is unschedulable and a Cluster changed since the last attempt (backoff per job).
+
+A change of capacity alone never moves a placed job. Shares dispatched but not yet running
+are deducted from later placements (``AssumedWorkload``), so a burst cannot overcommit a
+cluster. Placements run one at a time in a worker thread (the core is CPU-bound).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes_asyncio import client as k8s
+
+from federation import metrics
+from federation.client import ResourceClient
+from federation.controllers import binding as b
+from federation.controllers import common as c
+from federation.controllers.assumed import AssumedShares, reserve_caps
+from federation.controllers.matching import Match, match_policy
+from federation.controllers.runner import Informer, WorkQueue, is_not_found, run_workers, wait_synced
+from federation.events import record_event
+from federation.placement.adapters import build_request
+from federation.placement.decision import PlacementDecision
+from federation.placement.place import Placer, place
+from federation.placement.request import ClusterState
+from policies.errors import CalderaError
+
+log = logging.getLogger("caldera.controllers.placement")
+Obj = dict[str, Any]
+Key = tuple[str, str]
+
+
+@dataclass
+class Attempt:
+    """A failed placement: when to retry, and which cluster snapshot it failed on."""
+
+    failures: int
+    not_before: float
+    cluster_version: int
+    message: str
+
+
+class PlacementController:
+    def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
+        self.api = api
+        self.options = options or c.ControllerOptions()
+        self.clock = self.options.clock
+        rc = ResourceClient(api, self.options.request_timeout)
+        self.rc = rc
+        wt = self.options.watch_timeout
+        self.jobs = Informer(rc, c.JOBS, self._on_job, watch_timeout=wt)
+        self.pps = Informer(rc, c.PROPAGATION_POLICIES, self._on_policy, watch_timeout=wt)
+        self.cpps = Informer(rc, c.CLUSTER_PROPAGATION_POLICIES, self._on_policy, watch_timeout=wt)
+        self.clusters = Informer(rc, c.CLUSTERS, self._on_cluster, watch_timeout=wt)
+        self.bindings = Informer(rc, c.BINDINGS, self._on_binding, watch_timeout=wt)
+        self.works = Informer(rc, c.WORKS, None, watch_timeout=wt)
+        self.informers = [self.jobs, self.pps, self.cpps, self.clusters, self.bindings, self.works]
+        self.queue = WorkQueue()
+        self.placer = Placer()
+        self.lock = asyncio.Lock()
+        self.cluster_version = 0
+        self._snapshot: tuple[int, tuple[ClusterState, ...]] | None = None
+        self.attempts: dict[Key, Attempt] = {}
+        self.assumed = AssumedShares(self.works.get)
+
+    # ------------------------------------------------------------------ events
+
+    def _on_job(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+        self.queue.add(c.job_key(*_ns_name(obj)))
+
+    def _on_policy(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        for job in self.jobs.items():
+            ns, name = _ns_name(job)
+            if obj.get("kind") != "PropagationPolicy" or ns == namespace:
+                self.queue.add((ns, name))
+
+    def _on_cluster(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+        self.cluster_version += 1
+        name = (obj.get("metadata") or {}).get("name")
+        for rb in self.bindings.items():
+            ns, job = (rb.get("metadata") or {}).get("namespace", ""), ((rb.get("spec") or {}).get("resource") or {}).get("name", "")
+            scheduled = c.condition(rb, "Scheduled")
+            on_it = any(t.get("name") == name for t in (rb.get("spec") or {}).get("clusters") or [])
+            if on_it or (scheduled is not None and scheduled.get("status") != "True"):
+                self.queue.add((ns, job))
+
+    def _on_binding(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+        resource = (obj.get("spec") or {}).get("resource") or {}
+        if resource.get("kind") == "Job" and resource.get("name"):
+            self.queue.add(((obj.get("metadata") or {}).get("namespace", ""), resource["name"]))
+
+    # ------------------------------------------------------------------ run
+
+    async def run(self, stop: asyncio.Event) -> None:
+        tasks = [asyncio.create_task(inf.run(stop)) for inf in self.informers]
+        try:
+            if not await wait_synced(self.informers, stop):
+                return
+            await run_workers(self.queue, self.reconcile, stop, self.options.workers, name="placement")
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    def cluster_states(self) -> tuple[ClusterState, ...]:
+        """One tuple per cluster snapshot (the Placer caches by its identity)."""
+        if self._snapshot is None or self._snapshot[0] != self.cluster_version:
+            states = []
+            for cluster in sorted(self.clusters.items(), key=lambda o: o["metadata"]["name"]):
+                try:
+                    states.append(b.cluster_snapshot(cluster, self.options.placement))
+                except Exception as err:  # a malformed status must not stop placement elsewhere
+                    log.warning("cluster %s skipped: %s", cluster["metadata"]["name"], err)
+            self._snapshot = (self.cluster_version, tuple(states))
+        return self._snapshot[1]
+
+    def _usable(self, policy: Mapping[str, Any], now: float) -> tuple[ClusterState, ...]:
+        """The snapshot minus clusters whose NoExecute taint this policy tolerates no longer
+        (``tolerationSeconds`` ran out; the core itself ignores tolerationSeconds)."""
+        states = self.cluster_states()
+        tolerations = ((policy.get("spec") or {}).get("placement") or {}).get("clusterTolerations") or []
+        expired = set()
+        for cluster in self.clusters.items():
+            for taint in (cluster.get("spec") or {}).get("taints") or []:
+                if taint.get("effect") == "NoExecute" and tolerations:
+                    until = b.tolerated_until(taint, tolerations)
+                    if until is not None and until <= now:
+                        expired.add(cluster["metadata"]["name"])
+        return tuple(s for s in states if s.name not in expired) if expired else states
+
+    def policies_for(self, namespace: str) -> list[Obj]:
+        return [p for p in self.pps.items() if p["metadata"].get("namespace") == namespace] + self.cpps.items()
+
+    def _dispatched_generation(self, job: Obj) -> int:
+        """The newest generation among the job's Works: a binding deleted by hand must not restart
+        the count, or agents would fence the new Works off as older than what they hold."""
+        uid = job["metadata"].get("uid", "")
+        newest = 0
+        for work in self.works.items():
+            if ((work.get("metadata") or {}).get("labels") or {}).get(c.JOB_UID_LABEL) == uid:
+                newest = max(newest, int(((work.get("spec") or {}).get("placement") or {}).get("generation") or 0))
+        return newest
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def reconcile(self, key: Key) -> None:
+        namespace, name = key
+        job = self.jobs.get(namespace, name)
+        rb = self.bindings.get(namespace, c.rb_name(name))
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            await self._forget(key, job, rb)
+            return
+        uid = job["metadata"].get("uid", "")
+        if rb is not None and ((rb.get("spec") or {}).get("resource") or {}).get("uid") not in (uid, None):
+            await self._delete_binding(namespace, c.rb_name(name))  # left over from a job of the same name
+            rb = None
+        now = self.clock()
+        match = match_policy(job, self.policies_for(namespace))
+        if match.policy is None:
+            await self._no_policy(job, rb, now)
+            return
+        trigger, previous, delay = self._trigger(job, rb, match, now)
+        if trigger is None:
+            self.assumed.remember(job, b.generation_of(rb), b.placement_of(rb))
+            await self._note_conflict(job, rb, match, now)
+            return
+        if delay > 0:
+            self.queue.add(key, delay)
+            return
+        await self._place(job, rb, match, trigger, previous, now)
+
+    def _trigger(self, job: Obj, rb: Obj | None, match: Match, now: float) -> tuple[str | None, Obj | None, float]:
+        """Why the job must be placed now (None: it need not), the previous binding to use, and a delay."""
+        assert match.policy is not None
+        generation = b.generation_of(rb)
+        status = (rb or {}).get("status") or {}
+        job_gen = int(job["metadata"].get("generation") or 1)
+        scheduled = c.condition(rb, "Scheduled")
+        key = _ns_name(job)
+        if rb is None or (generation == 0 and scheduled is None):
+            return "initial placement", rb, 0.0
+        if _finished(job):
+            return None, rb, 0.0  # a finished job is never moved
+        if scheduled is not None and scheduled.get("reason") == "NoPolicy":
+            return "policy bound", rb, 0.0
+        if status.get("schedulerObservedGeneration") != job_gen:
+            return "job spec changed", rb, 0.0
+        if b.applied_fingerprint(rb) != b.placement_fingerprint(match.policy):
+            return "policy changed", rb, 0.0
+        tolerations = ((match.policy.get("spec") or {}).get("placement") or {}).get("clusterTolerations") or []
+        if b.reschedule_requested(rb):
+            return "reschedule requested (rescheduleTriggeredAt)", rb, 0.0
+        lost, wake = b.lost_clusters(rb, {o["metadata"]["name"]: o for o in self.clusters.items()}, tolerations, now)
+        if wake is not None:  # a tolerationSeconds runs out later: look again then
+            self.queue.add(key, max(0.05, wake - now))
+        if lost:
+            why = "; ".join(f"{n}: {w}" for n, w in sorted(lost.items()))
+            return f"cluster lost ({why})", b.without_clusters(rb, lost), 0.0
+        if generation > 0 and c.int_annotation(rb, c.CANCELLED_GENERATION, -1) == generation:
+            retry_at = c.parse_time(c.annotations_of(rb).get(c.RETRY_AFTER)) or now
+            return "reservation cancelled", b.fresh_previous(rb), max(0.0, retry_at - now)
+        if scheduled is not None and scheduled.get("status") != "True":
+            attempt = self.attempts.get(key)
+            if attempt is not None and attempt.cluster_version == self.cluster_version:
+                return None, rb, 0.0
+            delay = max(0.0, attempt.not_before - now) if attempt else 0.0
+            return "retry after clusters changed", rb, delay
+        return None, rb, 0.0
+
+    async def _place(self, job: Obj, rb: Obj | None, match: Match, trigger: str, previous: Obj | None,
+                     now: float) -> None:
+        assert match.policy is not None
+        key = _ns_name(job)
+        uid = job["metadata"].get("uid", "")
+        generation = b.generation_of(rb) if rb is not None else self._dispatched_generation(job)
+        old_clusters = ((rb or {}).get("spec") or {}).get("clusters") or []
+        replace = trigger.startswith("cluster lost") or trigger == "reservation cancelled"
+        async with self.lock:
+            version = self.cluster_version
+            try:
+                assumed = self.assumed.others(uid) + reserve_caps(job, rb, now)
+                request = build_request(job, match.policy, self._usable(match.policy, now), previous, now=now,
+                                        assumed=assumed, options=self.options.placement)
+            except (CalderaError, ValueError, KeyError, TypeError) as err:
+                metrics.PLACEMENTS.labels(result="error").inc()
+                await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}", version, now,
+                                   clear=replace)
+                return
+            decision = await asyncio.to_thread(place, request, self.placer)
+            _count(decision)
+            if decision.ok:  # count the new shares before the next placement runs, not after the writes
+                clusters = b.target_clusters(decision)
+                changed = replace or generation == 0 or not b.same_layout(old_clusters, clusters)
+                new_gen = generation + 1 if changed else generation
+                placement = b.placement_json(decision, job, new_gen)
+                self.assumed.forget(uid)
+                self.assumed.remember(job, new_gen, placement)
+        if not decision.ok:
+            assert decision.failure is not None
+            await self._failed(job, rb, match, decision.failure.condition, b.diagnosis_message(decision), version,
+                               now, clear=replace or not old_clusters)
+            return
+        body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)
+        rb = await self._write_binding(rb, body)
+        conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "True",
+                                     "Success", f"{trigger}: {decision.reason}", now)
+        conditions = self._conflict_conditions(conditions, match, now)
+        await self._write_status(rb, {
+            "conditions": conditions,
+            "schedulerObservedGeneration": int(job["metadata"].get("generation") or 1),
+            "schedulerObservingAffinityName": decision.affinity_name or None,
+            "lastScheduledTime": c.rfc3339(now),
+        })
+        self.attempts.pop(key, None)
+        if changed:
+            split = ", ".join(f"{t['name']}: {t['replicas']}" for t in clusters)
+            await self._event(job, "Scheduled", f"generation {new_gen} ({trigger}): {split}; {decision.reason}")
+
+    async def _failed(self, job: Obj, rb: Obj | None, match: Match, reason: str, message: str, version: int,
+                      now: float, clear: bool) -> None:
+        key = _ns_name(job)
+        previous = self.attempts.get(key)
+        failures = (previous.failures if previous else 0) + 1
+        delay = c.backoff(failures, self.options.retry_base_seconds, self.options.retry_max_seconds)
+        self.attempts[key] = Attempt(failures, now + delay, version, message)
+        generation = b.generation_of(rb)
+        had = bool(((rb or {}).get("spec") or {}).get("clusters"))
+        new_gen = generation + 1 if (clear and had) else generation
+        body = b.binding_body(job, match.policy, rb, [] if clear else None, new_gen, None, now, placed=clear and had)
+        rb = await self._write_binding(rb, body)
+        conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
+                                     reason, message, now)
+        conditions = self._conflict_conditions(conditions, match, now)
+        await self._write_status(rb, {"conditions": conditions,
+                                      "schedulerObservedGeneration": int(job["metadata"].get("generation") or 1)})
+        if clear:
+            self.assumed.forget(job["metadata"].get("uid", ""))
+        if previous is None or previous.message != message:
+            await self._event(job, "FailedScheduling", f"{reason}: {message}", "Warning")
+
+    async def _no_policy(self, job: Obj, rb: Obj | None, now: float) -> None:
+        """No policy selects the job: a binding with Scheduled=False/NoPolicy. A job already placed
+        keeps its placement (as in Karmada, unbinding a policy does not withdraw resources)."""
+        if (rb or {}).get("spec", {}).get("clusters"):
+            return
+        message = "no PropagationPolicy or ClusterPropagationPolicy selects this job"
+        scheduled = c.condition(rb, "Scheduled")
+        if scheduled is not None and scheduled.get("reason") == "NoPolicy":
+            return
+        rb = await self._write_binding(rb, b.binding_body(job, None, rb, [], 0, None, now, placed=False))
+        conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
+                                     "NoPolicy", message, now)
+        await self._write_status(rb, {"conditions": conditions})
+        await self._event(job, "FailedScheduling", f"NoPolicy: {message}", "Warning")
+
+    def _conflict_conditions(self, conditions: list[dict[str, Any]], match: Match, now: float) -> list[dict[str, Any]]:
+        if match.conflicts:
+            return c.set_condition(conditions, "PolicyConflict", "True", "PolicyConflict", match.conflict_message(), now)
+        return c.drop_condition(conditions, "PolicyConflict")
+
+    async def _note_conflict(self, job: Obj, rb: Obj | None, match: Match, now: float) -> None:
+        current = c.condition(rb, "PolicyConflict")
+        if bool(match.conflicts) == (current is not None) and (
+                current is None or current.get("message") == match.conflict_message()):
+            return
+        conditions = self._conflict_conditions(((rb or {}).get("status") or {}).get("conditions") or [], match, now)
+        await self._write_status(rb, {"conditions": conditions})
+        if match.conflicts:
+            await self._event(job, "PolicyConflict", match.conflict_message(), "Warning")
+
+    async def _forget(self, key: Key, job: Obj | None, rb: Obj | None) -> None:
+        self.attempts.pop(key, None)
+        self.assumed.forget_job(key, None if job is None else job["metadata"].get("uid"))
+        if rb is not None:
+            await self._delete_binding(key[0], c.rb_name(key[1]))
+
+    # ------------------------------------------------------------------ writes
+
+    async def _write_binding(self, rb: Obj | None, body: Obj) -> Obj:
+        meta = body["metadata"]
+        if rb is None:
+            try:
+                created: Obj = await self.rc.create(c.BINDINGS, body, meta["namespace"])
+                self.bindings.store[(meta["namespace"], meta["name"])] = created
+                return created
+            except k8s.ApiException as err:
+                if err.status != 409:
+                    raise
+                rb = await self.rc.get(c.BINDINGS, meta["name"], meta["namespace"])
+        assert rb is not None
+        current = {"metadata": {k: rb["metadata"].get(k) for k in ("labels", "annotations", "ownerReferences")},
+                   "spec": rb.get("spec") or {}}
+        desired = {"metadata": {k: body["metadata"].get(k) for k in ("labels", "annotations", "ownerReferences")},
+                   "spec": body["spec"]}
+        patch = c.merge_diff(current, desired)
+        if not patch:
+            return rb
+        patched: Obj = await self.rc.patch(c.BINDINGS, meta["name"], patch, meta["namespace"])
+        self.bindings.store[(meta["namespace"], meta["name"])] = patched
+        return patched
+
+    async def _write_status(self, rb: Obj | None, status: dict[str, Any]) -> None:
+        if rb is None:
+            return
+        patch = c.merge_diff({k: (rb.get("status") or {}).get(k) for k in status}, status)
+        if not patch:
+            return
+        meta = rb["metadata"]
+        patched = await self.rc.patch(c.BINDINGS, meta["name"], {"status": patch}, meta["namespace"], "status")
+        self.bindings.store[(meta["namespace"], meta["name"])] = patched
+
+    async def _delete_binding(self, namespace: str, name: str) -> None:
+        try:
+            await self.rc.delete(c.BINDINGS, name, namespace)
+        except k8s.ApiException as err:
+            if not is_not_found(err):
+                raise
+        self.bindings.store.pop((namespace, name), None)
+
+    async def _event(self, job: Obj, reason: str, message: str, type_: str = "Normal") -> None:
+        try:
+            await record_event(self.api, job, reason, message[:1000], type_, component="caldera-placement")
+        except Exception as err:  # events are best effort
+            log.debug("event %s for %s not recorded: %s", reason, _ns_name(job), err)
+
+
+def _count(decision: PlacementDecision) -> None:
+    """Placements by result and optimizer runs by outcome (federation.metrics)."""
+    failure = decision.failure
+    result = "scheduled" if failure is None else "error" if failure.condition == "SchedulerError" else "unschedulable"
+    metrics.PLACEMENTS.labels(result=result).inc()
+    if decision.optimizer:
+        solved = decision.path == "optimizer" and failure is None
+        optimal = decision.optimizer.get("status") == 0
+        metrics.OPTIMIZER_CALLS.labels(outcome="infeasible" if not solved else "solved" if optimal
+                                       else "fallback").inc()
+
+
+def _finished(job: Obj) -> bool:
+    phase = (((job.get("status") or {}).get("state")) or {}).get("phase")
+    return phase in c.FINISHED_JOB_PHASES
+
+
+def _ns_name(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+async def placement_controller(ctx: Any, options: c.ControllerOptions | None = None) -> None:
+    """``Controller`` entry point: run until the server stops."""
+    from federation.client import api_client_from_dict
+
+    async with api_client_from_dict(ctx.kubeconfig) as api:
+        await PlacementController(api, options or ctx.extra.get("controller_options")).run(ctx.stop)

@@ -1,0 +1,389 @@
+"""Aggregate a federated Job's status from its ResourceBinding and its Works (pure, synchronous).
+
+``aggregate(job, binding, works, now)`` returns the Volcano-shaped ``status`` the status
+controller writes to the Job, plus the phase change (for an Event). The result depends only
+on its inputs and the Job's previous status: timestamps move only when something changes,
+so feeding the same inputs twice gives the same status and the controller never writes in a
+loop. The shape is documented in docs/status.md.
+
+Phase rules (shares are the Works of the binding's current placement generation):
+
+* no placement yet, or a share not dispatched/reported yet -> ``Pending``;
+* any share ``Failed`` -> ``Failed`` (a gang split across clusters is broken if one part fails);
+* any share aborting/aborted, terminating/terminated or restarting -> that phase
+  (the ``-ing`` form until every share is terminal);
+* every share ``Completed`` -> ``Completed``; every share completing or completed -> ``Completing``;
+* every share running, completing or completed -> ``Running``; otherwise ``Pending``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+Obj = dict[str, Any]
+
+PLACEMENT_ANNOTATION = "caldera.io/placement"
+GENERATION_ANNOTATION = "caldera.io/placement-generation"
+EXECUTION_PREFIX = "karmada-es-"
+COUNT_FIELDS = ("pending", "running", "succeeded", "failed", "terminating", "unknown")
+RUNNING_LIKE = frozenset({"Running", "Completing", "Completed"})
+TERMINAL = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
+#: gang phases meaning "this share holds its resources" (two-phase start, docs/protocol.md)
+RESERVED_LIKE = frozenset({"Reserved", "Released", "Running"})
+#: phase-transition entries kept in ``status.conditions`` (Volcano keeps all; we bound the list)
+MAX_PHASE_HISTORY = 20
+
+
+def stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_stamp(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def go_duration(seconds: float) -> str:
+    """Go's ``time.Duration`` text (metav1.Duration on the wire): ``1h2m3s``, ``45s``, ``0s``."""
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def _int(value: Any, default: int | None = None) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@dataclass(frozen=True)
+class PlannedShare:
+    """What the placement decided for one cluster."""
+
+    cluster: str
+    replicas: int | None
+    min_available: int | None
+    tasks: dict[str, int]
+
+
+def planned_shares(binding: Obj | None) -> tuple[int | None, list[PlannedShare]]:
+    """(placement generation, shares) from the binding's annotations, else ``spec.clusters``."""
+    if binding is None:
+        return None, []
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    generation = _int(annotations.get(GENERATION_ANNOTATION))
+    shares: list[PlannedShare] = []
+    try:
+        placement = json.loads(annotations.get(PLACEMENT_ANNOTATION) or "null")
+    except ValueError:
+        placement = None
+    clusters = placement.get("clusters") if isinstance(placement, dict) else None
+    if isinstance(clusters, dict) and clusters:
+        for name in sorted(clusters):
+            entry = clusters[name] if isinstance(clusters[name], dict) else {}
+            raw_tasks = entry.get("tasks")
+            tasks: dict[str, Any] = raw_tasks if isinstance(raw_tasks, dict) else {}
+            task_replicas = {t: _int((v or {}).get("replicas"), 0) or 0 for t, v in tasks.items()}
+            mins = [_int((v or {}).get("minAvailable")) for v in tasks.values()]
+            min_available = sum(m for m in mins if m is not None) if any(m is not None for m in mins) else None
+            replicas = _int(entry.get("replicas"))
+            shares.append(PlannedShare(name, replicas if replicas is not None else sum(task_replicas.values()),
+                                       min_available, task_replicas))
+        return generation, shares
+    for target in (binding.get("spec") or {}).get("clusters") or []:
+        if isinstance(target, dict) and target.get("name"):
+            components = {c["name"]: _int(c.get("replicas"), 0) or 0
+                          for c in target.get("components") or [] if isinstance(c, dict) and c.get("name")}
+            shares.append(PlannedShare(target["name"], _int(target.get("replicas")), None, components))
+    return generation, sorted(shares, key=lambda s: s.cluster)
+
+
+def work_cluster(work: Obj) -> str:
+    return str((work.get("metadata") or {}).get("namespace") or "").removeprefix(EXECUTION_PREFIX)
+
+
+def work_generation(work: Obj) -> int | None:
+    placement = (work.get("spec") or {}).get("placement") or {}
+    generation = _int(placement.get("generation"))
+    if generation is not None:
+        return generation
+    for manifest in ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []:
+        annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+        if GENERATION_ANNOTATION in annotations:
+            return _int(annotations[GENERATION_ANNOTATION])
+    return None
+
+
+def share_job_status(work: Obj) -> Obj:
+    """The share's Volcano Job status the agent reported (``manifestStatuses[0].status``)."""
+    for item in (work.get("status") or {}).get("manifestStatuses") or []:
+        status = item.get("status") if isinstance(item, dict) else None
+        if isinstance(status, dict):
+            return status
+    return {}
+
+
+def condition(obj: Obj | None, type_: str) -> Obj | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            return cond
+    return None
+
+
+@dataclass(frozen=True)
+class ShareView:
+    """One cluster's share as the agent reports it (or as missing)."""
+
+    plan: PlannedShare
+    work: Obj | None
+    stale: bool
+
+    @property
+    def job_status(self) -> Obj:
+        return share_job_status(self.work) if self.work is not None and not self.stale else {}
+
+    @property
+    def phase(self) -> str:
+        return str((self.job_status.get("state") or {}).get("phase") or "Pending")
+
+    @property
+    def gang(self) -> Obj:
+        if self.work is None or self.stale:
+            return {}
+        gang = (self.work.get("status") or {}).get("gang") or {}
+        generation = _int(gang.get("generation"))
+        own = work_generation(self.work)
+        return gang if generation is None or own is None or generation == own else {}
+
+    @property
+    def why(self) -> str:
+        """A short explanation of where this share stands."""
+        if self.work is None:
+            return "not dispatched yet"
+        if self.stale:
+            return f"Work is from placement generation {work_generation(self.work)}, waiting for the new one"
+        if ((self.work.get("spec") or {}).get("placement") or {}).get("cancelled"):
+            return "reservation cancelled by the federation; the job is being placed again"
+        applied = condition(self.work, "Applied")
+        if applied is not None and applied.get("status") == "False":
+            return f"not applied: {applied.get('message') or applied.get('reason') or 'unknown error'}"
+        state = self.job_status.get("state") or {}
+        gang = self.gang
+        for text in (gang.get("reason"), state.get("message"), state.get("reason")):
+            if text:
+                return str(text)
+        if gang.get("phase"):
+            return f"gang {gang['phase']}"
+        if not self.job_status:
+            return "no status reported yet"
+        running = _int(self.job_status.get("running"), 0)
+        return f"{self.phase} ({running}/{self.plan.replicas if self.plan.replicas is not None else '?'} running)"
+
+
+def share_views(binding: Obj | None, works: Iterable[Obj]) -> tuple[int | None, list[ShareView]]:
+    generation, plans = planned_shares(binding)
+    by_cluster = {work_cluster(w): w for w in works if not (w.get("metadata") or {}).get("deletionTimestamp")}
+    views = []
+    for plan in plans:
+        work = by_cluster.get(plan.cluster)
+        own = work_generation(work) if work is not None else None
+        stale = work is not None and generation is not None and own is not None and own < generation
+        views.append(ShareView(plan, work, stale))
+    return generation, views
+
+
+def aggregate_phase(phases: Sequence[str]) -> str:
+    """The federated Job's phase from its shares' phases (module docstring)."""
+    if not phases:
+        return "Pending"
+    present = set(phases)
+    all_terminal = present <= TERMINAL
+    if "Failed" in present:
+        return "Failed"
+    if present & {"Aborting", "Aborted"}:
+        return "Aborted" if all_terminal else "Aborting"
+    if present & {"Terminating", "Terminated"}:
+        return "Terminated" if all_terminal else "Terminating"
+    if "Restarting" in present:
+        return "Restarting"
+    if present == {"Completed"}:
+        return "Completed"
+    if present <= {"Completed", "Completing"}:
+        return "Completing"
+    if present <= RUNNING_LIKE:
+        return "Running"
+    return "Pending"
+
+
+def _explain(phase: str, binding: Obj | None, views: list[ShareView]) -> tuple[str, str]:
+    """(reason, message) for ``status.state``: "why pending across clusters" lives here."""
+    if not views:
+        scheduled = condition(binding, "Scheduled")
+        if binding is None:
+            return "WaitingForPlacement", "no ResourceBinding yet: waiting for the placement controller"
+        if scheduled is not None and scheduled.get("status") == "False":
+            return str(scheduled.get("reason") or "Unschedulable"), str(scheduled.get("message") or "")
+        return "WaitingForPlacement", "the ResourceBinding has no clusters yet"
+    names = ", ".join(v.plan.cluster for v in views)
+    if phase == "Running":
+        return "AllSharesRunning", f"{len(views)} share(s) running on {names}"
+    if phase == "Completed":
+        return "AllSharesCompleted", f"{len(views)} share(s) completed on {names}"
+    if phase in ("Failed", "Aborted", "Aborting", "Terminated", "Terminating", "Restarting"):
+        culprits = [v for v in views if v.phase == phase or (phase.endswith("ing") and v.phase not in TERMINAL)]
+        detail = "; ".join(f"{v.plan.cluster}: {v.phase} ({v.why})" for v in culprits or views)
+        return f"Share{phase}", detail
+    waiting = [v for v in views if v.phase not in RUNNING_LIKE]
+    detail = "; ".join(f"{v.plan.cluster}: {v.why}" for v in waiting)
+    if phase == "Completing":
+        return "SharesCompleting", detail
+    held = [v for v in views if v.gang.get("phase")]
+    if held and any(v.gang.get("phase") not in RESERVED_LIKE for v in held):
+        return "WaitingForReservation", detail
+    if any(v.work is None or v.stale for v in views):
+        return "WaitingForDispatch", detail
+    return "WaitingForShares", detail
+
+
+def _typed(type_: str, status: str, reason: str, message: str, previous: Mapping[str, Obj], now: str,
+           since: str | None = None) -> Obj:
+    old = previous.get(type_)
+    if old is not None and old.get("status") == status:
+        when = old.get("lastTransitionTime") or since or now
+    else:
+        when = since or now
+    return {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": when}
+
+
+def typed_conditions(binding: Obj | None, views: list[ShareView], previous: Mapping[str, Obj],
+                     now: str) -> list[Obj]:
+    """Caldera's conditions: Scheduled (from the binding), Dispatched, and Reserved for held gangs."""
+    out: list[Obj] = []
+    scheduled = condition(binding, "Scheduled")
+    if scheduled is not None:
+        out.append(_typed("Scheduled", str(scheduled.get("status") or "Unknown"),
+                          str(scheduled.get("reason") or ""), str(scheduled.get("message") or ""), previous, now,
+                          scheduled.get("lastTransitionTime")))
+    elif binding is None:
+        out.append(_typed("Scheduled", "False", "WaitingForPlacement", "no ResourceBinding yet", previous, now))
+    elif views:
+        out.append(_typed("Scheduled", "True", "Scheduled", "placed on " + ", ".join(v.plan.cluster for v in views),
+                          previous, now))
+    if not views:
+        return out
+    missing = [v.plan.cluster for v in views if v.work is None or v.stale]
+    if missing:
+        out.append(_typed("Dispatched", "False", "WaitingForWorks", "no current Work yet for " + ", ".join(missing),
+                          previous, now))
+    else:
+        out.append(_typed("Dispatched", "True", "WorksCreated", f"{len(views)} Work(s) dispatched", previous, now))
+    held = [v for v in views if v.work is not None and not v.stale
+            and int(((v.work.get("spec") or {}).get("placement") or {}).get("clusters") or 1) > 1]
+    if held:
+        waiting = [v for v in views if v.gang.get("phase") not in RESERVED_LIKE and v.phase not in RUNNING_LIKE]
+        if waiting:
+            message = "; ".join(f"{v.plan.cluster}: {v.gang.get('phase') or 'no answer'} ({v.why})" for v in waiting)
+            out.append(_typed("Reserved", "False", "WaitingForReservation", message, previous, now))
+        else:
+            out.append(_typed("Reserved", "True", "AllSharesReserved",
+                              f"all {len(views)} shares hold their resources", previous, now))
+    return out
+
+
+def cluster_entries(views: list[ShareView]) -> list[Obj]:
+    entries = []
+    for view in views:
+        js = view.job_status
+        entry: Obj = {"name": view.plan.cluster, "replicas": view.plan.replicas,
+                      "minAvailable": view.plan.min_available, "tasks": view.plan.tasks or None,
+                      "phase": view.phase, "generation": work_generation(view.work) if view.work else None,
+                      "gangPhase": view.gang.get("phase"), "reason": None if view.phase in RUNNING_LIKE else view.why}
+        for key in ("pending", "running", "succeeded", "failed"):
+            entry[key] = _int(js.get(key), 0)
+        entries.append({k: v for k, v in entry.items() if v is not None})
+    return entries
+
+
+def _sum_counts(views: list[ShareView]) -> Obj:
+    totals: Obj = dict.fromkeys(COUNT_FIELDS, 0)
+    tasks: dict[str, dict[str, int]] = {}
+    retries = 0
+    for view in views:
+        js = view.job_status
+        for key in COUNT_FIELDS:
+            totals[key] += _int(js.get(key), 0) or 0
+        for task, counts in (js.get("taskStatusCount") or {}).items():
+            merged = tasks.setdefault(task, {})
+            for pod_phase, n in ((counts or {}).get("phase") or {}).items():
+                merged[pod_phase] = merged.get(pod_phase, 0) + (_int(n, 0) or 0)
+        retries = max(retries, _int(js.get("retryCount"), 0) or 0)
+    if tasks:
+        totals["taskStatusCount"] = {t: {"phase": dict(sorted(p.items()))} for t, p in sorted(tasks.items())}
+    if retries:
+        totals["retryCount"] = retries
+    return totals
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    status: Obj
+    old_phase: str | None
+    new_phase: str
+
+    @property
+    def phase_changed(self) -> bool:
+        return self.old_phase != self.new_phase
+
+
+def aggregate(job: Obj, binding: Obj | None, works: Iterable[Obj], now: datetime) -> Aggregate:
+    """The Job's new ``status`` from its binding and Works (see the module docstring)."""
+    previous: Obj = dict(job.get("status") or {})
+    old_state = previous.get("state") or {}
+    old_phase = old_state.get("phase")
+    _generation, views = share_views(binding, works)
+    phase = aggregate_phase([v.phase for v in views])
+    reason, message = _explain(phase, binding, views)
+    now_text = stamp(now)
+    changed = old_phase != phase
+    old_conditions = [c for c in previous.get("conditions") or [] if isinstance(c, dict)]
+    history = [c for c in old_conditions if not c.get("type")]
+    if changed:
+        history = [*history, {"status": phase, "lastTransitionTime": now_text}][-MAX_PHASE_HISTORY:]
+    typed_previous = {c["type"]: c for c in old_conditions if c.get("type")}
+    status: Obj = {"state": {"phase": phase, "reason": reason, "message": message,
+                             "lastTransitionTime": now_text if changed else old_state.get("lastTransitionTime",
+                                                                                          now_text)}}
+    spec_min = _int((job.get("spec") or {}).get("minAvailable"))
+    planned_min = [v.plan.min_available for v in views if v.plan.min_available is not None]
+    min_available = spec_min if spec_min is not None else (sum(planned_min) if planned_min else None)
+    if min_available is not None:
+        status["minAvailable"] = min_available
+    status.update(_sum_counts(views))
+    created = parse_stamp((job.get("metadata") or {}).get("creationTimestamp"))
+    if changed and created is not None:
+        status["runningDuration"] = go_duration((now - created).total_seconds())
+    elif previous.get("runningDuration"):
+        status["runningDuration"] = previous["runningDuration"]
+    status["conditions"] = history + typed_conditions(binding, views, typed_previous, now_text)
+    status["clusters"] = cluster_entries(views)
+    return Aggregate(status, old_phase, phase)

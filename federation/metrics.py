@@ -1,0 +1,109 @@
+"""Federation controller metrics (prometheus-client), served on the API server's ``/metrics``.
+
+Controllers run inside the API server process, so they share these module-level objects::
+
+    from federation import metrics
+    metrics.observe_placement_latency(seconds)      # Job created -> ResourceBinding Scheduled=True
+    metrics.PLACEMENTS.labels(result="scheduled").inc()
+    metrics.OPTIMIZER_CALLS.labels(outcome="solved").inc()   # or "fallback", "infeasible"
+    metrics.TWO_PHASE.labels(outcome="released").inc()      # or "cancelled"
+    metrics.CLUSTER_READY.labels(cluster="a").set(1)
+
+They live in their own :data:`REGISTRY`; :func:`expose_in` bridges it into a server's registry
+so one scrape of ``/metrics`` returns both. :func:`placement_latency_summary` gives exact
+percentiles of the recent observations for ``GET /status``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.registry import Collector
+
+REGISTRY = CollectorRegistry()
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+PLACEMENT_LATENCY = Histogram(
+    "caldera_placement_latency_seconds", "Job creation to ResourceBinding Scheduled=True",
+    buckets=LATENCY_BUCKETS, registry=REGISTRY)
+PLACEMENTS = Counter(
+    "caldera_placements", "Placement decisions by result (scheduled, unschedulable, error)",
+    ["result"], registry=REGISTRY)
+OPTIMIZER_CALLS = Counter(
+    "caldera_placement_optimizer_calls", "Gang-aware optimizer runs by outcome (solved, fallback, infeasible)",
+    ["outcome"], registry=REGISTRY)
+TWO_PHASE = Counter(
+    "caldera_two_phase_outcomes", "Two-phase gang starts by outcome (released, cancelled)",
+    ["outcome"], registry=REGISTRY)
+CLUSTER_READY = Gauge(
+    "caldera_cluster_ready", "1 when the cluster's lease is fresh and it is untainted, else 0",
+    ["cluster"], registry=REGISTRY)
+CLUSTER_LEASE_AGE = Gauge(
+    "caldera_cluster_lease_age_seconds", "Seconds since the cluster's Lease was renewed",
+    ["cluster"], registry=REGISTRY)
+JOB_PHASE_TRANSITIONS = Counter(
+    "caldera_job_phase_transitions", "Federated Job phase changes written by the status controller",
+    ["phase"], registry=REGISTRY)
+STATUS_WRITES = Counter(
+    "caldera_status_writes", "Status subresource writes by the status and health controllers",
+    ["kind"], registry=REGISTRY)
+
+_RECENT: deque[float] = deque(maxlen=10_000)
+_LOCK = threading.Lock()
+
+
+def observe_placement_latency(seconds: float) -> None:
+    """Record one placement latency (histogram plus the exact recent sample for /status)."""
+    seconds = max(0.0, float(seconds))
+    PLACEMENT_LATENCY.observe(seconds)
+    with _LOCK:
+        _RECENT.append(seconds)
+
+
+def recent_placement_latencies() -> list[float]:
+    with _LOCK:
+        return list(_RECENT)
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of ascending ``sorted_values`` (q in 0..100)."""
+    if not sorted_values:
+        raise ValueError("percentile of an empty sample")
+    rank = max(1, math.ceil(q / 100.0 * len(sorted_values)))
+    return float(sorted_values[min(rank, len(sorted_values)) - 1])
+
+
+def latency_summary(values: Iterable[float]) -> dict[str, Any]:
+    """``{count, p50, p90, p99, max, mean}`` in seconds (only ``count`` when empty)."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"count": 0}
+    return {"count": len(ordered), "p50": percentile(ordered, 50), "p90": percentile(ordered, 90),
+            "p99": percentile(ordered, 99), "max": ordered[-1], "mean": sum(ordered) / len(ordered)}
+
+
+def placement_latency_summary() -> dict[str, Any]:
+    return latency_summary(recent_placement_latencies())
+
+
+class _Bridge(Collector):
+    """Re-export another registry's metrics from inside a second registry."""
+
+    def __init__(self, source: CollectorRegistry) -> None:
+        self.source = source
+
+    def collect(self) -> Any:
+        return self.source.collect()
+
+    def describe(self) -> list[Any]:
+        return []  # unchecked: names never clash with the API server's apiserver_* metrics
+
+
+def expose_in(registry: CollectorRegistry) -> None:
+    """Make ``registry`` (e.g. an API server's) also serve the federation metrics."""
+    registry.register(_Bridge(REGISTRY))

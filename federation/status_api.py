@@ -1,0 +1,160 @@
+"""``GET /status``: one JSON document for dashboards and ``caldera demo`` (shape: docs/status.md).
+
+The handler runs inside the API server and reads the store directly (no HTTP round trips):
+clusters (readiness, lease age, taints, GPUs free/total by model, queues), federated jobs
+(phase, per-cluster shares, why pending) and placement latency percentiles. Any valid token
+(viewer, agent or admin) may read it; the auth middleware rejects requests without one.
+:func:`status_document` is pure so tests can call it on plain objects.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from federation import metrics
+from policies.kinds import lookup
+
+if TYPE_CHECKING:
+    from federation.apiserver.app import ApiServerState
+
+Obj = dict[str, Any]
+CLUSTERS = lookup("cluster.karmada.io/v1alpha1", "Cluster")
+LEASES = lookup("coordination.k8s.io/v1", "Lease")
+JOBS = lookup("batch.volcano.sh/v1alpha1", "Job")
+BINDINGS = lookup("work.karmada.io/v1alpha2", "ResourceBinding")
+LEASE_NAMESPACE = "karmada-cluster"
+STATUS_VERSION = "caldera.io/status/v1"
+
+
+def _parse(text: Any) -> datetime | None:
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _condition(obj: Obj | None, type_: str) -> Obj:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            return cond
+    return {}
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def cluster_entry(cluster: Obj, lease: Obj | None, now: datetime) -> Obj:
+    meta, spec, status = cluster.get("metadata") or {}, cluster.get("spec") or {}, cluster.get("status") or {}
+    ready = _condition(cluster, "Ready")
+    renewed = _parse(((lease or {}).get("spec") or {}).get("renewTime"))
+    taints = [{"key": t.get("key"), "effect": t.get("effect")} for t in spec.get("taints") or []
+              if isinstance(t, dict)]
+    gpus = [g for g in status.get("gpus") or [] if isinstance(g, dict)]
+    by_model: dict[str, Obj] = {}
+    for gpu in gpus:
+        model = by_model.setdefault(str(gpu.get("product") or "unknown"), {"free": 0, "total": 0})
+        model["free"] += _int(gpu.get("free"))
+        model["total"] += _int(gpu.get("total"))
+    nodes = status.get("nodeSummary") or {}
+    return {
+        "name": meta.get("name"),
+        "ready": ready.get("status") or "Unknown",
+        "readyReason": ready.get("reason") or "",
+        "readyMessage": ready.get("message") or "",
+        "leaseAgeSeconds": round((now - renewed).total_seconds(), 3) if renewed else None,
+        "leaseDurationSeconds": ((lease or {}).get("spec") or {}).get("leaseDurationSeconds"),
+        "schedulable": not any(t["effect"] in ("NoSchedule", "NoExecute") for t in taints),
+        "taints": taints,
+        "region": spec.get("region"), "zones": spec.get("zones") or ([spec["zone"]] if spec.get("zone") else []),
+        "nodes": {"ready": _int(nodes.get("readyNum")), "total": _int(nodes.get("totalNum"))},
+        "gpus": {"free": sum(m["free"] for m in by_model.values()),
+                 "total": sum(m["total"] for m in by_model.values()), "byModel": by_model},
+        "queues": status.get("queues") or [],
+    }
+
+
+def job_entry(job: Obj, binding: Obj | None) -> Obj:
+    meta, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
+    state = status.get("state") or {}
+    phase = state.get("phase") or "Pending"
+    created = _parse(meta.get("creationTimestamp"))
+    scheduled = _condition(binding, "Scheduled")
+    scheduled_at = _parse(scheduled.get("lastTransitionTime")) if scheduled.get("status") == "True" else None
+    latency = (scheduled_at - created).total_seconds() if created and scheduled_at else None
+    waiting = None
+    if phase in ("Pending", "Restarting"):
+        waiting = state.get("message") or scheduled.get("message") or "waiting for placement"
+    return {
+        "namespace": meta.get("namespace"), "name": meta.get("name"), "queue": spec.get("queue") or "default",
+        "phase": phase, "reason": state.get("reason") or "", "message": state.get("message") or "",
+        "waitingReason": waiting,
+        "minAvailable": status.get("minAvailable", spec.get("minAvailable")),
+        **{k: _int(status.get(k)) for k in ("pending", "running", "succeeded", "failed")},
+        "clusters": status.get("clusters") or [],
+        "createdAt": meta.get("creationTimestamp"),
+        "scheduledAt": scheduled.get("lastTransitionTime") if scheduled_at else None,
+        "placementLatencySeconds": max(0.0, latency) if latency is not None else None,
+    }
+
+
+def status_document(clusters: Iterable[Obj], leases: Iterable[Obj], jobs: Iterable[Obj],
+                    bindings: Iterable[Obj], now: datetime, observed: Obj | None = None) -> Obj:
+    """The ``GET /status`` document (docs/status.md). ``observed``: in-process latency summary."""
+    lease_by_name = {(lz.get("metadata") or {}).get("name"): lz for lz in leases
+                     if (lz.get("metadata") or {}).get("namespace") == LEASE_NAMESPACE}
+    binding_by_key = {((b.get("metadata") or {}).get("namespace"), (b.get("metadata") or {}).get("name")): b
+                      for b in bindings}
+    cluster_rows = [cluster_entry(c, lease_by_name.get((c.get("metadata") or {}).get("name")), now)
+                    for c in clusters]
+    job_rows = []
+    for job in jobs:
+        meta = job.get("metadata") or {}
+        rb = binding_by_key.get((meta.get("namespace"), f"{meta.get('name')}-job"))
+        job_rows.append(job_entry(job, rb))
+    latencies = [j["placementLatencySeconds"] for j in job_rows if j["placementLatencySeconds"] is not None]
+    return {
+        "apiVersion": STATUS_VERSION,
+        "generatedAt": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "summary": {
+            "clusters": len(cluster_rows),
+            "readyClusters": sum(1 for c in cluster_rows if c["ready"] == "True"),
+            "gpus": {"free": sum(c["gpus"]["free"] for c in cluster_rows),
+                     "total": sum(c["gpus"]["total"] for c in cluster_rows)},
+            "jobs": len(job_rows),
+            "jobsByPhase": dict(sorted(Counter(j["phase"] for j in job_rows).items())),
+        },
+        "clusters": cluster_rows,
+        "jobs": job_rows,
+        "placementLatency": {
+            "observed": observed if observed is not None else {"count": 0},
+            "fromTimestamps": metrics.latency_summary(latencies),
+        },
+    }
+
+
+def add_routes(app: web.Application, state: "ApiServerState",
+               clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    """Mount ``GET /status`` and serve the federation metrics on the server's ``/metrics``."""
+    metrics.expose_in(state.metrics.registry)
+
+    async def status(_request: web.Request) -> web.Response:
+        registry = state.registry
+        doc = status_document(registry.list(CLUSTERS, None, None), registry.list(LEASES, LEASE_NAMESPACE, None),
+                              registry.list(JOBS, None, None), registry.list(BINDINGS, None, None), clock(),
+                              metrics.placement_latency_summary())
+        return web.Response(body=orjson.dumps(doc), content_type="application/json")
+
+    app.router.add_get("/status", status)

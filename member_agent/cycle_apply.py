@@ -1,0 +1,135 @@
+"""Applying one session's :class:`CycleResult` to the agent and, through it, to the member cluster.
+
+What each field becomes (docs/agent.md, docs/scheduler.md "Part 2"):
+
+* ``bindings`` — bound through the gateway after ``pod_annotations`` are patched onto the pod;
+  for a *held* share (two-phase start) kept as the share's reservation with its annotations
+  instead, and bound with them on release (:mod:`member_agent.gang`).
+* ``device_allocations`` — logged with the binding and kept for ``/status`` (the GPU ids also
+  reach the pod in ``volcano.sh/gpu-index``).
+* ``evictions`` + ``eviction_reasons`` — ``DisruptionTarget`` condition with the reason, delete
+  with grace, an ``Evict`` event and a log line; a reserved (never bound) pod only loses its
+  reservation, the pod itself is not deleted.
+* ``nominations`` — the pipelined preemptor's ``status.nominatedNodeName``.
+* ``pod_groups`` / ``conditions`` / ``jobs`` — the PodGroup phase of each Work's run, the gang
+  verdict of a held share, Volcano's metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Optional
+
+from member_agent.cluster.gateway import pod_node
+from member_agent.pod_writes import format_devices
+from member_agent.scheduler.framework.result import CycleResult
+from member_agent.work_state import WorkState
+
+if TYPE_CHECKING:
+    from member_agent.agent import Agent
+
+log = logging.getLogger("caldera.agent")
+
+
+def apply_cycle(agent: Agent, result: CycleResult) -> None:
+    loud = bool(result.bindings or result.evictions or result.nominations)
+    for line in result.logs:
+        log.log(logging.INFO if loud else logging.DEBUG, "%s", line)
+    _apply_bindings(agent, result)
+    _apply_evictions(agent, result)
+    _apply_nominations(agent, result)
+    _apply_pod_groups(agent, result)
+    pod_group_metrics(agent)
+
+
+def _apply_bindings(agent: Agent, result: CycleResult) -> None:
+    now = agent.clock.now()
+    for pod_key, node in result.bindings.items():
+        pod = agent.cache.pods.get(pod_key)
+        if pod is None or pod_node(pod):
+            continue
+        annotations = result.pod_annotations.get(pod_key)
+        devices = result.device_allocations.get(pod_key)
+        if devices:
+            agent.writes.devices[pod_key] = devices
+        state = agent.state_of_pod(pod)
+        if state is not None and state.record.gang_managed and state.record.placement.hold:
+            state.gang.reserve(pod_key, node, annotations)
+            log.info("Reserving Task %s on node %s (held share of Work %s)%s", pod_key, node, state.record.key,
+                     _devices_suffix(devices))
+        else:
+            log.info("Binding Task %s to node %s%s", pod_key, node, _devices_suffix(devices))
+            agent.writes.bind(pod_key, node, annotations)
+        if state is not None and state.run is not None:
+            job = state.run.job
+            agent.metrics.observe_job_placed(job.metadata.name or "", job.metadata.namespace or "",
+                                             job.spec.queue or "default", state.first_seen, now)
+
+
+def _devices_suffix(devices: Optional[dict[str, list[int]]]) -> str:
+    return f" with devices {format_devices(devices)}" if devices else ""
+
+
+def _apply_evictions(agent: Agent, result: CycleResult) -> None:
+    for pod_key in result.evictions:
+        reason = result.eviction_reasons.get(pod_key, "")
+        pod = agent.cache.pods.get(pod_key)
+        state = agent.state_of_pod(pod) if pod is not None else None
+        if pod is not None and not pod_node(pod) and state is not None and state.gang.unreserve(pod_key):
+            # Reserved, never bound: the reservation goes, the pod stays pending for its share.
+            log.info("Evicting Task %s: dropping its reservation: %s", pod_key, reason or "no reason given")
+            continue
+        log.info("Evicting Task %s: %s", pod_key, reason or "no reason given")
+        agent.writes.evict(pod_key, reason, pod)
+    agent.metrics.observe_evictions(result.evictions, result.eviction_reasons)
+
+
+def _apply_nominations(agent: Agent, result: CycleResult) -> None:
+    for pod_key, node in result.nominations.items():
+        pod = agent.cache.pods.get(pod_key)
+        if pod is None or pod_node(pod):
+            continue
+        log.info("Nominating Task %s to node %s (pipelined; waiting for its victims to leave)", pod_key, node)
+        agent.writes.nominate(pod_key, node, pod)
+
+
+def _apply_pod_groups(agent: Agent, result: CycleResult) -> None:
+    now = agent.clock.now()
+    pg_state: dict[str, WorkState] = {}
+    for s in agent.works.values():
+        md = (s.podgroup or {}).get("metadata", {})
+        pg_state[f"{md.get('namespace')}/{md.get('name')}"] = s
+    for pg_key, phase in result.pod_groups.items():
+        state = pg_state.get(pg_key)
+        if state is None or state.run is None or state.podgroup is None:
+            continue
+        if state.record.gang_managed and state.record.placement.hold and phase in ("Running", "Completed"):
+            phase = "Inqueue"  # reserved, not bound: the PodGroup is not running yet
+        if state.run.set_pod_group_phase(phase, result.conditions.get(pg_key)):
+            log.info("PodGroup %s is %s", pg_key, phase.lower())
+            agent.work_changed.set()  # e.g. Inqueue: the controller creates the pods now
+        if phase == "Running" and not state.scheduled_reported and state.record.job:
+            state.scheduled_reported = True
+            md = state.record.job.get("metadata") or {}
+            agent.metrics.observe_job_scheduled(md.get("name", ""), md.get("namespace", ""),
+                                                state.podgroup.get("spec", {}).get("queue", "default"),
+                                                max(0.0, now - state.first_seen))
+        report = result.jobs.get(pg_key)
+        # A verdict only when the session saw the whole gang: pods still on their way into the
+        # cache ("NotEnoughPods" in Volcano) are no reason to call the share unschedulable.
+        whole = report is not None and report.pending > 0 and report.tasks >= max(1, report.min_available)
+        state.session_reason = report.reason if whole and report is not None else ""
+        agent.evaluate_gang(state, state.session_reason, now)
+        agent.update_status(state, now)
+
+
+def pod_group_metrics(agent: Agent) -> None:
+    counts: dict[str, dict[str, int]] = {}
+    for state in agent.works.values():
+        if state.run is None or state.deleted or state.run.pod_group_phase is None:
+            continue
+        queue = state.run.job.spec.queue or "default"
+        phase = state.run.pod_group_phase  # a finished job's deleted PodGroup counts in its last phase
+        bucket = counts.setdefault(queue, {})
+        bucket[phase] = bucket.get(phase, 0) + 1
+    agent.metrics.set_pod_groups(counts)

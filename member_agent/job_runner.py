@@ -1,0 +1,272 @@
+"""One Work's Volcano Job, driven by the real job controller (``member_agent/controllers``).
+
+The controller is pure: :meth:`JobRun.plan` observes the Job, its PodGroup and its pods, turns
+what changed since the previous pass into requests (``observe_*``), carries the deferred
+policy actions and calls ``reconcile``. The agent then carries out the :class:`RunPlan`
+(create/delete pods through the gateway, keep the PodGroup, write the status).
+
+What the agent keeps per Work (docs/agent.md): the local Job (spec from the Work, status from
+the controller), the PodGroup (spec from the controller, phase from the scheduler), the job
+plugins' objects (ConfigMap/Service/Secret, held by the agent), the previous observation and
+the deferred actions. After a restart the Job status is seeded from the Work's status and
+the PodGroup phase from its ``PodGroup`` condition; ``observe_pods`` sees every surviving pod
+as added, which resyncs without creating duplicates (pod names are deterministic).
+
+Pods are converted to models once per (uid, resourceVersion); a pass whose inputs did not
+change and that has nothing due is skipped (:meth:`JobRun.fingerprint`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Mapping, Optional
+
+from member_agent.cluster.clock import rfc3339
+from member_agent.cluster.gateway import Obj
+from member_agent.controllers import (
+    ControllerConfig,
+    DeferredAction,
+    JobObservation,
+    JobPlan,
+    observe_job,
+    observe_pod_group,
+    observe_pods,
+    reconcile,
+)
+from member_agent.works import GENERATION_LABEL, WORK_UID_LABEL, WorkRecord
+from policies.errors import CalderaError
+from policies.models.core import Pod
+from policies.models.volcano_batch import Job
+from policies.models.volcano_scheduling import PodGroup
+
+log = logging.getLogger("caldera.agent.jobs")
+
+FINISHED_JOB_PHASES = ("Completed", "Failed", "Terminated", "Aborted")
+PODGROUP_API = "scheduling.volcano.sh/v1beta1"
+
+
+def job_phase(status: Obj) -> str:
+    return str(((status.get("state") or {}).get("phase")) or "Pending")
+
+
+def to_datetime(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=UTC)
+
+
+@dataclass
+class RunPlan:
+    """What the agent does after one controller pass over a Work's Job."""
+
+    create_pods: list[Obj] = field(default_factory=list)
+    delete_pods: list[str] = field(default_factory=list)
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message), new ones only
+    #: Job plugins' objects to create or update in the member cluster (only those that changed).
+    apply_objects: list[Obj] = field(default_factory=list)
+    delete_objects: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) in the job's namespace
+    #: The TTL passed: every pod goes, the PodGroup too; the Job keeps its final status.
+    delete_job: bool = False
+    #: The controller refused the Job (a malformed share annotation, an unknown policy action).
+    error: Optional[str] = None
+
+
+@dataclass
+class JobRun:
+    """The controller state of one Work's Job between passes."""
+
+    job: Job
+    pod_group: Optional[Obj] = None  # wire dict; status.phase written by the scheduler
+    objects: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    deferred: list[DeferredAction] = field(default_factory=list)
+    requeue_at: Optional[float] = None
+    deleted_by_us: set[str] = field(default_factory=set)
+    #: After a restart, the PodGroup phase last reported on the Work (applied when it is re-created).
+    seeded_pod_group_phase: Optional[str] = None
+    deleted: bool = False  # TTL cleanup done
+    spec_revision: int = 0
+    #: Phase of the PodGroup when the controller deleted it (a finished or restarted job).
+    last_pod_group_phase: Optional[str] = None
+    _last_pods: dict[str, Pod] = field(default_factory=dict)
+    _last_pod_group: Optional[PodGroup] = None
+    _last_job: Optional[Job] = None
+    _models: dict[str, tuple[str, Pod]] = field(default_factory=dict)  # pod uid -> (resourceVersion, model)
+    _fingerprint: Any = None
+    _recorded: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def start(cls, record: WorkRecord, first_seen: float, seeded_status: Optional[Obj] = None,
+              seeded_pod_group_phase: Optional[str] = None) -> "JobRun":
+        wire = dict(record.job or {})
+        metadata = dict(wire.get("metadata") or {})
+        metadata.setdefault("creationTimestamp", rfc3339(first_seen))
+        wire["metadata"] = metadata
+        if seeded_status:
+            wire["status"] = seeded_status
+        try:
+            job = Job.model_validate(wire)
+        except ValueError:
+            job = Job.model_validate({k: v for k, v in wire.items() if k != "status"})
+        return cls(job=job, seeded_pod_group_phase=seeded_pod_group_phase)
+
+    def update_spec(self, record: WorkRecord) -> None:
+        """A new Work spec (placement generation, release): keep the status, take the new Job spec."""
+        wire = dict(record.job or {})
+        metadata = dict(wire.get("metadata") or {})
+        metadata.setdefault("creationTimestamp", self.job.metadata.creation_timestamp)
+        wire["metadata"] = metadata
+        if self.job.status is not None:
+            wire["status"] = self.job.status.to_wire()
+        self.job = Job.model_validate(wire)
+        self.spec_revision += 1
+
+    # ------------------------------------------------------------------ views
+    @property
+    def status(self) -> Obj:
+        return self.job.status.to_wire() if self.job.status is not None else {}
+
+    @property
+    def phase(self) -> str:
+        return job_phase(self.status)
+
+    @property
+    def pod_group_phase(self) -> Optional[str]:
+        if self.pod_group is not None:
+            return ((self.pod_group.get("status") or {}).get("phase")) or "Pending"
+        return self.last_pod_group_phase
+
+    @property
+    def min_member(self) -> int:
+        return int(((self.pod_group or {}).get("spec") or {}).get("minMember", 0) or 0)
+
+    def set_pod_group_phase(self, phase: str, conditions: Optional[list[Obj]] = None) -> bool:
+        """The scheduler's verdict; True when the phase changed."""
+        if self.pod_group is None:
+            return False
+        status = self.pod_group.setdefault("status", {})
+        changed = bool(status.get("phase") != phase)
+        status["phase"] = phase
+        if conditions is not None:
+            status["conditions"] = conditions
+        return changed
+
+    def _pod_model(self, pod: Obj) -> Pod:
+        md = pod.get("metadata") or {}
+        uid, version = str(md.get("uid") or md.get("name")), str(md.get("resourceVersion") or "")
+        cached = self._models.get(uid)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        model = Pod.model_validate(pod)
+        self._models[uid] = (version, model)
+        return model
+
+    def fingerprint(self, pods: list[Obj], now: float) -> Any:
+        """Everything a pass depends on; equal fingerprints and nothing due ⇒ skip the pass."""
+        due = self.requeue_at if self.requeue_at is not None and now >= self.requeue_at else None
+        return (
+            due,
+            tuple(sorted(((p.get("metadata") or {}).get("name"), (p.get("metadata") or {}).get("resourceVersion"))
+                         for p in pods)),
+            ((self.pod_group or {}).get("status") or {}).get("phase"),
+            self.spec_revision,
+        )
+
+    @property
+    def pending_followup(self) -> bool:
+        """The last pass changed something whose effect the next pass must see."""
+        return self._fingerprint is None and not self.deleted
+
+    # ------------------------------------------------------------------ one pass
+    def plan(self, record: WorkRecord, pods: list[Obj], now: float, config: ControllerConfig,
+             priority_classes: Mapping[str, int]) -> Optional[RunPlan]:
+        """One controller pass; None when nothing changed since the last one."""
+        if self.deleted:
+            return None
+        fingerprint = self.fingerprint(pods, now)
+        if fingerprint == self._fingerprint:
+            return None
+        when = to_datetime(now)
+        if self._last_job is None:
+            # First pass (or first after a restart): pods already terminating were deleted by a
+            # previous pass of ours; their disappearance must not read as an eviction.
+            self.deleted_by_us.update(str((p.get("metadata") or {}).get("name")) for p in pods
+                                      if (p.get("metadata") or {}).get("deletionTimestamp"))
+        try:
+            live = [self._pod_model(p) for p in pods]
+            pod_group = PodGroup.model_validate(self.pod_group) if self.pod_group is not None else None
+            requests = observe_job(self._last_job, self.job, when)
+            requests += observe_pods(self.job, self._last_pods.values(), live, when, self.deleted_by_us)
+            requests += observe_pod_group(self._last_pod_group, pod_group, when)
+            observation = JobObservation(
+                job=self.job, pod_group=pod_group, pods=live, requests=requests, deferred=self.deferred,
+                priority_classes=priority_classes, existing_objects=self.objects,
+                pod_labels={WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation)},
+            )
+            plan = reconcile(observation, when, config)
+        except (CalderaError, ValueError) as exc:  # ValueError: a pod or PodGroup the models refuse
+            self._fingerprint = fingerprint  # the same input fails the same way: wait for a change
+            return RunPlan(error=str(exc).replace("\n", " "))
+        self._last_pods = {p.metadata.name or "": p for p in live}
+        self._last_pod_group = pod_group
+        self._last_job = self.job
+        self._models = {uid: entry for uid, entry in self._models.items()
+                        if entry[1].metadata.name in self._last_pods}
+        out = self._apply(plan, now)
+        # A pass that changed something is followed by another (its effects are new input).
+        self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
+                                                or plan.pod_group_action) else None
+        return out
+
+    def _apply(self, plan: JobPlan, now: float) -> RunPlan:
+        out = RunPlan()
+        if plan.delete_job:
+            log.info("Job %s/%s: ttlSecondsAfterFinished passed, deleting its pods and PodGroup",
+                     self.job.metadata.namespace, self.job.metadata.name)
+            self.deleted, out.delete_job = True, True
+            out.delete_objects = sorted(self.objects)
+            self.pod_group, self.objects, self.deferred, self.requeue_at = None, {}, [], None
+            out.delete_pods = sorted(self._last_pods)
+            return out
+        self.job = self.job.model_copy(update={"status": plan.status})
+        if plan.pod_group_action == "delete":
+            self.last_pod_group_phase = ((self.pod_group or {}).get("status") or {}).get("phase")
+            self.pod_group = None
+        elif plan.pod_group_action in ("create", "update") and plan.pod_group is not None:
+            observed = dict((self.pod_group or {}).get("status") or {})
+            wire = plan.pod_group.to_wire()
+            wire.update(apiVersion=PODGROUP_API, kind="PodGroup")
+            wire["metadata"].setdefault("creationTimestamp", rfc3339(now))
+            if plan.pod_group_action == "create" and self.seeded_pod_group_phase:
+                observed = {"phase": self.seeded_pod_group_phase}
+                self.seeded_pod_group_phase = None
+            wire["status"] = observed or {"phase": "Pending"}
+            self.pod_group = wire
+        for kind, name in plan.delete_objects:
+            self.objects.pop((kind, name), None)
+            out.delete_objects.append((kind, name))
+        for obj in plan.apply_objects:
+            key = (str(obj["kind"]), str(obj["metadata"]["name"]))
+            if self.objects.get(key) != obj:
+                out.apply_objects.append(obj)
+            self.objects[key] = obj
+        for deletion in plan.delete_pods:
+            self.deleted_by_us.add(deletion.name)
+            out.delete_pods.append(deletion.name)
+        for pod in plan.create_pods:
+            wire = pod.to_wire()
+            wire.update(apiVersion="v1", kind="Pod")
+            self.deleted_by_us.discard(pod.metadata.name or "")
+            out.create_pods.append(wire)
+        self.deferred = list(plan.deferred)
+        self.requeue_at = plan.requeue_at.timestamp() if plan.requeue_at is not None else None
+        for event in plan.events:
+            key = (event.reason, event.message)
+            # Aggregate repeats like an event recorder: the same event at most once a minute.
+            if now - self._recorded.get(key, float("-inf")) >= 60.0:
+                self._recorded[key] = now
+                out.events.append((event.type, event.reason, event.message))
+        if plan.actions and any(a.value != "SyncJob" for a in plan.actions):
+            log.info("Job %s/%s: executed %s; phase %s", self.job.metadata.namespace, self.job.metadata.name,
+                     ", ".join(a.value for a in plan.actions), self.phase)
+        return out

@@ -1,0 +1,93 @@
+"""Per-session indexes over node labels and taints, so label/taint work is per distinct value.
+
+Predicates and scorers that look at labels and taints (node selector, node affinity, taint
+toleration) depend only on a pod's *placement key* — its node selector, node affinity and
+tolerations — not on its resource request. Jobs with different requests but the same
+placement (the common case: every job its own template, a handful of pools) must not redo
+a Python pass over every node. This module gives them:
+
+* :func:`placement_key`: the part of a task shape that label/taint checks depend on;
+* :class:`NodeIndex`: label columns as integer codes (one pass over the nodes per label
+  key, then numpy comparisons), requirement masks evaluated once per distinct label value,
+  and nodes grouped by their taint list (few distinct lists even in large clusters).
+
+Built lazily on first use by :func:`node_index` and kept on the session.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Hashable
+
+import numpy as np
+
+from member_agent.scheduler.framework.snapshot import NodeTable, SelectorRequirement, Taint
+
+if TYPE_CHECKING:
+    from member_agent.scheduler.framework.session import Session
+    from member_agent.scheduler.framework.snapshot import TaskSpec
+
+#: ``matches(requirement, label value or None) -> bool``
+Matcher = Callable[[SelectorRequirement, "str | None"], bool]
+
+
+def placement_key(spec: TaskSpec) -> Hashable:
+    """What label and taint checks of a task depend on (hashable; equal for one template)."""
+    return (tuple(sorted(spec.node_selector.items())), spec.affinity, spec.tolerations)
+
+
+class NodeIndex:
+    def __init__(self, nodes: NodeTable) -> None:
+        self.nodes = nodes
+        self._columns: dict[str, tuple[np.ndarray, list[str | None], dict[str | None, int]]] = {}
+        self._taint_groups: list[tuple[tuple[Taint, ...], np.ndarray]] | None = None
+        self._placements: dict[int, Hashable] = {}
+
+    def placement(self, spec: TaskSpec) -> Hashable:
+        """:func:`placement_key`, memoised per task shape."""
+        key = self._placements.get(spec.shape)
+        if key is None:
+            key = self._placements[spec.shape] = placement_key(spec)
+        return key
+
+    def column(self, key: str) -> tuple[np.ndarray, list[str | None], dict[str | None, int]]:
+        """Per node the code of its value for label ``key`` (None = label absent), the values, and value → code."""
+        found = self._columns.get(key)
+        if found is None:
+            codes_of: dict[str | None, int] = {}
+            codes = np.fromiter(
+                (codes_of.setdefault(labels.get(key), len(codes_of)) for labels in self.nodes.labels),
+                np.int32, len(self.nodes),
+            )
+            values = list(codes_of)
+            found = self._columns[key] = (codes, values, codes_of)
+        return found
+
+    def label_equals(self, key: str, value: str) -> np.ndarray:
+        codes, _values, codes_of = self.column(key)
+        code = codes_of.get(value)
+        if code is None:
+            return np.zeros(len(self.nodes), dtype=bool)
+        return codes == code
+
+    def requirement(self, req: SelectorRequirement, matches: Matcher) -> np.ndarray:
+        """Rows whose label ``req.key`` satisfies ``req`` (``matches`` evaluated once per distinct value)."""
+        codes, values, _ = self.column(req.key)
+        verdict = np.fromiter((matches(req, value) for value in values), bool, len(values))
+        return verdict[codes]
+
+    def taint_groups(self) -> list[tuple[tuple[Taint, ...], np.ndarray]]:
+        """Nodes with at least one taint, grouped by their taint list (rows ascending)."""
+        if self._taint_groups is None:
+            rows_of: dict[tuple[Taint, ...], list[int]] = {}
+            for row, taints in enumerate(self.nodes.taints):
+                if taints:
+                    rows_of.setdefault(taints, []).append(row)
+            self._taint_groups = [(taints, np.array(rows, dtype=np.int64)) for taints, rows in rows_of.items()]
+        return self._taint_groups
+
+
+def node_index(ssn: Session) -> NodeIndex:
+    index = ssn.node_index
+    if index is None or index.nodes is not ssn.nodes:
+        index = ssn.node_index = NodeIndex(ssn.nodes)
+    return index

@@ -1,0 +1,115 @@
+"""The kube gateway against ``caldera serve --member-mode`` (in-process): the member-cluster API
+surface the agent needs — list/watch nodes and pods, create pods, bind through the Binding
+subresource, evict through delete, annotate, events — with the real kubernetes-asyncio client."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from kubernetes_asyncio import client as k8s
+from live_support import eventually, small_cluster, write_kubeconfig
+
+from federation.apiserver.server import ApiServer, ServerConfig
+from member_agent.cluster.cache import ClusterCache
+from member_agent.cluster.clock import RealClock
+from member_agent.cluster.gateway import AlreadyExists, BindConflict, NotFound, pod_node
+from member_agent.cluster.kube import KubeGateway
+
+pytestmark = pytest.mark.slow
+
+
+def pod(name: str, namespace: str = "team", scheduler: str = "volcano") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app": "x"},
+                         "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j",
+                                              "uid": "u1", "controller": True}]},
+            "spec": {"schedulerName": scheduler, "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+
+
+@pytest.fixture
+async def member(tmp_path):
+    async with (ApiServer(ServerConfig(data_dir=tmp_path / "member", member_mode=True)) as server,
+                server.api_client() as admin):
+        core = k8s.CoreV1Api(admin)
+        for node in small_cluster():
+            await core.create_node(node)
+        gateway = await KubeGateway.from_kubeconfig(write_kubeconfig(server, "admin", tmp_path / "m.kubeconfig"))
+        try:
+            yield gateway, core
+        finally:
+            await gateway.close()
+
+
+async def test_lists_nodes_and_pods_with_wire_dicts(member) -> None:
+    gateway, core = member
+    nodes = await gateway.list_nodes()
+    assert sorted(n["metadata"]["name"] for n in nodes.items) == ["a100-0", "a100-1"]
+    node = nodes.items[0]
+    assert node["kind"] == "Node" and node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert "caldera.io/topology" in node["metadata"]["annotations"]
+    assert nodes.resource_version
+    created = await gateway.create_pod(pod("p0"))  # namespace "team" is created on demand
+    assert created["metadata"]["uid"]
+    listing = await gateway.list_pods()
+    assert [p["metadata"]["name"] for p in listing.items] == ["p0"]
+    assert listing.items[0]["kind"] == "Pod"
+
+
+async def test_create_bind_conflict_and_delete(member) -> None:
+    gateway, core = member
+    await gateway.create_pod(pod("p1"))
+    with pytest.raises(AlreadyExists):
+        await gateway.create_pod(pod("p1"))
+    await gateway.bind_pod("team", "p1", "a100-0")
+    await gateway.bind_pod("team", "p1", "a100-0")  # the same node again is a success
+    with pytest.raises(BindConflict):
+        await gateway.bind_pod("team", "p1", "a100-1")
+    with pytest.raises(NotFound):
+        await gateway.bind_pod("team", "nope", "a100-0")
+    bound = await gateway.get_pod("team", "p1")
+    assert pod_node(bound) == "a100-0"
+    # the local Job lives in the agent only: no owner reference the member's GC could act on
+    assert not bound["metadata"].get("ownerReferences")
+    await gateway.annotate_pod("team", "p1", {"volcano.sh/numa": "0"})
+    assert (await gateway.get_pod("team", "p1"))["metadata"]["annotations"]["volcano.sh/numa"] == "0"
+    await gateway.evict_pod("team", "p1", "preempted by team/high", grace_period_seconds=0)
+    with pytest.raises(NotFound):
+        await gateway.get_pod("team", "p1")
+    await gateway.evict_pod("team", "p1", "again")  # idempotent
+    await gateway.delete_pod("team", "p1")  # idempotent
+    await gateway.record_event(pod("p1"), "Normal", "Scheduled", "Successfully assigned team/p1 to a100-0")
+
+
+async def test_cache_follows_watches_and_relists(member) -> None:
+    gateway, core = member
+    cache = ClusterCache(gateway, RealClock())
+    task = asyncio.ensure_future(cache.run())
+    try:
+        await eventually(lambda: cache.synced.is_set(), what="cache synced")
+        assert set(cache.nodes) == {"a100-0", "a100-1"}
+        await gateway.create_pod(pod("w1"))
+        await eventually(lambda: "team/w1" in cache.pods, what="ADDED seen")
+        await gateway.bind_pod("team", "w1", "a100-1")
+        await eventually(lambda: pod_node(cache.pods.get("team/w1") or {}) == "a100-1", what="binding seen")
+        await core.patch_node("a100-0", {"spec": {"unschedulable": True}})
+        await eventually(lambda: cache.nodes["a100-0"]["spec"].get("unschedulable"), what="node change seen")
+        await gateway.delete_pod("team", "w1", 0)
+        await eventually(lambda: "team/w1" not in cache.pods, what="DELETED seen")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_plugin_objects_are_created_updated_and_deleted(member) -> None:
+    gateway, core = member
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j-svc", "namespace": "team"},
+              "data": {"VC_WORKER_NUM": "2"}}
+    await gateway.apply_object(config)  # namespace "team" is created on demand
+    await gateway.apply_object(dict(config, data={"VC_WORKER_NUM": "3"}))  # exists: updated in place
+    assert (await core.read_namespaced_config_map("j-svc", "team")).data == {"VC_WORKER_NUM": "3"}
+    await gateway.delete_object("ConfigMap", "team", "j-svc")
+    await gateway.delete_object("ConfigMap", "team", "j-svc")  # idempotent
+    with pytest.raises(k8s.ApiException):
+        await core.read_namespaced_config_map("j-svc", "team")

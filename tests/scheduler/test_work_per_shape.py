@@ -1,0 +1,101 @@
+"""The session's work grows with nodes x distinct task shapes, not with pods (counted, not timed).
+
+A cluster of 300 nodes and 600 pending pods in many jobs built from a few templates: every
+full evaluation of the nodes must belong to a distinct shape, every other evaluation must be
+of a row that changed since, and label/taint checks must run once per placement (node
+selector, affinity, tolerations), however many request sizes share it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from member_agent.scheduler.cycle import run_cycle
+from member_agent.scheduler.framework import node_search
+from member_agent.scheduler.framework.builder import build_snapshot
+from member_agent.scheduler.framework.clock import FixedClock
+from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.plugins import predicates
+from policies.scheduler_conf import parse_scheduler_conf
+
+NODES = 300
+CONF = parse_scheduler_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}]
+""")
+
+
+def cluster(per_job_cpu: bool) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = []
+    for i in range(NODES):
+        pool = ("a", "b", "c")[i % 3]
+        objs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i:04d}", "labels": {"pool": pool}},
+                     "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "4", "pods": "110"}}})
+    for j in range(60):
+        name = f"job{j:03d}"
+        cpu = f"{1000 + (j if per_job_cpu else 0)}m"
+        spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": {
+            "cpu": cpu, "memory": "2Gi", "nvidia.com/gpu": str(j % 3)}}}]}
+        if j % 2:
+            spec["nodeSelector"] = {"pool": ("a", "b")[j % 4 // 2]}
+        objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": "w"}, "spec": {"minMember": 5}, "status": {"phase": "Inqueue"}})
+        for k in range(10):
+            objs.append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": f"{name}-worker-{k}", "namespace": "w",
+                                      "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"}},
+                         "spec": spec, "status": {"phase": "Pending"}})
+    return objs
+
+
+@pytest.mark.parametrize("per_job_cpu", [False, True], ids=["templates", "request-per-job"])
+def test_full_evaluations_once_per_shape_then_only_changed_rows(per_job_cpu: bool,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    full: list[int] = []
+    partial_rows = 0
+    placements: list[Any] = []
+    sessions: list[Session] = []
+    evaluate = node_search.ShapeCache._evaluate
+    evaluate_row = node_search.ShapeCache._evaluate_row
+    placement_codes = predicates.PredicatesPlugin._placement_codes
+
+    def counting_evaluate(self: Any, ssn: Session, task: Any, rows: np.ndarray) -> None:
+        nonlocal partial_rows
+        sessions.append(ssn)
+        if len(rows) == NODES:
+            full.append(task.spec.shape)
+        else:
+            partial_rows += len(rows)
+        evaluate(self, ssn, task, rows)
+
+    def counting_evaluate_row(self: Any, ssn: Session, task: Any, row: int) -> None:
+        nonlocal partial_rows
+        partial_rows += 1
+        evaluate_row(self, ssn, task, row)
+
+    def counting_placement_codes(self: Any, spec: Any, index: Any) -> Any:
+        placements.append(index.placement(spec))
+        return placement_codes(self, spec, index)
+
+    monkeypatch.setattr(node_search.ShapeCache, "_evaluate", counting_evaluate)
+    monkeypatch.setattr(node_search.ShapeCache, "_evaluate_row", counting_evaluate_row)
+    monkeypatch.setattr(predicates.PredicatesPlugin, "_placement_codes", counting_placement_codes)
+
+    snapshot = build_snapshot(cluster(per_job_cpu))
+    result = run_cycle(snapshot, CONF, FixedClock())
+    assert len(result.bindings) > 300  # the session did real work
+
+    shapes = {t.shape for job in snapshot.jobs for t in job.tasks}
+    assert len(full) == len(set(full)) <= len(shapes)
+    changes = len(sessions[0].changes)
+    # each shape re-evaluates at most the rows touched since it was last used
+    assert partial_rows <= len(shapes) * changes
+    # label checks: one per (selector) placement, not one per request size
+    assert len(placements) == len(set(placements)) <= 3
+    if per_job_cpu:
+        assert len(shapes) == 60 and len(placements) <= 3

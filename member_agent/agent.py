@@ -24,20 +24,20 @@ import asyncio
 import json
 import logging
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from member_agent import cycle_apply, scheduling
+from member_agent import cycle_apply
 from member_agent.capacity import NodeState, cluster_status, pod_request
 from member_agent.cluster.cache import ClusterCache
-from member_agent.cluster.clock import Clock, rfc3339
+from member_agent.cluster.clock import Clock
 from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
 from member_agent.controllers import ControllerConfig
 from member_agent.gang import GangTracker
-from member_agent.job_runner import JobRun, RunPlan, job_phase
+from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
-from member_agent.pod_writes import EVICT_GRACE, PodWrites, with_placement
+from member_agent.pod_writes import EVICT_GRACE, PodWrites
+from member_agent.scheduler.framework.result import CycleResult
 from member_agent.work_state import WorkState
 from member_agent.works import (
     GENERATION_LABEL,
@@ -184,25 +184,10 @@ class Agent:
         return None
 
     def overlay_pods(self) -> list[Obj]:
-        """Cluster pods, with reserved and in-flight bindings shown as bound (with the session's
-        device annotations, so the next session does not hand the same GPUs out again)."""
-        reserved: dict[str, tuple[str, Optional[dict[str, str]]]] = {}
-        for state in self.works.values():
-            for key, node in state.gang.reservations.items():
-                reserved[key] = (node, state.gang.annotations.get(key))
-        out = []
-        for key, pod in self.cache.pods.items():
-            pod = self.writes.overlay(key, pod)
-            if key in reserved and not pod_node(pod):
-                pod = with_placement(pod, *reserved[key])
-            out.append(pod)
-        return out
+        return cycle_apply.overlay_pods(self)
 
     def snapshot_objects(self) -> list[Obj]:
-        groups = [s.podgroup for s in self.works.values()
-                  if s.podgroup and s.podgroup.get("kind") == "PodGroup" and not s.deleted and not s.controller_error
-                  and not s.record.placement.cancelled and not s.record.error and s.gang.schedulable]
-        return [*self.cache.nodes.values(), *self.overlay_pods(), *groups, *self.queues, *self.priority_classes]
+        return cycle_apply.snapshot_objects(self)
 
     def cluster_status(self) -> Obj:
         pods = self.overlay_pods()
@@ -325,7 +310,8 @@ class Agent:
             involved.pop("status", None)
             for event_type, reason, message in plan.events:
                 await self.gateway.record_event(involved, event_type, reason, message)
-                self.federation_events.append(self._federation_event(run, event_type, reason, message))
+                self.federation_events.append(federation_event(run, self.options.cluster, self.clock.now(),
+                                                                event_type, reason, message))
 
     def evaluate_gang(self, state: WorkState, reason: str, now: float) -> None:
         min_member = int(((state.podgroup or {}).get("spec") or {}).get("minMember", 0) or 0)
@@ -357,23 +343,6 @@ class Agent:
         if state.pending_status is status:
             state.pending_status = None
 
-    def _federation_event(self, run: JobRun, event_type: str, reason: str, message: str) -> Obj:
-        """The Job's event as the federation sees it: about the federated Job (its uid), so that
-        ``caldera describe job`` lists what every member's controller did."""
-        md = run.job.metadata
-        stamp = rfc3339(self.clock.now())
-        cluster = self.options.cluster
-        return {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{md.name}.", "namespace": md.namespace or "default"},
-            "involvedObject": {"apiVersion": JOB_API_VERSION, "kind": "Job", "namespace": md.namespace or "default",
-                               "name": md.name, "uid": md.uid},
-            "type": event_type, "reason": reason, "message": f"[{cluster}] {message}",
-            "source": {"component": "caldera-agent", "host": cluster},
-            "reportingComponent": "caldera-agent", "reportingInstance": cluster,
-            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-        }
-
     def take_federation_events(self) -> list[Obj]:
         events, self.federation_events = self.federation_events[:MAX_QUEUED_EVENTS], []
         return events
@@ -386,24 +355,10 @@ class Agent:
             log.warning("%s: %s", what, exc)
 
     # ------------------------------------------------------------------ scheduling pass
-    async def schedule_pass(self) -> Optional[scheduling.CycleResult]:
-        if not self.cache.synced.is_set():
-            return None
-        objects = self.snapshot_objects()
-        started = time.perf_counter()
-        try:
-            result = await asyncio.to_thread(scheduling.run_once, objects, self.conf, self.clock,
-                                             self.options.use_real_scheduler)
-        except Exception:  # noqa: BLE001 - one bad cycle must not stop the agent
-            log.exception("scheduling cycle failed")
-            self.metrics.attempts.labels("error").inc()
-            return None
-        self.apply_cycle(result)
-        self.metrics.observe_cycle(result, (time.perf_counter() - started) * 1000.0)
-        self.last_cycle = self.clock.now()
-        return result
+    async def schedule_pass(self) -> Optional[CycleResult]:
+        return await cycle_apply.schedule_pass(self)
 
-    def apply_cycle(self, result: scheduling.CycleResult) -> None:
+    def apply_cycle(self, result: CycleResult) -> None:
         cycle_apply.apply_cycle(self, result)
 
     # ------------------------------------------------------------------ loops

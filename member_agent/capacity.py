@@ -29,8 +29,10 @@ from member_agent.cluster.gateway import (
     TOPOLOGY_ANNOTATION,
     Obj,
     node_ready,
+    pod_managed,
     pod_node,
     pod_terminal,
+    pod_terminating,
 )
 from policies.models.core import PodSpec
 from policies.models.pod_resources import pod_spec_request
@@ -297,6 +299,88 @@ def node_shapes(state: NodeState) -> list[dict[str, Any]]:
     return sorted(groups.values(), key=lambda g: (-g["count"], json.dumps(g, sort_keys=True)))
 
 
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+TASK_PRIORITY_KEY = "volcano.sh/task-priority"
+#: the scheduler's priority for a pod that carries none (member_agent.scheduler.framework.builder)
+DEFAULT_POD_PRIORITY = 1
+#: at most this many ``preemptibleShapes`` entries (the highest thresholds: the ones the jobs
+#: that preempt can use); lower thresholds are then left out, which only under-promises
+MAX_PREEMPTION_THRESHOLDS = 8
+
+
+def pod_priority(pod: Obj) -> int:
+    """The pod's priority as the scheduler reads it: ``volcano.sh/task-priority``, else
+    ``spec.priority``, else the scheduler's default."""
+    meta = pod.get("metadata") or {}
+    annotated = (meta.get("annotations") or {}).get(TASK_PRIORITY_KEY)
+    if annotated is not None:
+        try:
+            return int(annotated)
+        except ValueError:
+            pass
+    priority = (pod.get("spec") or {}).get("priority")
+    return int(priority) if isinstance(priority, int) else DEFAULT_POD_PRIORITY
+
+
+def preemptable_victim(pod: Obj) -> bool:
+    """Whether the agent's scheduler could evict the pod for a higher-priority one: bound, not
+    finished or leaving, scheduled by it, and not marked ``volcano.sh/preemptable: false``."""
+    meta = pod.get("metadata") or {}
+    flag = (meta.get("annotations") or {}).get(PREEMPTABLE_KEY, (meta.get("labels") or {}).get(PREEMPTABLE_KEY))
+    if flag is not None and str(flag).strip().lower() not in ("true", "1", "t"):
+        return False
+    return pod_node(pod) is not None and pod_managed(pod) and not pod_terminal(pod) and not pod_terminating(pod)
+
+
+def preemptible_shapes(state: NodeState, pods: Iterable[Obj],
+                       requests: Optional[Mapping[str, Mapping[str, float]]] = None) -> list[dict[str, Any]]:
+    """``status.preemptibleShapes``: for each distinct priority ``p`` of preemptable pods (the
+    highest :data:`MAX_PREEMPTION_THRESHOLDS`), the node shapes were every preemptable pod of
+    priority <= ``p`` evicted, as ``{belowPriority: p + 1, shapes}``, ascending. A job of
+    priority ``P`` may count on the entry with the largest ``belowPriority <= P`` (victims
+    must have strictly lower priority). Gang minimums and queues of the victims are not
+    modelled: the entry is what preemption could free at most."""
+    victims: list[tuple[int, int, Mapping[str, float]]] = []
+    for pod in pods:
+        node = pod_node(pod)
+        if node is None or node not in state.index or not preemptable_victim(pod):
+            continue
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        victims.append((pod_priority(pod), state.index[node], (requests or {}).get(uid) or pod_request(pod)))
+    if not victims:
+        return []
+    kept = sorted({p for p, _, _ in victims})[-MAX_PREEMPTION_THRESHOLDS:]
+    freed = np.zeros((len(kept),) + state.used.shape)
+    for priority, row, request in victims:
+        if priority > kept[-1]:
+            continue
+        k = next(i for i, p in enumerate(kept) if priority <= p)  # counted from threshold k upwards
+        for name, value in request.items():
+            j = state.column.get(name)
+            if j is not None:
+                freed[k, row, j] += value
+    cumulative = np.cumsum(freed, axis=0)
+    return [{"belowPriority": p + 1, "shapes": _grouped_shapes(state, state.free + cumulative[k])}
+            for k, p in enumerate(kept)]
+
+
+def _grouped_shapes(state: NodeState, free: np.ndarray) -> list[dict[str, Any]]:
+    """:func:`node_shapes` grouping (schedulable Ready nodes, placement labels) over ``free``."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    free = np.maximum(free, 0.0)
+    for i in range(len(state.names)):
+        if not state.ready[i] or state.unschedulable[i]:
+            continue
+        quantities = _quantities(state.columns, free[i])
+        labels = {k: state.labels[i][k] for k in PLACEMENT_LABELS if k in state.labels[i]}
+        key = (tuple(sorted(quantities.items())), tuple(sorted(labels.items())))
+        if key in groups:
+            groups[key]["count"] += 1
+        else:
+            groups[key] = {"count": 1, "free": quantities, **({"labels": labels} if labels else {})}
+    return sorted(groups.values(), key=lambda g: (-g["count"], json.dumps(g, sort_keys=True)))
+
+
 def gpu_summary(state: NodeState) -> list[dict[str, Any]]:
     j = state.column.get(GPU)
     if j is None:
@@ -376,6 +460,7 @@ def cluster_status(state: NodeState, pods: Sequence[Obj], queue_of_pod: Optional
         "resourceSummary": resource_summary(state, pods, requests),
         "nodeSummary": {"totalNum": len(state.names), "readyNum": int(state.ready.sum())},
         "nodeShapes": node_shapes(state),
+        **({"preemptibleShapes": shapes} if (shapes := preemptible_shapes(state, pods, requests)) else {}),
         "gpus": gpu_summary(state),
         "numa": numa_summary(state),
         "queues": queue_summary(pods, queue_of_pod or {}, queues, requests),

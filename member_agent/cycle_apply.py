@@ -1,6 +1,9 @@
-"""Applying one session's :class:`CycleResult` to the agent and, through it, to the member cluster.
+"""The agent's scheduling pass: snapshot → ``run_cycle`` (worker thread) → :class:`CycleResult`
+applied to the agent and, through :mod:`member_agent.pod_writes`, to the member cluster.
 
-What each field becomes (docs/agent.md, docs/scheduler.md "Part 2"):
+The snapshot is the cache with every write still in flight shown as done, and a held share's
+reservations shown as bound with their device annotations (:func:`overlay_pods`).
+What each result field becomes (docs/agent.md, docs/scheduler.md "Part 2"):
 
 * ``bindings`` — bound through the gateway after ``pod_annotations`` are patched onto the pod;
   for a *held* share (two-phase start) kept as the share's reservation with its annotations
@@ -17,11 +20,14 @@ What each field becomes (docs/agent.md, docs/scheduler.md "Part 2"):
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Optional
 
-from member_agent.cluster.gateway import pod_node
-from member_agent.pod_writes import format_devices
+from member_agent import scheduling
+from member_agent.cluster.gateway import Obj, pod_node
+from member_agent.pod_writes import format_devices, with_placement
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.work_state import WorkState
 
@@ -29,6 +35,47 @@ if TYPE_CHECKING:
     from member_agent.agent import Agent
 
 log = logging.getLogger("caldera.agent")
+
+
+def overlay_pods(agent: Agent) -> list[Obj]:
+    """Cluster pods, with reserved and in-flight bindings shown as bound (with the session's
+    device annotations, so the next session does not hand the same GPUs out again)."""
+    reserved: dict[str, tuple[str, Optional[dict[str, str]]]] = {}
+    for state in agent.works.values():
+        for key, node in state.gang.reservations.items():
+            reserved[key] = (node, state.gang.annotations.get(key))
+    out = []
+    for key, pod in agent.cache.pods.items():
+        pod = agent.writes.overlay(key, pod)
+        if key in reserved and not pod_node(pod):
+            pod = with_placement(pod, *reserved[key])
+        out.append(pod)
+    return out
+
+
+def snapshot_objects(agent: Agent) -> list[Obj]:
+    groups = [s.podgroup for s in agent.works.values()
+              if s.podgroup and s.podgroup.get("kind") == "PodGroup" and not s.deleted and not s.controller_error
+              and not s.record.placement.cancelled and not s.record.error and s.gang.schedulable]
+    return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *agent.queues, *agent.priority_classes]
+
+
+async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
+    if not agent.cache.synced.is_set():
+        return None
+    objects = snapshot_objects(agent)
+    started = time.perf_counter()
+    try:
+        result = await asyncio.to_thread(scheduling.run_once, objects, agent.conf, agent.clock,
+                                         agent.options.use_real_scheduler)
+    except Exception:  # noqa: BLE001 - one bad cycle must not stop the agent
+        log.exception("scheduling cycle failed")
+        agent.metrics.attempts.labels("error").inc()
+        return None
+    agent.apply_cycle(result)
+    agent.metrics.observe_cycle(result, (time.perf_counter() - started) * 1000.0)
+    agent.last_cycle = agent.clock.now()
+    return result
 
 
 def apply_cycle(agent: Agent, result: CycleResult) -> None:

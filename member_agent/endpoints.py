@@ -40,6 +40,10 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
         "lastCycle": agent.last_cycle,
         "schedulerActions": list(agent.conf.actions),
         "works": works,
+        # "ns/pod" -> {"gpus": [ids], "numa": [ids]}: what the sessions gave the pods still present.
+        "devices": dict(sorted(agent.writes.devices.items())),
+        "nominations": {key: nominee for key, pod in sorted(agent.cache.pods.items())
+                        if (nominee := (pod.get("status") or {}).get("nominatedNodeName")) and not pod_node(pod)},
     }
 
 

@@ -35,7 +35,7 @@ from member_agent.controllers import (
     observe_pods,
     reconcile,
 )
-from member_agent.works import GENERATION_LABEL, WORK_UID_LABEL, WorkRecord
+from member_agent.works import GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
@@ -270,3 +270,20 @@ class JobRun:
             log.info("Job %s/%s: executed %s; phase %s", self.job.metadata.namespace, self.job.metadata.name,
                      ", ".join(a.value for a in plan.actions), self.phase)
         return out
+
+
+def federation_event(run: JobRun, cluster: str, now: float, event_type: str, reason: str, message: str) -> Obj:
+    """The Job's event as the federation sees it: about the federated Job (its uid), so that
+    ``caldera describe job`` lists what every member's controller did."""
+    md = run.job.metadata
+    stamp = rfc3339(now)
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"generateName": f"{md.name}.", "namespace": md.namespace or "default"},
+        "involvedObject": {"apiVersion": JOB_API_VERSION, "kind": "Job", "namespace": md.namespace or "default",
+                           "name": md.name, "uid": md.uid},
+        "type": event_type, "reason": reason, "message": f"[{cluster}] {message}",
+        "source": {"component": "caldera-agent", "host": cluster},
+        "reportingComponent": "caldera-agent", "reportingInstance": cluster,
+        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+    }

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 NAME = "demo"
 HELP = "run a federation and sim member agents on this machine and drive the seed's jobs through them"
 POLL_SECONDS = 0.5
-PLAIN_EVERY = 10.0  # at least one plain progress block this often, even when nothing changed
+PLAIN_EVERY = 5.0  # the clusters' line at least this often in plain mode, even when nothing changed
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -183,10 +183,10 @@ async def follow(rc: "ResourceClient", system: System, plan: DemoPlan, timeline:
     from rich.live import Live
 
     from federation.demo.observe import snapshot
-    from federation.demo.render import live_view, plain_lines
+    from federation.demo.render import PlainLog, live_view
 
     live = None if plain else Live(console=console, refresh_per_second=4, transient=False)
-    last_plain, last_text = 0.0, ""
+    log = PlainLog(PLAIN_EVERY)
     if live is not None:
         live.start()
     try:
@@ -205,11 +205,8 @@ async def follow(rc: "ResourceClient", system: System, plan: DemoPlan, timeline:
             if live is not None:
                 live.update(live_view(snap, plan.expected, elapsed, timeout))
             else:
-                lines = plain_lines(snap, plan.expected, elapsed)
-                text = "\n".join(line.split("] ", 1)[1] for line in lines)
-                if text != last_text or elapsed - last_plain >= PLAIN_EVERY:
-                    console.print("\n".join(lines), soft_wrap=True)
-                    last_plain, last_text = elapsed, text
+                for line in log.lines(snap, plan.expected, elapsed):
+                    console.print(line, soft_wrap=True)
             code, reason = verdict(snap, plan, system)
             if code is not None:
                 return code, reason, snap

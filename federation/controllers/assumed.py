@@ -9,7 +9,8 @@ running/finished job in its manifest status. Shares are merged per cluster and p
 the core's cost does not grow with the number of jobs in flight.
 
 :func:`reserve_caps` turns the binding's ``caldera.io/reserve-caps`` (written when a two-phase
-start was cancelled) into workloads occupying the failed clusters, for that job only.
+start was cancelled) into workloads occupying the failed clusters, for that job only;
+:func:`excluded_clusters` names the clusters that failed too often in a row and are left out.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from typing import Any
 from federation.controllers import common as c
 from federation.placement.adapters import assumed_share, job_demand
 from federation.placement.request import AssumedWorkload
+from policies.models.karmada_work import EXECUTION_NAMESPACE_PREFIX
 
 Obj = Mapping[str, Any]
 Key = tuple[str, str]
+#: (one pod's request, its node selector)
+Shape = tuple[Any, Any]
 #: (namespace, name) of a Work -> the Work, or None
 WorkLookup = Callable[[str, str], Obj | None]
 
@@ -44,10 +48,22 @@ def confirmed(work: Obj | None, generation: int) -> bool:
 
 
 class AssumedShares:
+    """Unconfirmed shares per job, with running totals per cluster and pod shape.
+
+    ``others`` is called once per placement, so it must not walk every job in flight: the
+    totals are kept up to date as jobs are remembered or forgotten and as their Works report
+    (:meth:`observe`, fed by the Work informer). Confirmation is sticky for a generation: a new
+    placement of the job is remembered afresh.
+    """
+
     def __init__(self, works: WorkLookup) -> None:
         self._works = works
         #: job uid -> (generation, (namespace, name), cluster -> share)
         self._jobs: dict[str, tuple[int, Key, dict[str, AssumedWorkload]]] = {}
+        #: job uid -> clusters whose share is still deducted
+        self._pending: dict[str, set[str]] = {}
+        #: cluster -> (pod request, node selector) -> replicas of unconfirmed shares
+        self._totals: dict[str, dict[Shape, int]] = {}
 
     def remember(self, job: Obj, generation: int, placement: Mapping[str, Any] | None) -> None:
         """Record the job's shares of ``generation`` (``caldera.io/placement``'s JSON)."""
@@ -56,42 +72,89 @@ class AssumedShares:
         held = self._jobs.get(uid)
         if held is not None and held[0] == generation:
             return
+        self.forget(uid)
+        key = (meta.get("namespace", ""), meta.get("name", ""))
         shares: dict[str, AssumedWorkload] = {}
         if placement:
             demand = job_demand(job)
             for cluster, entry in (placement.get("clusters") or {}).items():
                 per_task = {t: int(v.get("replicas") or 0) for t, v in (entry.get("tasks") or {}).items()}
                 shares[cluster] = assumed_share(cluster, demand, per_task)
-        self._jobs[uid] = (generation, (meta.get("namespace", ""), meta.get("name", "")), shares)
+        self._jobs[uid] = (generation, key, shares)
+        pending = self._pending.setdefault(uid, set())
+        for cluster, share in shares.items():
+            if not confirmed(self._works(c.execution_ns(cluster), c.work_name(*key)), generation):
+                pending.add(cluster)
+                self._add(cluster, share, +1)
+
+    def observe(self, work: Obj | None) -> None:
+        """A Work changed: stop deducting its share once it confirms the current generation."""
+        meta = (work or {}).get("metadata") or {}
+        uid = (meta.get("labels") or {}).get(c.JOB_UID_LABEL, "")
+        namespace = meta.get("namespace", "")
+        entry = self._jobs.get(uid)
+        if entry is None or not namespace.startswith(EXECUTION_NAMESPACE_PREFIX):
+            return
+        cluster = namespace[len(EXECUTION_NAMESPACE_PREFIX):]
+        pending = self._pending.get(uid, set())
+        if cluster in pending and confirmed(work, entry[0]):
+            pending.discard(cluster)
+            self._add(cluster, entry[2][cluster], -1)
+
+    def on_work_event(self, _type: str, work: Obj, _old: Obj | None) -> None:
+        self.observe(work)
 
     def forget(self, uid: str) -> None:
-        self._jobs.pop(uid, None)
+        entry = self._jobs.pop(uid, None)
+        for cluster in self._pending.pop(uid, set()):
+            if entry is not None:
+                self._add(cluster, entry[2][cluster], -1)
 
     def forget_job(self, key: Key, uid: str | None = None) -> None:
         """Drop the entries of job ``key`` (only the one with ``uid`` when given)."""
         for known, entry in list(self._jobs.items()):
             if entry[1] == key and (uid is None or known == uid):
-                del self._jobs[known]
+                self.forget(known)
 
     def others(self, exclude_uid: str) -> tuple[AssumedWorkload, ...]:
         """Unconfirmed shares of every job but ``exclude_uid``, merged per cluster and pod shape."""
-        merged: dict[str, dict[tuple[Any, Any], int]] = {}
-        for uid, (generation, (ns, name), shares) in self._jobs.items():
-            if uid == exclude_uid:
-                continue
-            for cluster, work in shares.items():
-                if confirmed(self._works(c.execution_ns(cluster), c.work_name(ns, name)), generation):
-                    continue
-                slot = merged.setdefault(cluster, {})
-                selectors = work.node_selectors or tuple(() for _ in work.components)
-                for (request, replicas), selector in zip(work.components, selectors, strict=False):
-                    slot[(request, selector)] = slot.get((request, selector), 0) + replicas
-        return tuple(AssumedWorkload(cluster, tuple((req, n) for (req, _), n in shapes.items()),
-                                     tuple(sel for (_, sel) in shapes))
-                     for cluster, shapes in sorted(merged.items()))
+        own: dict[str, dict[Shape, int]] = {}
+        entry = self._jobs.get(exclude_uid)
+        for cluster in self._pending.get(exclude_uid, set()):
+            if entry is not None:
+                for shape, replicas in _shapes(entry[2][cluster]):
+                    slot = own.setdefault(cluster, {})
+                    slot[shape] = slot.get(shape, 0) + replicas
+        out = []
+        for cluster, totals in sorted(self._totals.items()):
+            mine = own.get(cluster, {})
+            # sorted, so the deduction order never depends on the order jobs arrived in
+            shapes = sorted((shape, n - mine.get(shape, 0)) for shape, n in totals.items())
+            shapes = [(shape, n) for shape, n in shapes if n > 0]
+            if shapes:
+                out.append(AssumedWorkload(cluster, tuple((req, n) for (req, _), n in shapes),
+                                           tuple(sel for (_, sel), _ in shapes)))
+        return tuple(out)
+
+    def _add(self, cluster: str, share: AssumedWorkload, sign: int) -> None:
+        slot = self._totals.setdefault(cluster, {})
+        for shape, replicas in _shapes(share):
+            left = slot.get(shape, 0) + sign * replicas
+            if left > 0:
+                slot[shape] = left
+            else:
+                slot.pop(shape, None)
+        if not slot:
+            del self._totals[cluster]
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+
+def _shapes(share: AssumedWorkload) -> list[tuple[Shape, int]]:
+    selectors = share.node_selectors or tuple(() for _ in share.components)
+    return [((request, selector), replicas)
+            for (request, replicas), selector in zip(share.components, selectors, strict=False)]
 
 
 def reserve_caps(job: Obj, rb: Obj | None, now: float) -> tuple[AssumedWorkload, ...]:
@@ -102,9 +165,19 @@ def reserve_caps(job: Obj, rb: Obj | None, now: float) -> tuple[AssumedWorkload,
     demand = job_demand(job)
     out = []
     for cluster, cap in sorted(caps.items()):
-        if not isinstance(cap, dict) or float(cap.get("until") or 0) < now:
-            continue
+        if not isinstance(cap, dict) or float(cap.get("until") or 0) < now or cap.get("excluded"):
+            continue  # an excluded cluster is left out of the snapshot instead (excluded_clusters)
         per_task = {str(t): int(n) for t, n in (cap.get("tasks") or {}).items()}
         if any(per_task.values()):
             out.append(assumed_share(cluster, demand, per_task))
     return tuple(out)
+
+
+def excluded_clusters(rb: Obj | None, now: float) -> dict[str, dict[str, Any]]:
+    """Clusters that failed to reserve this job's share too often in a row, with their cap entry:
+    placement leaves them out of this job's snapshot until the entry's ``until``."""
+    caps = c.json_annotation(rb, c.RESERVE_CAPS) or {}
+    if not isinstance(caps, dict):
+        return {}
+    return {cluster: cap for cluster, cap in sorted(caps.items())
+            if isinstance(cap, dict) and cap.get("excluded") and float(cap.get("until") or 0) >= now}

@@ -48,6 +48,9 @@ RESERVE_ATTEMPTS = "caldera.io/reserve-attempts"
 RETRY_AFTER = "caldera.io/retry-after"
 RESCHEDULED_FOR = "caldera.io/rescheduled-for"
 RESERVE_TIMEOUT = "caldera.io/reserve-timeout-seconds"
+#: set by placement when a lost cluster ended the job under its policies (JSON {phase, action, message});
+#: the status aggregator shows that phase, and the job is never placed again
+ENDED = "caldera.io/ended"
 JOB_LABEL = "caldera.io/job"
 JOB_UID_LABEL = "caldera.io/job-uid"
 TASK_OFFSETS = "caldera.io/task-offsets"
@@ -76,6 +79,9 @@ class ControllerOptions:
     retry_max_seconds: float = 300.0
     #: how long a failed reservation keeps lowering its cluster's estimate for that job
     cap_ttl_seconds: float = 900.0
+    #: consecutive failed reservations after which a cluster is left out of that job's placements
+    #: for ``cap_ttl_seconds`` (0: never excluded, only its estimate is lowered)
+    exclude_after_failures: int = 2
     #: placement core options (readiness damping, optimizer limits)
     placement: Options = Options()
     watch_timeout: int = 300

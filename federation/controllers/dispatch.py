@@ -25,7 +25,7 @@ from federation.controllers import common as c
 from federation.controllers import deletion
 from federation.controllers.render import apply_overrides, share_manifest
 from federation.controllers.runner import Informer, WorkQueue, run_workers, wait_synced
-from federation.controllers.two_phase import Verdict, judge, merge_caps
+from federation.controllers.two_phase import Verdict, exclusion_note, judge, merge_caps, newly_excluded
 from federation.events import record_event
 
 log = logging.getLogger("caldera.controllers.dispatch")
@@ -228,14 +228,18 @@ class DispatchController:
         now = self.clock()
         attempts = c.int_annotation(rb, c.RESERVE_ATTEMPTS, 0) + 1
         delay = c.backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds)
-        caps = merge_caps(c.json_annotation(rb, c.RESERVE_CAPS), shares, verdict.failed,
-                          now + self.options.cap_ttl_seconds)
+        before = c.json_annotation(rb, c.RESERVE_CAPS)
+        before = before if isinstance(before, dict) else {}
+        caps = merge_caps(before, shares, verdict.failed, now + self.options.cap_ttl_seconds, now=now,
+                          exclude_after=self.options.exclude_after_failures)
         await self._annotate(rb, {c.CANCELLED_GENERATION: str(generation), c.RESERVE_ATTEMPTS: str(attempts),
                                   c.RETRY_AFTER: c.rfc3339(now + delay), c.RESERVE_CAPS: c.canonical_json(caps)})
         metrics.TWO_PHASE.labels(outcome="cancelled").inc()
         await self._event(job, "Cancelled", f"generation {generation}: {verdict.message}; every share cancelled, "
                                             f"re-placing in {delay:.0f}s with lower estimates on "
                                             f"{', '.join(verdict.failed)}", "Warning")
+        for cluster in newly_excluded(before, caps):
+            await self._event(job, "ClusterExcluded", exclusion_note(cluster, caps[cluster], now), "Warning")
 
     async def _annotate(self, rb: Obj, notes: dict[str, str | None]) -> None:
         meta = rb["metadata"]

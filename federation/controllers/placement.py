@@ -6,11 +6,15 @@ Keyed by Job. A job is (re)placed when:
 * its spec changed (``metadata.generation`` != ``status.schedulerObservedGeneration``);
 * its policy changed (another policy now governs it, or the placement changed);
 * a cluster it is on became unusable (deleted, being deleted, or an untolerated NoExecute
-  taint): the *whole* job gets a new generation (the gang restarts as a unit); the surviving
-  clusters' previous shares count as the steady layout;
+  taint): its shares count as evicted pods and the Job's ``PodEvicted`` policy decides
+  (:mod:`federation.controllers.failover`). ``RestartJob`` (the default): the *whole* job gets a
+  new generation (the gang restarts as a unit), the surviving clusters' previous shares count as
+  the steady layout. ``AbortJob``/``TerminateJob``/``CompleteJob``: every share is withdrawn and
+  the binding says how the job ended (``caldera.io/ended``); it is never placed again;
 * its two-phase start was cancelled (``caldera.io/cancelled-generation`` == generation):
   Fresh division, after the backoff in ``caldera.io/retry-after``, with the failed clusters'
-  estimates lowered by ``caldera.io/reserve-caps``;
+  estimates lowered by ``caldera.io/reserve-caps``; a cluster that failed to reserve too often in a
+  row is left out of this job's placements until its cap expires;
 * it is unschedulable and a Cluster changed since the last attempt (backoff per job).
 
 A change of capacity alone never moves a placed job. Shares dispatched but not yet running
@@ -33,15 +37,21 @@ from federation import metrics
 from federation.client import ResourceClient
 from federation.controllers import binding as b
 from federation.controllers import common as c
-from federation.controllers.assumed import AssumedShares, reserve_caps
+from federation.controllers import failover
+from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
 from federation.controllers.runner import Informer, WorkQueue, is_not_found, run_workers, wait_synced
+from federation.controllers.two_phase import exclusion_note
 from federation.events import record_event
 from federation.placement.adapters import build_request
 from federation.placement.decision import PlacementDecision
 from federation.placement.place import Placer, place
 from federation.placement.request import ClusterState
 from policies.errors import CalderaError
+from policies.kinds import lookup
+
+#: the Job's PriorityClass decides whether placement may count on preemption
+PRIORITY_CLASSES = lookup("scheduling.k8s.io/v1", "PriorityClass")
 
 log = logging.getLogger("caldera.controllers.placement")
 Obj = dict[str, Any]
@@ -56,6 +66,8 @@ class Attempt:
     not_before: float
     cluster_version: int
     message: str
+    #: retry then even if no Cluster changed (a cluster's exclusion for this job lapses)
+    wake: float | None = None
 
 
 class PlacementController:
@@ -72,7 +84,9 @@ class PlacementController:
         self.clusters = Informer(rc, c.CLUSTERS, self._on_cluster, watch_timeout=wt)
         self.bindings = Informer(rc, c.BINDINGS, self._on_binding, watch_timeout=wt)
         self.works = Informer(rc, c.WORKS, None, watch_timeout=wt)
-        self.informers = [self.jobs, self.pps, self.cpps, self.clusters, self.bindings, self.works]
+        self.priority_classes = Informer(rc, PRIORITY_CLASSES, None, watch_timeout=wt)
+        self.informers = [self.jobs, self.pps, self.cpps, self.clusters, self.bindings, self.works,
+                          self.priority_classes]
         self.queue = WorkQueue()
         self.placer = Placer()
         self.lock = asyncio.Lock()
@@ -80,6 +94,7 @@ class PlacementController:
         self._snapshot: tuple[int, tuple[ClusterState, ...]] | None = None
         self.attempts: dict[Key, Attempt] = {}
         self.assumed = AssumedShares(self.works.get)
+        self.works.handlers.append(self.assumed.on_work_event)
 
     # ------------------------------------------------------------------ events
 
@@ -188,10 +203,15 @@ class PlacementController:
         if delay > 0:
             self.queue.add(key, delay)
             return
+        if isinstance(trigger, failover.Failover):
+            await self._end(job, rb, match, trigger, now)
+            return
         await self._place(job, rb, match, trigger, previous, now)
 
-    def _trigger(self, job: Obj, rb: Obj | None, match: Match, now: float) -> tuple[str | None, Obj | None, float]:
-        """Why the job must be placed now (None: it need not), the previous binding to use, and a delay."""
+    def _trigger(self, job: Obj, rb: Obj | None, match: Match,
+                 now: float) -> tuple[str | failover.Failover | None, Obj | None, float]:
+        """Why the job must be placed now (None: it need not; a Failover: a lost cluster ends it), the
+        previous binding to use, and a delay."""
         assert match.policy is not None
         generation = b.generation_of(rb)
         status = (rb or {}).get("status") or {}
@@ -200,8 +220,8 @@ class PlacementController:
         key = _ns_name(job)
         if rb is None or (generation == 0 and scheduled is None):
             return "initial placement", rb, 0.0
-        if _finished(job):
-            return None, rb, 0.0  # a finished job is never moved
+        if _finished(job) or c.annotations_of(rb).get(c.ENDED):
+            return None, rb, 0.0  # a finished job (or one a lost cluster ended) is never moved
         if scheduled is not None and scheduled.get("reason") == "NoPolicy":
             return "policy bound", rb, 0.0
         if status.get("schedulerObservedGeneration") != job_gen:
@@ -215,6 +235,9 @@ class PlacementController:
         if wake is not None:  # a tolerationSeconds runs out later: look again then
             self.queue.add(key, max(0.05, wake - now))
         if lost:
+            decision = failover.decide(job, rb, lost)
+            if decision.ends_job:
+                return decision, rb, 0.0
             why = "; ".join(f"{n}: {w}" for n, w in sorted(lost.items()))
             return f"cluster lost ({why})", b.without_clusters(rb, lost), 0.0
         if generation > 0 and c.int_annotation(rb, c.CANCELLED_GENERATION, -1) == generation:
@@ -222,7 +245,8 @@ class PlacementController:
             return "reservation cancelled", b.fresh_previous(rb), max(0.0, retry_at - now)
         if scheduled is not None and scheduled.get("status") != "True":
             attempt = self.attempts.get(key)
-            if attempt is not None and attempt.cluster_version == self.cluster_version:
+            if attempt is not None and attempt.cluster_version == self.cluster_version and (
+                    attempt.wake is None or now < attempt.wake):
                 return None, rb, 0.0
             delay = max(0.0, attempt.not_before - now) if attempt else 0.0
             return "retry after clusters changed", rb, delay
@@ -236,12 +260,19 @@ class PlacementController:
         generation = b.generation_of(rb) if rb is not None else self._dispatched_generation(job)
         old_clusters = ((rb or {}).get("spec") or {}).get("clusters") or []
         replace = trigger.startswith("cluster lost") or trigger == "reservation cancelled"
+        excluded = excluded_clusters(rb, now)
+        notes = "; ".join(exclusion_note(name, cap, now) for name, cap in excluded.items())
         async with self.lock:
             version = self.cluster_version
             try:
                 assumed = self.assumed.others(uid) + reserve_caps(job, rb, now)
-                request = build_request(job, match.policy, self._usable(match.policy, now), previous, now=now,
-                                        assumed=assumed, options=self.options.placement)
+                states = self._usable(match.policy, now)
+                if excluded:  # failed to reserve too often in a row: this job does not count on them
+                    states = tuple(s for s in states if s.name not in excluded)
+                request = build_request(job, match.policy, states, previous, now=now,
+                                        assumed=assumed, options=self.options.placement,
+                                        priority_classes={pc["metadata"]["name"]: pc
+                                                          for pc in self.priority_classes.items()})
             except (CalderaError, ValueError, KeyError, TypeError) as err:
                 metrics.PLACEMENTS.labels(result="error").inc()
                 await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}", version, now,
@@ -258,13 +289,16 @@ class PlacementController:
                 self.assumed.remember(job, new_gen, placement)
         if not decision.ok:
             assert decision.failure is not None
-            await self._failed(job, rb, match, decision.failure.condition, b.diagnosis_message(decision), version,
-                               now, clear=replace or not old_clusters)
+            message = b.diagnosis_message(decision) + (f" [{notes}]" if notes else "")
+            wake = min(float(cap.get("until") or 0) for cap in excluded.values()) if excluded else None
+            await self._failed(job, rb, match, decision.failure.condition, message, version,
+                               now, clear=replace or not old_clusters, wake=wake)
             return
         body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)
         rb = await self._write_binding(rb, body)
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "True",
-                                     "Success", f"{trigger}: {decision.reason}", now)
+                                     "Success", f"{trigger}: {decision.reason}" + (f" [{notes}]" if notes else ""),
+                                     now)
         conditions = self._conflict_conditions(conditions, match, now)
         await self._write_status(rb, {
             "conditions": conditions,
@@ -278,12 +312,14 @@ class PlacementController:
             await self._event(job, "Scheduled", f"generation {new_gen} ({trigger}): {split}; {decision.reason}")
 
     async def _failed(self, job: Obj, rb: Obj | None, match: Match, reason: str, message: str, version: int,
-                      now: float, clear: bool) -> None:
+                      now: float, clear: bool, wake: float | None = None) -> None:
         key = _ns_name(job)
         previous = self.attempts.get(key)
         failures = (previous.failures if previous else 0) + 1
         delay = c.backoff(failures, self.options.retry_base_seconds, self.options.retry_max_seconds)
-        self.attempts[key] = Attempt(failures, now + delay, version, message)
+        self.attempts[key] = Attempt(failures, now + delay, version, message, wake)
+        if wake is not None:  # an exclusion lapses then: look again even if no Cluster changes
+            self.queue.add(key, max(0.05, wake - now + 0.05))
         generation = b.generation_of(rb)
         had = bool(((rb or {}).get("spec") or {}).get("clusters"))
         new_gen = generation + 1 if (clear and had) else generation
@@ -298,6 +334,22 @@ class PlacementController:
             self.assumed.forget(job["metadata"].get("uid", ""))
         if previous is None or previous.message != message:
             await self._event(job, "FailedScheduling", f"{reason}: {message}", "Warning")
+
+    async def _end(self, job: Obj, rb: Obj | None, match: Match, ending: failover.Failover, now: float) -> None:
+        """A lost cluster ended the job under its policies: withdraw every share (dispatch deletes
+        the Works of a binding without clusters) and say how it ended, for the status aggregator."""
+        generation = b.generation_of(rb)
+        body = b.binding_body(job, match.policy, rb, [], generation + 1, None, now, placed=True)
+        body["metadata"]["annotations"][c.ENDED] = c.canonical_json(
+            {"phase": ending.phase, "action": ending.action, "message": ending.message})
+        rb = await self._write_binding(rb, body)
+        conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
+                                     ending.phase, ending.message, now)
+        await self._write_status(rb, {"conditions": conditions,
+                                      "schedulerObservedGeneration": int(job["metadata"].get("generation") or 1)})
+        self.assumed.forget(job["metadata"].get("uid", ""))
+        self.attempts.pop(_ns_name(job), None)
+        await self._event(job, ending.phase, ending.message, "Warning")
 
     async def _no_policy(self, job: Obj, rb: Obj | None, now: float) -> None:
         """No policy selects the job: a binding with Scheduled=False/NoPolicy. A job already placed

@@ -13,7 +13,9 @@ Phase rules (shares are the Works of the binding's current placement generation)
 * any share aborting/aborted, terminating/terminated or restarting -> that phase
   (the ``-ing`` form until every share is terminal);
 * every share ``Completed`` -> ``Completed``; every share completing or completed -> ``Completing``;
-* every share running, completing or completed -> ``Running``; otherwise ``Pending``.
+* every share running, completing or completed -> ``Running``; otherwise ``Pending``;
+* the binding's ``caldera.io/ended`` (a lost cluster ended the job under its ``PodEvicted``
+  policy: AbortJob, TerminateJob, CompleteJob) -> its phase, reason ``ClusterLost``, whatever the shares say.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ Obj = dict[str, Any]
 PLACEMENT_ANNOTATION = "caldera.io/placement"
 GENERATION_ANNOTATION = "caldera.io/placement-generation"
 EXECUTION_PREFIX = "karmada-es-"
+ENDED_ANNOTATION = "caldera.io/ended"
+ENDED_PHASES = frozenset({"Aborted", "Terminated", "Completed"})
 COUNT_FIELDS = ("pending", "running", "succeeded", "failed", "terminating", "unknown")
 RUNNING_LIKE = frozenset({"Running", "Completing", "Completed"})
 TERMINAL = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
@@ -212,6 +216,18 @@ def share_views(binding: Obj | None, works: Iterable[Obj]) -> tuple[int | None, 
     return generation, views
 
 
+def ended_by_placement(binding: Obj | None) -> tuple[str, str, str] | None:
+    """(phase, reason, message) when placement ended the job (``caldera.io/ended``), else None."""
+    annotations = ((binding or {}).get("metadata") or {}).get("annotations") or {}
+    try:
+        ended = json.loads(annotations.get(ENDED_ANNOTATION) or "null")
+    except ValueError:
+        return None
+    if not isinstance(ended, dict) or ended.get("phase") not in ENDED_PHASES:
+        return None
+    return str(ended["phase"]), "ClusterLost", str(ended.get("message") or ended.get("action") or "")
+
+
 def aggregate_phase(phases: Sequence[str]) -> str:
     """The federated Job's phase from its shares' phases (module docstring)."""
     if not phases:
@@ -363,6 +379,9 @@ def aggregate(job: Obj, binding: Obj | None, works: Iterable[Obj], now: datetime
     _generation, views = share_views(binding, works)
     phase = aggregate_phase([v.phase for v in views])
     reason, message = _explain(phase, binding, views)
+    ended = ended_by_placement(binding)
+    if ended is not None:
+        phase, reason, message = ended
     now_text = stamp(now)
     changed = old_phase != phase
     old_conditions = [c for c in previous.get("conditions") or [] if isinstance(c, dict)]

@@ -9,7 +9,8 @@ shares' ``status.gang`` and answers:
   Reserved (``Pending``, ``Unschedulable``, no answer) ``timeout`` seconds after G was placed:
   dispatch sets
   ``cancelled: true`` on every share and records the failed clusters so placement lowers
-  their estimate, then placement writes G+1 after a backoff;
+  their estimate (:func:`merge_caps`; a cluster failing twice in a row is excluded for this
+  job), then placement writes G+1 after a backoff;
 * **wait** (with how long until the timeout) otherwise.
 
 A status for another generation is ignored (fencing: a late answer about G-1 never releases
@@ -18,6 +19,7 @@ or cancels G). Pure: no I/O, time passed in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -79,14 +81,50 @@ def _reason(work: Obj | None) -> str:
 
 
 def merge_caps(caps: Mapping[str, Any] | None, shares: Mapping[str, Mapping[str, Any]], failed: tuple[str, ...],
-               until: float) -> dict[str, Any]:
-    """Add each failed cluster's share (per task) to the pods its estimate is lowered by."""
-    out: dict[str, Any] = {k: dict(v) for k, v in (caps or {}).items() if isinstance(v, Mapping)}
+               until: float, now: float = float("-inf"), exclude_after: int = 0) -> dict[str, Any]:
+    """The caps after an attempt whose ``failed`` clusters did not reserve their share (``shares``).
+
+    Each failed cluster's share (per task) is added to the pods its estimate is lowered by, its
+    ``failures`` (consecutive failed reservations) goes up by one and its ``until`` moves to
+    ``until``; a cluster of the attempt that did reserve starts counting again from zero.
+    A cluster failing ``exclude_after`` times in a row (0: never) is marked ``excluded``: it is
+    left out of this job's placements until ``until``, whatever its estimate (its agent may never
+    reserve: queue closed, over capability). Entries whose ``until`` passed before ``now`` are
+    dropped first, so an old failure does not count against a later attempt.
+    """
+    out: dict[str, Any] = {k: dict(v) for k, v in (caps or {}).items()
+                           if isinstance(v, Mapping) and _float(v.get("until")) >= now}
+    for cluster in shares:
+        if cluster not in failed and cluster in out and not out[cluster].get("excluded"):
+            out[cluster]["failures"] = 0
     for cluster in failed:
         share = shares.get(cluster) or {}
         entry = out.get(cluster) or {"tasks": {}}
         tasks = dict(entry.get("tasks") or {})
         for task, value in (share.get("tasks") or {}).items():
             tasks[task] = int(tasks.get(task, 0)) + int(value.get("replicas") or 0)
-        out[cluster] = {"tasks": tasks, "until": until}
+        failures = int(entry.get("failures") or 0) + 1
+        updated: dict[str, Any] = {"tasks": tasks, "until": until, "failures": failures}
+        if entry.get("excluded") or (exclude_after > 0 and failures >= exclude_after):
+            updated["excluded"] = True
+        out[cluster] = updated
     return out
+
+
+def newly_excluded(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> tuple[str, ...]:
+    """Clusters ``after`` excludes that ``before`` did not (for the Event)."""
+    was = {k for k, v in (before or {}).items() if isinstance(v, Mapping) and v.get("excluded")}
+    return tuple(sorted(k for k, v in after.items() if v.get("excluded") and k not in was))
+
+
+def exclusion_note(cluster: str, cap: Mapping[str, Any], now: float) -> str:
+    """``cluster-b failed to reserve 2 times: excluded for 15m``."""
+    minutes = max(1, math.ceil((_float(cap.get("until")) - now) / 60))
+    return f"{cluster} failed to reserve {int(cap.get('failures') or 0)} times: excluded for {minutes}m"
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0

@@ -124,7 +124,8 @@ def share_of(work: dict[str, Any]) -> Optional[Share]:
     tasks = {str(t.get("name") or f"task{i}"): (_int(t.get("replicas")), _int(t.get("minAvailable", t.get("replicas"))))
              for i, t in enumerate(job_spec.get("tasks") or [])}
     status = work.get("status") or {}
-    reported = next(iter(status.get("manifestStatuses") or []), {}).get("status") or {}
+    first: dict[str, Any] = next(iter(status.get("manifestStatuses") or []), {})
+    reported = first.get("status") or {}
     gang = status.get("gang") or {}
     generation = _int(placement.get("generation"))
     return Share(

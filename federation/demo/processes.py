@@ -74,6 +74,14 @@ def leftover_processes(groups: set[int]) -> list[int]:
     return found
 
 
+def wait_gone(groups: set[int], timeout: float = 5.0) -> list[int]:
+    """Poll ``/proc`` until nothing of ``groups`` is alive (signals land asynchronously); what is left."""
+    deadline = time.monotonic() + timeout
+    while (left := leftover_processes(groups)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
 @dataclass
 class ManagedProcess:
     """One child process in its own process group, its output in a log file."""
@@ -83,6 +91,7 @@ class ManagedProcess:
     log_path: Path
     proc: Optional[subprocess.Popen[bytes]] = None
     groups: set[int] = field(default_factory=set)  # every group this slot ever led (restarts)
+    stopped_on_purpose: bool = False  # stop() or kill() was called: its end is not a failure
     _log: Optional[IO[bytes]] = None
     _offset: int = 0
 
@@ -90,6 +99,7 @@ class ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _reap
         self._offset = self._log.tell()
+        self.stopped_on_purpose = False
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         # Die with the parent even if it is SIGKILLed (no atexit then). Only from the main thread:
         # the kernel ties the signal to the thread that forked.
@@ -143,6 +153,7 @@ class ManagedProcess:
         """SIGTERM the group, SIGKILL it after ``timeout``; returns the leader's exit code."""
         if self.proc is None:
             return None
+        self.stopped_on_purpose = True
         if self.proc.poll() is None:
             self._signal_group(signal.SIGTERM)
             try:
@@ -156,6 +167,7 @@ class ManagedProcess:
         """SIGKILL the group at once (a crash, as the failure tests want it)."""
         if self.proc is None:
             return None
+        self.stopped_on_purpose = True
         self._signal_group(signal.SIGKILL)
         self.proc.wait(10)
         return self._reap()
@@ -163,9 +175,10 @@ class ManagedProcess:
     def _reap(self) -> Optional[int]:
         assert self.proc is not None
         code = self.proc.returncode
-        # anything the leader left behind in its group goes too
+        # anything the leader left behind in its group goes too, and is waited for
         if leftover_processes({self.proc.pid}):
             self._signal_group(signal.SIGKILL)
+            wait_gone({self.proc.pid})
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -265,6 +278,11 @@ class System:
     def processes(self) -> list[ManagedProcess]:
         return [p for p in [*self.agents.values(), self.federation] if p is not None]
 
+    def unexpected_exits(self) -> list[str]:
+        """Processes that ended without stop()/kill(): their name, exit code and last log lines."""
+        return [f"{p.name} exited with {p.proc.returncode if p.proc else '?'}:\n{p.tail()}"
+                for p in self.processes() if not p.alive and not p.stopped_on_purpose]
+
     def groups(self) -> set[int]:
         return {g for p in self.processes() for g in p.groups}
 
@@ -276,8 +294,8 @@ class System:
             proc._signal_group(signal.SIGTERM)
         for proc in self.processes():
             codes[proc.name] = proc.stop(timeout)
-        leftovers = leftover_processes(self.groups())
-        for pid in leftovers:
+        for pid in leftover_processes(self.groups()):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        wait_gone(self.groups())
         return codes

@@ -66,16 +66,48 @@ def live_view(snap: Snapshot, expected: dict[tuple[str, str], str], elapsed: flo
     return Group(clusters, jobs)
 
 
-def plain_lines(snap: Snapshot, expected: dict[tuple[str, str], str], elapsed: float) -> list[str]:
-    """Progress for logs and CI: one line for the clusters, one per job."""
-    clusters = "  ".join(f"{c.name} {'Ready' if c.ready == 'True' else 'NotReady'} GPUs {c.gpus_used}/{c.gpus_total}"
-                         for c in snap.clusters)
-    lines = [f"[{elapsed:6.1f}s] clusters: {clusters}"]
-    for view in ordered_jobs(snap, expected):
-        counts = (f" running {view.running}/{view.total} done {view.succeeded}"
-                  if view.kind != "JobFlow" and view.shares else "")
-        lines.append(f"[{elapsed:6.1f}s]   {_name(view).strip():<32} {view.phase:<10}{counts:<25} {shares_text(view.shares)}")
-    return lines
+def clusters_line(snap: Snapshot) -> str:
+    return "clusters: " + "  ".join(
+        f"{c.name} {'Ready' if c.ready == 'True' else 'NotReady'} GPUs {c.gpus_used}/{c.gpus_total}"
+        + (f" taints {','.join(c.taints)}" if c.taints else "") for c in snap.clusters)
+
+
+class PlainLog:
+    """Progress for logs and CI: one line per change of a job (placed, reserved, phase), and the
+    clusters' line whenever readiness changes and at least every ``every`` seconds."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.seen: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self.ready: dict[str, str] = {}
+        self.last_clusters = -1e9
+
+    def lines(self, snap: Snapshot, expected: dict[tuple[str, str], str], elapsed: float) -> list[str]:
+        out = []
+        ready = {c.name: c.ready for c in snap.clusters}
+        if ready != self.ready or elapsed - self.last_clusters >= self.every:
+            out.append(clusters_line(snap))
+            self.ready, self.last_clusters = ready, elapsed
+        for view in ordered_jobs(snap, expected):
+            key = (view.kind, view.name)
+            gangs = ",".join(sorted({s.gang for s in view.shares if s.hold and s.gang}))
+            now = (view.phase, shares_text([s for s in view.shares], with_min=True) if view.shares else "", gangs)
+            before = self.seen.get(key, ("", "", ""))
+            self.seen[key] = now
+            if now == before:
+                continue
+            name = f"{view.name}{' (JobFlow)' if view.kind == 'JobFlow' else ''}"
+            if now[1] != before[1] and now[1]:
+                held = " (held: two-phase start)" if any(s.hold for s in view.shares) else ""
+                out.append(f"{name} placed: {now[1]}{held}")
+            if now[2] != before[2] and now[2] not in ("", "Pending") and now[0] == "Pending":
+                out.append(f"{name} shares: {', '.join(f'{s.cluster} {s.gang}' for s in view.shares if s.hold)}")
+            if now[0] != before[0] and not (now[0] == "Pending" and not before[0] and now[1]):
+                counts = f" ({view.running}/{view.total} pods)" if view.phase == "Running" and view.shares else ""
+                reason = f" ({view.reason})" if view.reason and view.phase not in ("Running", "Completed", "Succeed") \
+                    and now[1] == before[1] else ""
+                out.append(f"{name} {view.phase}{counts}{reason}")
+        return [f"[{elapsed:6.1f}s] {line}" for line in out]
 
 
 def _seconds(value: Optional[float]) -> str:

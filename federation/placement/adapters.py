@@ -72,7 +72,24 @@ def _vector(resource_list: Mapping[str, Any] | None) -> tuple[tuple[str, float],
 # ---------------------------------------------------------------- job
 
 
-def job_demand(job: Obj) -> JobDemand:
+def job_priority(spec: Mapping[str, Any], priority_classes: Mapping[str, Obj] | None) -> tuple[int | None, bool]:
+    """(the job's priority, whether it may preempt) from its PriorityClass: ``spec.priorityClassName``,
+    else the first task template's, else the ``globalDefault`` class. Unknown class or no
+    classes given: (None, False)."""
+    if not priority_classes:
+        return None, False
+    name = spec.get("priorityClassName") or next(
+        (n for t in spec.get("tasks") or [] if (n := ((t.get("template") or {}).get("spec") or {}).get("priorityClassName"))),
+        None)
+    classes = {k: wire(v) for k, v in priority_classes.items()}
+    pc = classes.get(name) if name else next((c for c in classes.values() if c.get("globalDefault")), None)
+    if pc is None or not isinstance(pc.get("value"), int):
+        return None, False
+    return int(pc["value"]), pc.get("preemptionPolicy") != "Never"
+
+
+def job_demand(job: Obj, priority_classes: Mapping[str, Obj] | None = None) -> JobDemand:
+    """The job's demand; with ``priority_classes`` (name -> PriorityClass), also its priority."""
     w = wire(job)
     meta, spec = w.get("metadata") or {}, w.get("spec") or {}
     tasks = []
@@ -89,12 +106,15 @@ def job_demand(job: Obj) -> JobDemand:
             node_selector=labels((template.get("spec") or {}).get("nodeSelector")),
         ))
     job_min = spec.get("minAvailable")
+    priority, preempts = job_priority(spec, priority_classes)
     return JobDemand(
         namespace=meta.get("namespace") or "default",
         name=meta.get("name") or "<unnamed>",
         uid=meta.get("uid") or "",
         tasks=tuple(tasks),
         min_available=sum(t.min_available for t in tasks) if job_min is None else int(job_min),
+        priority=priority,
+        preempts=preempts,
     )
 
 
@@ -203,6 +223,10 @@ def cluster_state(cluster: Obj, lease_renewed: float | None = None, lease_durati
             _vector(summary.get("allocatable")), _vector(summary.get("allocated")), _vector(summary.get("allocating"))
         ),
         deleting=bool(meta.get("deletionTimestamp")),
+        preemptible=tuple(sorted(
+            (int(entry["belowPriority"]), tuple(NodeShape(int(s.get("count") or 0), _vector(s.get("free")),
+                                                          labels(s.get("labels"))) for s in entry.get("shapes") or []))
+            for entry in status.get("preemptibleShapes") or [])),
     )
 
 
@@ -234,9 +258,12 @@ def assumed_share(cluster: str, job: JobDemand, per_task: Mapping[str, int]) -> 
 
 def build_request(job: Obj, policy: Obj, clusters: Iterable[Obj], previous: Obj | None = None,
                   now: float = 0.0, assumed: tuple[AssumedWorkload, ...] = (),
-                  options: Options | None = None) -> PlacementRequest:
+                  options: Options | None = None,
+                  priority_classes: Mapping[str, Obj] | None = None) -> PlacementRequest:
+    """The core's request; ``priority_classes`` (name -> PriorityClass) resolve the job's priority,
+    without which placement never counts on preemption."""
     return PlacementRequest(
-        job=job_demand(job),
+        job=job_demand(job, priority_classes),
         spec=placement_spec(policy),
         clusters=tuple(c if isinstance(c, ClusterState) else cluster_state(c) for c in clusters),
         now=now,

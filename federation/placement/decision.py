@@ -63,6 +63,9 @@ class PlacementDecision:
     karmada_split: dict[str, int] = field(default_factory=dict)
     affinity_name: str = ""
     optimizer: dict[str, Any] = field(default_factory=dict)  # status, distance, cuts, cached
+    #: cluster -> belowPriority of the preemptibleShapes the share was placed on (placement
+    #: counted on the member evicting pods of lower priority there)
+    preemption: dict[str, int] = field(default_factory=dict)
     #: builds the per-cluster diagnosis on first access (most callers never read it)
     explain: Optional[Callable[[], dict[str, ClusterDiagnosis]]] = field(default=None, repr=False, compare=False)
     _diagnosis: Optional[dict[str, ClusterDiagnosis]] = field(default=None, repr=False, compare=False)

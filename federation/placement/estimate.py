@@ -9,7 +9,8 @@
   the cluster lacks gives 0. Units are Caldera's, so Karmada's DecimalSI/BinarySI quirk is
   not reproduced.
 * **Gang sets**: a first-fit simulation over node groups, component by component, with
-  consumption carried from set to set (Karmada's ``MaxAvailableComponentSets``).
+  consumption carried from set to set (Karmada's ``MaxAvailableComponentSets``), computed per
+  run of identical nodes with repeating periods jumped (:mod:`~federation.placement.component_sets`).
 
 A cluster reporting node shapes is estimated exactly from them; resourceSummary is used only
 when shapes are absent (the agent's summary may omit resources the shapes carry, such as
@@ -24,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from federation.placement.component_sets import max_component_sets
 from federation.placement.request import (
     DEFAULT_MAX_PODS_PER_NODE,
     AssumedWorkload,
@@ -179,17 +181,17 @@ def general_sets(cluster: ClusterState, components: Sequence[Component]) -> int 
 def max_sets(groups: Groups, components: Sequence[Component], upper: int = MAX_SETS) -> tuple[int, int]:
     """Whole sets that first-fit, and pods of the next (failed) set that were placed.
 
-    Works on a copy; consumption persists from one set to the next.
+    Consumption persists from one set to the next; ``groups`` is left unchanged. Computed per
+    run of identical nodes with periods jumped (:mod:`federation.placement.component_sets`).
     """
-    state = groups.copy()
-    for sets in range(upper):
-        placed = 0
-        for comp in components:
-            left = state.place(comp)
-            placed += comp.replicas - left
-            if left:
-                return sets, placed
-    return upper, 0
+    vectors = []
+    for comp in components:
+        vec = groups.vector(comp.request)
+        vectors.append(None if vec is None else tuple(vec.tolist()))
+    return max_component_sets(
+        groups.counts.tolist(), [tuple(row) for row in groups.free.tolist()],
+        [groups.mask(c.node_selector).tolist() for c in components], vectors,
+        [c.replicas for c in components], upper)
 
 
 def apply_assumed(groups: Groups, assumed: Sequence[AssumedWorkload]) -> Groups:

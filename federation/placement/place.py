@@ -27,6 +27,7 @@ from federation.placement.decision import ClusterDiagnosis, Failure, PlacementDe
 from federation.placement.filter import FilterResult, filter_clusters
 from federation.placement.optimize_step import optimize
 from federation.placement.optimizer import Optimizer
+from federation.placement.preemption import PreemptionViews, place_with_preemption
 from federation.placement.request import ClusterAffinity, ClusterState, PlacementRequest
 from federation.placement.spread import SelectionError, select_clusters
 from federation.placement.strategies import (
@@ -118,6 +119,7 @@ class Placer:
     def __init__(self, filter_cache_size: int = 256) -> None:
         self.tables = TableCache()
         self.optimizer = Optimizer()
+        self.preemption = PreemptionViews()
         self._filters: OrderedDict[tuple[object, ...], tuple[ClusterTable, FilterResult]] = OrderedDict()
         self._filter_cache_size = filter_cache_size
 
@@ -136,6 +138,11 @@ class Placer:
         return result
 
     def place(self, request: PlacementRequest) -> PlacementDecision:
+        """Place on free capacity; if the job fits nowhere and may preempt, on what preemption
+        of lower-priority pods would free (:mod:`federation.placement.preemption`)."""
+        return place_with_preemption(request, self.place_on_free(request), self.preemption, self.place_on_free)
+
+    def place_on_free(self, request: PlacementRequest) -> PlacementDecision:
         table = self.tables.get(request.clusters)
         terms = request.spec.affinities or (ClusterAffinity(),)
         start = next((i for i, t in enumerate(terms) if t.name and t.name == request.previous.affinity_name), 0)

@@ -47,6 +47,10 @@ class JobDemand:
     uid: str
     tasks: tuple[TaskDemand, ...]
     min_available: int
+    #: the job's PriorityClass value (None: no class, or one that is not known)
+    priority: Optional[int] = None
+    #: its PriorityClass lets it preempt (preemptionPolicy is not Never)
+    preempts: bool = False
 
     @property
     def replicas(self) -> int:
@@ -118,6 +122,9 @@ class ClusterState:
     node_shapes: Optional[tuple[NodeShape, ...]] = None
     summary: Optional[ResourceSummary] = None
     deleting: bool = False
+    #: ``status.preemptibleShapes``: (belowPriority, node shapes were pods of lower priority
+    #: evicted), ascending by belowPriority
+    preemptible: tuple[tuple[int, tuple[NodeShape, ...]], ...] = ()
 
 
 # ---------------------------------------------------------------- the policy

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Sequence
+from typing import Generic, Hashable, Sequence, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from federation.placement.estimate import (
 from federation.placement.request import AssumedWorkload, ClusterState, Labels, Resources, resources
 
 NO_ESTIMATE = -1
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class ClusterTable:
@@ -54,6 +56,11 @@ class ClusterTable:
         self.labels = labels
         self.has_shapes = np.array([c.node_shapes is not None for c in clusters], dtype=bool)
         self._cache: dict[tuple[Resources, Labels], np.ndarray] = {}
+        #: groups after a cluster's assumed workloads, and gang-set answers, per (cluster,
+        #: assumed on it[, components, upper]): a burst re-asks them for every task and share
+        self._after: LRU[tuple[str, tuple[AssumedWorkload, ...]], Groups | None] = LRU(256)
+        self._sets: LRU[tuple[object, ...], tuple[int, int, str]] = LRU(8192)
+        self._sets_idle: LRU[tuple[object, ...], dict[str, tuple[int, int, str]]] = LRU(1024)
 
     def task_estimates(self, request: Resources, selector: Labels) -> np.ndarray:
         """Pods of this shape that fit, per cluster in table order (exact, or general)."""
@@ -81,11 +88,19 @@ class ClusterTable:
         return out
 
     def cluster_groups(self, name: str, assumed: Sequence[AssumedWorkload]) -> Groups | None:
+        """The cluster's node groups after its assumed workloads (shared: do not modify)."""
         groups = self.groups.get(name)
         if groups is None:
             return None
-        mine = [a for a in assumed if a.cluster == name]
-        return apply_assumed(groups, mine) if mine else groups
+        mine = tuple(a for a in assumed if a.cluster == name)
+        if not mine:
+            return groups
+        key = (name, mine)
+        hit = self._after.get(key)
+        if hit is None:
+            hit = apply_assumed(groups, mine)
+            self._after.put(key, hit)
+        return hit
 
     def summary_after(self, name: str, assumed: Sequence[AssumedWorkload]) -> ClusterState:
         """The cluster with its assumed workloads counted as ``allocating`` in resourceSummary."""
@@ -114,15 +129,62 @@ class ClusterTable:
 
     def sets_on(self, name: str, components: Sequence[Component],
                 assumed: Sequence[AssumedWorkload], upper: int) -> tuple[int, int, str]:
-        """(whole sets, pods of the next set placed, estimator kind) on one cluster."""
+        """(whole sets, pods of the next set placed, estimator kind) on one cluster (cached per
+        cluster, its assumed workloads, the components and the bound)."""
+        key = (name, tuple(a for a in assumed if a.cluster == name), tuple(components), upper)
+        hit = self._sets.get(key)
+        if hit is not None:
+            return hit
         groups = self.cluster_groups(name, assumed)
         if groups is None:
             general = general_sets(self.summary_after(name, assumed), components)
-            if general is None:
-                return 0, 0, "none"
-            return min(general, upper), 0, "general"
-        sets, partial = max_sets(groups, components, upper)
-        return sets, partial, "exact"
+            answer = (0, 0, "none") if general is None else (min(general, upper), 0, "general")
+        else:
+            sets, partial = max_sets(groups, components, upper)
+            answer = (sets, partial, "exact")
+        self._sets.put(key, answer)
+        return answer
+
+
+    def sets_for(self, names: Sequence[str], components: Sequence[Component],
+                 assumed: Sequence[AssumedWorkload], upper: int) -> list[tuple[int, int, str]]:
+        """:meth:`sets_on` for several clusters; one cache lookup per cluster without assumed work."""
+        busy = {a.cluster for a in assumed}
+        comps = tuple(components)
+        key = (comps, upper)
+        per_cluster = self._sets_idle.get(key)
+        if per_cluster is None:
+            per_cluster = {}
+            self._sets_idle.put(key, per_cluster)
+        out = []
+        for name in names:
+            if name in busy:
+                out.append(self.sets_on(name, comps, assumed, upper))
+                continue
+            hit = per_cluster.get(name)
+            if hit is None:
+                hit = per_cluster[name] = self.sets_on(name, comps, (), upper)
+            out.append(hit)
+        return out
+
+
+class LRU(Generic[K, V]):
+    """A small least-recently-used map."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
 
 
 class TableCache:

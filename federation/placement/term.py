@@ -72,8 +72,8 @@ class Term:
             self.avail = dict(zip(names, lowest.tolist(), strict=True))
         else:
             full = components(self.job, {t.name: t.replicas for t in self.job.tasks})
-            for n in names:
-                sets, partial, _ = self.table.sets_on(n, full, assumed, MAX_SETS)
+            answers = self.table.sets_for(names, full, assumed, MAX_SETS)
+            for n, (sets, partial, _) in zip(names, answers, strict=True):
                 self.avail[n] = sets * self.job.replicas + partial
         return self.avail
 

@@ -17,7 +17,7 @@ from member_agent.controllers import naming
 from member_agent.controllers.timestamps import parse_rfc3339
 from policies.errors import FieldError, ValidationFailed
 from policies.models.core import PodTemplateSpec
-from policies.models.volcano_batch import Job, LifecyclePolicy
+from policies.models.volcano_batch import Job, LifecyclePolicy, TaskTopology
 
 DEFAULT_MAX_RETRY = 3
 #: A task maxRetry of -1 means "never raise TaskFailed".
@@ -43,6 +43,9 @@ class TaskView:
     offset: int
     #: Replicas of the whole federated job (== replicas for a plain job).
     total: int
+    #: The task's ``taskTopology`` as compact JSON (``None`` without one): the job controller puts it
+    #: on the task's pods in ``volcano.sh/task-topology``, where the task-topology plugin reads it.
+    task_topology: Optional[str] = None
 
     def global_index(self, local: int) -> int:
         return self.offset + local
@@ -193,6 +196,7 @@ def view_job(job: Job) -> JobView:
             partition_size=partition.partition_size if partition else None,
             offset=offset,
             total=total,
+            task_topology=_task_topology_json(task.task_topology),
         ))
     if errors:
         raise ValidationFailed(job.ref(), errors)
@@ -221,3 +225,8 @@ def view_job(job: Job) -> JobView:
         world_size=world_size,
         remote_tasks=remote,
     )
+
+
+def _task_topology_json(topology: Optional[TaskTopology]) -> Optional[str]:
+    wire = topology.to_wire() if topology is not None else {}
+    return json.dumps(wire, sort_keys=True, separators=(",", ":")) if wire else None

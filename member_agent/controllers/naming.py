@@ -21,6 +21,8 @@ TEMPLATE_UID = "volcano.sh/template-uid"
 JOB_RETRY_COUNT = "volcano.sh/job-retry-count"
 NUMA_POLICY = "volcano.sh/numa-topology-policy"
 PARTITION_ID = "volcano.sh/partition-id"
+#: The task's ``taskTopology`` (JSON), read by the scheduler's task-topology plugin.
+TASK_TOPOLOGY = "volcano.sh/task-topology"
 #: Put on a pod before the controller deletes it, so its deletion is not read as an eviction.
 OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
 

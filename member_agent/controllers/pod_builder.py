@@ -57,6 +57,8 @@ def _annotations(job: JobView, task: TaskView, index: int, version: int, retry_c
     })
     if task.topology_policy:
         annotations[naming.NUMA_POLICY] = task.topology_policy
+    if task.task_topology:
+        annotations[naming.TASK_TOPOLOGY] = task.task_topology
     job_annotations = job.job.metadata.annotations or {}
     for key in naming.JOB_TO_POD_ANNOTATIONS + naming.SIM_ANNOTATIONS:
         if key in job_annotations:

@@ -2,7 +2,8 @@
 
 The admin writes ``spec``; the agent writes ``status``. Besides Karmada's status fields
 Caldera's agent reports what an exact placement estimate needs (docs/protocol.md):
-``nodeShapes`` (identical free vectors grouped), ``gpus``, ``numa`` and ``queues``.
+``nodeShapes`` (identical free vectors grouped), ``preemptibleShapes`` (the same, were
+lower-priority pods evicted), ``gpus``, ``numa`` and ``queues``.
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ class NodeShape(K8sModel):
     labels: Optional[dict[str, str]] = None
 
 
+class PreemptibleShapes(K8sModel):
+    """Node shapes as they would be if every preemptable pod with priority < ``belowPriority``
+    were evicted: what a job of priority >= ``belowPriority`` could get by preemption."""
+
+    below_priority: int
+    shapes: list[NodeShape]
+
+
 class GPUSummary(K8sModel):
     product: str
     total: int = Field(ge=0)
@@ -108,6 +117,8 @@ class ClusterStatus(K8sModel):
     remedy_actions: Optional[list[str]] = None
     # Caldera extensions (docs/protocol.md "Cluster status")
     node_shapes: Optional[list[NodeShape]] = None
+    #: ascending ``belowPriority``; one entry per distinct priority of preemptable pods, + 1
+    preemptible_shapes: Optional[list[PreemptibleShapes]] = None
     gpus: Optional[list[GPUSummary]] = None
     #: NUMA layout as the agent reports it; free-form until the topology plugins fix a schema.
     numa: Optional[Any] = None

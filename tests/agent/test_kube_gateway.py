@@ -113,3 +113,21 @@ async def test_plugin_objects_are_created_updated_and_deleted(member) -> None:
     await gateway.delete_object("ConfigMap", "team", "j-svc")  # idempotent
     with pytest.raises(k8s.ApiException):
         await core.read_namespaced_config_map("j-svc", "team")
+
+
+async def test_nomination_is_set_and_cleared_through_pod_status(member) -> None:
+    gateway, core = member
+    await gateway.create_pod(pod("pre"))
+    await gateway.nominate_pod("team", "pre", "a100-1")
+    current = await gateway.get_pod("team", "pre")
+    assert current["status"]["nominatedNodeName"] == "a100-1"
+    assert not pod_node(current)  # a nomination is not a binding
+    # the decisions the agent patches before binding survive the bind
+    await gateway.annotate_pod("team", "pre", {"volcano.sh/gpu-index": "2,3"})
+    await gateway.bind_pod("team", "pre", "a100-1")
+    bound = await gateway.get_pod("team", "pre")
+    assert bound["metadata"]["annotations"]["volcano.sh/gpu-index"] == "2,3" and pod_node(bound) == "a100-1"
+    await gateway.nominate_pod("team", "pre", None)
+    assert "nominatedNodeName" not in (await gateway.get_pod("team", "pre"))["status"]
+    with pytest.raises(NotFound):
+        await gateway.nominate_pod("team", "nope", "a100-0")

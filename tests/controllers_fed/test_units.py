@@ -77,7 +77,7 @@ def test_caps_accumulate_per_task() -> None:
     shares = {"a": {"tasks": {"worker": {"replicas": 3}, "ps": {"replicas": 1}}}}
     caps = merge_caps(None, shares, ("a",), until=100.0)
     caps = merge_caps(caps, shares, ("a",), until=200.0)
-    assert caps == {"a": {"tasks": {"worker": 6, "ps": 2}, "until": 200.0}}
+    assert caps == {"a": {"tasks": {"worker": 6, "ps": 2}, "until": 200.0, "failures": 2}}
 
 
 def test_share_manifest_carries_the_share_and_global_indices() -> None:
@@ -172,9 +172,19 @@ def test_assumed_shares_merge_per_shape_and_drop_confirmed() -> None:
                                             "b": {"tasks": {"worker": {"replicas": 1}}}}})
     merged = {w.cluster: [n for _, n in w.components] for w in shares.others("u0")}
     assert merged == {"a": [4], "b": [2]}  # j1 + j2, one component per cluster and shape
-    works[("karmada-es-a", "default.j1")] = {"spec": {"placement": {"generation": 1}},
-                                             "status": {"gang": {"generation": 1, "phase": "Running"}}}
-    works[("karmada-es-b", "default.j1")] = {"spec": {"placement": {"generation": 1}},
-                                             "status": {"gang": {"generation": 0, "phase": "Running"}}}
+    def work(cluster: str, gang_generation: int) -> dict[str, Any]:
+        return {"metadata": {"namespace": f"karmada-es-{cluster}", "name": "default.j1",
+                             "labels": {"caldera.io/job-uid": "u1"}},
+                "spec": {"placement": {"generation": 1}},
+                "status": {"gang": {"generation": gang_generation, "phase": "Running"}}}
+
+    for cluster, gang_generation in (("a", 1), ("b", 0)):
+        works[(f"karmada-es-{cluster}", "default.j1")] = work(cluster, gang_generation)
+        shares.observe(work(cluster, gang_generation))   # what the Work informer does
     merged = {w.cluster: [n for _, n in w.components] for w in shares.others("u0")}
     assert merged == {"a": [2], "b": [2]}  # j1 confirmed on a; on b only an older generation ran
+    shares.forget("u2")
+    shares.remember({**job, "metadata": {"name": "j9", "namespace": "default", "uid": "u9"}}, 1, None)
+    merged = {w.cluster: [n for _, n in w.components] for w in shares.others("u0")}
+    assert merged == {"b": [1]}  # only j1's unconfirmed share on b is left; nothing negative
+    assert {w.cluster: [n for _, n in w.components] for w in shares.others("u1")} == {"a": [2], "b": [1]}  # j0 only

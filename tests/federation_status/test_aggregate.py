@@ -24,6 +24,7 @@ def build(case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, 
     if spec is not None:
         generation = spec["generation"]
         rb = binding("train", generation, spec["placement"], spec.get("scheduled"))
+        rb["metadata"]["annotations"].update(spec.get("annotations") or {})
     works = []
     for w in case["works"]:
         w = dict(w)

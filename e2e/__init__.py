@@ -1,0 +1,1 @@
+"""End-to-end tests: real caldera processes on loopback, driven only through the API (docs/demo.md)."""

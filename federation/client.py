@@ -46,16 +46,31 @@ def configuration_from_dict(kubeconfig: dict[str, Any]) -> k8s.Configuration:
     if cluster.get("insecure-skip-tls-verify"):
         config.verify_ssl = False
     elif cluster.get("certificate-authority-data"):
-        import base64
-        import tempfile
-
-        handle = tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False)  # noqa: SIM115
-        handle.write(base64.b64decode(cluster["certificate-authority-data"]))
-        handle.close()
-        config.ssl_ca_cert = handle.name
+        config.ssl_ca_cert = str(ca_file(cluster["certificate-authority-data"]))
     elif cluster.get("certificate-authority"):
         config.ssl_ca_cert = cluster["certificate-authority"]
     return config
+
+
+def ca_file(data_b64: str) -> Path:
+    """The CA bundle as a file (the client only takes a path), one file per distinct CA.
+
+    Named by the content's hash, so building many clients reuses one file instead of leaving a
+    temporary file behind per client; written to a temporary name and renamed, so a concurrent
+    reader never sees half a certificate.
+    """
+    import base64
+    import hashlib
+    import tempfile
+
+    pem = base64.b64decode(data_b64)
+    path = Path(tempfile.gettempdir()) / f"caldera-ca-{hashlib.sha256(pem).hexdigest()[:32]}.crt"
+    if not path.exists() or path.read_bytes() != pem:
+        fd, tmp = tempfile.mkstemp(suffix=".crt", dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+        os.replace(tmp, path)
+    return path
 
 
 def api_client_from_dict(kubeconfig: dict[str, Any]) -> k8s.ApiClient:

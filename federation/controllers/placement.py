@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio import client as k8s
@@ -41,6 +40,7 @@ from federation.controllers import failover
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
 from federation.controllers.runner import Informer, WorkQueue, is_not_found, run_workers, wait_synced
+from federation.controllers.triggers import Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
 from federation.events import record_event
 from federation.placement.adapters import build_request
@@ -56,18 +56,6 @@ PRIORITY_CLASSES = lookup("scheduling.k8s.io/v1", "PriorityClass")
 log = logging.getLogger("caldera.controllers.placement")
 Obj = dict[str, Any]
 Key = tuple[str, str]
-
-
-@dataclass
-class Attempt:
-    """A failed placement: when to retry, and which cluster snapshot it failed on."""
-
-    failures: int
-    not_before: float
-    cluster_version: int
-    message: str
-    #: retry then even if no Cluster changed (a cluster's exclusion for this job lapses)
-    wake: float | None = None
 
 
 class PlacementController:
@@ -195,7 +183,11 @@ class PlacementController:
         if match.policy is None:
             await self._no_policy(job, rb, now)
             return
-        trigger, previous, delay = self._trigger(job, rb, match, now)
+        clusters = {o["metadata"]["name"]: o for o in self.clusters.items()}
+        trigger, previous, delay, wake = placement_trigger(
+            job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now)
+        if wake is not None:  # a tolerationSeconds runs out later: look again then
+            self.queue.add(key, max(0.05, wake - now))
         if trigger is None:
             self.assumed.remember(job, b.generation_of(rb), b.placement_of(rb))
             await self._note_conflict(job, rb, match, now)
@@ -207,50 +199,6 @@ class PlacementController:
             await self._end(job, rb, match, trigger, now)
             return
         await self._place(job, rb, match, trigger, previous, now)
-
-    def _trigger(self, job: Obj, rb: Obj | None, match: Match,
-                 now: float) -> tuple[str | failover.Failover | None, Obj | None, float]:
-        """Why the job must be placed now (None: it need not; a Failover: a lost cluster ends it), the
-        previous binding to use, and a delay."""
-        assert match.policy is not None
-        generation = b.generation_of(rb)
-        status = (rb or {}).get("status") or {}
-        job_gen = int(job["metadata"].get("generation") or 1)
-        scheduled = c.condition(rb, "Scheduled")
-        key = _ns_name(job)
-        if rb is None or (generation == 0 and scheduled is None):
-            return "initial placement", rb, 0.0
-        if _finished(job) or c.annotations_of(rb).get(c.ENDED):
-            return None, rb, 0.0  # a finished job (or one a lost cluster ended) is never moved
-        if scheduled is not None and scheduled.get("reason") == "NoPolicy":
-            return "policy bound", rb, 0.0
-        if status.get("schedulerObservedGeneration") != job_gen:
-            return "job spec changed", rb, 0.0
-        if b.applied_fingerprint(rb) != b.placement_fingerprint(match.policy):
-            return "policy changed", rb, 0.0
-        tolerations = ((match.policy.get("spec") or {}).get("placement") or {}).get("clusterTolerations") or []
-        if b.reschedule_requested(rb):
-            return "reschedule requested (rescheduleTriggeredAt)", rb, 0.0
-        lost, wake = b.lost_clusters(rb, {o["metadata"]["name"]: o for o in self.clusters.items()}, tolerations, now)
-        if wake is not None:  # a tolerationSeconds runs out later: look again then
-            self.queue.add(key, max(0.05, wake - now))
-        if lost:
-            decision = failover.decide(job, rb, lost)
-            if decision.ends_job:
-                return decision, rb, 0.0
-            why = "; ".join(f"{n}: {w}" for n, w in sorted(lost.items()))
-            return f"cluster lost ({why})", b.without_clusters(rb, lost), 0.0
-        if generation > 0 and c.int_annotation(rb, c.CANCELLED_GENERATION, -1) == generation:
-            retry_at = c.parse_time(c.annotations_of(rb).get(c.RETRY_AFTER)) or now
-            return "reservation cancelled", b.fresh_previous(rb), max(0.0, retry_at - now)
-        if scheduled is not None and scheduled.get("status") != "True":
-            attempt = self.attempts.get(key)
-            if attempt is not None and attempt.cluster_version == self.cluster_version and (
-                    attempt.wake is None or now < attempt.wake):
-                return None, rb, 0.0
-            delay = max(0.0, attempt.not_before - now) if attempt else 0.0
-            return "retry after clusters changed", rb, delay
-        return None, rb, 0.0
 
     async def _place(self, job: Obj, rb: Obj | None, match: Match, trigger: str, previous: Obj | None,
                      now: float) -> None:
@@ -447,11 +395,6 @@ def _count(decision: PlacementDecision) -> None:
         optimal = decision.optimizer.get("status") == 0
         metrics.OPTIMIZER_CALLS.labels(outcome="infeasible" if not solved else "solved" if optimal
                                        else "fallback").inc()
-
-
-def _finished(job: Obj) -> bool:
-    phase = (((job.get("status") or {}).get("state")) or {}).get("phase")
-    return phase in c.FINISHED_JOB_PHASES
 
 
 def _ns_name(obj: Obj) -> Key:

@@ -1,0 +1,81 @@
+"""Why a job must be placed now: the placement controller's decision, kept free of I/O.
+
+:func:`placement_trigger` reads the Job, its ResourceBinding, the governing policy, the
+Clusters and the job's last failed attempt, and answers with the reason to place (``None``: leave
+the job where it is; a :class:`~federation.controllers.failover.Failover`: a lost cluster ended
+the job under its policies), the previous binding the division should start from, how long to
+wait first, and when to look again even if nothing changes (a ``tolerationSeconds`` running out).
+The order of the checks is the order of precedence: a finished job is never moved, a spec or
+policy change comes before a lost cluster, and a cancelled reservation before a plain retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.controllers import binding as b
+from federation.controllers import common as c
+from federation.controllers import failover
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Attempt:
+    """A failed placement: when to retry, and which cluster snapshot it failed on."""
+
+    failures: int
+    not_before: float
+    cluster_version: int
+    message: str
+    #: retry then even if no Cluster changed (a cluster's exclusion for this job lapses)
+    wake: float | None = None
+
+
+Trigger = tuple[str | failover.Failover | None, Obj | None, float, float | None]
+
+
+def finished(job: Obj) -> bool:
+    phase = (((job.get("status") or {}).get("state")) or {}).get("phase")
+    return phase in c.FINISHED_JOB_PHASES
+
+
+def placement_trigger(job: Obj, rb: Obj | None, policy: Obj, clusters: Mapping[str, Obj],
+                      attempt: Attempt | None, cluster_version: int, now: float) -> Trigger:
+    """``(reason, previous binding, delay, wake)``; see the module docstring."""
+    generation = b.generation_of(rb)
+    status = (rb or {}).get("status") or {}
+    job_gen = int(job["metadata"].get("generation") or 1)
+    scheduled = c.condition(rb, "Scheduled")
+    if rb is None or (generation == 0 and scheduled is None):
+        return "initial placement", rb, 0.0, None
+    if finished(job) or c.annotations_of(rb).get(c.ENDED):
+        return None, rb, 0.0, None  # a finished job (or one a lost cluster ended) is never moved
+    if scheduled is not None and scheduled.get("reason") == "NoPolicy":
+        return "policy bound", rb, 0.0, None
+    if status.get("schedulerObservedGeneration") != job_gen:
+        return "job spec changed", rb, 0.0, None
+    if b.applied_fingerprint(rb) != b.placement_fingerprint(policy):
+        return "policy changed", rb, 0.0, None
+    if b.reschedule_requested(rb):
+        return "reschedule requested (rescheduleTriggeredAt)", rb, 0.0, None
+    tolerations = ((policy.get("spec") or {}).get("placement") or {}).get("clusterTolerations") or []
+    lost, wake = b.lost_clusters(rb, clusters, tolerations, now)
+    if lost:
+        decision = failover.decide(job, rb, lost)
+        if decision.ends_job:
+            return decision, rb, 0.0, wake
+        why = "; ".join(f"{n}: {w}" for n, w in sorted(lost.items()))
+        return f"cluster lost ({why})", b.without_clusters(rb, lost), 0.0, wake
+    if generation > 0 and c.int_annotation(rb, c.CANCELLED_GENERATION, -1) == generation:
+        retry_at = c.parse_time(c.annotations_of(rb).get(c.RETRY_AFTER)) or now
+        return "reservation cancelled", b.fresh_previous(rb), max(0.0, retry_at - now), wake
+    if scheduled is not None and scheduled.get("status") != "True":
+        if attempt is not None and attempt.cluster_version == cluster_version and (
+                attempt.wake is None or now < attempt.wake):
+            return None, rb, 0.0, wake
+        delay = max(0.0, attempt.not_before - now) if attempt else 0.0
+        return "retry after clusters changed", rb, delay, wake
+    return None, rb, 0.0, wake

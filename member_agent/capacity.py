@@ -284,19 +284,7 @@ def resource_summary(state: NodeState, pods: Iterable[Obj],
 
 def node_shapes(state: NodeState) -> list[dict[str, Any]]:
     """Schedulable Ready nodes grouped by identical free vector and placement labels."""
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    free = np.maximum(state.free, 0.0)
-    for i in range(len(state.names)):
-        if not state.ready[i] or state.unschedulable[i]:
-            continue
-        quantities = _quantities(state.columns, free[i])
-        labels = {k: state.labels[i][k] for k in PLACEMENT_LABELS if k in state.labels[i]}
-        key = (tuple(sorted(quantities.items())), tuple(sorted(labels.items())))
-        if key in groups:
-            groups[key]["count"] += 1
-        else:
-            groups[key] = {"count": 1, "free": quantities, **({"labels": labels} if labels else {})}
-    return sorted(groups.values(), key=lambda g: (-g["count"], json.dumps(g, sort_keys=True)))
+    return _grouped_shapes(state, state.free)
 
 
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
@@ -365,7 +353,7 @@ def preemptible_shapes(state: NodeState, pods: Iterable[Obj],
 
 
 def _grouped_shapes(state: NodeState, free: np.ndarray) -> list[dict[str, Any]]:
-    """:func:`node_shapes` grouping (schedulable Ready nodes, placement labels) over ``free``."""
+    """Schedulable Ready nodes grouped by identical ``free`` vector and placement labels."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     free = np.maximum(free, 0.0)
     for i in range(len(state.names)):

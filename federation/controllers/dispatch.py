@@ -12,7 +12,6 @@ the policy) freezes the Works as they are.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -24,7 +23,7 @@ from federation.controllers import binding as b
 from federation.controllers import common as c
 from federation.controllers import deletion
 from federation.controllers.render import apply_overrides, share_manifest
-from federation.controllers.runner import Informer, WorkQueue, run_workers, wait_synced
+from federation.controllers.runner import Informer, WorkQueue, run_controller
 from federation.controllers.two_phase import Verdict, exclusion_note, judge, merge_caps, newly_excluded
 from federation.events import record_event
 
@@ -77,17 +76,7 @@ class DispatchController:
     # ------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event) -> None:
-        tasks = [asyncio.create_task(inf.run(stop)) for inf in self.informers]
-        try:
-            if not await wait_synced(self.informers, stop):
-                return
-            await run_workers(self.queue, self.reconcile, stop, self.options.workers, name="dispatch")
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "dispatch")
 
     # ------------------------------------------------------------------ reconcile
 

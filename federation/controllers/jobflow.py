@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from federation.client import ResourceClient, api_client_from_dict
-from federation.controllers.runner import Informer, WorkQueue, run_workers
+from federation.controllers.runner import Informer, WorkQueue, run_controller
 from federation.events import record_event
 from policies.kinds import lookup
 
@@ -265,16 +265,8 @@ class JobFlowController:
                     self.queue.add((kind, namespace, name))
 
     async def run(self, stop: asyncio.Event) -> None:
-        informers = [self.flows, self.templates, self.jobs]
-        tasks = [asyncio.create_task(i.run(stop)) for i in informers]
-        try:
-            for informer in informers:
-                await informer.synced.wait()
-            await run_workers(self.queue, self.reconcile, stop, workers=2, name="jobflow")
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await run_controller([self.flows, self.templates, self.jobs], self.queue, self.reconcile, stop,
+                             workers=2, name="jobflow")
 
     async def reconcile(self, key: Any) -> None:
         kind, namespace, name = key

@@ -25,7 +25,6 @@ cluster. Placements run one at a time in a worker thread (the core is CPU-bound)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -39,7 +38,7 @@ from federation.controllers import common as c
 from federation.controllers import failover
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
-from federation.controllers.runner import Informer, WorkQueue, is_not_found, run_workers, wait_synced
+from federation.controllers.runner import Informer, WorkQueue, is_not_found, run_controller
 from federation.controllers.triggers import Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
 from federation.events import record_event
@@ -114,17 +113,7 @@ class PlacementController:
     # ------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event) -> None:
-        tasks = [asyncio.create_task(inf.run(stop)) for inf in self.informers]
-        try:
-            if not await wait_synced(self.informers, stop):
-                return
-            await run_workers(self.queue, self.reconcile, stop, self.options.workers, name="placement")
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement")
 
     def cluster_states(self) -> tuple[ClusterState, ...]:
         """One tuple per cluster snapshot (the Placer caches by its identity)."""

@@ -243,12 +243,30 @@ async def run_workers(queue: WorkQueue, reconcile: Callable[[Any], Awaitable[Non
     try:
         await stop.wait()
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all(tasks)
         queue.close()
+
+
+async def cancel_all(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has finished (their errors are already logged)."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+async def run_controller(informers: list[Informer], queue: WorkQueue,
+                         reconcile: Callable[[Any], Awaitable[None]], stop: asyncio.Event,
+                         workers: int, name: str) -> None:
+    """A controller's life: start its informers, wait until each has listed once, then reconcile
+    keys from ``queue`` with ``workers`` workers until ``stop``."""
+    tasks = [asyncio.create_task(inf.run(stop)) for inf in informers]
+    try:
+        if await wait_synced(informers, stop):
+            await run_workers(queue, reconcile, stop, workers, name=name)
+    finally:
+        await cancel_all(tasks)
 
 
 async def wait_synced(informers: list[Informer], stop: asyncio.Event) -> bool:

@@ -126,6 +126,17 @@ def test_caldera_cli_apply_get_describe_delete(served: ServeProcess, tmp_path: P
     refused = caldera(served, tmp_path, "apply", "-f", str(bad))
     assert refused.returncode == 1 and "nothing applied" in refused.stderr
 
+    # a directory whose Job file sorts before its Queue's: apply sends the Queue first
+    setup = tmp_path / "setup"
+    setup.mkdir()
+    job = (SEED / "job-gpu-training.yaml").read_text().replace("gpu-queue", "order-queue")
+    (setup / "a-job.yaml").write_text(job.replace("name: gpu-training", "name: order-training"))
+    (setup / "z-queue.yaml").write_text(GPU_QUEUE.replace("gpu-queue", "order-queue"))
+    in_order = caldera(served, tmp_path, "apply", "-f", str(setup))
+    assert in_order.returncode == 0, in_order.stderr
+    assert in_order.stdout.splitlines() == ["queue.scheduling.volcano.sh/order-queue created",
+                                            "job.batch.volcano.sh/order-training created"]
+
     deleted = caldera(served, tmp_path, "delete", "queue", "cli-queue")
     assert deleted.stdout.strip() == 'queue.scheduling.volcano.sh "cli-queue" deleted'
     missing = caldera(served, tmp_path, "get", "queue", "cli-queue")

@@ -112,6 +112,15 @@ def _c(name: str, fn: Callable[[Obj, Lookup], Any], priority: int = 0, type_: st
     return (name, type_, priority, fn)
 
 
+def _last_condition(obj: Obj, _lookup: Lookup) -> str:
+    """Kubeflow's STATE printer column: the type of the last condition (``.status.conditions[-1:].type``)."""
+    conditions = _get(obj, "status", "conditions", default=[]) or []
+    return str(conditions[-1].get("type", "")) if conditions and isinstance(conditions[-1], dict) else ""
+
+
+KUBEFLOW_COLUMNS: list[Column] = [_c("STATE", _last_condition)]
+
+
 COLUMNS: dict[str, list[Column]] = {
     "Job": [
         _c("STATUS", lambda o, _: _get(o, "status", "state", "phase", default="Pending")),
@@ -120,6 +129,10 @@ COLUMNS: dict[str, list[Column]] = {
         _c("CLUSTERS", _job_clusters),
         _c("QUEUE", lambda o, _: _get(o, "spec", "queue", default="default"), priority=1),
     ],
+    "VCJob": [_c("STATUS", lambda o, _: _get(o, "status", "state", "phase", default="Pending"))],
+    "PyTorchJob": KUBEFLOW_COLUMNS,
+    "TFJob": KUBEFLOW_COLUMNS,
+    "MPIJob": KUBEFLOW_COLUMNS,
     "PodGroup": [
         _c("STATUS", lambda o, _: _get(o, "status", "phase", default="Pending")),
         _c("MINMEMBER", lambda o, _: _get(o, "spec", "minMember", default=""), type_="integer"),

@@ -20,3 +20,7 @@ CONTROLLERS += [status_controller, health_controller]  # type: ignore[list-item]
 from federation.controllers.jobflow import jobflow_controller  # noqa: E402  (H4: JobFlow DAGs)
 
 CONTROLLERS.append(jobflow_controller)  # type: ignore[arg-type]
+
+from federation.controllers.source_status import source_status_controller  # noqa: E402  (H11: source kinds' status)
+
+CONTROLLERS.append(source_status_controller)  # type: ignore[arg-type]

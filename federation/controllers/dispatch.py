@@ -18,12 +18,11 @@ from typing import Any
 from kubernetes_asyncio import client as k8s
 
 from federation import metrics
-from federation.client import ResourceClient
 from federation.controllers import binding as b
 from federation.controllers import common as c
 from federation.controllers import deletion
 from federation.controllers.render import apply_overrides, share_manifest
-from federation.controllers.runner import Informer, WorkQueue, run_controller
+from federation.controllers.runner import QueueController, run_controller
 from federation.controllers.two_phase import Verdict, exclusion_note, judge, merge_caps, newly_excluded
 from federation.events import record_event
 
@@ -32,22 +31,16 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 
-class DispatchController:
+class DispatchController(QueueController):
     def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
-        self.api = api
-        self.options = options or c.ControllerOptions()
-        self.clock = self.options.clock
-        rc = ResourceClient(api, self.options.request_timeout)
-        self.rc = rc
-        wt = self.options.watch_timeout
-        self.jobs = Informer(rc, c.JOBS, self._on_job, watch_timeout=wt)
-        self.bindings = Informer(rc, c.BINDINGS, self._on_binding, watch_timeout=wt)
-        self.works = Informer(rc, c.WORKS, self._on_work, watch_timeout=wt)
-        self.ops = Informer(rc, c.OVERRIDE_POLICIES, self._on_override, watch_timeout=wt)
-        self.cops = Informer(rc, c.CLUSTER_OVERRIDE_POLICIES, self._on_override, watch_timeout=wt)
-        self.clusters = Informer(rc, c.CLUSTERS, None, watch_timeout=wt)
+        super().__init__(api, options)
+        self.jobs = self.informer(c.JOBS, self._on_job)
+        self.bindings = self.informer(c.BINDINGS, self._on_binding)
+        self.works = self.informer(c.WORKS, self._on_work)
+        self.ops = self.informer(c.OVERRIDE_POLICIES, self._on_override)
+        self.cops = self.informer(c.CLUSTER_OVERRIDE_POLICIES, self._on_override)
+        self.clusters = self.informer(c.CLUSTERS)
         self.informers = [self.jobs, self.bindings, self.works, self.ops, self.cops, self.clusters]
-        self.queue = WorkQueue()
         self.index = deletion.WorkIndex()
 
     # ------------------------------------------------------------------ events

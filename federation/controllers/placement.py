@@ -32,13 +32,12 @@ from typing import Any
 from kubernetes_asyncio import client as k8s
 
 from federation import metrics
-from federation.client import ResourceClient
 from federation.controllers import binding as b
 from federation.controllers import common as c
 from federation.controllers import failover
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
-from federation.controllers.runner import Informer, WorkQueue, is_not_found, run_controller
+from federation.controllers.runner import QueueController, is_not_found, run_controller
 from federation.controllers.triggers import Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
 from federation.events import record_event
@@ -57,24 +56,18 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 
-class PlacementController:
+class PlacementController(QueueController):
     def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
-        self.api = api
-        self.options = options or c.ControllerOptions()
-        self.clock = self.options.clock
-        rc = ResourceClient(api, self.options.request_timeout)
-        self.rc = rc
-        wt = self.options.watch_timeout
-        self.jobs = Informer(rc, c.JOBS, self._on_job, watch_timeout=wt)
-        self.pps = Informer(rc, c.PROPAGATION_POLICIES, self._on_policy, watch_timeout=wt)
-        self.cpps = Informer(rc, c.CLUSTER_PROPAGATION_POLICIES, self._on_policy, watch_timeout=wt)
-        self.clusters = Informer(rc, c.CLUSTERS, self._on_cluster, watch_timeout=wt)
-        self.bindings = Informer(rc, c.BINDINGS, self._on_binding, watch_timeout=wt)
-        self.works = Informer(rc, c.WORKS, None, watch_timeout=wt)
-        self.priority_classes = Informer(rc, PRIORITY_CLASSES, None, watch_timeout=wt)
+        super().__init__(api, options)
+        self.jobs = self.informer(c.JOBS, self._on_job)
+        self.pps = self.informer(c.PROPAGATION_POLICIES, self._on_policy)
+        self.cpps = self.informer(c.CLUSTER_PROPAGATION_POLICIES, self._on_policy)
+        self.clusters = self.informer(c.CLUSTERS, self._on_cluster)
+        self.bindings = self.informer(c.BINDINGS, self._on_binding)
+        self.works = self.informer(c.WORKS)
+        self.priority_classes = self.informer(PRIORITY_CLASSES)
         self.informers = [self.jobs, self.pps, self.cpps, self.clusters, self.bindings, self.works,
                           self.priority_classes]
-        self.queue = WorkQueue()
         self.placer = Placer()
         self.lock = asyncio.Lock()
         self.cluster_version = 0

@@ -295,3 +295,20 @@ def is_not_found(err: BaseException) -> bool:
 
 def is_conflict(err: BaseException) -> bool:
     return isinstance(err, ApiException) and err.status == 409
+
+
+class QueueController:
+    """What the dispatch and placement controllers share: options, clock, a resource client, a
+    work queue, and informers made with the options' watch timeout."""
+
+    def __init__(self, api: Any, options: Any) -> None:
+        from federation.controllers.common import ControllerOptions
+
+        self.api = api
+        self.options = options or ControllerOptions()
+        self.clock = self.options.clock
+        self.rc = ResourceClient(api, self.options.request_timeout)
+        self.queue = WorkQueue()
+
+    def informer(self, info: KindInfo, handler: Handler | None = None) -> Informer:
+        return Informer(self.rc, info, handler, watch_timeout=self.options.watch_timeout)

@@ -31,10 +31,9 @@ import numpy as np
 
 from member_agent.scheduler.actions.pq import PriorityQueue
 from member_agent.scheduler.framework.dims import Vector, fits
-from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.node_search import NodeSearch, shape_cache
 from member_agent.scheduler.framework.statement import Statement
-from member_agent.scheduler.framework.status import TaskStatus, Vote
+from member_agent.scheduler.framework.status import TaskStatus
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
@@ -74,20 +73,6 @@ def preemptor_jobs(ssn: Session) -> list[JobInfo]:
         while jobs:
             out.append(jobs.pop())
     return out
-
-
-def vote_filter(ssn: Session, point: Point, plugins: frozenset[str], preemptor: TaskInfo,
-                candidates: list[TaskInfo]) -> list[TaskInfo]:
-    """Keep candidates every listed plugin's vote on ``point`` accepts (abstentions ignored)."""
-    for tier in ssn.callbacks[point]:
-        for name, fn in tier:
-            if name not in plugins or not candidates:
-                continue
-            answer, vote = fn(preemptor, candidates)
-            if vote != Vote.ABSTAIN:
-                keep = {t.spec.uid for t in answer}
-                candidates = [c for c in candidates if c.spec.uid in keep]
-    return candidates
 
 
 def make_bundles(ssn: Session, candidates: list[TaskInfo], allow_whole: bool) -> list[Bundle]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from member_agent.scheduler.actions.gang_evict import pending_tasks, plan_for_job, preemptor_jobs, vote_filter
+from member_agent.scheduler.actions.gang_evict import pending_tasks, plan_for_job, preemptor_jobs
+from member_agent.scheduler.actions.victims import vote_filter
 from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from member_agent.scheduler.actions.gang_evict import pending_tasks, plan_for_job, preemptor_jobs, vote_filter
+from member_agent.scheduler.actions.gang_evict import pending_tasks, plan_for_job, preemptor_jobs
+from member_agent.scheduler.actions.victims import vote_filter
 from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point

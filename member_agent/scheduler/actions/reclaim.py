@@ -35,6 +35,7 @@ from member_agent.scheduler.actions.victims import (
     guard,
     ordered_victims,
     tiered_victims,
+    vote_filter,
 )
 from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.dims import fits
@@ -42,7 +43,7 @@ from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.statement import Statement
-from member_agent.scheduler.framework.status import TaskStatus, Vote
+from member_agent.scheduler.framework.status import TaskStatus
 
 NAME = "reclaim"
 ARGUMENTS = (Argument("predicateErrorCacheEnable", bool, True),)
@@ -136,7 +137,9 @@ class Reclaim:
                 self.memo.fail(key, row)
                 continue
             victims = guard(task, tiered_victims(ssn, Point.RECLAIMABLE, task, reclaimees), lower_priority=False)
-            victims = self._above_deserved(ssn, task, ordered_victims(ssn, task, victims))
+            # the queue-share plugins' vote applies whatever tier they sit in: with the usual tiers gang
+            # and conformance (tier 1) decide alone and would ignore deserved shares
+            victims = vote_filter(ssn, Point.RECLAIMABLE, SHARE_PLUGINS, task, ordered_victims(ssn, task, victims))
             if not covers(ssn, task, row, victims):
                 self.memo.fail(key, row)
                 continue
@@ -155,20 +158,6 @@ class Reclaim:
             node_stmt.discard()
             self.memo.fail(key, row)
         return False
-
-    @staticmethod
-    def _above_deserved(ssn: Session, task: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
-        """The queue-share plugins' vote applies whatever tier they sit in: with the usual
-        tiers gang and conformance (tier 1) decide alone and would ignore deserved shares."""
-        for tier in ssn.callbacks[Point.RECLAIMABLE]:
-            for name, fn in tier:
-                if name not in SHARE_PLUGINS or not victims:
-                    continue
-                answer, vote = fn(task, victims)
-                if vote != Vote.ABSTAIN:
-                    keep = {t.spec.uid for t in answer}
-                    victims = [v for v in victims if v.spec.uid in keep]
-        return victims
 
     @staticmethod
     def _below_guarantee(ssn: Session, index: EvictableIndex, victim: TaskInfo) -> bool:

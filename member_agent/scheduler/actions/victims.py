@@ -8,6 +8,7 @@
   bound of what a node can offer a preemptor, so a vectorised test over all nodes discards
   hopeless nodes before any per-node Python work. It follows every in-session change through
   a session event handler, so evictions, discards and placements keep it exact.
+* :func:`vote_filter` applies some plugins' votes on an extension point whatever tier they sit in.
 * :func:`candidate_rows` is ``PredicateForPreemptAction``: nodes whose predicates pass or fail
   only with a resolvable reason, minus nodes that cannot fit even after evicting everything.
 """
@@ -274,3 +275,17 @@ def covers(ssn: Session, task: TaskInfo, row: int, victims: Iterable[TaskInfo]) 
 def fits_now(ssn: Session, task: TaskInfo, row: int) -> bool:
     """Predicates pass and the request fits FutureIdle on ``row`` (the session's cache)."""
     return bool(shape_cache(ssn, task).ok[row])
+
+
+def vote_filter(ssn: Session, point: Point, plugins: frozenset[str], preemptor: TaskInfo,
+                candidates: list[TaskInfo]) -> list[TaskInfo]:
+    """Keep candidates every listed plugin's vote on ``point`` accepts (abstentions ignored)."""
+    for tier in ssn.callbacks[point]:
+        for name, fn in tier:
+            if name not in plugins or not candidates:
+                continue
+            answer, vote = fn(preemptor, candidates)
+            if vote != Vote.ABSTAIN:
+                keep = {t.spec.uid for t in answer}
+                candidates = [c for c in candidates if c.spec.uid in keep]
+    return candidates

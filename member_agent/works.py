@@ -19,12 +19,13 @@ from typing import Any, Optional
 from member_agent.cluster.clock import rfc3339
 from member_agent.cluster.gateway import Obj
 from policies.codec import admit_all, decode_text
+from policies.models.karmada_work import JOB_UID, PLACEMENT_GENERATION
 
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
-GENERATION_ANNOTATION = "caldera.io/placement-generation"
+GENERATION_ANNOTATION = PLACEMENT_GENERATION
 WORK_UID_LABEL = "caldera.io/work-uid"
 WORK_LABEL = "caldera.io/work"
-GENERATION_LABEL = "caldera.io/placement-generation"
+GENERATION_LABEL = PLACEMENT_GENERATION
 DEFAULT_RESERVE_TIMEOUT = 60
 
 
@@ -109,7 +110,7 @@ def parse_work(work: Obj) -> WorkRecord:
         return record
     job = decoded.objects[0].obj.model_dump(by_alias=True, exclude_none=True, mode="json")
     job.setdefault("metadata", {}).setdefault("namespace", namespace)
-    job["metadata"].setdefault("uid", (job["metadata"].get("annotations") or {}).get("caldera.io/job-uid") or record.uid)
+    job["metadata"].setdefault("uid", (job["metadata"].get("annotations") or {}).get(JOB_UID) or record.uid)
     job.pop("status", None)
     if md.get("creationTimestamp"):  # the local Job was created with its Work (stable across agent restarts)
         job["metadata"].setdefault("creationTimestamp", md["creationTimestamp"])

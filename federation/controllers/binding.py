@@ -14,6 +14,7 @@ from typing import Any
 from federation.controllers.common import (
     APPLIED_PLACEMENT,
     GENERATION,
+    JOB_UID_LABEL,
     PLACED_AT,
     PLACEMENT,
     POLICY,
@@ -219,7 +220,7 @@ def binding_body(job: Obj, policy: Obj | None, rb: Obj | None, clusters: list[di
         "metadata": {
             "name": rb_name(meta.get("name", "")),
             "namespace": meta.get("namespace"),
-            "labels": {**(old_meta.get("labels") or {}), "caldera.io/job-uid": meta.get("uid", "")},
+            "labels": {**(old_meta.get("labels") or {}), JOB_UID_LABEL: meta.get("uid", "")},
             "annotations": notes,
             "ownerReferences": [{"apiVersion": job.get("apiVersion"), "kind": job.get("kind"),
                                  "name": meta.get("name"), "uid": meta.get("uid"), "controller": True,

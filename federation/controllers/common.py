@@ -25,7 +25,13 @@ from typing import Any
 
 from federation.placement.request import Options
 from policies.kinds import lookup
-from policies.models.karmada_work import binding_name, execution_namespace
+
+# the protocol keys, re-exported so controllers keep writing ``c.TASK_OFFSETS`` and friends
+from policies.models.karmada_work import JOB_LABEL as JOB_LABEL
+from policies.models.karmada_work import JOB_UID, PLACEMENT_GENERATION, binding_name, execution_namespace
+from policies.models.karmada_work import TASK_OFFSETS as TASK_OFFSETS
+from policies.models.karmada_work import TASK_TOTALS as TASK_TOTALS
+from policies.models.karmada_work import WORLD_SIZE as WORLD_SIZE
 
 JOBS = lookup("batch.volcano.sh/v1alpha1", "Job")
 PROPAGATION_POLICIES = lookup("policy.karmada.io/v1alpha1", "PropagationPolicy")
@@ -37,7 +43,7 @@ BINDINGS = lookup("work.karmada.io/v1alpha2", "ResourceBinding")
 WORKS = lookup("work.karmada.io/v1alpha1", "Work")
 NAMESPACES = lookup("v1", "Namespace")
 
-GENERATION = "caldera.io/placement-generation"
+GENERATION = PLACEMENT_GENERATION
 PLACEMENT = "caldera.io/placement"
 POLICY = "caldera.io/policy"
 APPLIED_PLACEMENT = "policy.karmada.io/applied-placement"
@@ -51,11 +57,7 @@ RESERVE_TIMEOUT = "caldera.io/reserve-timeout-seconds"
 #: set by placement when a lost cluster ended the job under its policies (JSON {phase, action, message});
 #: the status aggregator shows that phase, and the job is never placed again
 ENDED = "caldera.io/ended"
-JOB_LABEL = "caldera.io/job"
-JOB_UID_LABEL = "caldera.io/job-uid"
-TASK_OFFSETS = "caldera.io/task-offsets"
-TASK_TOTALS = "caldera.io/task-totals"
-WORLD_SIZE = "caldera.io/world-size"
+JOB_UID_LABEL = JOB_UID
 
 #: Work gang phases meaning "the cluster holds (or no longer needs) the share's resources"
 CONFIRMED_PHASES = ("Released", "Running", "Failed", "Cancelled", "Unschedulable")

@@ -24,6 +24,7 @@ from federation.controllers.status_aggregate import Aggregate, aggregate, condit
 from federation.controllers.status_informer import Informer, Key, key_of
 from federation.events import record_event
 from policies.kinds import lookup
+from policies.models.karmada_work import JOB_LABEL
 
 Obj = dict[str, Any]
 log = logging.getLogger("caldera.controllers.status")
@@ -31,7 +32,6 @@ log = logging.getLogger("caldera.controllers.status")
 JOBS = lookup("batch.volcano.sh/v1alpha1", "Job")
 BINDINGS = lookup("work.karmada.io/v1alpha2", "ResourceBinding")
 WORKS = lookup("work.karmada.io/v1alpha1", "Work")
-JOB_LABEL = "caldera.io/job"
 #: re-examine every Job this often even without events (cheap: nothing is written if unchanged)
 RESYNC_SECONDS = 30.0
 RETRY_SECONDS = 1.0

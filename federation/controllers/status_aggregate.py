@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from policies.models.karmada_work import PLACEMENT_GENERATION
+
 Obj = dict[str, Any]
 
 PLACEMENT_ANNOTATION = "caldera.io/placement"
-GENERATION_ANNOTATION = "caldera.io/placement-generation"
+GENERATION_ANNOTATION = PLACEMENT_GENERATION
 EXECUTION_PREFIX = "karmada-es-"
 ENDED_ANNOTATION = "caldera.io/ended"
 ENDED_PHASES = frozenset({"Aborted", "Terminated", "Completed"})

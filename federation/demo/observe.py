@@ -15,12 +15,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
 from policies.kinds import resolve
+from policies.models.karmada_work import JOB_LABEL
 
 if TYPE_CHECKING:
     from federation.client import ResourceClient
 
 WORK_NS_PREFIX = "karmada-es-"
-JOB_LABEL = "caldera.io/job"
 RELEASED_GANG = {"Released", "Running"}
 
 

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+# a federated job's share (docs/protocol.md), re-exported for the job controller
+from policies.models.karmada_work import TASK_OFFSETS as TASK_OFFSETS
+from policies.models.karmada_work import TASK_TOTALS as TASK_TOTALS
+from policies.models.karmada_work import WORLD_SIZE as WORLD_SIZE
+
 # --------------------------------------------------------------------------- annotation / label keys
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -42,10 +47,6 @@ SIM_DURATION = "caldera.io/sim-duration"
 SIM_EXIT_CODE = "caldera.io/sim-exit-code"
 SIM_ANNOTATIONS = (SIM_DURATION, SIM_EXIT_CODE)
 
-#: A federated job's share (docs/protocol.md).
-TASK_OFFSETS = "caldera.io/task-offsets"
-TASK_TOTALS = "caldera.io/task-totals"
-WORLD_SIZE = "caldera.io/world-size"
 
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 JOB_KIND = "Job"

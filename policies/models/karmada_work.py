@@ -25,6 +25,18 @@ HEALTH_VALUES = ("Healthy", "Unhealthy", "Unknown")
 GANG_PHASES = ("Pending", "Reserved", "Released", "Running", "Failed", "Cancelled", "Unschedulable")
 EXECUTION_NAMESPACE_PREFIX = "karmada-es-"
 
+# The federation <-> agent contract's keys (docs/protocol.md), defined once for both planes.
+#: a share's placement generation (annotation on the Work's Job, label on the agent's pods): the fencing token
+PLACEMENT_GENERATION = "caldera.io/placement-generation"
+#: label on Works: ``<namespace>.<name>`` and uid of the federated job they are a share of
+JOB_LABEL = "caldera.io/job"
+JOB_UID = "caldera.io/job-uid"
+#: annotations on a share's Job: global index of its first replica per task, the whole job's
+#: replicas per task, and their sum (so indices, ranks and world size are global)
+TASK_OFFSETS = "caldera.io/task-offsets"
+TASK_TOTALS = "caldera.io/task-totals"
+WORLD_SIZE = "caldera.io/world-size"
+
 
 def execution_namespace(cluster: str) -> str:
     """The namespace holding the Works of ``cluster``."""

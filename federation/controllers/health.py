@@ -30,8 +30,8 @@ from federation.controllers.health_state import (
     assess,
     merged_taints,
 )
+from federation.controllers.runner import Informer
 from federation.controllers.status_aggregate import parse_stamp, stamp
-from federation.controllers.status_informer import Informer
 from federation.events import record_event
 from policies.kinds import lookup
 
@@ -79,17 +79,17 @@ class HealthController:
         self.config = config
         self.clock = clock or (lambda: datetime.now(UTC))
         self.wake = asyncio.Event()
-        self.clusters = Informer(rc, CLUSTERS, None, lambda _o, _d: self.wake.set())
-        self.leases = Informer(rc, LEASES, LEASE_NAMESPACE, lambda _o, _d: self.wake.set())
+        self.clusters = Informer(rc, CLUSTERS, lambda _t, _o, _old: self.wake.set())
+        self.leases = Informer(rc, LEASES, lambda _t, _o, _old: self.wake.set(), namespace=LEASE_NAMESPACE)
         self.recovering: dict[str, datetime | None] = {}
         self.writes = 0
 
     async def evaluate(self, name: str) -> Verdict | None:
-        cluster = self.clusters.items.get(("", name))
+        cluster = self.clusters.store.get(("", name))
         if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
             self.recovering.pop(name, None)
             return None
-        obs = observe(cluster, self.leases.items.get((LEASE_NAMESPACE, name)))
+        obs = observe(cluster, self.leases.store.get((LEASE_NAMESPACE, name)))
         now = self.clock()
         verdict = assess(obs, self.recovering.get(name), now, self.config)
         self.recovering[name] = verdict.recovering_since
@@ -153,7 +153,7 @@ class HealthController:
             log.warning("recording event %s for Cluster %s failed: %s", reason, cluster["metadata"]["name"], exc)
 
     async def round(self) -> None:
-        for _ns, name in sorted(self.clusters.items):
+        for _ns, name in sorted(self.clusters.store):
             try:
                 await self.evaluate(name)
             except ApiException as exc:

@@ -40,13 +40,28 @@ def obj_key(obj: Obj) -> ObjKey:
     return (meta.get("namespace") or "", meta.get("name") or "")
 
 
+def resource_version(obj: Obj | None) -> int:
+    try:
+        return int(((obj or {}).get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
 class Informer:
-    """A cache of every object of one kind, kept current by list + watch."""
+    """A cache of every object of one kind (optionally one namespace, or those matching a label
+    selector), kept current by list + watch.
+
+    A copy the controller wrote itself (:meth:`remember`) is never replaced by an older one that
+    a watch or a relist still delivers.
+    """
 
     def __init__(self, rc: ResourceClient, info: KindInfo, handler: Handler | None = None, *,
+                 namespace: str | None = None, label_selector: str | None = None,
                  watch_timeout: int = 300, backoff: float = 0.2, max_backoff: float = 10.0) -> None:
         self.rc = rc
         self.info = info
+        self.namespace = namespace
+        self.label_selector = label_selector
         self.handlers: list[Handler] = [handler] if handler else []
         self.store: dict[ObjKey, Obj] = {}
         self.synced = asyncio.Event()
@@ -61,6 +76,12 @@ class Informer:
     def items(self) -> list[Obj]:
         return list(self.store.values())
 
+    def remember(self, obj: Obj) -> None:
+        """Store an object this controller just wrote (newer than what the watch may still deliver)."""
+        key = obj_key(obj)
+        if resource_version(obj) >= resource_version(self.store.get(key)):
+            self.store[key] = obj
+
     def _emit(self, kind: str, obj: Obj, old: Obj | None) -> None:
         for handler in self.handlers:
             try:
@@ -69,13 +90,15 @@ class Informer:
                 log.exception("%s handler failed on %s %s", self.info.kind, kind, obj_key(obj))
 
     async def _relist(self) -> None:
-        listed = await self.rc.list(self.info)
+        listed = await self.rc.list(self.info, self.namespace, label_selector=self.label_selector)
         items = listed.get("items") or []
         fresh: dict[ObjKey, Obj] = {}
         for item in items:
             item.setdefault("apiVersion", self.info.api_version)
             item.setdefault("kind", self.info.kind)
-            fresh[obj_key(item)] = item
+            key = obj_key(item)
+            kept = self.store.get(key)  # written by us while the list was on its way
+            fresh[key] = kept if resource_version(kept) > resource_version(item) else item
         old_store, self.store = self.store, fresh
         for key, obj in fresh.items():
             previous = old_store.get(key)
@@ -102,12 +125,15 @@ class Informer:
             self.store.pop(key, None)
             self._emit("DELETED", obj, previous)
             return
+        if resource_version(previous) > resource_version(obj):
+            return  # an older copy than the one we hold (we wrote a newer one ourselves)
         self.store[key] = obj
         self._emit("ADDED" if previous is None else "MODIFIED", obj, previous)
 
     async def _watch(self) -> None:
         async with watch.Watch() as w:
-            async for event in w.stream(self.rc.list, self.info, resource_version=self._rv or None,
+            async for event in w.stream(self.rc.list, self.info, self.namespace, label_selector=self.label_selector,
+                                        resource_version=self._rv or None,
                                         timeout_seconds=self.watch_timeout, allow_watch_bookmarks=True):
                 obj = event.get("object")
                 if isinstance(obj, dict) and event.get("type") != "ERROR":

@@ -20,8 +20,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from federation import metrics
 from federation.client import ResourceClient, api_client_from_dict
+from federation.controllers.runner import Informer, obj_key
+from federation.controllers.runner import ObjKey as Key
 from federation.controllers.status_aggregate import Aggregate, aggregate, condition
-from federation.controllers.status_informer import Informer, Key, key_of
 from federation.events import record_event
 from policies.kinds import lookup
 from policies.models.karmada_work import JOB_LABEL
@@ -40,7 +41,7 @@ WARNING_PHASES = frozenset({"Failed", "Aborted", "Restarting"})
 
 def job_key_of_binding(binding: Obj) -> Key | None:
     resource = (binding.get("spec") or {}).get("resource") or {}
-    namespace, name = key_of(binding)
+    namespace, name = obj_key(binding)
     if resource.get("kind") == "Job" and resource.get("name"):
         return str(resource.get("namespace") or namespace), str(resource["name"])
     return (namespace, name.removesuffix("-job")) if name.endswith("-job") else None
@@ -59,9 +60,9 @@ class StatusController:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.dirty: set[Key] = set()
         self.wake = asyncio.Event()
-        self.jobs = Informer(rc, JOBS, None, self._job_changed)
-        self.bindings = Informer(rc, BINDINGS, None, lambda o, _d: self._mark(job_key_of_binding(o)))
-        self.works = Informer(rc, WORKS, None, self._work_changed, label_selector=JOB_LABEL)
+        self.jobs = Informer(rc, JOBS, self._job_changed)
+        self.bindings = Informer(rc, BINDINGS, lambda _t, o, _old: self._mark(job_key_of_binding(o)))
+        self.works = Informer(rc, WORKS, self._work_changed, label_selector=JOB_LABEL)
         #: Works by their caldera.io/job label, so a Job's inputs are found without scanning every Work
         self.works_by_job: dict[str, dict[Key, Obj]] = {}
         self._work_label: dict[Key, str] = {}
@@ -70,16 +71,16 @@ class StatusController:
         #: monotonic time a new Job (no status yet) was first seen, until its binding is Scheduled=True
         self.unplaced_since: dict[Key, float] = {}
 
-    def _job_changed(self, job: Obj, deleted: bool) -> None:
-        key = key_of(job)
-        if deleted:
+    def _job_changed(self, event: str, job: Obj, _old: Obj | None) -> None:
+        key = obj_key(job)
+        if event == "DELETED":
             self.unplaced_since.pop(key, None)
         elif not job.get("status") and key not in self.unplaced_since:
             self.unplaced_since[key] = time.monotonic()
         self._mark(key)
 
-    def _work_changed(self, work: Obj, deleted: bool) -> None:
-        key = key_of(work)
+    def _work_changed(self, event: str, work: Obj, _old: Obj | None) -> None:
+        key = obj_key(work)
         label = ((work.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL) or ""
         previous = self._work_label.pop(key, None)
         if previous is not None:  # drop the old entry (also when a Work was relabelled)
@@ -87,7 +88,7 @@ class StatusController:
             bucket.pop(key, None)
             if not bucket:
                 self.works_by_job.pop(previous, None)
-        if not deleted:
+        if event != "DELETED":
             self.works_by_job.setdefault(label, {})[key] = work
             self._work_label[key] = label
         self._mark(job_key_of_work(work))
@@ -103,9 +104,9 @@ class StatusController:
             self.wake.set()
 
     def inputs(self, key: Key) -> tuple[Obj | None, Obj | None, list[Obj]]:
-        job = self.jobs.items.get(key)
+        job = self.jobs.store.get(key)
         namespace, name = key
-        binding = self.bindings.items.get((namespace, f"{name}-job")) or self.bindings.items.get(key)
+        binding = self.bindings.store.get((namespace, f"{name}-job")) or self.bindings.store.get(key)
         label = f"{namespace}.{name}"
         works = list(self.works_by_job.get(label, {}).values())
         return job, binding, works
@@ -147,7 +148,7 @@ class StatusController:
             self.wake.clear()
             now = loop.time()
             if now >= next_resync:
-                self.dirty.update(self.jobs.items)
+                self.dirty.update(self.jobs.store)
                 next_resync = now + RESYNC_SECONDS
             for key in [k for k, at in self.retry_at.items() if at <= now]:
                 del self.retry_at[key]

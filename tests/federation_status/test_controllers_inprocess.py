@@ -133,6 +133,31 @@ async def test_job_status_is_aggregated_from_binding_and_works(server: ApiServer
     assert (await rc.get(JOBS, "train", "default"))["metadata"]["resourceVersion"] == rv
 
 
+async def test_a_binding_change_alone_reaches_the_job_status(rc: ResourceClient) -> None:
+    """Only the binding changes (no Work, Job untouched): its watch event must bring the Job's
+    status up to date well before the controller's periodic resync (30 s)."""
+    body = job()
+    body["metadata"] = {"name": "solo", "namespace": "default"}
+    await rc.create(JOBS, body)
+
+    async def first_status() -> Obj | None:
+        status = (await rc.get(JOBS, "solo", "default")).get("status") or {}
+        return status if (status.get("state") or {}).get("reason") == "WaitingForPlacement" else None
+
+    await eventually(first_status, "the Job's first status, before any binding exists")
+    rb = binding("solo", 0, {})  # Scheduled=False, Unschedulable, "no cluster fits"
+    rb_status = rb.pop("status")
+    await rc.create(RBS, rb)
+    await rc.patch(RBS, "solo-job", {"status": rb_status}, "default", subresource="status")
+
+    async def why_pending() -> Obj | None:
+        status = (await rc.get(JOBS, "solo", "default")).get("status") or {}
+        return status if "no cluster fits" in (status.get("state") or {}).get("message", "") else None
+
+    status = await eventually(why_pending, "the binding's Scheduled=False message on the Job", timeout=10.0)
+    assert status["state"]["phase"] == "Pending"
+
+
 async def test_stale_lease_taints_cluster_then_recovery_clears(server: ApiServer, rc: ResourceClient) -> None:
     admin_taint = {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule"}
     body = cluster("member-1", taints=[admin_taint])

@@ -164,7 +164,6 @@ class DispatchController(QueueController):
 
     async def _apply(self, body: Obj, existing: Obj | None) -> None:
         meta = body["metadata"]
-        ref = (meta["namespace"], meta["name"])
         if existing is None:
             try:
                 created = await self.rc.create(c.WORKS, body, meta["namespace"])
@@ -178,7 +177,7 @@ class DispatchController(QueueController):
                 else:
                     raise
             if created is not None:
-                self.works.store[ref] = created
+                self.works.remember(created)
                 self.index.update("ADDED", created, None)
                 return
         assert existing is not None
@@ -188,7 +187,7 @@ class DispatchController(QueueController):
         patch = c.merge_diff(current, desired)
         if patch:
             patched = await self.rc.patch(c.WORKS, meta["name"], patch, meta["namespace"])
-            self.works.store[ref] = patched
+            self.works.remember(patched)
 
     async def _ensure_namespace(self, namespace: str) -> None:
         try:
@@ -227,7 +226,7 @@ class DispatchController(QueueController):
         meta = rb["metadata"]
         patched = await self.rc.patch(c.BINDINGS, meta["name"], {"metadata": {"annotations": notes}},
                                       meta["namespace"])
-        self.bindings.store[(meta["namespace"], meta["name"])] = patched
+        self.bindings.remember(patched)
 
     async def _event(self, job: Obj, reason: str, message: str, type_: str = "Normal") -> None:
         try:

@@ -303,7 +303,7 @@ class JobFlowController:
                                                                  f"{_api_message(exc)}"))
                     continue
                 raise
-            self.jobs.store[(namespace, entry.job)] = created
+            self.jobs.remember(created)
             jobs[entry.job] = created
             await self._event(flow, "Normal", "JobCreated", f"flow {entry.flow!r}: created Job {entry.job!r} "
                                                             f"from JobTemplate {entry.template!r}")
@@ -329,7 +329,7 @@ class JobFlowController:
             if exc.status in (404, 409):  # gone, or changed under us: the watch brings the new copy
                 return
             raise
-        self.flows.store[(meta.get("namespace") or "", meta["name"])] = updated
+        self.flows.remember(updated)
         phase = status["state"]["phase"]
         if phase != old_phase:
             await self._event(flow, "Warning" if phase == "Failed" else "Normal", f"JobFlow{phase}",
@@ -354,7 +354,7 @@ class JobFlowController:
             if exc.status in (404, 409):
                 return
             raise
-        self.templates.store[(namespace, name)] = updated
+        self.templates.remember(updated)
 
     async def _event(self, flow: Obj, type_: str, reason: str, message: str) -> None:
         key = (flow["metadata"].get("uid", ""), reason, message)

@@ -324,7 +324,7 @@ class PlacementController(QueueController):
         if rb is None:
             try:
                 created: Obj = await self.rc.create(c.BINDINGS, body, meta["namespace"])
-                self.bindings.store[(meta["namespace"], meta["name"])] = created
+                self.bindings.remember(created)
                 return created
             except k8s.ApiException as err:
                 if err.status != 409:
@@ -339,7 +339,7 @@ class PlacementController(QueueController):
         if not patch:
             return rb
         patched: Obj = await self.rc.patch(c.BINDINGS, meta["name"], patch, meta["namespace"])
-        self.bindings.store[(meta["namespace"], meta["name"])] = patched
+        self.bindings.remember(patched)
         return patched
 
     async def _write_status(self, rb: Obj | None, status: dict[str, Any]) -> None:
@@ -350,7 +350,7 @@ class PlacementController(QueueController):
             return
         meta = rb["metadata"]
         patched = await self.rc.patch(c.BINDINGS, meta["name"], {"status": patch}, meta["namespace"], "status")
-        self.bindings.store[(meta["namespace"], meta["name"])] = patched
+        self.bindings.remember(patched)
 
     async def _delete_binding(self, namespace: str, name: str) -> None:
         try:

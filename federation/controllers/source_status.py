@@ -216,7 +216,7 @@ class SourceStatusController:
                 return
             raise
         self.writes += 1
-        self.sources[kind].store[(namespace, name)] = updated
+        self.sources[kind].remember(updated)
 
     async def run(self, stop: Any) -> None:
         await run_controller([self.jobs, *self.sources.values()], self.queue, self.reconcile, stop,

@@ -74,11 +74,8 @@ class Preempt:
         ssn.log(5, "Enter Preempt ...")
         if self.topology_aware:
             ssn.log(3, "enableTopologyAwarePreemption: candidate nodes are tried in score order (normal preemption)")
-        index = EvictableIndex(ssn, NAME, PREEMPTABLE_STATUSES)
-        try:
+        with EvictableIndex(ssn, NAME, PREEMPTABLE_STATUSES) as index:
             self._run(ssn, index)
-        finally:
-            index.close()
         ssn.log(5, "Leaving Preempt ...")
 
     def _run(self, ssn: Session, index: EvictableIndex) -> None:

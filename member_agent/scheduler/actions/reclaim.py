@@ -61,11 +61,8 @@ class Reclaim:
 
     def execute(self, ssn: Session) -> None:
         ssn.log(5, "Enter Reclaim ...")
-        index = EvictableIndex(ssn, NAME, RUNNING)
-        try:
+        with EvictableIndex(ssn, NAME, RUNNING) as index:
             self._run(ssn, index)
-        finally:
-            index.close()
         ssn.log(5, "Leaving Reclaim ...")
 
     def _run(self, ssn: Session, index: EvictableIndex) -> None:

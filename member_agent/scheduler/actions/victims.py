@@ -133,6 +133,12 @@ class EvictableIndex:
         self.handler = (name, self.update, self.update)
         ssn.handlers.append(self.handler)
 
+    def __enter__(self) -> "EvictableIndex":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Stop following the session (the action is over)."""
         if self.handler in self.ssn.handlers:

@@ -18,6 +18,7 @@ import orjson
 from aiohttp import web
 
 from federation import metrics
+from federation.fleet_metrics import FleetCollector
 from policies.kinds import lookup
 
 if TYPE_CHECKING:
@@ -149,6 +150,8 @@ def add_routes(app: web.Application, state: "ApiServerState",
                clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
     """Mount ``GET /status`` and serve the federation metrics on the server's ``/metrics``."""
     metrics.expose_in(state.metrics.registry)
+    state.metrics.registry.register(FleetCollector(lambda info: state.registry.list(info, None, None),
+                                                   lambda: clock().timestamp()))
 
     async def status(_request: web.Request) -> web.Response:
         registry = state.registry

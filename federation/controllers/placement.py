@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -180,6 +181,7 @@ class PlacementController(QueueController):
         if isinstance(trigger, failover.Failover):
             await self._end(job, rb, match, trigger, now)
             return
+        metrics.INCOMING_BINDINGS.labels(event=metrics.trigger_event(trigger)).inc()
         await self._place(job, rb, match, trigger, previous, now)
 
     async def _place(self, job: Obj, rb: Obj | None, match: Match, trigger: str, previous: Obj | None,
@@ -208,8 +210,9 @@ class PlacementController(QueueController):
                 await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}", version, now,
                                    clear=replace)
                 return
+            began = time.perf_counter()
             decision = await asyncio.to_thread(place, request, self.placer)
-            _count(decision)
+            _count(decision, metrics.schedule_type(generation, trigger), time.perf_counter() - began)
             if decision.ok:  # count the new shares before the next placement runs, not after the writes
                 clusters = b.target_clusters(decision)
                 changed = replace or generation == 0 or not b.same_layout(old_clusters, clusters)
@@ -367,11 +370,12 @@ class PlacementController(QueueController):
             log.debug("event %s for %s not recorded: %s", reason, _ns_name(job), err)
 
 
-def _count(decision: PlacementDecision) -> None:
-    """Placements by result and optimizer runs by outcome (federation.metrics)."""
+def _count(decision: PlacementDecision, schedule_type: str, seconds: float) -> None:
+    """Placements by result, Karmada's scheduler metrics and optimizer runs by outcome (federation.metrics)."""
     failure = decision.failure
     result = "scheduled" if failure is None else "error" if failure.condition == "SchedulerError" else "unschedulable"
     metrics.PLACEMENTS.labels(result=result).inc()
+    metrics.observe_schedule("success" if result == "scheduled" else result, schedule_type, seconds)
     if decision.optimizer:
         solved = decision.path == "optimizer" and failure is None
         optimal = decision.optimizer.get("status") == 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import yaml
@@ -23,16 +23,8 @@ from federation.apiserver.patch import APPLY, PATCH_TYPES
 from federation.apiserver.protobuf.media import is_protobuf, preference
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
+from federation.apiserver.state import STATE_KEY, ApiServerState
 from policies.kinds import KindInfo
-
-if TYPE_CHECKING:
-    from federation.apiserver.app import ApiServerState
-
-
-def _state_key() -> Any:
-    from federation.apiserver.app import STATE_KEY
-
-    return STATE_KEY
 
 Obj = dict[str, Any]
 JSON_TYPES = {"application/json", ""}
@@ -80,7 +72,7 @@ async def read_body(request: web.Request, patch: bool = False, info: KindInfo | 
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
-        raise st.too_large(request.app[_state_key()].max_body) from None
+        raise st.too_large(request.app[STATE_KEY].max_body) from None
     if not raw.strip():
         if request.method == "DELETE":
             return None
@@ -135,7 +127,7 @@ def _decode_continue(token: str) -> tuple[str, str]:
 
 
 class Handlers:
-    def __init__(self, state: "ApiServerState") -> None:
+    def __init__(self, state: ApiServerState) -> None:
         self.state = state
 
     async def core(self, request: web.Request) -> web.StreamResponse:

@@ -19,6 +19,7 @@ from federation.apiserver.registry import Registry
 from federation.apiserver.routes import Handlers, json_response
 from federation.apiserver.store import Store, StoreFailed
 from federation.apiserver.watch import WatchHub
+from federation.ui.paths import is_public as is_public_ui_path
 
 MAX_BODY = 3 * 1024 * 1024
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
@@ -75,7 +76,7 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in PUBLIC_PATHS:
+    if request.path in PUBLIC_PATHS or (not request.app[STATE_KEY].member_mode and is_public_ui_path(request.path)):
         return await handler(request)
     state: ApiServerState = request.app[STATE_KEY]
     header = request.headers.get("Authorization", "")
@@ -128,6 +129,9 @@ def build_app(state: ApiServerState) -> web.Application:
         from federation.status_api import add_routes as add_status_routes
 
         add_status_routes(app, state)
+        from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
+
+        add_ui_routes(app, state)
     openapi.add_routes(app)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)

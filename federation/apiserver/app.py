@@ -15,6 +15,7 @@ from federation.apiserver.routes import Handlers, json_response
 from federation.apiserver.state import STATE_KEY, ApiServerState
 from federation.apiserver.store import StoreFailed
 from federation.version import caldera_version
+from federation.ui.paths import is_public as is_public_ui_path
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -52,7 +53,7 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in PUBLIC_PATHS:
+    if request.path in PUBLIC_PATHS or (not request.app[STATE_KEY].member_mode and is_public_ui_path(request.path)):
         return await handler(request)
     state: ApiServerState = request.app[STATE_KEY]
     header = request.headers.get("Authorization", "")
@@ -103,6 +104,9 @@ def build_app(state: ApiServerState) -> web.Application:
         from federation.status_api import add_routes as add_status_routes
 
         add_status_routes(app, state)
+        from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
+
+        add_ui_routes(app, state)
     openapi.add_routes(app)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)

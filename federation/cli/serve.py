@@ -28,6 +28,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-controllers", action="store_true", help="serve the API only")
     parser.add_argument("--agent-token", action="append", default=[], metavar="CLUSTER",
                         help="also write DIR/agent-CLUSTER.kubeconfig with a new agent token (repeatable)")
+    parser.add_argument("--feature-gates", default="", metavar="GATE=BOOL,...",
+                        help="controller feature gates by Karmada's names, e.g. ResourceBindingPreemption=true "
+                             "(also CrossNamespaceResourceBindingPreemption)")
     from federation.health_options import add_health_flags
 
     add_health_flags(parser)
@@ -42,6 +45,21 @@ def run(args: argparse.Namespace) -> int:
                           self_signed_tls=not args.plain_http,
                           member_mode=args.member_mode, run_controllers=not args.no_controllers,
                           agent_kubeconfigs=list(args.agent_token),
-                          controller_options=health_options(args))
+                          controller_options={**health_options(args), **_gates(args.feature_gates)})
 
     return asyncio.run(serve_forever(config, lambda line: print(line, flush=True)))
+
+
+def _gates(text: str) -> dict[str, object]:
+    """``--feature-gates A=true,B=false`` -> ``{"controller_options": ControllerOptions(feature_gates=...)}``."""
+    if not text:
+        return {}
+    from federation.controllers.common import ControllerOptions
+
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            raise SystemExit(f"caldera serve: --feature-gates: {item!r} is not GATE=true or GATE=false")
+        gates[name.strip()] = value.lower() == "true"
+    return {"controller_options": ControllerOptions(feature_gates=gates)}

@@ -40,7 +40,7 @@ from kubernetes_asyncio import client as k8s
 
 from federation import metrics
 from federation.controllers import binding as b
-from federation.controllers import binding_priority, failover, requeue_events
+from federation.controllers import binding_priority, failover, preempting, requeue_events
 from federation.controllers import common as c
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
@@ -95,6 +95,8 @@ class PlacementController(QueueController):
         #: scheduling loop waits on until that attempt is over
         self._permits: dict[Key, asyncio.Event] = {}
         self._wake: asyncio.Event | None = None
+        #: when each job last preempted (it waits for its victims' clusters to report before again)
+        self.preempted_at: dict[Key, float] = {}
 
     # ------------------------------------------------------------------ events
 
@@ -312,9 +314,18 @@ class PlacementController(QueueController):
         if not decision.ok:
             assert decision.failure is not None
             message = b.diagnosis_message(decision) + (f" [{notes}]" if notes else "")
+            preemption = None
+            if decision.failure.condition != "SchedulerError":
+                preemption = await preempting.preempt_for(self, job, match.policy, priority, now)
+                if preemption is not None:
+                    victims = ", ".join(f"{ns}/{n}" for ns, n in preemption.victims)  # type: ignore[misc]
+                    message += f" [preempting {victims} on {preemption.cluster}]"
+                    await self._event(job, "Preempting", f"preempting {victims} on cluster {preemption.cluster}")
             wake = min(float(cap.get("until") or 0) for cap in excluded.values()) if excluded else None
             await self._failed(job, rb, match, decision.failure.condition, message, version,
                                now, clear=replace or not old_clusters, wake=wake, priority=priority)
+            if preemption is not None:
+                return "preempted"
             return "error" if decision.failure.condition == "SchedulerError" else "unschedulable"
         body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)
         rb = await self._write_binding(rb, _with_priority(body, priority))
@@ -422,6 +433,7 @@ class PlacementController(QueueController):
 
     async def _forget(self, key: Key, job: Obj | None, rb: Obj | None) -> None:
         self.attempts.pop(key, None)
+        self.preempted_at.pop(key, None)
         self.assumed.forget_job(key, None if job is None else job["metadata"].get("uid"))
         if rb is not None:
             await self._delete_binding(key[0], c.rb_name(key[1]))

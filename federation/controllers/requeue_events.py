@@ -55,7 +55,7 @@ def free_summary(cluster: Obj | None) -> dict[str, float]:
     return free
 
 
-def _shape_free(cluster: Obj | None, field: str = "nodeShapes") -> dict[str, float]:
+def shape_free(cluster: Obj | None, field: str = "nodeShapes") -> dict[str, float]:
     """Σ count × free per resource over the reported node shapes."""
     total: dict[str, float] = {}
     for shape in ((cluster or {}).get("status") or {}).get(field) or []:
@@ -96,7 +96,7 @@ def cluster_event(kind: str, new: Obj, old: Obj | None) -> str | None:
     if _taints(old) - _taints(new):
         return f"cluster {name} lost a taint"
     for label, before, after in (("free", free_summary(old), free_summary(new)),
-                                 ("node shapes", _shape_free(old), _shape_free(new)),
+                                 ("node shapes", shape_free(old), shape_free(new)),
                                  ("largest node", _largest_shape(old), _largest_shape(new))):
         grown = _grew(before, after)
         if grown is not None:

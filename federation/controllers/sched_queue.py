@@ -35,7 +35,7 @@ DEFAULT_MAX_UNSCHEDULABLE = 300.0
 BACKOFF_FLUSH_PERIOD = 1.0
 LEFTOVER_FLUSH_PERIOD = 30.0
 
-Outcome = Literal["scheduled", "unschedulable", "error", "dropped"]
+Outcome = Literal["scheduled", "unschedulable", "error", "dropped", "preempted"]
 Where = Literal["active", "backoff", "unschedulable", "inflight"]
 
 
@@ -100,7 +100,9 @@ class SchedulingQueue:
 
     def done(self, key: Hashable, outcome: Outcome, reason: str = "") -> None:
         """The attempt for a popped ``key`` ended: ``scheduled``/``dropped`` leave the queue,
-        ``unschedulable`` waits for an event, ``error`` backs off. Dirty keys go back to activeQ."""
+        ``unschedulable`` waits for an event, ``error`` backs off, ``preempted`` (it cleared victims to
+        make room) goes straight back to activeQ, ahead of its lower-priority victims. Dirty keys go
+        back to activeQ."""
         item = self._items.get(key)
         if item is None or item.where != "inflight":
             return
@@ -109,10 +111,10 @@ class SchedulingQueue:
         if outcome in ("scheduled", "dropped") and not item.dirty:
             del self._items[key]
             return
-        if outcome in ("unschedulable", "error"):
+        if outcome in ("unschedulable", "error", "preempted"):
             item.attempts += 1
         item.timestamp = now
-        if item.dirty:
+        if item.dirty or outcome == "preempted":
             self._to_active(item)
         elif outcome == "unschedulable":
             item.where = "unschedulable"

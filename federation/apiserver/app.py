@@ -14,8 +14,8 @@ from federation.apiserver import status as st
 from federation.apiserver.routes import Handlers, json_response
 from federation.apiserver.state import STATE_KEY, ApiServerState
 from federation.apiserver.store import StoreFailed
-from federation.version import caldera_version
 from federation.ui.paths import is_public as is_public_ui_path
+from federation.version import caldera_version
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

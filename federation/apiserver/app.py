@@ -11,9 +11,11 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.apiserver import keys, openapi
+from federation.apiserver import keys, openapi, paths
 from federation.apiserver import status as st
-from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.auth import TokenAuthenticator, with_default_groups
+from federation.apiserver.rbac import Authorizer
+from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.registry import Registry
 from federation.apiserver.routes import Handlers, json_response
@@ -38,6 +40,14 @@ class ApiServerState:
     stopping: bool = False
     member_mode: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: RBAC (federation.apiserver.rbac.install); built over the store when not given
+    authorizer: Authorizer = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.authorizer is None:
+            from federation.apiserver.rbac import install
+
+            self.authorizer = install(self.registry)
 
 
 STATE_KEY: web.AppKey[ApiServerState] = web.AppKey("state", ApiServerState)
@@ -85,7 +95,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     user = state.auth.authenticate(token.strip())
     if user is None:
         raise st.unauthorized()
+    user = with_default_groups(user)
     request[keys.USER] = user
+    if not paths.is_resource_path(request.path):  # discovery, OpenAPI, /status: kube's non-resource URLs
+        state.authorizer.check(attributes(user, request.method.lower(), path=request.path))
     return await handler(request)
 
 

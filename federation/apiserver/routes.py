@@ -18,7 +18,8 @@ from aiohttp import web
 
 from federation.apiserver import discovery, keys, paths, table
 from federation.apiserver import status as st
-from federation.apiserver.auth import User, authorize
+from federation.apiserver.auth import User
+from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.patch import APPLY, PATCH_TYPES
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
@@ -161,10 +162,8 @@ class Handlers:
         if target.special == "bindings":
             info = PODS
             name = str(((body or {}).get("metadata") or {}).get("name") or "") if isinstance(body, dict) else ""
-        sub = "binding" if target.special == "bindings" else target.subresource
-        why = authorize(user, verb, info, target.namespace or "", name, sub)
-        if why is not None:
-            raise st.forbidden(user.name, verb, info, name, target.namespace or "", why)
+        self._authorize(user, verb, target, name)
+        CURRENT_USER.set(user)
         registry = self.state.registry
         dry_run = bool(request.query.getall("dryRun", []))
         if target.special == "bindings":
@@ -217,6 +216,17 @@ class Handlers:
                     continue
             return json_response(self._list_doc(info, deleted, {}))
         raise st.method_not_allowed(request.method, request.path)
+
+    def _authorize(self, user: User, verb: str, target: paths.Target, object_name: str) -> None:
+        """RBAC on kube's request attributes (a create names no object: RBAC cannot restrict it by
+        name); the object's name still goes to the agent restriction."""
+        if target.special == "bindings":
+            attrs = attributes(user, verb, "", "bindings", target.namespace or "")
+        else:
+            assert target.info is not None
+            attrs = attributes(user, verb, target.info.group, target.info.plural, target.namespace or "",
+                               target.name, target.subresource)
+        self.state.authorizer.check(attrs, object_name)
 
     # -- responses -----------------------------------------------------------------------
 

@@ -14,9 +14,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from federation.apiserver import keys, openapi, paths
 from federation.apiserver import status as st
 from federation.apiserver.auth import TokenAuthenticator, with_default_groups
+from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.rbac import Authorizer
 from federation.apiserver.rbac.authorizer import attributes
-from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.registry import Registry
 from federation.apiserver.routes import Handlers, json_response
 from federation.apiserver.store import Store, StoreFailed

@@ -18,9 +18,9 @@ import csv
 import io
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,13 @@ class TokenAuthenticator:
 
     def mint(self, user: str, role: str) -> str:
         """Append a new token for ``user`` with ``role``; returns the token."""
+        return self.mint_for(user, role_groups(role).split(","))
+
+    def mint_for(self, user: str, groups: Sequence[str] = ()) -> str:
+        """Append a new token for ``user`` in ``groups`` (what RBAC bindings name); returns the token."""
         token = secrets.token_urlsafe(32)
         line = io.StringIO()
-        csv.writer(line, lineterminator="\n").writerow([token, user, user, role_groups(role)])
+        csv.writer(line, lineterminator="\n").writerow([token, user, user, ",".join(groups)])
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a") as handle:

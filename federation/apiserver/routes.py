@@ -19,8 +19,8 @@ from aiohttp import web
 from federation.apiserver import discovery, keys, paths, table
 from federation.apiserver import status as st
 from federation.apiserver.auth import User
-from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.patch import APPLY, PATCH_TYPES
+from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
 from policies.kinds import KindInfo

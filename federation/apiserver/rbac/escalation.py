@@ -16,7 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from federation.apiserver import status as st
-from federation.apiserver.rbac.authorizer import CURRENT_USER, MASTERS, RBAC, Authorizer, attributes, forbidden_error
+from federation.apiserver.rbac.authorizer import (
+    CURRENT_USER,
+    MASTERS,
+    RBAC,
+    Authorizer,
+    attributes,
+    forbidden_error,
+)
 from federation.apiserver.rbac.evaluator import Policy, Rule, uncovered
 from policies.kinds import KindInfo
 

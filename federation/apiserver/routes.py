@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, paths, table
+from federation.apiserver import discovery, keys, paths, protowire, reviews, table
 from federation.apiserver import status as st
 from federation.apiserver.auth import User
 from federation.apiserver.patch import APPLY, PATCH_TYPES
@@ -45,9 +46,20 @@ def json_response(obj: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(obj), status=status, content_type="application/json")
 
 
+#: Body media types beyond JSON/YAML: content type -> decoder of the raw body (the one place
+#: where protobuf plugs in; federation/apiserver/protowire.py registers the auth-review kinds).
+BODY_DECODERS: dict[str, Callable[[bytes], Any]] = {protowire.PROTOBUF: protowire.decode_body}
+
+
 async def read_body(request: web.Request, patch: bool = False) -> Any:
     content_type = request.headers.get("Content-Type", "")
     base = content_type.split(";")[0].strip().lower()
+    decoder = None if patch else BODY_DECODERS.get(base)
+    if decoder is not None:
+        try:
+            return decoder(await request.read())
+        except web.HTTPRequestEntityTooLarge:
+            raise st.too_large(request.app[_state_key()].max_body) from None
     if patch:
         if base == APPLY:
             raise st.unsupported_media(content_type, PATCH_TYPES)  # server-side apply is not served
@@ -135,6 +147,8 @@ class Handlers:
             if doc is None:
                 raise st.path_not_found(request.path)
             return json_response(doc)
+        if (rest[0], rest[1]) in reviews.SERVED:
+            return await reviews.serve(request, self.state, rest[0], rest[2:])
         return await self._serve(request, paths.parse(rest[0], rest[1], rest[2:], request.path))
 
     # -- dispatch ------------------------------------------------------------------------

@@ -185,28 +185,46 @@ def _role_rules(policy: Policy, ref: Obj, namespace: str) -> tuple[tuple[Rule, .
     return (), f"unsupported roleRef kind {kind!r}"
 
 
-def _visit(policy: Policy, user: str, groups: Sequence[str], namespace: str) -> Iterable[tuple[tuple[Rule, ...],
-                                                                                              str | None]]:
-    """(rules, error) of every role bound to the user that counts in ``namespace``."""
+def _subject(subject: Obj, binding_namespace: str) -> str:
+    """kube's describeSubject: ``User "alice"``, ``ServiceAccount "builder/team-a"``."""
+    if subject.get("kind") == "ServiceAccount":
+        return f'ServiceAccount "{subject.get("name")}/{subject.get("namespace") or binding_namespace}"'
+    return f'{subject.get("kind")} "{subject.get("name")}"'
+
+
+Visit = tuple[tuple[Rule, ...], str | None, str]
+
+
+def _visit(policy: Policy, user: str, groups: Sequence[str], namespace: str) -> Iterable[Visit]:
+    """(rules, error, source) of every role bound to the user that counts in ``namespace``."""
     for binding in policy.cluster_role_bindings:
-        if any(applies_to(s, user, groups, "") for s in binding.get("subjects") or ()):
-            yield _role_rules(policy, binding.get("roleRef") or {}, "")
+        subject = next((s for s in binding.get("subjects") or () if applies_to(s, user, groups, "")), None)
+        if subject is not None:
+            ref = binding.get("roleRef") or {}
+            source = (f'ClusterRoleBinding "{binding["metadata"]["name"]}" of {ref.get("kind")} "{ref.get("name")}" '
+                      f'to {_subject(subject, "")}')
+            yield (*_role_rules(policy, ref, ""), source)
     if not namespace:
         return
     for binding in policy.role_bindings:
         if (binding["metadata"].get("namespace") or "") != namespace:
             continue
-        if any(applies_to(s, user, groups, namespace) for s in binding.get("subjects") or ()):
-            yield _role_rules(policy, binding.get("roleRef") or {}, namespace)
+        subject = next((s for s in binding.get("subjects") or () if applies_to(s, user, groups, namespace)), None)
+        if subject is not None:
+            ref = binding.get("roleRef") or {}
+            source = (f'RoleBinding "{binding["metadata"]["name"]}/{namespace}" of {ref.get("kind")} '
+                      f'"{ref.get("name")}" to {_subject(subject, namespace)}')
+            yield (*_role_rules(policy, ref, namespace), source)
 
 
 def authorize(policy: Policy, attrs: Attributes) -> Decision:
+    """Allowed with kube's ``RBAC: allowed by ...`` reason, or refused (with resolution errors)."""
     errors: list[str] = []
-    for rules, error in _visit(policy, attrs.user, attrs.groups, attrs.namespace):
+    for rules, error, source in _visit(policy, attrs.user, attrs.groups, attrs.namespace):
         if error:
             errors.append(error)
         if any(rule_allows(rule, attrs) for rule in rules):
-            return Decision(True)
+            return Decision(True, f"RBAC: allowed by {source}")
     if not errors:
         return Decision(False)
     joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
@@ -217,7 +235,7 @@ def rules_for(policy: Policy, user: str, groups: Sequence[str], namespace: str) 
     """Every rule the user holds in ``namespace`` ("" = cluster-wide only), and resolution errors."""
     rules: list[Rule] = []
     errors: list[str] = []
-    for found, error in _visit(policy, user, groups, namespace):
+    for found, error, _source in _visit(policy, user, groups, namespace):
         if error:
             errors.append(error)
         rules += [r for r in found if r not in rules]

@@ -1,8 +1,8 @@
 """What every request handler of the API server shares: the store, the registry, the watch hub,
 the authenticator, the metrics, and the key the aiohttp application keeps it under.
 
-Its own module, below :mod:`app`, :mod:`routes` and :mod:`federation.status_api`, so all three can
-use it without importing each other.
+Its own module, below :mod:`app` and :mod:`routes`, so both can use it without importing each
+other.
 """
 
 from __future__ import annotations

@@ -232,6 +232,11 @@ class Registry:
         wanted_rv = body["metadata"].get("resourceVersion")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise st.stale(info, name)
+        wanted_uid = body["metadata"].get("uid")
+        if wanted_uid and wanted_uid != old["metadata"].get("uid"):
+            # kube-apiserver treats a uid in the body as a precondition of the update
+            raise st.conflict(info, name, f"Precondition failed: UID in precondition: {wanted_uid}, "
+                                          f"UID in object meta: {old['metadata'].get('uid')}")
         if subresource == "status":
             new = copy_obj(old)
             if "status" in body:

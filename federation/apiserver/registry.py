@@ -152,6 +152,11 @@ class Registry:
             raise st.invalid(info, name or "", [("metadata", "must be an object")])
         meta = dict(meta)
         body["metadata"] = meta
+        wrong = [(f"metadata.{key}", f"Invalid value: {meta[key]!r}: must be a string")
+                 for key in ("name", "generateName", "namespace", "uid", "resourceVersion")
+                 if meta.get(key) is not None and not isinstance(meta[key], str)]
+        if wrong:
+            raise st.invalid(info, name or "", wrong)
         if info.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
                 raise st.bad_request("the namespace of the provided object does not match the namespace sent "

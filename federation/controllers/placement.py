@@ -37,6 +37,7 @@ from federation.controllers import common as c
 from federation.controllers import failover
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
+from federation.controllers.poison import PoisonGuard, Reported, describe
 from federation.controllers.runner import QueueController, is_not_found, run_controller
 from federation.controllers.triggers import Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
@@ -106,7 +107,32 @@ class PlacementController(QueueController):
     # ------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event) -> None:
-        await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement")
+        await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement",
+                             PoisonGuard(self._job_version, self._poisoned))
+
+    def _job_version(self, key: Key) -> Any:
+        """What a poisoned Job must change to be placed again: its uid or spec (generation)."""
+        job = self.jobs.get(*key)
+        meta = (job or {}).get("metadata") or {}
+        return (meta.get("uid"), meta.get("generation"))
+
+    async def _poisoned(self, key: Key, err: BaseException) -> None:
+        """Say why a Job cannot be placed: Scheduled=False/SchedulerError on its binding, and an Event."""
+        job = self.jobs.get(*key)
+        if job is None:
+            return
+        message = f"{describe(err)}; placement is retried when the Job changes"
+        now = self.clock()
+        try:
+            rb = self.bindings.get(key[0], c.rb_name(key[1]))
+            match = match_policy(job, self.policies_for(key[0]))
+            rb = await self._write_binding(rb, b.binding_body(job, match.policy, rb, None, b.generation_of(rb), None,
+                                                              now, placed=False))
+            conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
+                                         "SchedulerError", message, now)
+            await self._write_status(rb, {"conditions": conditions})
+        finally:
+            await self._event(job, "FailedScheduling", f"SchedulerError: {message}", "Warning")
 
     def cluster_states(self) -> tuple[ClusterState, ...]:
         """One tuple per cluster snapshot (the Placer caches by its identity)."""
@@ -203,11 +229,11 @@ class PlacementController(QueueController):
                                         assumed=assumed, options=self.options.placement,
                                         priority_classes={pc["metadata"]["name"]: pc
                                                           for pc in self.priority_classes.items()})
-            except (CalderaError, ValueError, KeyError, TypeError) as err:
+            except (CalderaError, ValueError, KeyError, TypeError, ArithmeticError) as err:
                 metrics.PLACEMENTS.labels(result="error").inc()
-                await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}", version, now,
-                                   clear=replace)
-                return
+                await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}; placement is retried "
+                                   f"when the Job changes", version, now, clear=replace)
+                raise Reported(err) from err  # parked until the Job changes (federation.controllers.poison)
             decision = await asyncio.to_thread(place, request, self.placer)
             _count(decision)
             if decision.ok:  # count the new shares before the next placement runs, not after the writes

@@ -17,7 +17,7 @@ from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.registry import Registry
 from federation.apiserver.routes import Handlers, json_response
-from federation.apiserver.store import Store, StoreFailed
+from federation.apiserver.storage import Storage, StorageUnavailable, StoreFailed
 from federation.apiserver.watch import WatchHub
 
 MAX_BODY = 3 * 1024 * 1024
@@ -27,7 +27,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 @dataclass
 class ApiServerState:
-    store: Store
+    store: Storage
     registry: Registry
     hub: WatchHub
     auth: TokenAuthenticator
@@ -62,6 +62,9 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
     except StoreFailed as exc:  # a commit failed: nothing more is accepted until a restart
         code = 503
         return _error_response(st.ApiError(503, "ServiceUnavailable", str(exc)))
+    except StorageUnavailable as exc:  # etcd without quorum or unreachable: nothing was acknowledged
+        code = 503
+        return _error_response(st.ApiError(503, "ServiceUnavailable", f"storage unavailable: {exc}"))
     except web.HTTPRequestEntityTooLarge:
         code = 413
         return _error_response(st.too_large(state.max_body))
@@ -102,6 +105,10 @@ def build_app(state: ApiServerState) -> web.Application:
             raise st.ApiError(503, "ServiceUnavailable", "shutting down")
         if state.store.failure is not None:
             raise st.ApiError(503, "ServiceUnavailable", f"store commit failed: {state.store.failure}")
+        try:
+            await state.store.consistent()
+        except StorageUnavailable as exc:
+            raise st.ApiError(503, "ServiceUnavailable", f"storage unavailable: {exc}") from None
         return web.Response(text="ok")
 
     async def version(_request: web.Request) -> web.Response:

@@ -22,6 +22,8 @@ from federation.apiserver.auth import User, authorize
 from federation.apiserver.patch import APPLY, PATCH_TYPES
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
+from federation.apiserver.status import expired
+from federation.apiserver.storage import Expired
 from policies.kinds import KindInfo
 
 if TYPE_CHECKING:
@@ -94,15 +96,17 @@ def _verb(request: web.Request, target: paths.Target) -> str:
     raise st.method_not_allowed(method, request.path)
 
 
-def _encode_continue(namespace: str, name: str) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps([namespace, name])).decode()
+def _encode_continue(namespace: str, name: str, rv: int) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([namespace, name, rv])).decode()
 
 
-def _decode_continue(token: str) -> tuple[str, str]:
+def _decode_continue(token: str) -> tuple[tuple[str, str], int | None]:
+    """(the last key of the previous page, the resourceVersion the list is read at)."""
     try:
-        ns, name = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        return str(ns), str(name)
-    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
+        parts = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        rv = int(parts[2]) if len(parts) > 2 else None
+        return (str(parts[0]), str(parts[1])), rv
+    except (binascii.Error, ValueError, TypeError, IndexError, orjson.JSONDecodeError):
         raise st.bad_request(f"invalid continue token {token!r}") from None
 
 
@@ -165,10 +169,12 @@ class Handlers:
         why = authorize(user, verb, info, target.namespace or "", name, sub)
         if why is not None:
             raise st.forbidden(user.name, verb, info, name, target.namespace or "", why)
+        # Start from a cache at least as new as the backend (another replica may have written).
+        await self.state.store.consistent()
         registry = self.state.registry
         dry_run = bool(request.query.getall("dryRun", []))
         if target.special == "bindings":
-            registry.bind(target.namespace or "", name, body)
+            await registry.bind(target.namespace or "", name, body)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                   "code": 201}, 201)
         assert info is not None
@@ -176,35 +182,36 @@ class Handlers:
         if verb == "get":
             return self._object(request, info, registry.get(info, ns or "", target.name))
         if verb == "list":
-            return self._list(request, info, ns)
+            return await self._list(request, info, ns)
         if verb == "watch":
             return await self._watch(request, info, ns)
         if verb == "create":
             if target.subresource == "binding":
-                registry.bind(ns or "", target.name, body)
+                await registry.bind(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                       "code": 201}, 201)
             if target.subresource == "eviction":
-                registry.evict(ns or "", target.name, body)
+                await registry.evict(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                       "code": 201}, 201)
             if target.name or ns is None:
                 raise st.method_not_allowed(request.method, request.path)
-            return self._object(request, info, registry.create(info, ns, body, dry_run), 201)
+            return self._object(request, info, await registry.create(info, ns, body, dry_run), 201)
         if ns is None and verb != "deletecollection":
             raise st.method_not_allowed(request.method, request.path)
         if verb == "update":
-            return self._object(request, info, registry.update(info, ns or "", target.name, body,
-                                                               target.subresource, dry_run))
+            return self._object(request, info, await registry.update(info, ns or "", target.name, body,
+                                                                     target.subresource, dry_run))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
-            return self._object(request, info, registry.patch(info, ns or "", target.name, content_type, body,
-                                                              target.subresource, dry_run))
+            return self._object(request, info, await registry.patch(info, ns or "", target.name, content_type,
+                                                                    body, target.subresource, dry_run))
         if verb == "delete":
             options = body if isinstance(body, dict) else {}
             if "propagationPolicy" in request.query:
                 options = dict(options, propagationPolicy=request.query["propagationPolicy"])
-            return self._object(request, info, registry.delete(info, ns or "", target.name, options, dry_run))
+            return self._object(request, info, await registry.delete(info, ns or "", target.name, options,
+                                                                     dry_run))
         if verb == "deletecollection":
             predicate = self._predicate(request)
             options = body if isinstance(body, dict) else {}
@@ -212,7 +219,8 @@ class Handlers:
             for obj in list(registry.list(info, ns, predicate)):
                 meta = obj["metadata"]
                 try:
-                    deleted.append(registry.delete(info, meta.get("namespace") or "", meta["name"], options, dry_run))
+                    deleted.append(await registry.delete(info, meta.get("namespace") or "", meta["name"], options,
+                                                         dry_run))
                 except st.ApiError:
                     continue
             return json_response(self._list_doc(info, deleted, {}))
@@ -238,14 +246,26 @@ class Handlers:
     def _list_doc(self, info: KindInfo, items: list[Obj], meta: Obj) -> Obj:
         return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta, "items": items}
 
-    def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
+    async def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
         predicate = self._predicate(request)
-        rv = str(self.state.store.rv)
-        items = self.state.registry.list(info, ns, predicate)
+        at = self.state.store.rv
         token = request.query.get("continue")
         if token:
-            after = _decode_continue(token)
+            # Every page of one list is read at the revision of its first page (410 once compacted).
+            after, token_rv = _decode_continue(token)
+            at = token_rv if token_rv is not None else at
+            try:
+                items = await self.state.store.list_at(resource_key(info), ns, at)
+            except Expired:
+                raise st.ApiError(410, "Expired", "The provided continue parameter is too old to display a "
+                                                  "consistent list result. You can start a new list without "
+                                                  "the continue parameter.") from None
+            if predicate is not None:
+                items = [o for o in items if predicate(o)]
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
+        else:
+            items = self.state.registry.list(info, ns, predicate)
+        rv = str(at)
         meta: Obj = {"resourceVersion": rv}
         limit_text = request.query.get("limit")
         if limit_text:
@@ -255,7 +275,7 @@ class Handlers:
                 raise st.bad_request(f"limit must be an integer, got {limit_text!r}") from None
             if 0 < limit < len(items):
                 last = items[limit - 1]["metadata"]
-                meta["continue"] = _encode_continue(last.get("namespace") or "", last["name"])
+                meta["continue"] = _encode_continue(last.get("namespace") or "", last["name"], at)
                 meta["remainingItemCount"] = len(items) - limit
                 items = items[:limit]
         if table.wants_table(request.headers.get("Accept", "")):
@@ -285,7 +305,7 @@ class Handlers:
         resource = resource_key(info)
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         try:
-            watcher = hub.subscribe(resource, ns, predicate, None if initial else since)
+            watcher = await self._subscribe(resource, ns, predicate, None if initial else since)
         except st.ApiError as exc:
             # kubernetes-asyncio reads watch errors as one-line ERROR events on a 200 stream
             await response.prepare(request)
@@ -319,8 +339,25 @@ class Handlers:
             self.state.metrics.watch_ended(info.plural)
         return response
 
-    def _bookmark(self, info: KindInfo, initial_end: bool = False) -> bytes:
-        meta: Obj = {"resourceVersion": str(self.state.store.rv)}
+    async def _subscribe(self, resource: str, ns: str | None, predicate: Any, since: int | None) -> Any:
+        """A hub watcher; one older than the hub's history is fed from the store's own history (etcd's
+        watch from that revision), and 410 Expired once the backend compacted it."""
+        hub = self.state.hub
+        if since is None or since >= hub.floor:
+            return hub.subscribe(resource, ns, predicate, since)
+        watcher = hub.detached(resource, ns, predicate)
+        try:
+            feeder = await self.state.store.history(resource, ns, since, watcher.offer_change)
+        except Expired:
+            feeder = None
+        if feeder is None:
+            raise expired(since, hub.floor)
+        feeder.add_done_callback(lambda _task: watcher.queue.put_nowait(None))
+        watcher.feeder = feeder
+        return watcher
+
+    def _bookmark(self, info: KindInfo, initial_end: bool = False, rv: int | None = None) -> bytes:
+        meta: Obj = {"resourceVersion": str(self.state.store.rv if rv is None else rv)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         return orjson.dumps({"type": "BOOKMARK", "object": {"kind": info.kind, "apiVersion": info.api_version,
@@ -332,6 +369,7 @@ class Handlers:
         deadline = loop.time() + timeout
         queue = watcher.queue
         interval = self.state.bookmark_interval
+        newest = 0
         while not self.state.stopping:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -340,15 +378,15 @@ class Handlers:
                 try:
                     item = await asyncio.wait_for(queue.get(), min(remaining, interval))
                 except TimeoutError:
-                    if bookmarks and queue.empty():
+                    if bookmarks and queue.empty() and (watcher.feeder is None or newest):
                         await self.state.store.wait_durable()
-                        await response.write(self._bookmark(info))
+                        # a watcher fed from etcd's history may lag the cache: it bookmarks what it sent
+                        await response.write(self._bookmark(info, rv=newest if watcher.feeder else None))
                     continue
             else:
                 item = queue.get_nowait()
             chunks: list[bytes] = []
             done = False
-            newest = 0
             while True:
                 if item is None:
                     done = True

@@ -24,7 +24,7 @@ import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from aiohttp import web
@@ -33,8 +33,12 @@ from federation.apiserver import conversion
 from federation.apiserver.app import ApiServerState, build_app
 from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.registry import Registry
+from federation.apiserver.storage import Storage
 from federation.apiserver.store import Store
 from federation.apiserver.watch import WatchHub
+
+if TYPE_CHECKING:
+    from federation.apiserver.etcd_client import EtcdConfig
 
 log = logging.getLogger("caldera.apiserver")
 
@@ -62,6 +66,8 @@ class ServerConfig:
     agent_kubeconfigs: list[str] = field(default_factory=list)
     #: handed to every controller as ControllerContext.extra (e.g. cluster health thresholds)
     controller_options: dict[str, Any] = field(default_factory=dict)
+    #: store objects in etcd (``--etcd-servers``) instead of DIR/caldera.db
+    etcd: EtcdConfig | None = None
 
 
 @dataclass
@@ -88,6 +94,15 @@ def registered_controllers() -> list[Controller]:
     return list(getattr(module, "CONTROLLERS", []) or [])
 
 
+async def open_store(cfg: ServerConfig, data_dir: Path) -> Storage:
+    """The SQLite file under ``data_dir``, or etcd when ``cfg.etcd`` is set (EtcdConfigError on a bad flag)."""
+    if cfg.etcd is None:
+        return Store(data_dir / "caldera.db")
+    from federation.apiserver.etcd_store import EtcdStore
+
+    return await EtcdStore(cfg.etcd).start()
+
+
 def split_listen(listen: str) -> tuple[str, int]:
     host, _, port = listen.rpartition(":")
     if not host:
@@ -112,7 +127,7 @@ class ApiServer:
     async def start(self) -> "ApiServer":
         cfg = self.config
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        store = Store(self.data_dir / "caldera.db")
+        store = await open_store(cfg, self.data_dir)
         hub = WatchHub(store.rv, history=cfg.watch_history)
         store.add_listener(hub.publish)
         registry = Registry(store)
@@ -126,9 +141,9 @@ class ApiServer:
                                bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode)
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
-            registry.ensure_namespace(namespace)
-        registry.ensure_default_queue()
-        conversion.repair(registry)  # Jobs missing for converted kinds (a crash between two commits)
+            await registry.ensure_namespace(namespace)
+        await registry.ensure_default_queue()
+        await conversion.repair(registry)  # Jobs missing for converted kinds (a crash between two commits)
         host, port = split_listen(cfg.listen)
         ssl_context = None
         if cfg.tls_cert_file is None and cfg.self_signed_tls:
@@ -189,7 +204,7 @@ class ApiServer:
         if self.state is not None:
             with contextlib.suppress(Exception):
                 await self.state.store.drain()
-            self.state.store.close()
+            await self.state.store.aclose()
             self.state = None
 
     async def __aenter__(self) -> "ApiServer":
@@ -201,7 +216,7 @@ class ApiServer:
     # -- credentials ---------------------------------------------------------------------
 
     @property
-    def store(self) -> Store:
+    def store(self) -> Storage:
         assert self.state is not None, "server not started"
         return self.state.store
 
@@ -243,7 +258,8 @@ class ApiServer:
 async def serve_forever(config: ServerConfig, announce: Callable[[str], None] = print) -> int:
     server = ApiServer(config)
     await server.start()
-    announce(f"caldera API server listening on {server.url} (data: {server.data_dir.resolve()})")
+    store = server.store.describe if config.etcd else str(server.data_dir.resolve())
+    announce(f"caldera API server listening on {server.url} (data: {store})")
     if server.admin_token and config.token_file is None:
         announce(f"admin kubeconfig: {(server.data_dir / 'admin.kubeconfig').resolve()}  "
                  f"(export KUBECONFIG=... or pass --kubeconfig)")

@@ -1,4 +1,4 @@
-"""``caldera serve``: the federation API server (Kubernetes-compatible REST on SQLite)."""
+"""``caldera serve``: the federation API server (Kubernetes-compatible REST on SQLite or etcd)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,32 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-controllers", action="store_true", help="serve the API only")
     parser.add_argument("--agent-token", action="append", default=[], metavar="CLUSTER",
                         help="also write DIR/agent-CLUSTER.kubeconfig with a new agent token (repeatable)")
+    etcd = parser.add_argument_group("etcd storage (kube-apiserver's flags; without --etcd-servers: SQLite in DIR)")
+    etcd.add_argument("--etcd-servers", default="", metavar="URL[,URL...]",
+                      help="store objects in etcd v3 at these URLs (http:// or https://), comma-separated")
+    etcd.add_argument("--etcd-prefix", default="/caldera/registry", help="key prefix (default /caldera/registry)")
+    etcd.add_argument("--etcd-cafile", type=Path, default=None, help="CA bundle that signed etcd's certificates")
+    etcd.add_argument("--etcd-certfile", type=Path, default=None, help="client certificate for etcd (mutual TLS)")
+    etcd.add_argument("--etcd-keyfile", type=Path, default=None, help="private key of --etcd-certfile")
+    etcd.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
+                      help="compact etcd's history this often (default 300; 0 never)")
     from federation.health_options import add_health_flags
 
     add_health_flags(parser)
+
+
+def etcd_config(args: argparse.Namespace) -> object | None:
+    if not args.etcd_servers:
+        for flag in ("etcd_cafile", "etcd_certfile", "etcd_keyfile"):
+            if getattr(args, flag):
+                raise SystemExit(f"error: --{flag.replace('_', '-')} needs --etcd-servers")
+        return None
+    from federation.apiserver.etcd_client import EtcdConfig
+
+    servers = [url.strip() for url in args.etcd_servers.split(",") if url.strip()]
+    return EtcdConfig(servers=servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
+                      certfile=args.etcd_certfile, keyfile=args.etcd_keyfile,
+                      compaction_interval=args.etcd_compaction_interval)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
                           self_signed_tls=not args.plain_http,
                           member_mode=args.member_mode, run_controllers=not args.no_controllers,
                           agent_kubeconfigs=list(args.agent_token),
-                          controller_options=health_options(args))
+                          controller_options=health_options(args), etcd=etcd_config(args))  # type: ignore[arg-type]
+    from federation.apiserver.etcd_client import EtcdConfigError
 
-    return asyncio.run(serve_forever(config, lambda line: print(line, flush=True)))
+    try:
+        return asyncio.run(serve_forever(config, lambda line: print(line, flush=True)))
+    except EtcdConfigError as exc:  # one line naming the flag, no traceback
+        raise SystemExit(f"error: {exc}") from None

@@ -23,7 +23,7 @@ from federation.apiserver.patch import APPLY, PATCH_TYPES
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
 from federation.apiserver.status import expired
-from federation.apiserver.storage import Expired
+from federation.apiserver.storage import Expired, StorageUnavailable
 from policies.kinds import KindInfo
 
 if TYPE_CHECKING:
@@ -170,7 +170,12 @@ class Handlers:
         if why is not None:
             raise st.forbidden(user.name, verb, info, name, target.namespace or "", why)
         # Start from a cache at least as new as the backend (another replica may have written).
-        await self.state.store.consistent()
+        try:
+            await self.state.store.consistent()
+        except StorageUnavailable as exc:
+            if verb in ("get", "list", "watch"):
+                raise
+            raise StorageUnavailable(f"{exc}; the {verb} was not attempted: nothing changed") from None
         registry = self.state.registry
         dry_run = bool(request.query.getall("dryRun", []))
         if target.special == "bindings":

@@ -51,7 +51,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def server_config(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> ServerConfig:
-    config = ServerConfig(data_dir=tmp_path / "data", run_controllers=False)
+    config = ServerConfig(data_dir=tmp_path / "data")
     if backend == "etcd":
         config.etcd = etcd_config(request.getfixturevalue("etcd_cluster"))
     return config

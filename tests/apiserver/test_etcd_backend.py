@@ -35,7 +35,7 @@ async def _replicas(stack: AsyncExitStack, cluster: EtcdCluster, tmp_path: Path,
     tokens = tmp_path / "tokens.csv"
     out = []
     for i in range(n):
-        config = ServerConfig(data_dir=tmp_path / f"r{i}", run_controllers=False, etcd=shared, **overrides)
+        config = ServerConfig(data_dir=tmp_path / f"r{i}", etcd=shared, **overrides)
         if i:
             config.token_file = tokens
         server = await stack.enter_async_context(ApiServer(config))
@@ -152,7 +152,7 @@ async def test_a_plain_etcd_given_certificates_names_the_tls_flags(etcd_cluster:
 
     cert, _key = ensure_self_signed(tmp_path / "tls", "127.0.0.1")
     https = [url.replace("http://", "https://") for url in etcd_cluster.urls]
-    config = ServerConfig(data_dir=tmp_path / "d", run_controllers=False,
+    config = ServerConfig(data_dir=tmp_path / "d",
                           etcd=etcd_config(etcd_cluster, servers=https, cafile=cert, request_timeout=3))
     with pytest.raises(EtcdConfigError) as err:
         await ApiServer(config).start()

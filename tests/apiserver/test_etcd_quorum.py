@@ -40,7 +40,7 @@ async def test_quorum_loss_is_a_clear_503_and_nothing_acknowledged_is_lost(tmp_p
     require_etcd()
     cluster = EtcdCluster(tmp_path / "etcd", size=3).start()
     try:
-        config = ServerConfig(data_dir=tmp_path / "api", run_controllers=False,
+        config = ServerConfig(data_dir=tmp_path / "api",
                               etcd=etcd_config(cluster, request_timeout=2.0))
         async with ApiServer(config) as server:
             acked = ["before"]

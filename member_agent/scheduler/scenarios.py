@@ -8,6 +8,7 @@ A scenario is a STATE file (docs/scheduler.md) whose last document is an expecta
     bindingCount: 3                         # or only how many pods bind
     bound: {default/job-a: 0}               # pods bound this session, per PodGroup
     evicted: {default/job-b: 1}             # pods evicted this session, per PodGroup (all listed groups)
+    nominationsCleared: [ns/pod]            # exact list of pods whose nominatedNodeName is cleared
     evictions: []                           # exact list of ns/pod
     evictionReasons: {ns/pod: "priority 10 < 1000"}  # substring of the eviction reason
     devices: {ns/pod: [0, 1]}               # exact GPU ids chosen for pods bound this session
@@ -45,6 +46,7 @@ from member_agent.scheduler.state import load_documents, state_from_documents
 from policies.errors import CalderaError
 
 KNOWN_KEYS = frozenset({"kind", "description", "bindings", "bindingCount", "bound", "evicted", "evictions", "pipelined",
+                        "nominationsCleared",
                         "podGroups", "reasons", "conditions", "problems", "warnings", "logs", "error",
                         "evictionReasons", "devices", "annotations", "now"})
 
@@ -109,6 +111,9 @@ def _compare(outcome: Outcome, expect: dict[str, Any], result: CycleResult) -> N
         want = {g: int(n) for g, n in (expect["evicted"] or {}).items() if int(n)}
         if want != dict(per_group):
             fail(f"evicted: expected {dict(sorted(want.items()))}, got {dict(sorted(per_group.items()))}")
+    if "nominationsCleared" in expect and sorted(expect["nominationsCleared"] or []) != sorted(result.nominations_cleared):
+        fail(f"nominationsCleared: expected {sorted(expect['nominationsCleared'] or [])}, "
+             f"got {sorted(result.nominations_cleared)}")
     if "evictions" in expect and sorted(expect["evictions"] or []) != sorted(result.evictions):
         fail(f"evictions: expected {sorted(expect['evictions'] or [])}, got {sorted(result.evictions)}")
     if "pipelined" in expect:

@@ -71,6 +71,9 @@ class Registry:
         self.scheduler_name = scheduler_name
         #: owner uid -> dependents (resource, namespace, name), for garbage collection.
         self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        #: checks every create/update passes (new object, old or None) before it is stored or
+        #: answered as a dry run: RBAC escalation prevention (federation/apiserver/rbac).
+        self.write_checks: list[Callable[[KindInfo, Obj, Obj | None], None]] = []
         for resource, obj in store.iter_all():
             self._index_owners(resource, obj, None)
         store.add_listener(lambda _type, resource, obj, previous: self._index_owners(
@@ -152,6 +155,11 @@ class Registry:
             raise st.invalid(info, name or "", [("metadata", "must be an object")])
         meta = dict(meta)
         body["metadata"] = meta
+        wrong = [(f"metadata.{key}", f"Invalid value: {meta[key]!r}: must be a string")
+                 for key in ("name", "generateName", "namespace", "uid", "resourceVersion")
+                 if meta.get(key) is not None and not isinstance(meta[key], str)]
+        if wrong:
+            raise st.invalid(info, name or "", wrong)
         if info.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
                 raise st.bad_request("the namespace of the provided object does not match the namespace sent "
@@ -168,6 +176,13 @@ class Registry:
         return checked
 
     def _check_name(self, info: KindInfo, name: str) -> None:
+        if info.group == "rbac.authorization.k8s.io":  # path-segment names: system:masters, caldera:agent
+            from policies.admission.rbac import path_segment_name_error
+
+            problem = path_segment_name_error(name)
+            if problem:
+                raise st.invalid(info, name, [("metadata.name", problem)])
+            return
         if len(name) > 253 or not _NAME_RE.match(name):
             raise st.invalid(info, name, [("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
                                            "subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -218,6 +233,8 @@ class Registry:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         if conversion.converts(info):
             conversion.check(self, info, obj)  # the Job it becomes must be admissible too
+        for check in self.write_checks:
+            check(info, obj, None)
         if dry_run:
             return obj
         stored = self.store.put(key, obj, "ADDED")
@@ -232,6 +249,11 @@ class Registry:
         wanted_rv = body["metadata"].get("resourceVersion")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise st.stale(info, name)
+        wanted_uid = body["metadata"].get("uid")
+        if wanted_uid and wanted_uid != old["metadata"].get("uid"):
+            # kube-apiserver treats a uid in the body as a precondition of the update
+            raise st.conflict(info, name, f"Precondition failed: UID in precondition: {wanted_uid}, "
+                                          f"UID in object meta: {old['metadata'].get('uid')}")
         if subresource == "status":
             new = copy_obj(old)
             if "status" in body:
@@ -260,6 +282,8 @@ class Registry:
             if _spec_part(new) != _spec_part(old):
                 new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        for check in self.write_checks:
+            check(info, new, old)
         if new == old:
             return old  # a no-op write: no new resourceVersion, no event (like kube-apiserver)
         if dry_run:

@@ -19,6 +19,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from federation import metrics
+from federation.fleet_metrics import FleetCollector
 from policies.kinds import KindInfo, lookup
 
 Obj = dict[str, Any]
@@ -153,6 +154,7 @@ def add_routes(app: web.Application, list_objects: ListObjects, metrics_registry
     app.py), so this module needs no import of the API server.
     """
     metrics.expose_in(metrics_registry)
+    metrics_registry.register(FleetCollector(lambda info: list_objects(info, None), lambda: clock().timestamp()))
 
     async def status(_request: web.Request) -> web.Response:
         doc = status_document(list_objects(CLUSTERS, None), list_objects(LEASES, LEASE_NAMESPACE),

@@ -9,11 +9,14 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.apiserver import keys, openapi
+from federation.apiserver import keys, openapi, paths
 from federation.apiserver import status as st
+from federation.apiserver.auth import with_default_groups
+from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.routes import Handlers, json_response
 from federation.apiserver.state import STATE_KEY, ApiServerState
 from federation.apiserver.store import StoreFailed
+from federation.ui.paths import is_public as is_public_ui_path
 from federation.version import caldera_version
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
@@ -52,7 +55,7 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in PUBLIC_PATHS:
+    if request.path in PUBLIC_PATHS or (not request.app[STATE_KEY].member_mode and is_public_ui_path(request.path)):
         return await handler(request)
     state: ApiServerState = request.app[STATE_KEY]
     header = request.headers.get("Authorization", "")
@@ -62,7 +65,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     user = state.auth.authenticate(token.strip())
     if user is None:
         raise st.unauthorized()
+    user = with_default_groups(user)
     request[keys.USER] = user
+    if not paths.is_resource_path(request.path):  # discovery, OpenAPI, /status: kube's non-resource URLs
+        state.authorizer.check(attributes(user, request.method.lower(), path=request.path))
     return await handler(request)
 
 
@@ -104,6 +110,9 @@ def build_app(state: ApiServerState) -> web.Application:
 
         add_status_routes(app, lambda info, namespace: state.registry.list(info, namespace, None),
                           state.metrics.registry)
+        from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
+
+        add_ui_routes(app, state)
     openapi.add_routes(app)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)

@@ -18,9 +18,11 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "else ./caldera-data/admin.kubeconfig)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="directory the controllers may keep local files in (default: the kubeconfig's)")
+    from federation.feature_gates import add_feature_gates_flag
     from federation.health_options import add_health_flags
 
     add_health_flags(parser)
+    add_feature_gates_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from federation.cli.compose import controllers_forever
     from federation.client import default_kubeconfig_path, load_kubeconfig
     from federation.controllers.manager import server_url
+    from federation.feature_gates import feature_gate_options
     from federation.health_options import health_options
 
     path = default_kubeconfig_path(args.kubeconfig)
@@ -41,5 +44,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --kubeconfig {path}: {exc}", file=sys.stderr)
         return 1
     data_dir = args.data_dir if args.data_dir is not None else path.parent
-    return asyncio.run(controllers_forever(kubeconfig, data_dir, health_options(args),
+    return asyncio.run(controllers_forever(kubeconfig, data_dir,
+                                           {**health_options(args), **feature_gate_options(args, "controllers")},
                                            lambda line: print(line, flush=True)))

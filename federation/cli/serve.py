@@ -30,14 +30,17 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="serve the API only (run `caldera controllers` against it separately)")
     parser.add_argument("--agent-token", action="append", default=[], metavar="CLUSTER",
                         help="also write DIR/agent-CLUSTER.kubeconfig with a new agent token (repeatable)")
+    from federation.feature_gates import add_feature_gates_flag
     from federation.health_options import add_health_flags
 
     add_health_flags(parser)
+    add_feature_gates_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from federation.apiserver.server import ServerConfig
     from federation.cli.compose import FederationServer, serve_forever
+    from federation.feature_gates import feature_gate_options
     from federation.health_options import health_options
 
     config = ServerConfig(data_dir=args.data_dir, listen=args.listen, token_file=args.token_file,
@@ -45,5 +48,6 @@ def run(args: argparse.Namespace) -> int:
                           self_signed_tls=not args.plain_http, member_mode=args.member_mode,
                           agent_kubeconfigs=list(args.agent_token))
     server = FederationServer(config, run_controllers=not args.no_controllers,
-                              controller_options=health_options(args))
+                              controller_options={**health_options(args), **feature_gate_options(args, "serve")})
     return asyncio.run(serve_forever(server, lambda line: print(line, flush=True)))
+

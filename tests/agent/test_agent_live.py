@@ -54,7 +54,7 @@ async def test_registers_renews_lease_and_publishes_capacity(live) -> None:
     status = await eventually(published, what="capacity published")
     assert status["resourceSummary"]["allocatable"]["nvidia.com/gpu"] == "16"
     assert status["nodeSummary"] == {"totalNum": 2, "readyNum": 2}
-    assert status["gpus"] == [{"product": "NVIDIA-A100-SXM4-80GB", "total": 16, "free": 16}]
+    assert status["gpus"] == [{"product": "NVIDIA-A100-SXM4-80GB", "total": 16, "free": 16, "fragmented": 0}]
     assert sum(shape["count"] for shape in status["nodeShapes"]) == 2
     assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
 

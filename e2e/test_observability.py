@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import ssl
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +18,9 @@ import pytest
 from e2e.harness import Miss
 from e2e.observability import CHROMIUM, alerts, apply_demo, launch_chromium, poll, query, start_system
 from federation.demo.processes import System, leftover_processes
-from federation.demo.prometheus import PrometheusProcess, mint_viewer_token
-from tests.monitoring.tools import GRAFANA_DIR, dashboard_queries
+from federation.demo.prometheus import PrometheusProcess, agent_urls, mint_viewer_token
+from tests.monitoring.test_metrics_exposition import lint_findings
+from tests.monitoring.tools import GRAFANA_DIR, PROMTOOL, dashboard_queries
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("prometheus") is None,
@@ -72,6 +75,18 @@ def test_prometheus_sees_every_target_cluster_and_queue(demo: Demo) -> None:
     for expr in ("karmada_scheduler_schedule_attempts_total", "volcano_e2e_scheduling_latency_milliseconds_count",
                  "caldera_cluster_gpus", "volcano_job_pending_duration_seconds or caldera_jobs"):
         assert query(base, expr), f"no series for {expr}"
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus')")
+def test_live_expositions_pass_promtool_check_metrics(demo: Demo) -> None:
+    context = ssl.create_default_context(cafile=str(demo.system.data_dir / "tls" / "apiserver.crt"))
+    urls = {"federation": demo.system.url, **agent_urls(demo.system)}
+    for name, url in sorted(urls.items()):
+        with urllib.request.urlopen(url + "/metrics", timeout=10,  # noqa: S310 - loopback only
+                                    context=context if url.startswith("https") else None) as response:
+            text = response.read().decode()
+        unexpected = lint_findings(text)
+        assert not unexpected, f"{name}: " + "\n".join(unexpected)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")

@@ -45,6 +45,12 @@ OPTIMIZER_CALLS = Counter(
 TWO_PHASE = Counter(
     "caldera_two_phase_outcomes", "Two-phase gang starts by outcome (released, cancelled)",
     ["outcome"], registry=REGISTRY)
+QUEUE_MOVES = Counter(
+    "caldera_scheduling_queue_moves", "Unschedulable jobs moved back to the active queue by an event",
+    registry=REGISTRY)
+QUEUE_UNSCHEDULABLE = Counter(
+    "caldera_scheduling_queue_unschedulable", "Attempts that left a job in the unschedulable set",
+    registry=REGISTRY)
 CLUSTER_READY = Gauge(
     "caldera_cluster_ready", "1 when the cluster's lease is fresh and it is untainted, else 0",
     ["cluster"], registry=REGISTRY)

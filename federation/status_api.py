@@ -22,7 +22,7 @@ from federation.fleet_metrics import FleetCollector
 from policies.kinds import lookup
 
 if TYPE_CHECKING:
-    from federation.apiserver.app import ApiServerState
+    from federation.apiserver.state import ApiServerState
 
 Obj = dict[str, Any]
 CLUSTERS = lookup("cluster.karmada.io/v1alpha1", "Cluster")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 from aiohttp import web
@@ -13,35 +11,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from federation.apiserver import keys, openapi
 from federation.apiserver import status as st
-from federation.apiserver.auth import TokenAuthenticator
-from federation.apiserver.metrics import ApiMetrics
-from federation.apiserver.registry import Registry
 from federation.apiserver.routes import Handlers, json_response
-from federation.apiserver.store import Store, StoreFailed
-from federation.apiserver.watch import WatchHub
+from federation.apiserver.state import STATE_KEY, ApiServerState
+from federation.apiserver.store import StoreFailed
 from federation.ui.paths import is_public as is_public_ui_path
+from federation.version import caldera_version
 
-MAX_BODY = 3 * 1024 * 1024
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass
-class ApiServerState:
-    store: Store
-    registry: Registry
-    hub: WatchHub
-    auth: TokenAuthenticator
-    metrics: ApiMetrics = field(default_factory=ApiMetrics)
-    address: str = "127.0.0.1:7443"
-    max_body: int = MAX_BODY
-    bookmark_interval: float = 30.0
-    stopping: bool = False
-    member_mode: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-STATE_KEY: web.AppKey[ApiServerState] = web.AppKey("state", ApiServerState)
 
 
 def _error_response(exc: st.ApiError) -> web.Response:
@@ -106,8 +83,6 @@ def build_app(state: ApiServerState) -> web.Application:
         return web.Response(text="ok")
 
     async def version(_request: web.Request) -> web.Response:
-        from federation.cli import caldera_version
-
         return json_response({"major": "1", "minor": "37", "gitVersion": f"v1.37.0-caldera.{caldera_version()}",
                               "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "",
                               "compiler": "caldera", "platform": "python"})

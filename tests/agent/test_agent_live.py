@@ -27,7 +27,7 @@ HELD = {"generation": 4, "hold": True, "cancelled": False, "clusters": 2, "reser
 
 @pytest.fixture
 async def live(tmp_path):
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "fed"), controllers=[]) as server:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "fed")) as server:
         kubeconfig = write_kubeconfig(server, "agent:cluster-a", tmp_path / "agent.kubeconfig")
         async with server.api_client() as api_client:
             federation = Federation(api_client)

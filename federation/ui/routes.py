@@ -37,7 +37,7 @@ from federation.ui.paths import JOB_PAGE_PREFIX, PAGE_PATHS
 from policies.kinds import lookup
 
 if TYPE_CHECKING:
-    from federation.apiserver.app import ApiServerState
+    from federation.apiserver.state import ApiServerState
 
 EVENTS = lookup("v1", "Event")
 WORKS = lookup("work.karmada.io/v1alpha1", "Work")

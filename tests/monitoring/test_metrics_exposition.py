@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -79,6 +80,8 @@ def test_fleet_gauges_from_the_store() -> None:
     assert got[("cluster_ready_state", (("cluster_name", "cluster-b"),))] == 0
     assert got[("cluster_cpu_allocated_number", (("cluster_name", "cluster-a"),))] == 16.5
     assert got[("cluster_memory_allocatable_bytes", (("cluster_name", "cluster-a"),))] == 4 * 2**40
+    assert got[("caldera_cluster_resource_allocatable", (("cluster", "cluster-a"), ("nvidia_com_gpu", "nvidia.com/gpu"),
+                                                         ("resource", "nvidia.com/gpu")))] == 64
     assert got[("caldera_cluster_gpus_fragmented", (("cluster", "cluster-a"), ("model", "NVIDIA-A100")))] == 8
     # the seed's VolcanoJobPendingTooLong reads job_name; Pending since the last phase change (40 min)
     assert got[("volcano_job_pending_duration_seconds",
@@ -111,6 +114,20 @@ def test_agent_queue_gauges_match_the_seed_selector() -> None:
     assert got[("volcano_pod_preemption_victims", ())] == 2
     assert got[("volcano_queue_capacity_scalar_resources", (("queue_name", "ai-training"),
                                                             ("resource", "nvidia.com/gpu")))] == 32000
+
+
+@pytest.mark.parametrize(("generation", "trigger", "schedule_type", "event"), [
+    (0, "initial placement", "FirstSchedule", "initial"),
+    (1, "job spec changed", "ReconcileSchedule", "spec_changed"),
+    (2, "cluster lost (cluster-b: deleted)", "FailoverSchedule", "cluster_lost"),
+    (3, "reservation cancelled", "ReconcileSchedule", "reservation_cancelled"),
+    (1, "retry after clusters changed", "ReconcileSchedule", "cluster_changed"),
+    (1, "reschedule requested (rescheduleTriggeredAt)", "ReconcileSchedule", "reschedule_requested"),
+    (1, "something new", "ReconcileSchedule", "other"),
+])
+def test_placement_labels_are_bounded(generation: int, trigger: str, schedule_type: str, event: str) -> None:
+    assert metrics.schedule_type(generation, trigger) == schedule_type
+    assert metrics.trigger_event(trigger) == event
 
 
 def test_decision_metrics_are_registered() -> None:

@@ -99,6 +99,9 @@ def test_dashboard_shows_clusters_and_jobs_in_chromium(demo: Demo, tmp_path: Pat
             response = page.goto(demo.system.url + "/ui")
             assert response is not None and response.status == 401  # no token yet: the sign-in form
             assert page.is_visible("#login") and "caldera token --role viewer" in page.inner_text("#login")
+            page.fill("#token", "not-a-token")  # a wrong token: back to the form, saying so
+            page.click("#login-form button[type=submit]")
+            page.wait_for_selector("#login-error:has-text('did not accept this token')", timeout=15_000)
             page.fill("#token", demo.viewer)
             page.click("#login-form button[type=submit]")
             page.wait_for_selector("body[data-loaded=true]", timeout=15_000)

@@ -16,11 +16,12 @@ import orjson
 import yaml
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, paths, protobuf, table
+from federation.apiserver import discovery, keys, paths, protobuf, reviews, table
 from federation.apiserver import status as st
-from federation.apiserver.auth import User, authorize
+from federation.apiserver.auth import User
 from federation.apiserver.patch import APPLY, PATCH_TYPES
 from federation.apiserver.protobuf.media import is_protobuf, preference
+from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
 from federation.apiserver.state import STATE_KEY, ApiServerState
@@ -52,9 +53,9 @@ def negotiated_response(request: web.Request, obj: Any, status: int = 200) -> we
 
 def _protobuf_served(request: web.Request, info: KindInfo | None) -> bool:
     """Built-in kinds take protobuf bodies; custom kinds are JSON/YAML only, as CRDs are in kube."""
-    if request.method == "DELETE":
-        return True  # DeleteOptions
-    return info is not None and protobuf.message_for(info.api_version, info.kind) is not None
+    if request.method == "DELETE" or info is None:
+        return True  # DeleteOptions, or a review: the envelope names the kind, and decode checks it
+    return protobuf.message_for(info.api_version, info.kind) is not None
 
 
 async def read_body(request: web.Request, patch: bool = False, info: KindInfo | None = None) -> Any:
@@ -154,6 +155,8 @@ class Handlers:
             if doc is None:
                 raise st.path_not_found(request.path)
             return json_response(doc)
+        if (rest[0], rest[1]) in reviews.SERVED:
+            return await reviews.serve(request, self.state, rest[0], rest[2:])
         return await self._serve(request, paths.parse(rest[0], rest[1], rest[2:], request.path))
 
     # -- dispatch ------------------------------------------------------------------------
@@ -182,10 +185,8 @@ class Handlers:
         if target.special == "bindings":
             info = PODS
             name = str(((body or {}).get("metadata") or {}).get("name") or "") if isinstance(body, dict) else ""
-        sub = "binding" if target.special == "bindings" else target.subresource
-        why = authorize(user, verb, info, target.namespace or "", name, sub)
-        if why is not None:
-            raise st.forbidden(user.name, verb, info, name, target.namespace or "", why)
+        self._authorize(user, verb, target, name)
+        CURRENT_USER.set(user)
         registry = self.state.registry
         dry_run = bool(request.query.getall("dryRun", []))
         if target.special == "bindings":
@@ -238,6 +239,17 @@ class Handlers:
                     continue
             return json_response(self._list_doc(info, deleted, {}))
         raise st.method_not_allowed(request.method, request.path)
+
+    def _authorize(self, user: User, verb: str, target: paths.Target, object_name: str) -> None:
+        """RBAC on kube's request attributes (a create names no object: RBAC cannot restrict it by
+        name); the object's name still goes to the agent restriction."""
+        if target.special == "bindings":
+            attrs = attributes(user, verb, "", "bindings", target.namespace or "")
+        else:
+            assert target.info is not None
+            attrs = attributes(user, verb, target.info.group, target.info.plural, target.namespace or "",
+                               target.name, target.subresource)
+        self.state.authorizer.check(attrs, object_name)
 
     # -- responses -----------------------------------------------------------------------
 

@@ -112,7 +112,7 @@ def build_app(state: ApiServerState) -> web.Application:
                           state.metrics.registry)
         from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
 
-        add_ui_routes(app, state)
+        add_ui_routes(app, lambda info, namespace: state.registry.list(info, namespace, None), state.auth.authenticate)
     openapi.add_routes(app)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)

@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,29 +97,12 @@ def test_dashboard_shows_clusters_and_jobs_in_chromium(demo: Demo, tmp_path: Pat
         browser = launch_chromium(pw)
         try:
             page = browser.new_context(ignore_https_errors=True, viewport={"width": 1400, "height": 1000}).new_page()
-            response = page.goto(demo.system.url + "/ui")
-            assert response is not None and response.status == 401  # no token yet: the sign-in form
-            assert page.is_visible("#login") and "caldera token --role viewer" in page.inner_text("#login")
-            page.fill("#token", "not-a-token")  # a wrong token: back to the form, saying so
-            page.click("#login-form button[type=submit]")
-            page.wait_for_selector("#login-error:has-text('did not accept this token')", timeout=30_000)
-            page.fill("#token", demo.viewer)
-            page.click("#login-form button[type=submit]")
-            page.wait_for_selector("body[data-loaded=true]", timeout=30_000)
-            for cluster in sorted(CLUSTERS):
-                page.wait_for_selector(f'#clusters tr[data-cluster="{cluster}"]', timeout=30_000)
-            for job in demo.jobs:  # every demo Job, listed as the page refreshes itself
-                page.wait_for_selector(f'#jobs tr[data-job="default/{job}"]', timeout=30_000)
-            assert demo.viewer not in page.content()  # the token is never written into the page
-            page.wait_for_selector("#queues tr[data-queue=ai-training]", timeout=30_000)
-            page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
-            if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):
-                page.screenshot(path=str(SCREENSHOT))
-            page.click(f'#jobs tr[data-job="default/{demo.jobs[0]}"] a')
-            page.wait_for_selector("#job:not([hidden])", timeout=30_000)
-            assert page.inner_text("#job-title") == f"Job default/{demo.jobs[0]}"
-            page.wait_for_selector("#job-shares tr[data-cluster]", timeout=30_000)
-            page.screenshot(path=str(tmp_path / "job.png"), full_page=True)
+            page.set_default_timeout(45_000)
+            try:
+                browse(page, demo, tmp_path)
+            except Exception as exc:  # say what the page showed; keep its picture for the CI log
+                page.screenshot(path=str(tmp_path / "failed.png"), full_page=True)
+                raise AssertionError(f"{exc}\npage {page.url} showed:\n{page.inner_text('body')[:3000]}") from exc
         finally:
             browser.close()
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
@@ -137,6 +121,33 @@ def test_every_grafana_panel_returns_data(demo: Demo) -> None:
 
     # rules run every second here; the jobs' placements and releases must have reached the rates
     poll(complete, 45, "every panel's query to return data", demo.system)
+
+
+def browse(page: Any, demo: Demo, tmp_path: Path) -> None:
+    """Sign in (a wrong token first), find every cluster and demo Job, open a job's page."""
+    response = page.goto(demo.system.url + "/ui")
+    assert response is not None and response.status == 401  # no token yet: the sign-in form
+    assert page.is_visible("#login") and "caldera token --role viewer" in page.inner_text("#login")
+    page.fill("#token", "not-a-token")  # a wrong token: back to the form, saying so
+    page.click("#login-form button[type=submit]")
+    page.wait_for_selector("#login-error:has-text('did not accept this token')", timeout=45_000)
+    page.fill("#token", demo.viewer)
+    page.click("#login-form button[type=submit]")
+    page.wait_for_selector("body[data-loaded=true]", timeout=45_000)
+    for cluster in sorted(CLUSTERS):
+        page.wait_for_selector(f'#clusters tr[data-cluster="{cluster}"]', timeout=45_000)
+    for job in demo.jobs:  # every demo Job, listed as the page refreshes itself
+        page.wait_for_selector(f'#jobs tr[data-job="default/{job}"]', timeout=45_000)
+    assert demo.viewer not in page.content()  # the token is never written into the page
+    page.wait_for_selector("#queues tr[data-queue=ai-training]", timeout=45_000)
+    page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+    if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):
+        page.screenshot(path=str(SCREENSHOT))
+    page.click(f'#jobs tr[data-job="default/{demo.jobs[0]}"] a')
+    page.wait_for_selector("#job:not([hidden])", timeout=45_000)
+    assert page.inner_text("#job-title") == f"Job default/{demo.jobs[0]}"
+    page.wait_for_selector("#job-shares tr[data-cluster]", timeout=45_000)
+    page.screenshot(path=str(tmp_path / "job.png"), full_page=True)
 
 
 def test_cluster_alert_fires_when_an_agent_dies_and_resolves_when_it_returns(demo: Demo) -> None:

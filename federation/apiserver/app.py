@@ -19,6 +19,7 @@ from federation.apiserver.rbac import Authorizer
 from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.registry import Registry
 from federation.apiserver.routes import Handlers, json_response
+from federation.apiserver.serviceaccounts import ServiceAccountTokens
 from federation.apiserver.store import Store, StoreFailed
 from federation.apiserver.watch import WatchHub
 
@@ -42,6 +43,8 @@ class ApiServerState:
     extra: dict[str, Any] = field(default_factory=dict)
     #: RBAC (federation.apiserver.rbac.install); built over the store when not given
     authorizer: Authorizer = None  # type: ignore[assignment]
+    #: ServiceAccount JWTs (TokenRequest and their authentication); None: static tokens only
+    sa_tokens: ServiceAccountTokens | None = None
 
     def __post_init__(self) -> None:
         if self.authorizer is None:
@@ -93,6 +96,8 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     if scheme.lower() != "bearer" or not token.strip():
         raise st.unauthorized()
     user = state.auth.authenticate(token.strip())
+    if user is None and state.sa_tokens is not None:
+        user = state.sa_tokens.authenticate(token.strip())
     if user is None:
         raise st.unauthorized()
     user = with_default_groups(user)

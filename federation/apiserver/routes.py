@@ -197,6 +197,8 @@ class Handlers:
                 registry.bind(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                       "code": 201}, 201)
+            if target.subresource == "token" and self.state.sa_tokens is not None:
+                return json_response(self.state.sa_tokens.request(ns or "", target.name, body), 201)
             if target.subresource == "eviction":
                 registry.evict(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",

@@ -60,6 +60,11 @@ class ServerConfig:
     bookmark_interval: float = 30.0
     #: clusters to write DIR/agent-<cluster>.kubeconfig for at start-up (new agent tokens)
     agent_kubeconfigs: list[str] = field(default_factory=list)
+    #: ServiceAccount tokens: issuer (also the audience they must carry), RS256 signing key
+    #: (default DIR/sa-signing.key, generated), shortest TokenRequest lifetime (kube: 10 minutes)
+    service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
+    service_account_key_file: Path | None = None
+    service_account_min_expiration: int = 600
     #: handed to every controller as ControllerContext.extra (e.g. cluster health thresholds)
     controller_options: dict[str, Any] = field(default_factory=dict)
 
@@ -122,7 +127,11 @@ class ApiServer:
             self.admin_token = auth.token_for("admin") or auth.mint("admin", "admin")
         else:
             self.admin_token = auth.token_for("admin") or ""
-        state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth,
+        from federation.apiserver.serviceaccounts import ServiceAccountTokens, load_or_create_key
+
+        sa_key = load_or_create_key(Path(cfg.service_account_key_file or self.data_dir / "sa-signing.key"))
+        sa_tokens = ServiceAccountTokens(store, sa_key, cfg.service_account_issuer, cfg.service_account_min_expiration)
+        state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth, sa_tokens=sa_tokens,
                                bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode)
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:

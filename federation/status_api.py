@@ -18,10 +18,11 @@ import orjson
 from aiohttp import web
 
 from federation import metrics
+from federation.fleet_metrics import FleetCollector
 from policies.kinds import lookup
 
 if TYPE_CHECKING:
-    from federation.apiserver.app import ApiServerState
+    from federation.apiserver.state import ApiServerState
 
 Obj = dict[str, Any]
 CLUSTERS = lookup("cluster.karmada.io/v1alpha1", "Cluster")
@@ -149,6 +150,8 @@ def add_routes(app: web.Application, state: "ApiServerState",
                clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
     """Mount ``GET /status`` and serve the federation metrics on the server's ``/metrics``."""
     metrics.expose_in(state.metrics.registry)
+    state.metrics.registry.register(FleetCollector(lambda info: state.registry.list(info, None, None),
+                                                   lambda: clock().timestamp()))
 
     async def status(_request: web.Request) -> web.Response:
         registry = state.registry

@@ -60,7 +60,7 @@ async def _seed(server: ApiServer) -> dict[str, str]:
 
 @pytest.fixture
 async def tls_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "data", run_controllers=False,
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "data",
                                       self_signed_tls=True)) as srv:
         yield srv
 
@@ -176,7 +176,7 @@ async def test_bad_reviews(server: ApiServer) -> None:
     assert status == 405
     status, body = await request(server, "POST", path, body=b"k8s\x00\x0a\xff", content_type=(
         "application/vnd.kubernetes.protobuf"))
-    assert status == 400 and "not valid protobuf" in body["message"]
+    assert status == 400 and "not a valid protobuf object" in body["message"]
     status, body = await request(server, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
                                  body=b'{"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}}')
     assert status == 422 and "at least one of user or group" in body["message"]

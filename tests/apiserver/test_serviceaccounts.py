@@ -26,7 +26,7 @@ CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 
 @pytest.fixture
 async def tls_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    config = ServerConfig(data_dir=tmp_path / "data", run_controllers=False, self_signed_tls=True,
+    config = ServerConfig(data_dir=tmp_path / "data", self_signed_tls=True,
                           service_account_min_expiration=1)
     async with ApiServer(config) as srv:
         yield srv

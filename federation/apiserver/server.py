@@ -58,6 +58,11 @@ class ServerConfig:
     service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
     service_account_key_file: Path | None = None
     service_account_min_expiration: int = 600
+    #: audit log (kube's --audit-log-path, "-" = stdout; None = off), its policy file, rotation
+    audit_log_path: Path | str | None = None
+    audit_policy_file: Path | None = None
+    audit_log_maxsize: int = 0
+    audit_log_maxbackup: int = 0
 
 
 def split_listen(listen: str) -> tuple[str, int]:
@@ -96,7 +101,8 @@ class ApiServer:
         sa_key = load_or_create_key(Path(cfg.service_account_key_file or self.data_dir / "sa-signing.key"))
         sa_tokens = ServiceAccountTokens(store, sa_key, cfg.service_account_issuer, cfg.service_account_min_expiration)
         state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth, sa_tokens=sa_tokens,
-                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode)
+                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode,
+                               audit=self._audit_log())
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
             registry.ensure_namespace(namespace)
@@ -131,6 +137,15 @@ class ApiServer:
             self.write_kubeconfig(self.data_dir / f"agent-{cluster}.kubeconfig", f"agent:{cluster}")
         return self
 
+    def _audit_log(self) -> Any:
+        cfg = self.config
+        if cfg.audit_log_path is None:
+            return None
+        from federation.apiserver.audit import AuditLog, load_policy
+
+        policy = load_policy(Path(cfg.audit_policy_file)) if cfg.audit_policy_file else None
+        return AuditLog(cfg.audit_log_path, policy, cfg.audit_log_maxsize, cfg.audit_log_maxbackup)
+
     async def stop(self) -> None:
         if self.state is not None:
             self.state.stopping = True
@@ -142,6 +157,8 @@ class ApiServer:
             with contextlib.suppress(Exception):
                 await self.state.store.drain()
             self.state.store.close()
+            if self.state.audit is not None:
+                self.state.audit.close()
             self.state = None
 
     async def __aenter__(self) -> "ApiServer":

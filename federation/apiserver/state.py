@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from federation.apiserver.audit import AuditLog
 from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.rbac import Authorizer
@@ -40,6 +41,8 @@ class ApiServerState:
     authorizer: Authorizer = None  # type: ignore[assignment]
     #: ServiceAccount JWTs (TokenRequest and their authentication); None: static tokens only
     sa_tokens: ServiceAccountTokens | None = None
+    #: the audit log (--audit-log-path); None: requests are not audited
+    audit: AuditLog | None = None
 
     def __post_init__(self) -> None:
         if self.authorizer is None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from federation.apiserver import apply as field_managers
 from federation.apiserver import conversion
 from federation.apiserver import status as st
 from federation.apiserver.patch import apply_patch
@@ -230,6 +231,7 @@ class Registry:
             conversion.check(self, info, obj)  # the Job it becomes must be admissible too
         for check in self.write_checks:
             check(info, obj, None)
+        field_managers.record(info, None, obj, timestamp(self.clock()))
         if dry_run:
             return obj
         stored = self.store.put(key, obj, "ADDED")
@@ -259,7 +261,6 @@ class Registry:
                     new_meta[kept] = old["metadata"][kept]
                 else:
                     new_meta.pop(kept, None)
-            new_meta.pop("managedFields", None)
             if info.has_status:
                 if "status" in old:
                     new["status"] = old["status"]
@@ -274,6 +275,10 @@ class Registry:
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         for check in self.write_checks:
             check(info, new, old)
+        if subresource == "status" and (body["metadata"].get("managedFields") or None) not in (
+                None, old["metadata"].get("managedFields")):
+            new["metadata"]["managedFields"] = body["metadata"]["managedFields"]  # a status apply's ownership
+        field_managers.record(info, old, new, timestamp(self.clock()), subresource)
         if new == old:
             return old  # a no-op write: no new resourceVersion, no event (like kube-apiserver)
         if dry_run:
@@ -291,6 +296,9 @@ class Registry:
 
     def patch(self, info: KindInfo, namespace: str, name: str, content_type: str, patch: Any,
               subresource: str = "", dry_run: bool = False) -> Obj:
+        if content_type.split(";")[0].strip().lower() == field_managers.APPLY_TYPE:
+            return field_managers.server_side_apply(self, info, namespace, name, patch, field_managers.FORCE.get(),
+                                                    subresource, dry_run)
         old = self.get(info, namespace, name)
         patched = apply_patch(content_type, copy_obj(old), patch)
         if not isinstance(patched, dict):

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from federation.apiserver import discovery, keys, paths, protobuf, reviews, table
 from federation.apiserver import status as st
+from federation.apiserver.apply import FIELD_MANAGER, FORCE, manager_for
 from federation.apiserver.auth import User
 from federation.apiserver.patch import APPLY, PATCH_TYPES
 from federation.apiserver.protobuf.media import is_protobuf, preference
@@ -64,9 +65,7 @@ async def read_body(request: web.Request, patch: bool = False, info: KindInfo | 
     if is_protobuf(base) and not patch and not _protobuf_served(request, info):
         raise st.unsupported_media(content_type, BODY_TYPES[:2])
     if patch:
-        if base == APPLY:
-            raise st.unsupported_media(content_type, PATCH_TYPES)  # server-side apply is not served
-        if base not in PATCH_TYPES:
+        if base not in PATCH_TYPES and base != APPLY:
             raise st.unsupported_media(content_type, PATCH_TYPES)
     elif base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base):
         raise st.unsupported_media(content_type, BODY_TYPES)
@@ -83,7 +82,7 @@ async def read_body(request: web.Request, patch: bool = False, info: KindInfo | 
             return protobuf.decode(raw)
         except protobuf.ProtobufError as exc:
             raise st.bad_request(f"the request body is not a valid protobuf object: {exc}") from None
-    if base in YAML_TYPES:
+    if base in YAML_TYPES or base == APPLY:
         try:
             return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
         except yaml.YAMLError as exc:
@@ -187,6 +186,7 @@ class Handlers:
             name = str(((body or {}).get("metadata") or {}).get("name") or "") if isinstance(body, dict) else ""
         self._authorize(user, verb, target, name)
         CURRENT_USER.set(user)
+        self._field_manager(request, verb, target)
         registry = self.state.registry
         dry_run = bool(request.query.getall("dryRun", []))
         if target.special == "bindings":
@@ -222,8 +222,10 @@ class Handlers:
                                                                target.subresource, dry_run))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
+            creates = (content_type.split(";")[0].strip().lower() == APPLY and not target.subresource
+                       and self.state.store.get(resource_key(info), ns or "", target.name) is None)
             return self._object(request, info, registry.patch(info, ns or "", target.name, content_type, body,
-                                                              target.subresource, dry_run))
+                                                              target.subresource, dry_run), 201 if creates else 200)
         if verb == "delete":
             options = body if isinstance(body, dict) else {}
             if "propagationPolicy" in request.query:
@@ -241,6 +243,20 @@ class Handlers:
                     continue
             return json_response(self._list_doc(info, deleted, {}))
         raise st.method_not_allowed(request.method, request.path)
+
+    def _field_manager(self, request: web.Request, verb: str, target: paths.Target) -> None:
+        """Who owns what this write sets (managedFields): ``?fieldManager=`` or the client program."""
+        query = request.query
+        is_apply = request.headers.get("Content-Type", "").split(";")[0].strip().lower() == APPLY
+        if _flag(query.get("force")) and not is_apply:
+            raise st.ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be '
+                                              "specified for non-apply patch")
+        if is_apply and not query.get("fieldManager"):
+            FIELD_MANAGER.set(None)
+        else:
+            FIELD_MANAGER.set(manager_for(query.get("fieldManager"), request.headers.get("User-Agent", ""),
+                                          target.subresource))
+        FORCE.set(_flag(query.get("force")))
 
     def _authorize(self, user: User, verb: str, target: paths.Target, object_name: str) -> None:
         """RBAC on kube's request attributes (a create names no object: RBAC cannot restrict it by

@@ -51,10 +51,11 @@ def _json(doc: Any) -> web.Response:
                         headers={"Cache-Control": "no-store"})
 
 
-def add_routes(app: web.Application, list_objects: ListObjects, authenticate: Callable[[str], Any],
+def add_routes(app: web.Application, authenticate: Callable[[str], object | None], list_objects: ListObjects,
                clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-    """Mount the dashboard. Like ``GET /status``, it gets the registry's lister and the token check
-    from the API server (federation/apiserver/app.py) and imports nothing of it."""
+    """Mount the dashboard. The API server passes its token check (``authenticate(token)``: the user,
+    or None) and its registry's lister (federation/apiserver/app.py), so this module needs no import
+    of the API server."""
     page = _static("index.html")
 
     def signed_in(request: web.Request) -> bool:

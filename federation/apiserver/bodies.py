@@ -20,7 +20,7 @@ from federation.apiserver.protobuf.media import is_protobuf, preference
 from federation.apiserver.state import STATE_KEY
 from policies.kinds import KindInfo
 
-JSON_TYPES = {"application/json", ""}
+JSON_TYPES = {"application/json"}
 YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml"}
 BODY_TYPES = ["application/json", "application/yaml", protobuf.MEDIA_TYPE]
 
@@ -59,8 +59,9 @@ async def read_body(request: web.Request, patch: bool = False, info: KindInfo | 
             raise st.unsupported_media(content_type, PATCH_TYPES)  # server-side apply is not served
         if base not in PATCH_TYPES:
             raise st.unsupported_media(content_type, PATCH_TYPES)
-    elif base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base):
-        raise st.unsupported_media(content_type, BODY_TYPES)
+    elif (base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base)
+          and not (request.method == "DELETE" and not base)):
+        raise st.unsupported_media(content_type, BODY_TYPES)  # kube: a body without a Content-Type is 415
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:

@@ -8,14 +8,12 @@ merge, JSON or strategic-merge patches. Every error is a ``Status`` (:mod:`statu
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, paths, protobuf, reviews, table
+from federation.apiserver import discovery, keys, params, paths, protobuf, reviews, table
 from federation.apiserver import status as st
 from federation.apiserver.auth import User
 from federation.apiserver.bodies import json_response, negotiated_response, read_body
@@ -51,16 +49,10 @@ def _verb(request: web.Request, target: paths.Target) -> str:
     raise st.method_not_allowed(method, request.path)
 
 
-def _encode_continue(namespace: str, name: str) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps([namespace, name])).decode()
-
-
-def _decode_continue(token: str) -> tuple[str, str]:
-    try:
-        ns, name = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        return str(ns), str(name)
-    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
-        raise st.bad_request(f"invalid continue token {token!r}") from None
+def _body_name(body: Any) -> str:
+    """``metadata.name`` of a body for authorization (the body is checked properly later)."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
 
 
 class Handlers:
@@ -115,16 +107,16 @@ class Handlers:
             body = await read_body(request, patch=request.method == "PATCH",
                                    info=None if target.special == "bindings" else target.info)
         name = target.name
-        if verb == "create" and not target.subresource and isinstance(body, dict):
-            name = str((body.get("metadata") or {}).get("name") or "")
+        if verb == "create" and not target.subresource:
+            name = _body_name(body)
         info = target.info
         if target.special == "bindings":
             info = PODS
-            name = str(((body or {}).get("metadata") or {}).get("name") or "") if isinstance(body, dict) else ""
+            name = _body_name(body)
         self._authorize(user, verb, target, name)
         CURRENT_USER.set(user)
         registry = self.state.registry
-        dry_run = bool(request.query.getall("dryRun", []))
+        dry_run = verb in ("create", "update", "patch") and params.dry_run(request.query.getall("dryRun", []), verb)
         if target.special == "bindings":
             registry.bind(target.namespace or "", name, body)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -158,14 +150,13 @@ class Handlers:
             content_type = request.headers.get("Content-Type", "")
             return self._object(request, info, registry.patch(info, ns or "", target.name, content_type, body,
                                                               target.subresource, dry_run))
+        if verb in ("delete", "deletecollection"):
+            options, dry_run = params.delete_options(body, request.query.get("propagationPolicy"),
+                                                     request.query.getall("dryRun", []))
         if verb == "delete":
-            options = body if isinstance(body, dict) else {}
-            if "propagationPolicy" in request.query:
-                options = dict(options, propagationPolicy=request.query["propagationPolicy"])
             return self._object(request, info, registry.delete(info, ns or "", target.name, options, dry_run))
         if verb == "deletecollection":
             predicate = self._predicate(request)
-            options = body if isinstance(body, dict) else {}
             deleted = []
             for obj in list(registry.list(info, ns, predicate)):
                 meta = obj["metadata"]
@@ -211,22 +202,17 @@ class Handlers:
         predicate = self._predicate(request)
         rv = str(self.state.store.rv)
         items = self.state.registry.list(info, ns, predicate)
+        limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
         if token:
-            after = _decode_continue(token)
+            after = params.decode_continue(token, self.state.hub.floor)
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
         meta: Obj = {"resourceVersion": rv}
-        limit_text = request.query.get("limit")
-        if limit_text:
-            try:
-                limit = int(limit_text)
-            except ValueError:
-                raise st.bad_request(f"limit must be an integer, got {limit_text!r}") from None
-            if 0 < limit < len(items):
-                last = items[limit - 1]["metadata"]
-                meta["continue"] = _encode_continue(last.get("namespace") or "", last["name"])
-                meta["remainingItemCount"] = len(items) - limit
-                items = items[:limit]
+        if 0 < limit < len(items):
+            last = items[limit - 1]["metadata"]
+            meta["continue"] = params.encode_continue(int(rv), last.get("namespace") or "", last["name"])
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
         if table.wants_table(request.headers.get("Accept", "")):
             return json_response(table.table(info, items, self.state.registry.clock(), self._lookup,
                                              request.query.get("includeObject", "PartialObjectMetadata"), meta))
@@ -242,12 +228,7 @@ class Handlers:
                 since = int(rv_text)
             except ValueError:
                 raise st.bad_request(f"invalid resourceVersion {rv_text!r}") from None
-        timeout = DEFAULT_WATCH_TIMEOUT
-        if request.query.get("timeoutSeconds"):
-            try:
-                timeout = float(request.query["timeoutSeconds"])
-            except ValueError:
-                raise st.bad_request("timeoutSeconds must be a number") from None
+        timeout = params.watch_timeout(request.query.get("timeoutSeconds"))
         bookmarks = _flag(request.query.get("allowWatchBookmarks"))
         as_table = table.wants_table(request.headers.get("Accept", ""))
         # a typed client (client-go) watches built-in kinds as length-prefixed protobuf frames

@@ -19,7 +19,8 @@ from federation.apiserver.registry import Registry
 from federation.apiserver.store import Store
 from federation.apiserver.watch import WatchHub
 
-MAX_BODY = 3 * 1024 * 1024
+#: kube-apiserver's limit on a request body (--max-request-bytes for JSON/YAML: 3 MiB); 413 beyond it.
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 
 @dataclass
@@ -30,7 +31,7 @@ class ApiServerState:
     auth: TokenAuthenticator
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     address: str = "127.0.0.1:7443"
-    max_body: int = MAX_BODY
+    max_body: int = MAX_REQUEST_BODY_BYTES
     bookmark_interval: float = 30.0
     stopping: bool = False
     member_mode: bool = False

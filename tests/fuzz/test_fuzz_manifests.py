@@ -14,7 +14,7 @@ from tests.fuzz.manifests import FUZZED, manifests
 from tests.fuzz.placing import PurePlacer
 
 #: Fixed and small: the CI run must stay well inside the suite's budget (bench/fuzz.py runs longer).
-EXAMPLES = 120
+EXAMPLES = 200
 FUZZ = settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
                 phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
 

@@ -291,8 +291,11 @@ class Registry:
         patched = apply_patch(content_type, copy_obj(old), patch)
         if not isinstance(patched, dict):
             raise st.bad_request("the patch did not produce a JSON object")
-        if patched.get("metadata", {}).get("resourceVersion") is None:
-            patched.setdefault("metadata", {})["resourceVersion"] = old["metadata"]["resourceVersion"]
+        meta = patched.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise st.invalid(info, name, [("metadata", "must be an object")])
+        if meta.get("resourceVersion") is None:
+            meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         return self.update(info, namespace, name, patched, subresource, dry_run)
 
     def delete(self, info: KindInfo, namespace: str, name: str, options: Obj | None = None,

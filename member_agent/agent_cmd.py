@@ -58,7 +58,7 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    from member_agent.federation_api import KubeFederationAPI
+    from member_agent.federation_rest import RestFederationAPI
 
     if not args.speed > 0:
         raise CalderaError(f"--speed must be positive, got {args.speed}")
@@ -78,7 +78,7 @@ async def serve(args: argparse.Namespace) -> int:
         from member_agent.cluster.kube import KubeGateway
 
         gateway = await KubeGateway.from_kubeconfig(args.member_kubeconfig)
-    federation = await KubeFederationAPI.from_kubeconfig(args.kubeconfig)
+    federation = await RestFederationAPI.from_kubeconfig(args.kubeconfig)
     options = AgentOptions(cluster=args.cluster, schedule_period=args.schedule_period,
                            scheduler_conf_path=args.scheduler_conf, use_real_scheduler=not args.stand_in_scheduler,
                            cluster_spec=cluster_spec, kubernetes_version=version)

@@ -43,8 +43,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--default-duration", type=float, default=30.0,
                         help="sim: seconds a pod runs without a caldera.io/sim-duration annotation")
     parser.add_argument("--lease-period", type=float, default=10.0, help="seconds between Lease renewals")
-    parser.add_argument("--status-period", type=float, default=3.0,
-                        help="seconds between checks for a changed Cluster status")
+    parser.add_argument("--status-period", type=float, default=0.5,
+                        help="debounce of Cluster status reports: a change is reported this many seconds after it "
+                             "(one report for a burst); unchanged status is re-sent every 30 s")
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])

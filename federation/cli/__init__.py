@@ -13,27 +13,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Sequence
 
-from federation.cli import apply, delete, demo, describe, get, place, serve, token, validate
+from federation.cli import apply, controllers, delete, demo, describe, get, place, serve, token, validate
+from federation.version import caldera_version as caldera_version
 
 #: Commands implemented in this package, in the order ``--help`` lists them.
-COMMANDS: list[ModuleType] = [validate, serve, token, place, apply, get, describe, delete, demo]
+COMMANDS: list[ModuleType] = [validate, serve, controllers, token, place, apply, get, describe, delete, demo]
 
 #: Commands handed to ``python -m member_agent`` (name -> one-line help).
 AGENT_COMMANDS: dict[str, str] = {
     "agent": "run the member-cluster agent (scheduler, job controller, sync with the federation)",
     "schedule": "dry-run one scheduling session on a cluster-state file",
 }
-
-
-def caldera_version() -> str:
-    try:
-        return version("caldera")
-    except PackageNotFoundError:  # running from a source tree
-        return "0.0.0+local"
 
 
 def build_parser() -> argparse.ArgumentParser:

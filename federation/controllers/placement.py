@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -267,6 +268,7 @@ class PlacementController(QueueController):
         if not permitted:
             self._enqueue(job, priority.priority)
             return
+        metrics.INCOMING_BINDINGS.labels(event=metrics.trigger_event(trigger)).inc()
         outcome = await self._place(job, rb, match, trigger, previous, now, priority)
         self.schedq.done(key, outcome)
         if outcome == "unschedulable":
@@ -302,8 +304,9 @@ class PlacementController(QueueController):
                 await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}", version, now,
                                    clear=replace, priority=priority)
                 return "error"
+            began = time.perf_counter()
             decision = await asyncio.to_thread(place, request, self.placer)
-            _count(decision)
+            _count(decision, metrics.schedule_type(generation, trigger), time.perf_counter() - began)
             if decision.ok:  # count the new shares before the next placement runs, not after the writes
                 clusters = b.target_clusters(decision)
                 changed = replace or generation == 0 or not b.same_layout(old_clusters, clusters)
@@ -509,11 +512,12 @@ async def _wait_any(event: asyncio.Event, stop: asyncio.Event, timeout: float | 
             fut.cancel()
 
 
-def _count(decision: PlacementDecision) -> None:
-    """Placements by result and optimizer runs by outcome (federation.metrics)."""
+def _count(decision: PlacementDecision, schedule_type: str, seconds: float) -> None:
+    """Placements by result, Karmada's scheduler metrics and optimizer runs by outcome (federation.metrics)."""
     failure = decision.failure
     result = "scheduled" if failure is None else "error" if failure.condition == "SchedulerError" else "unschedulable"
     metrics.PLACEMENTS.labels(result=result).inc()
+    metrics.observe_schedule("success" if result == "scheduled" else result, schedule_type, seconds)
     if decision.optimizer:
         solved = decision.path == "optimizer" and failure is None
         optimal = decision.optimizer.get("status") == 0

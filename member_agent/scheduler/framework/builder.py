@@ -355,6 +355,7 @@ class _Builder:
             queues.setdefault(implicit, self.queue(implicit, None))
 
         tasks_by_job: dict[str, list[TaskSpec]] = {}
+        residents: list[TaskSpec] = []
         shadow: dict[str, Mapping[str, Any]] = {}
         for pod, (request, nz) in zip(self.pods, requests, strict=True):
             task = self.task(pod, dims, request, nz)
@@ -365,6 +366,7 @@ class _Builder:
             ours = not scheduler or scheduler in self.scheduler_names
             if not task.job:
                 if not ours or task.status != TaskStatus.PENDING:
+                    self._resident(residents, task)
                     continue
                 # The PodGroup controller gives a lone pod its own group of one.
                 group = f"podgroup-{task.uid}"
@@ -379,16 +381,28 @@ class _Builder:
 
         jobs = []
         for job_id, pg in sorted({**self.podgroups, **shadow}.items()):
-            job = self._job(job_id, pg, tasks_by_job.pop(job_id, []), dims, queues)
+            members = tasks_by_job.pop(job_id, [])
+            job = self._job(job_id, pg, members, dims, queues)
             if job is not None:
                 jobs.append(job)
+            else:
+                for t in members:
+                    self._resident(residents, t)
         for job_id, tasks in sorted(tasks_by_job.items()):
             for t in tasks:
                 self.problems.append(f"Pod {t.key}: PodGroup {job_id} is not in the state; the pod is not scheduled")
+                self._resident(residents, t)
         for arr in (nodes.allocatable, nodes.idle, nodes.used, nodes.releasing, nodes.pipelined, nodes.pod_count, nodes.nonzero_used):
             arr.setflags(write=False)
         total = nodes.allocatable.sum(axis=0) if len(nodes) else dims.zeros()
-        return Snapshot(dims, nodes, tuple(jobs), queues, dict(self.priority_classes), tuple(self.problems), total)
+        return Snapshot(dims, nodes, tuple(jobs), queues, dict(self.priority_classes), tuple(self.problems), total,
+                        tuple(sorted(residents, key=lambda t: t.uid)))
+
+    @staticmethod
+    def _resident(residents: list[TaskSpec], task: TaskSpec) -> None:
+        """Keep a pod outside every job when it occupies a node (it was counted by _account)."""
+        if task.node is not None and task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.PIPELINED):
+            residents.append(task)
 
     def _account(self, nodes: NodeTable, task: TaskSpec) -> None:
         if task.node is None or task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):

@@ -24,7 +24,7 @@ import numpy as np
 from member_agent.scheduler.framework import tiers as votes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
-from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.points import Point
 from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.scheduler_conf import PluginOption, SchedulerConf
@@ -100,6 +100,10 @@ class Session:
         self.callbacks: dict[Point, list[list[tuple[str, Callable[..., Any]]]]] = {p: [] for p in Point}
         self.handlers: list[tuple[str, Callable[[TaskInfo], None], Callable[[TaskInfo], None]]] = []
         self.plugins: dict[str, Any] = {}
+        #: Per-session state several plugins share (e.g. the device ledger of deviceshare and
+        #: numa-aware). Kept on the session so it dies with it; a module-level map keyed by the
+        #: session kept every session alive through the value's back reference.
+        self.shared: dict[str, Any] = {}
         self.changes: list[int] = []
         self.shape_caches: dict[Any, Any] = {}
         self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use

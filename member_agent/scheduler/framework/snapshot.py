@@ -167,6 +167,10 @@ class Snapshot:
     #: Objects that could not take part (missing queue, podgroup or node), one line each.
     problems: tuple[str, ...] = ()
     total: Vector = field(default_factory=lambda: np.zeros(3))
+    #: Pods that occupy a node but belong to no job here (no PodGroup and not pending, another
+    #: scheduler's, a missing PodGroup or queue). Their resources are already in the node
+    #: accounting; device plugins read them so the GPUs they hold count too.
+    residents: tuple[TaskSpec, ...] = ()
 
     @property
     def task_count(self) -> int:

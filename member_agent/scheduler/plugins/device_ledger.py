@@ -23,10 +23,10 @@ Pods already on nodes are read back from their ``volcano.sh/gpu-index`` and
 from __future__ import annotations
 
 import json
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import (
     GPU_INDEX_ANNOTATION,
@@ -36,7 +36,6 @@ from member_agent.scheduler.framework.topology import (
 from member_agent.scheduler.plugins.numa_hints import Decision, decide
 
 if TYPE_CHECKING:
-    from member_agent.scheduler.framework.infos import TaskInfo
     from member_agent.scheduler.framework.session import Session
 
 S = TaskStatus
@@ -174,13 +173,25 @@ class DeviceLedger:
         #: share every answer, so a session evaluates distinct states, not nodes.
         self._decisions: dict[tuple[object, ...], Decision] = {}
         self._choices: dict[tuple[object, ...], tuple[int, ...] | None] = {}
-        for row, tasks in enumerate(ssn.node_tasks):
+        for row, tasks in enumerate(self._occupants(ssn)):
             if self.topology[row] is None:
                 continue
-            for task in sorted(tasks.values(), key=lambda t: GPU_INDEX_ANNOTATION not in t.spec.extras.annotations):
+            for task in sorted(tasks, key=lambda t: GPU_INDEX_ANNOTATION not in t.spec.extras.annotations):
                 if task.status != S.RELEASING:
                     self._restore(task, row)
         ssn.add_event_handler("device-ledger", self._on_allocate, self._on_deallocate)
+
+    @staticmethod
+    def _occupants(ssn: Session) -> list[list[TaskInfo]]:
+        """Per row, every pod on the node: the session's tasks and the snapshot's residents
+        (pods of no job, which hold devices all the same)."""
+        rows: list[list[TaskInfo]] = [list(tasks.values()) for tasks in ssn.node_tasks]
+        index = ssn.nodes.index
+        for spec in ssn.snapshot.residents:
+            row = index.get(spec.node) if spec.node else None
+            if row is not None:
+                rows[row].append(TaskInfo(spec, None, row, 0))  # type: ignore[arg-type]  # no job
+        return rows
 
     # ------------------------------------------------------------------ queries
     def node(self, row: int) -> NodeDevices | None:
@@ -380,11 +391,13 @@ class DeviceLedger:
                     yield task, self.held[task.key]
 
 
-_LEDGERS: weakref.WeakKeyDictionary[Session, DeviceLedger] = weakref.WeakKeyDictionary()
+LEDGER_KEY = "device-ledger"
 
 
 def ledger_for(ssn: Session) -> DeviceLedger:
-    found = _LEDGERS.get(ssn)
+    """The session's one ledger. It lives in ``ssn.shared`` so it is freed with the session
+    (a ``WeakKeyDictionary`` whose value points back at its key never drops the entry)."""
+    found: DeviceLedger | None = ssn.shared.get(LEDGER_KEY)
     if found is None:
-        found = _LEDGERS[ssn] = DeviceLedger(ssn)
+        found = ssn.shared[LEDGER_KEY] = DeviceLedger(ssn)
     return found

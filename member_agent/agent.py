@@ -21,6 +21,9 @@ them from the Works (whose status seeds the Job status) and the pods.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import gc
 import json
 import logging
 import os
@@ -408,7 +411,21 @@ class Agent:
                 await self.schedule_pass()
             else:
                 self.session_gate.skip()
+            if self.session_gate.went_idle(IDLE_TRIM_PERIODS):
+                release_memory()
             await self.clock.sleep(self.options.schedule_period)
+
+
+#: periods without a session after which the agent hands its freed heap back to the OS once
+IDLE_TRIM_PERIODS = 30
+
+
+def release_memory() -> None:
+    """Collect garbage and return the freed heap to the OS (glibc ``malloc_trim``), so an agent
+    that ran jobs goes back to a small footprint when it is idle again."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _generation(pod: Obj) -> int:

@@ -40,6 +40,9 @@ class SessionGate:
     last_run: Optional[float] = None
     last_version: int = -1
     skipped: int = 0
+    #: periods skipped in a row since the last session (and whether that idle spell was noted)
+    idle_periods: int = 0
+    _idle_noted: bool = True
 
     def due(self, now: float, version: int, pending: bool) -> bool:
         if self.last_run is None or version != self.last_version:
@@ -49,6 +52,15 @@ class SessionGate:
     def ran(self, now: float, version: int) -> None:
         """Record a session that started at ``now`` on what ``version`` showed."""
         self.last_run, self.last_version = now, version
+        self.idle_periods, self._idle_noted = 0, False
 
     def skip(self) -> None:
         self.skipped += 1
+        self.idle_periods += 1
+
+    def went_idle(self, periods: int) -> bool:
+        """True once per idle spell: ``periods`` periods in a row without a session after one ran."""
+        if self._idle_noted or self.idle_periods < periods:
+            return False
+        self._idle_noted = True
+        return True

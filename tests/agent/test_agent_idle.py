@@ -104,3 +104,14 @@ async def test_no_scheduling_session_while_nothing_changes() -> None:
         await settle()
     assert sessions >= 3  # the change, then every period while the pod waits for a node
     await h.stop()
+
+
+def test_an_idle_spell_is_noted_once_after_sessions() -> None:
+    gate = SessionGate(period=1.0)
+    assert not any(gate.went_idle(3) for _ in range(5) if not gate.skip())  # never ran: nothing to release
+    gate.ran(0.0, 1)
+    noted = []
+    for _ in range(6):
+        gate.skip()
+        noted.append(gate.went_idle(3))
+    assert noted == [False, False, True, False, False, False]

@@ -152,7 +152,8 @@ def build_app(state: ApiServerState) -> web.Application:
     if not state.member_mode:  # federation dashboards: GET /status (federation/status_api.py, docs/status.md)
         from federation.status_api import add_routes as add_status_routes
 
-        add_status_routes(app, state)
+        add_status_routes(app, lambda info, namespace: state.registry.list(info, namespace, None),
+                          state.metrics.registry)
         from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
 
         add_ui_routes(app, state)

@@ -156,6 +156,11 @@ class Registry:
             raise st.invalid(info, name or "", [("metadata", "must be an object")])
         meta = dict(meta)
         body["metadata"] = meta
+        wrong = [(f"metadata.{key}", f"Invalid value: {meta[key]!r}: must be a string")
+                 for key in ("name", "generateName", "namespace", "uid", "resourceVersion")
+                 if meta.get(key) is not None and not isinstance(meta[key], str)]
+        if wrong:
+            raise st.invalid(info, name or "", wrong)
         if info.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
                 raise st.bad_request("the namespace of the provided object does not match the namespace sent "
@@ -246,6 +251,11 @@ class Registry:
         wanted_rv = body["metadata"].get("resourceVersion")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise st.stale(info, name)
+        wanted_uid = body["metadata"].get("uid")
+        if wanted_uid and wanted_uid != old["metadata"].get("uid"):
+            # kube-apiserver treats a uid in the body as a precondition of the update
+            raise st.conflict(info, name, f"Precondition failed: UID in precondition: {wanted_uid}, "
+                                          f"UID in object meta: {old['metadata'].get('uid')}")
         if subresource == "status":
             new = copy_obj(old)
             if "status" in body:

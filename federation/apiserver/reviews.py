@@ -7,7 +7,7 @@
 * ``authentication.k8s.io/v1`` SelfSubjectReview (``kubectl auth whoami``).
 
 Each is a create-only resource: the answer is the request with ``status`` filled in (201),
-nothing is stored. kubectl sends them as protobuf (:mod:`federation.apiserver.protobuf`).
+nothing is stored. kubectl sends them as protobuf (see :mod:`federation.apiserver.protobuf`).
 """
 
 from __future__ import annotations

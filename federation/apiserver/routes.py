@@ -8,15 +8,13 @@ merge, JSON or strategic-merge patches. Every error is a ``Status`` (:mod:`statu
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, paths, protobuf, reviews, table
+from federation.apiserver import discovery, keys, params, paths, protobuf, reviews, table
 from federation.apiserver import status as st
 from federation.apiserver.apply import FIELD_MANAGER, FORCE, manager_for
 from federation.apiserver.auth import User
@@ -29,7 +27,7 @@ from federation.apiserver.state import STATE_KEY, ApiServerState
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
-JSON_TYPES = {"application/json", ""}
+JSON_TYPES = {"application/json"}
 YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml"}
 BODY_TYPES = ["application/json", "application/yaml", protobuf.MEDIA_TYPE]
 DEFAULT_WATCH_TIMEOUT = 1800.0
@@ -54,9 +52,9 @@ def negotiated_response(request: web.Request, obj: Any, status: int = 200) -> we
 
 def _protobuf_served(request: web.Request, info: KindInfo | None) -> bool:
     """Built-in kinds take protobuf bodies; custom kinds are JSON/YAML only, as CRDs are in kube."""
-    if request.method == "DELETE":
-        return True  # DeleteOptions
-    return info is not None and protobuf.message_for(info.api_version, info.kind) is not None
+    if request.method == "DELETE" or info is None:
+        return True  # DeleteOptions, or a review: the envelope names the kind, and decode checks it
+    return protobuf.message_for(info.api_version, info.kind) is not None
 
 
 async def read_body(request: web.Request, patch: bool = False, info: KindInfo | None = None) -> Any:
@@ -67,8 +65,9 @@ async def read_body(request: web.Request, patch: bool = False, info: KindInfo | 
     if patch:
         if base not in PATCH_TYPES and base != APPLY:
             raise st.unsupported_media(content_type, PATCH_TYPES)
-    elif base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base):
-        raise st.unsupported_media(content_type, BODY_TYPES)
+    elif (base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base)
+          and not (request.method == "DELETE" and not base)):
+        raise st.unsupported_media(content_type, BODY_TYPES)  # kube: a body without a Content-Type is 415
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
@@ -114,16 +113,10 @@ def _verb(request: web.Request, target: paths.Target) -> str:
     raise st.method_not_allowed(method, request.path)
 
 
-def _encode_continue(namespace: str, name: str) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps([namespace, name])).decode()
-
-
-def _decode_continue(token: str) -> tuple[str, str]:
-    try:
-        ns, name = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        return str(ns), str(name)
-    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
-        raise st.bad_request(f"invalid continue token {token!r}") from None
+def _body_name(body: Any) -> str:
+    """``metadata.name`` of a body for authorization (the body is checked properly later)."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
 
 
 class Handlers:
@@ -178,17 +171,17 @@ class Handlers:
             body = await read_body(request, patch=request.method == "PATCH",
                                    info=None if target.special == "bindings" else target.info)
         name = target.name
-        if verb == "create" and not target.subresource and isinstance(body, dict):
-            name = str((body.get("metadata") or {}).get("name") or "")
+        if verb == "create" and not target.subresource:
+            name = _body_name(body)
         info = target.info
         if target.special == "bindings":
             info = PODS
-            name = str(((body or {}).get("metadata") or {}).get("name") or "") if isinstance(body, dict) else ""
+            name = _body_name(body)
         self._authorize(user, verb, target, name)
         CURRENT_USER.set(user)
         self._field_manager(request, verb, target)
         registry = self.state.registry
-        dry_run = bool(request.query.getall("dryRun", []))
+        dry_run = verb in ("create", "update", "patch") and params.dry_run(request.query.getall("dryRun", []), verb)
         if target.special == "bindings":
             registry.bind(target.namespace or "", name, body)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -226,14 +219,13 @@ class Handlers:
                        and self.state.store.get(resource_key(info), ns or "", target.name) is None)
             return self._object(request, info, registry.patch(info, ns or "", target.name, content_type, body,
                                                               target.subresource, dry_run), 201 if creates else 200)
+        if verb in ("delete", "deletecollection"):
+            options, dry_run = params.delete_options(body, request.query.get("propagationPolicy"),
+                                                     request.query.getall("dryRun", []))
         if verb == "delete":
-            options = body if isinstance(body, dict) else {}
-            if "propagationPolicy" in request.query:
-                options = dict(options, propagationPolicy=request.query["propagationPolicy"])
             return self._object(request, info, registry.delete(info, ns or "", target.name, options, dry_run))
         if verb == "deletecollection":
             predicate = self._predicate(request)
-            options = body if isinstance(body, dict) else {}
             deleted = []
             for obj in list(registry.list(info, ns, predicate)):
                 meta = obj["metadata"]
@@ -293,22 +285,17 @@ class Handlers:
         predicate = self._predicate(request)
         rv = str(self.state.store.rv)
         items = self.state.registry.list(info, ns, predicate)
+        limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
         if token:
-            after = _decode_continue(token)
+            after = params.decode_continue(token, self.state.hub.floor)
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
         meta: Obj = {"resourceVersion": rv}
-        limit_text = request.query.get("limit")
-        if limit_text:
-            try:
-                limit = int(limit_text)
-            except ValueError:
-                raise st.bad_request(f"limit must be an integer, got {limit_text!r}") from None
-            if 0 < limit < len(items):
-                last = items[limit - 1]["metadata"]
-                meta["continue"] = _encode_continue(last.get("namespace") or "", last["name"])
-                meta["remainingItemCount"] = len(items) - limit
-                items = items[:limit]
+        if 0 < limit < len(items):
+            last = items[limit - 1]["metadata"]
+            meta["continue"] = params.encode_continue(int(rv), last.get("namespace") or "", last["name"])
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
         if table.wants_table(request.headers.get("Accept", "")):
             return json_response(table.table(info, items, self.state.registry.clock(), self._lookup,
                                              request.query.get("includeObject", "PartialObjectMetadata"), meta))
@@ -324,12 +311,7 @@ class Handlers:
                 since = int(rv_text)
             except ValueError:
                 raise st.bad_request(f"invalid resourceVersion {rv_text!r}") from None
-        timeout = DEFAULT_WATCH_TIMEOUT
-        if request.query.get("timeoutSeconds"):
-            try:
-                timeout = float(request.query["timeoutSeconds"])
-            except ValueError:
-                raise st.bad_request("timeoutSeconds must be a number") from None
+        timeout = params.watch_timeout(request.query.get("timeoutSeconds"))
         bookmarks = _flag(request.query.get("allowWatchBookmarks"))
         as_table = table.wants_table(request.headers.get("Accept", ""))
         # a typed client (client-go) watches built-in kinds as length-prefixed protobuf frames

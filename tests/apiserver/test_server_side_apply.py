@@ -188,3 +188,14 @@ async def test_openapi_publishes_list_types(server: ApiServer) -> None:
     assert status == 200
     spec = doc["components"]["schemas"]["io.caldera.batch.volcano.sh.v1alpha1.Job.JobSpec"]["properties"]["tasks"]
     assert spec["x-kubernetes-list-type"] == "map" and spec["x-kubernetes-list-map-keys"] == ["name"]
+
+
+async def test_caldera_clients_write_as_the_caldera_manager(server: ApiServer) -> None:
+    from federation.client import ResourceClient, api_client_from_dict
+    from policies.kinds import lookup
+
+    async with api_client_from_dict(server.kubeconfig()) as api:
+        created = await ResourceClient(api).create(lookup("v1", "ConfigMap"), {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"},
+            "data": {"a": "b"}})
+    assert [(e["manager"], e["operation"]) for e in created["metadata"]["managedFields"]] == [("caldera", "Update")]

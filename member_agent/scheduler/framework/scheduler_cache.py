@@ -33,6 +33,7 @@ from member_agent.scheduler.framework.builder import (
 )
 from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.snapshot import (
+    DeviceArrays,
     DeviceUsage,
     JobSpec,
     NodeTable,
@@ -43,6 +44,7 @@ from member_agent.scheduler.framework.snapshot import (
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import GPU_INDEX_ANNOTATION, TOPOLOGY_DECISION_ANNOTATION
 from member_agent.scheduler.plugins.device_ledger import Assignment, NodeDevices, gpu_demand
+from member_agent.scheduler.plugins.gpu_matrix import GpuMatrix
 
 S = TaskStatus
 TERMINAL = (S.SUCCEEDED, S.FAILED)
@@ -77,8 +79,10 @@ class SchedulerCache:
         self._resources = set(resources)
         self._objects: dict[str, dict[str, Mapping[str, Any]]] = {
             k: {} for k in ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")}
+        #: Every distinct request seen and how many pods had it (deleted pods stay counted).
         self._workload: dict[tuple[float, ...], int] = {}
         self._seen: set[str] = set()
+        self._workload_tuple: tuple[tuple[tuple[float, ...], int], ...] | None = None
         self._stale = True
         self.rebuilds = 0  # full rebuilds so far (a bench/test reading)
 
@@ -121,6 +125,7 @@ class SchedulerCache:
         elif kind == "Queue":
             self._queue_specs = self._build_queues()
             self._dirty_jobs.update(self._members)
+            self._dirty_jobs.update(self._objects["PodGroup"])
 
     # ------------------------------------------------------------------ full rebuild
     def _rebuild(self) -> None:
@@ -137,6 +142,8 @@ class SchedulerCache:
         for request, _nz in requests.values():
             names.update(request)
         self.dims = Dimensions(names)
+        # Request vectors change shape with the dims: count again from the pods there are now.
+        self._workload, self._seen, self._workload_tuple = {}, set(), None
         builder.nodes = list(self._objects["Node"].values())
         self._table = builder.node_table(self.dims)
         self._arrays = {name: getattr(self._table, name) for name in ARRAYS}
@@ -144,6 +151,7 @@ class SchedulerCache:
         self._devices: dict[int, NodeDevices] = {}
         self._usage: list[DeviceUsage | None] = [None] * len(self._table)
         self._dirty_rows: set[int] = set()
+        self._gpu_arrays = GpuMatrix.arrays_of(self._table.topology)
         self._pods: dict[str, _PodEntry] = {}
         self._members: dict[str, dict[str, TaskSpec]] = {}
         self._shadow: dict[str, Mapping[str, Any]] = {}
@@ -156,6 +164,7 @@ class SchedulerCache:
         self._stale = False
         for key, pod in self._objects["Pod"].items():
             self._add_pod(key, pod, requests[key])
+        self._dirty_jobs.update(self._objects["PodGroup"])  # a PodGroup with no pods is a job too
 
     def _build_queues(self) -> dict[str, QueueSpec]:
         queues = {name: self._builder.queue(name, obj) for name, obj in self._objects["Queue"].items()}
@@ -174,7 +183,7 @@ class SchedulerCache:
         if task.uid not in self._seen:
             self._seen.add(task.uid)
             self._workload[task.request_list] = self._workload.get(task.request_list, 0) + 1
-            self._workload_tuple: tuple[tuple[tuple[float, ...], int], ...] | None = None
+            self._workload_tuple = None
         self._account(task, 1)
         if task.status in TERMINAL and not task.job:
             return
@@ -285,27 +294,46 @@ class SchedulerCache:
                 self._rebuild()
         for job in sorted(self._dirty_jobs):
             derived = self._jobs[job] = self._derive_job(job)
-            if derived[0] is None or derived[1]:
+            if derived == (None, ()):  # gone: no PodGroup and no pods
+                del self._jobs[job]
+                self._broken.discard(job)
+            elif derived[0] is None or derived[1]:
                 self._broken.add(job)
             else:
                 self._broken.discard(job)
         if self._dirty_jobs:
             self._job_tuple = tuple(spec for _, (spec, _p) in sorted(self._jobs.items()) if spec is not None)
             self._dirty_jobs.clear()
+        arrays = self._gpu_arrays
         for row in self._dirty_rows:
-            self._usage[row] = self._devices[row].usage() if row in self._devices else None
+            node = self._devices.get(row)
+            self._usage[row] = node.usage() if node is not None else None
+            if node is not None:
+                k = len(node.holders)
+                arrays.memory_used[row, :k] = node.memory_used
+                arrays.cores_used[row, :k] = node.cores_used
+                arrays.holders[row, :k] = node.holders
+                arrays.exclusive[row, :k] = node.exclusive
         self._dirty_rows.clear()
         table = self._frozen_table()
         problems = [*self._node_problems, *(p for job in sorted(self._broken) for p in self._jobs[job][1]),
                     *(self._pod_problems[k] for k in sorted(self._pod_problems))]
         residents = [*self._residents.values(), *self._orphans()]
         total = table.allocatable.sum(axis=0) if len(table) else self.dims.zeros()
-        if getattr(self, "_workload_tuple", None) is None:
+        if self._workload_tuple is None:
             self._workload_tuple = tuple(sorted(self._workload.items()))
         return Snapshot(self.dims, table, getattr(self, "_job_tuple", ()), dict(self._queue_specs),
                         dict(self._builder.priority_classes), tuple(problems), total,
                         tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._usage),
-                        self._workload_tuple or ())
+                        self._workload_tuple or (), self._frozen_arrays())
+
+    def _frozen_arrays(self) -> DeviceArrays:
+        copies = {}
+        for name in ("count", "memory", "memory_used", "cores_used", "holders", "exclusive"):
+            array = getattr(self._gpu_arrays, name).copy()
+            array.setflags(write=False)
+            copies[name] = array
+        return DeviceArrays(**copies)
 
     def _frozen_table(self) -> NodeTable:
         copies = {}
@@ -316,11 +344,11 @@ class SchedulerCache:
         return replace(self._table, **copies)
 
     def _derive_job(self, job: str) -> tuple[JobSpec | None, tuple[str, ...]]:
-        members = self._members.get(job)
-        if not members:
-            return None, ()
+        members = self._members.get(job) or {}
         pg = self._objects["PodGroup"].get(job) or self._shadow.get(job)
         tasks = list(members.values())
+        if pg is None and not tasks:
+            return None, ()
         if pg is None:
             return None, tuple(f"Pod {t.key}: PodGroup {job} is not in the state; the pod is not scheduled"
                                for t in sorted(tasks, key=lambda t: t.uid))

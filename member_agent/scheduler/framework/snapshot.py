@@ -168,6 +168,18 @@ class DeviceUsage:
 
 
 @dataclass(frozen=True)
+class DeviceArrays:
+    """``device_usage`` of every node as (nodes × GPUs) arrays (the cache keeps them current)."""
+
+    count: np.ndarray  # (N,) GPUs per node
+    memory: np.ndarray  # (N, G) GB per GPU
+    memory_used: np.ndarray
+    cores_used: np.ndarray
+    holders: np.ndarray
+    exclusive: np.ndarray
+
+
+@dataclass(frozen=True)
 class Snapshot:
     dims: Dimensions
     nodes: NodeTable
@@ -187,6 +199,7 @@ class Snapshot:
     #: The observed request distribution: (request vector as a tuple, number of pods seen),
     #: one entry per distinct request (for fragmentation-aware scoring, plugins/fgd.py).
     workload: tuple[tuple[tuple[float, ...], int], ...] = ()
+    device_arrays: DeviceArrays | None = None
 
     @property
     def task_count(self) -> int:

@@ -64,11 +64,23 @@ class Workload:
         # A GPU is a fragment for class j when its free part is below thr_j.
         self.thr = np.where(self.kind == 1, self.value, np.where(self.kind == 2, 1.0, np.inf))
         self.p_total = float(p.sum())
+        self._mass: dict[tuple[float, float], np.ndarray] = {}
 
     def mass(self, cpu_free: np.ndarray, mem_free: np.ndarray) -> np.ndarray:
-        """(R, J): the share of each class whose CPU and memory fit each row."""
-        fits = (self.cpu[None, :] <= cpu_free[:, None] + 0.1) & (self.mem[None, :] <= mem_free[:, None] + 0.1)
-        return fits.astype(np.float64) @ self.share  # type: ignore[no-any-return]
+        """(R, J): the share of each class whose CPU and memory fit each row (memoised per
+        distinct free CPU/memory pair: nodes of one type in one state share the answer)."""
+        keys = list(zip(cpu_free.tolist(), mem_free.tolist(), strict=True))
+        memo = self._mass
+        missing = sorted({k for k in keys if k not in memo})
+        if missing:
+            cpu = np.array([k[0] for k in missing])
+            mem = np.array([k[1] for k in missing])
+            fits = (self.cpu[None, :] <= cpu[:, None] + 0.1) & (self.mem[None, :] <= mem[:, None] + 0.1)
+            rows = fits.astype(np.float64) @ self.share
+            if len(memo) > 200_000:
+                memo.clear()
+            memo.update(zip(missing, rows, strict=True))
+        return np.array([memo[k] for k in keys]).reshape(len(keys), self.share.shape[1])
 
     def gpu_fit(self, top: np.ndarray, full: np.ndarray) -> np.ndarray:
         """(…, J): whether a class's GPU demand fits, given the largest free part and whole free GPUs."""
@@ -103,6 +115,10 @@ class FgdPlugin:
         self.gpus = max((len(t.gpus) for t in topologies), default=0)
         if self.gpus == 0 or self.weight <= 0:
             return
+        n = len(ssn.node_names)
+        self._cached = np.zeros(n)
+        self._fresh = np.zeros(n, dtype=bool)
+        self._pos = len(ssn.changes)
         ssn.add(Point.NODE_ORDER, NAME, self._score, row=self._score_row)
         self.ledger.shared_chooser = self._choose
 
@@ -116,21 +132,45 @@ class FgdPlugin:
             u = np.pad(u, ((0, 0), (0, self.gpus - u.shape[1])))
         return u
 
+    def _before(self, rows: np.ndarray, u: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+        """F_n(M) of the rows as they are now; kept per row until the session touches it."""
+        ssn = self.ssn
+        if self._pos < len(ssn.changes):
+            self._fresh[np.asarray(ssn.changes[self._pos:], dtype=np.int64)] = False
+            self._pos = len(ssn.changes)
+        stale = ~self._fresh[rows]
+        if stale.any():
+            self._cached[rows[stale]] = self.work.fragmentation(u[stale], cpu[stale], mem[stale])
+            self._fresh[rows[stale]] = True
+        return self._cached[rows]  # type: ignore[no-any-return]
+
     def _deltas(self, task: TaskInfo, rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """(R,) smallest Δ per row and (R, G) Δ per GPU candidate (inf: not a candidate)."""
+        """(R,) smallest Δ per row and (R, G) Δ per GPU candidate (inf: not a candidate).
+        Rows the task cannot go to (CPU, memory or GPUs short) get Δ 0 without the work."""
         ssn, work = self.ssn, self.work
-        u = self._free(rows)
-        idle = ssn.idle[rows]
+        index = np.asarray(rows, dtype=np.int64)
         req = task.spec.request_list
-        cpu, mem = idle[:, Dimensions.CPU], idle[:, Dimensions.MEMORY]
-        before = work.fragmentation(u, cpu, mem)
-        cpu2, mem2 = cpu - req[Dimensions.CPU], mem - req[Dimensions.MEMORY]
+        idle = ssn.idle[index]
         demand = self.ledger.demand(task)
+        can = (idle[:, Dimensions.CPU] + 0.1 >= req[Dimensions.CPU]) & (idle[:, Dimensions.MEMORY] + 0.1 >= req[Dimensions.MEMORY])
+        if demand.any_gpu:
+            can &= self.ledger.matrix().fits(demand, index)
+        delta = np.zeros(len(index))
+        per_gpu = np.full((len(index), self.gpus), np.inf)
+        if not can.any():
+            return delta, per_gpu
+        sub = index[can]
+        u = self._free(sub.tolist())
+        cpu, mem = idle[can, Dimensions.CPU], idle[can, Dimensions.MEMORY]
+        before = self._before(sub, u, cpu, mem)
+        cpu2, mem2 = cpu - req[Dimensions.CPU], mem - req[Dimensions.MEMORY]
         if not demand.shared or demand.gpus != 1:
-            after_u = self._take_whole(u, demand)
-            delta = work.fragmentation(after_u, cpu2, mem2) - before
-            return delta, np.broadcast_to(delta[:, None], u.shape)
-        return self._shared_deltas(u, before, cpu2, mem2, max(demand.cores / 100.0, 0.01))
+            d = work.fragmentation(self._take_whole(u, demand), cpu2, mem2) - before
+            delta[can] = d
+            per_gpu[can] = d[:, None]
+            return delta, per_gpu
+        delta[can], per_gpu[can] = self._shared_deltas(u, before, cpu2, mem2, max(demand.cores / 100.0, 0.01))
+        return delta, per_gpu
 
     @staticmethod
     def _take_whole(u: np.ndarray, demand: Demand) -> np.ndarray:

@@ -8,9 +8,12 @@ built once per session when first asked and refreshed row by row as the ledger c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
+
+from member_agent.scheduler.framework.snapshot import DeviceArrays
+from member_agent.scheduler.framework.topology import NodeTopology
 
 if TYPE_CHECKING:
     from member_agent.scheduler.plugins.device_ledger import Demand, DeviceLedger, NodeDevices
@@ -20,27 +23,54 @@ EPS = 1e-9
 
 class GpuMatrix:
     def __init__(self, ledger: DeviceLedger) -> None:
+        base = ledger.ssn.snapshot.device_arrays
+        if base is not None and len(base.count) == len(ledger.topology):
+            self._copy(base)
+            rows: Iterable[int] = sorted(ledger.nodes)  # the rows the ledger already holds devices on
+        else:
+            self._empty(ledger)
+            rows = (r for r, layout in enumerate(ledger.topology) if layout is not None)
+        for row in rows:
+            node = ledger.node(row)
+            if node is not None:
+                self.refresh(row, node)
+        self.valid = np.arange(self.memory.shape[1])[None, :] < self.count[:, None]
+
+    def _copy(self, base: DeviceArrays) -> None:
+        self.count = base.count.copy()
+        self.memory = base.memory.copy()
+        self.memory_used = base.memory_used.copy()
+        self.cores_used = base.cores_used.copy()
+        self.holders = base.holders.copy()
+        self.exclusive = base.exclusive.copy()
+
+    def _empty(self, ledger: DeviceLedger) -> None:
         topology = ledger.topology
         n = len(topology)
         width = max((len(t.gpus) for t in topology if t is not None), default=0)
         self.count = np.zeros(n, dtype=np.int64)
-        self.valid = np.zeros((n, width), dtype=bool)
         self.memory = np.zeros((n, width))
         self.memory_used = np.zeros((n, width))
         self.cores_used = np.zeros((n, width))
         self.holders = np.zeros((n, width), dtype=np.int64)
         self.exclusive = np.zeros((n, width), dtype=bool)
+
+    @staticmethod
+    def arrays_of(topology: Sequence[NodeTopology | None]) -> DeviceArrays:
+        """Idle devices of every node (what the cache starts from)."""
+        n = len(topology)
+        width = max((len(t.gpus) for t in topology if t is not None), default=0)
+        count = np.array([len(t.gpus) if t is not None else 0 for t in topology], dtype=np.int64)
+        memory = np.zeros((n, width))
         for row, layout in enumerate(topology):
-            if layout is None:
-                continue
-            node = ledger.node(row)
-            if node is not None:
-                self.refresh(row, node)
+            if layout is not None:
+                memory[row, :len(layout.gpus)] = [g.memory_gib for g in layout.gpus]
+        return DeviceArrays(count, memory, np.zeros((n, width)), np.zeros((n, width)),
+                            np.zeros((n, width), dtype=np.int64), np.zeros((n, width), dtype=bool))
 
     def refresh(self, row: int, node: NodeDevices) -> None:
         k = len(node.holders)
         self.count[row] = k
-        self.valid[row, :k] = True
         self.memory[row, :k] = node.memory
         self.memory_used[row, :k] = node.memory_used
         self.cores_used[row, :k] = node.cores_used

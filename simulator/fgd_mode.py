@@ -77,7 +77,7 @@ def _stamp(t: float) -> str:
 
 
 def run_fgd(nodes: list[NodeRow], pods: list[PodRow], conf: SchedulerConf, *, seed: int, load: float = 1.3,
-            batch: int = 1, options: SessionOptions = SessionOptions(),
+            batch: int = 1, options: SessionOptions = SessionOptions(), workload_from_trace: bool = False,
             progress: Callable[[int, int], None] | None = None) -> FgdRun:
     started = time.perf_counter()
     gpus_total = sum(n.gpus for n in nodes)
@@ -86,6 +86,9 @@ def run_fgd(nodes: list[NodeRow], pods: list[PodRow], conf: SchedulerConf, *, se
     cache = SchedulerCache(resources=("nvidia.com/gpu", "nvidia.com/gpucores"))
     for node in nodes:
         cache.upsert(node_object(node))
+    if workload_from_trace:  # the paper's target workload: the pod list's request distribution
+        for i, pod in enumerate(pods):
+            cache.observe(pod_object(pod, f"seen-{i}", _stamp(0)))
     clock = VirtualClock(EPOCH)
     for start in range(0, len(arrivals), batch):
         chunk = [(start + i, pod) for i, pod in enumerate(arrivals[start:start + batch])]

@@ -45,7 +45,7 @@ def test_cpu_that_does_not_fit_makes_every_gpu_a_fragment() -> None:
 
 
 def test_gradient_fills_the_hole_rather_than_breaking_a_whole_gpu() -> None:
-    plugin = FgdPlugin({"fgd.weight": 1})
+    plugin = FgdPlugin({"fgd.weight": 1, "fgd.popularity": "pods", "fgd.binpackWeight": 0})
     plugin.work = EXAMPLE
     u = np.array([(1.0, 0.3)])
     before = EXAMPLE.fragmentation(u, BIG, BIG)
@@ -91,3 +91,15 @@ def test_session_places_a_shared_pod_on_the_partly_used_gpu() -> None:
 
 def test_fgd_is_off_in_volcano_default_conf() -> None:
     assert all(p.name != "fgd" for tier in DEFAULT_CONF.tiers for p in tier.plugins)
+
+
+def test_unknown_popularity_is_a_warning_and_falls_back_to_pods() -> None:
+    conf = parse_scheduler_conf("""
+actions: "allocate"
+tiers:
+- plugins: [{name: deviceshare}, {name: fgd, arguments: {fgd.popularity: tasks}}]
+""")
+    objs = [node("n-a", 2), pod("new", {"nvidia.com/gpucores": "20"})]
+    result = run_cycle(build_snapshot(objs), conf, FixedClock())
+    assert any("fgd.popularity 'tasks' is not one of pods, gpus" in w for w in result.warnings)
+    assert result.bindings == {"w/new": "n-a"}

@@ -117,6 +117,19 @@ class SchedulerCache:
         elif not self._stale and kind != "Pod":
             self._changed(kind, key, None)
 
+    def observe(self, raw: Any) -> None:
+        """Count a pod's request in the observed workload without adding the pod (a pod seen
+        before this cache started: the history a long-running scheduler would have)."""
+        if self._stale:
+            self.snapshot()
+        obj = _plain(raw)
+        request, nz = pod_request(obj.get("spec") or {})
+        if any(name not in self.dims.index for name in request):
+            return
+        vector = tuple(self.dims.vector(request).tolist())
+        self._workload[vector] = self._workload.get(vector, 0) + 1
+        self._workload_tuple = None
+
     def _changed(self, kind: str, key: str, obj: Mapping[str, Any] | None) -> None:
         if kind == "Pod" and obj is not None:
             self._add_pod(key, obj)

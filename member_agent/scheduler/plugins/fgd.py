@@ -28,7 +28,13 @@ from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.plugins.device_ledger import Demand, DeviceLedger, gpu_demand, ledger_for
 
 NAME = "fgd"
-ARGUMENTS = (Argument("fgd.weight", int, 1),)
+ARGUMENTS = (
+    Argument("fgd.weight", int, 1),
+    # "pods": p_m is m's share of pods (the paper); "gpus": its share of requested GPUs.
+    Argument("fgd.popularity", str, "pods"),
+    # Adds this × the node's allocated GPU share after the placement (best-fit among equals).
+    Argument("fgd.binpackWeight", int, 0),
+)
 MAX_NODE_SCORE = 100.0
 EPS = 1e-9
 
@@ -37,7 +43,8 @@ class Workload:
     """M as arrays: per task type its CPU, memory and share p_m; per GPU-request class j the
     threshold below which a GPU is a fragment and how many such-or-better GPUs it needs."""
 
-    def __init__(self, types: list[tuple[tuple[float, ...], int]], index: dict[str, int]) -> None:
+    def __init__(self, types: list[tuple[tuple[float, ...], int]], index: dict[str, int],
+                 by_gpus: bool = False) -> None:
         classes: dict[tuple[int, float], int] = {}
         cls, cpu, mem, count = [], [], [], []
         for request, n in types:
@@ -51,8 +58,9 @@ class Workload:
             cls.append(classes.setdefault(key, len(classes)))
             cpu.append(request[Dimensions.CPU])
             mem.append(request[Dimensions.MEMORY])
-            count.append(n)
-        total = max(1, sum(count))
+            gpus = (demand.cores / 100.0 if demand.shared else demand.gpus) if demand.any_gpu else 0.0
+            count.append(n * max(gpus, 0.1) if by_gpus else n)
+        total = sum(count) or 1
         p = np.asarray(count, dtype=np.float64) / total
         self.cpu = np.asarray(cpu)
         self.mem = np.asarray(mem)
@@ -102,15 +110,22 @@ class FgdPlugin:
 
     def __init__(self, args: dict[str, Any]) -> None:
         self.weight = int(args["fgd.weight"])
+        self.popularity = str(args["fgd.popularity"])
+        self.by_gpus = self.popularity == "gpus"
+        self.binpack = int(args["fgd.binpackWeight"])
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.ledger: DeviceLedger = ledger_for(ssn)
+        if self.popularity not in ("pods", "gpus"):
+            ssn.warn(f"plugin {NAME}: argument fgd.popularity {self.popularity!r} is not one of pods, gpus; "
+                     f"pods is used")
+            self.by_gpus = False
         if not any(p.name == "deviceshare" for tier in ssn.conf.tiers for p in tier.plugins):
             ssn.warn(f"plugin {NAME}: deviceshare is not configured; GPUs are not checked one by one")
         types = list(ssn.snapshot.workload) or sorted(
             {(t.spec.request_list, 1) for job in ssn.jobs.values() for t in job.tasks})
-        self.work = Workload(types, ssn.dims.index)
+        self.work = Workload(types, ssn.dims.index, self.by_gpus)
         topologies = [t for t in ssn.nodes.topology if t is not None]
         self.gpus = max((len(t.gpus) for t in topologies), default=0)
         if self.gpus == 0 or self.weight <= 0:
@@ -215,7 +230,15 @@ class FgdPlugin:
         if not self.ledger.demand(task).any_gpu and not task.spec.request_list[Dimensions.CPU]:
             return np.zeros(len(rows))
         delta, _ = self._deltas(task, rows.tolist())
-        return self._scale(delta)
+        score = self._scale(delta)
+        demand = self.ledger.demand(task)
+        if self.binpack and demand.any_gpu:
+            matrix = self.ledger.matrix()
+            count = np.maximum(matrix.count[rows], 1)
+            free = self._free(rows.tolist()).sum(axis=1)
+            amount = demand.cores / 100.0 if demand.shared else demand.gpus
+            score = score + self.binpack * (count - free + amount) / count
+        return score  # type: ignore[no-any-return]
 
     def _score_row(self, task: TaskInfo, row: int) -> float:
         return float(self._score(task, np.array([row]))[0])

@@ -15,7 +15,7 @@ import pytest
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
-from member_agent.scheduler.framework.scheduler_cache import SchedulerCache
+from member_agent.scheduler.framework.scheduler_cache import ObjectSync, SchedulerCache
 from member_agent.scheduler.framework.snapshot import Snapshot
 from tests.simulate.test_deviceshare_fixes import CONF, node, pod, podgroup
 
@@ -102,3 +102,16 @@ def test_snapshot_reuses_unchanged_jobs_and_does_not_rebuild() -> None:
     assert cache.rebuilds == 1
     assert first.jobs[0] is second.jobs[0]  # g1 untouched: the same frozen JobSpec
     assert len(second.jobs) == len(first.jobs) + 1
+
+
+def test_object_sync_turns_changed_objects_into_events() -> None:
+    """The agent's path: the full object list each pass; in-place edits are noticed too."""
+    sync = ObjectSync(SchedulerCache())
+    objs = [node("n0", 2), podgroup("g1"), P1, copy.deepcopy(P2)]
+    same(sync.snapshot(objs), build_snapshot(objs))
+    objs[3]["spec"]["nodeName"] = "n0"  # edited in place, as a caller may
+    objs[3]["status"]["phase"] = "Running"
+    same(sync.snapshot(objs), build_snapshot(objs))
+    del objs[1]  # the PodGroup goes away
+    same(sync.snapshot(objs), build_snapshot(objs))
+    assert sync.cache.rebuilds == 1

@@ -17,6 +17,7 @@ everything on the next snapshot (it changes every row or every task).
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
@@ -388,3 +389,41 @@ class SchedulerCache:
 
     def describe(self) -> str:
         return json.dumps({k: len(v) for k, v in self._objects.items()}, sort_keys=True)
+
+
+class ObjectSync:
+    """Feeds a :class:`SchedulerCache` from the full list of objects a caller has each pass
+    (the agent's informer cache plus its in-flight writes): only objects that differ from
+    the previous pass become events, so the snapshot still costs what changed. Objects are
+    compared by content against a private copy (callers may change their dicts in place)."""
+
+    def __init__(self, cache: SchedulerCache) -> None:
+        self.cache = cache
+        self._last: dict[tuple[str, str], Mapping[str, Any]] = {}
+
+    def snapshot(self, objects: Iterable[Any]) -> Snapshot:
+        seen: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for raw in objects:
+            if raw is None:
+                continue
+            obj = _plain(raw)
+            if obj.get("kind") == "List":
+                for item in obj.get("items") or ():
+                    self._one(_plain(item), seen)
+            else:
+                self._one(obj, seen)
+        for key, obj in self._last.items():
+            if key not in seen:
+                self.cache.delete(obj)
+        self._last = seen
+        return self.cache.snapshot()
+
+    def _one(self, obj: Mapping[str, Any], seen: dict[tuple[str, str], Mapping[str, Any]]) -> None:
+        key = (str(obj.get("kind")), _key(obj))
+        previous = self._last.get(key)
+        if previous is None or previous != obj:
+            obj = copy.deepcopy(obj)
+            self.cache.upsert(obj)
+        else:
+            obj = previous
+        seen[key] = obj

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from federation.apiserver.server import ApiServer, ServerConfig
+from federation.apiserver.server import ServerConfig
+from federation.cli.compose import FederationServer
 from federation.client import ResourceClient, api_client_from_dict
 from federation.controllers.common import ControllerOptions
 from federation.controllers.dispatch import dispatch_controller
@@ -60,7 +61,7 @@ async def main(n_jobs: int, n_clusters: int, n_nodes: int, gang: bool) -> None:
     options = ControllerOptions()
     with tempfile.TemporaryDirectory() as tmp:
         controllers = [lambda ctx: placement_controller(ctx, options), lambda ctx: dispatch_controller(ctx, options)]
-        async with ApiServer(ServerConfig(data_dir=Path(tmp)), controllers=controllers) as server, \
+        async with FederationServer(ServerConfig(data_dir=Path(tmp)), controllers=controllers) as server, \
                 api_client_from_dict(server.kubeconfig()) as api:
             rc = ResourceClient(api, 60.0)
             for c in range(n_clusters):

@@ -1,6 +1,7 @@
-"""``caldera serve`` flags for the cluster health controller (kept import-light for the CLI).
+"""``caldera serve`` and ``caldera controllers`` flags for the cluster health controller (kept
+import-light for the CLI).
 
-The values travel as ``ServerConfig.controller_options`` -> ``ControllerContext.extra`` and are
+The values travel as ``ControllerManager(options=...)`` -> ``ControllerContext.extra`` and are
 read by :func:`federation.controllers.health.config_from`. Unset flags keep the defaults of
 :class:`federation.controllers.health_state.HealthConfig` (Karmada's: lease duration, 300 s
 failover grace, 30 s success threshold, 60 s startup grace, 5 s monitor period).

@@ -8,6 +8,11 @@ Controllers run inside the API server process, so they share these module-level 
     metrics.OPTIMIZER_CALLS.labels(outcome="solved").inc()   # or "fallback", "infeasible"
     metrics.TWO_PHASE.labels(outcome="released").inc()      # or "cancelled"
     metrics.CLUSTER_READY.labels(cluster="a").set(1)
+    metrics.two_phase_outcome("released", waited_seconds)   # + caldera_cross_cluster_gang_wait_seconds
+    metrics.observe_schedule("success", "FirstSchedule", seconds)   # Karmada's scheduler metrics
+
+Gauges that describe the fleet as it is (clusters, queues, jobs, holds) are computed at scrape time
+from the store by :mod:`federation.fleet_metrics`, not here.
 
 They live in their own :data:`REGISTRY`; :func:`expose_in` bridges it into a server's registry
 so one scrape of ``/metrics`` returns both. :func:`placement_latency_summary` gives exact
@@ -40,6 +45,12 @@ OPTIMIZER_CALLS = Counter(
 TWO_PHASE = Counter(
     "caldera_two_phase_outcomes", "Two-phase gang starts by outcome (released, cancelled)",
     ["outcome"], registry=REGISTRY)
+QUEUE_MOVES = Counter(
+    "caldera_scheduling_queue_moves", "Unschedulable jobs moved back to the active queue by an event",
+    registry=REGISTRY)
+QUEUE_UNSCHEDULABLE = Counter(
+    "caldera_scheduling_queue_unschedulable", "Attempts that left a job in the unschedulable set",
+    registry=REGISTRY)
 CLUSTER_READY = Gauge(
     "caldera_cluster_ready", "1 when the cluster's lease is fresh and it is untainted, else 0",
     ["cluster"], registry=REGISTRY)
@@ -52,6 +63,20 @@ JOB_PHASE_TRANSITIONS = Counter(
 STATUS_WRITES = Counter(
     "caldera_status_writes", "Status subresource writes by the status and health controllers",
     ["kind"], registry=REGISTRY)
+GANG_WAIT = Histogram(
+    "caldera_cross_cluster_gang_wait_seconds",
+    "A gang held across clusters: from its placement to release or cancellation, by outcome",
+    ["outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
+# Karmada's scheduler metrics (karmada-scheduler names, without the process prefix Karmada adds)
+SCHEDULE_ATTEMPTS = Counter(
+    "karmada_scheduler_schedule_attempts", "Placement attempts by result (success, unschedulable, error) and type",
+    ["result", "schedule_type"], registry=REGISTRY)
+E2E_SCHEDULING = Histogram(
+    "karmada_scheduler_e2e_scheduling_duration_seconds", "One placement from its trigger to the decision",
+    ["result", "schedule_type"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
+INCOMING_BINDINGS = Counter(
+    "karmada_scheduler_queue_incoming_bindings", "Jobs queued for placement, by what triggered it",
+    ["event"], registry=REGISTRY)
 
 _RECENT: deque[float] = deque(maxlen=10_000)
 _LOCK = threading.Lock()
@@ -63,6 +88,39 @@ def observe_placement_latency(seconds: float) -> None:
     PLACEMENT_LATENCY.observe(seconds)
     with _LOCK:
         _RECENT.append(seconds)
+
+
+def two_phase_outcome(outcome: str, waited_seconds: float | None) -> None:
+    """A held gang was released or cancelled; ``waited_seconds`` since its placement, when known."""
+    TWO_PHASE.labels(outcome=outcome).inc()
+    if waited_seconds is not None:
+        GANG_WAIT.labels(outcome=outcome).observe(max(0.0, waited_seconds))
+
+
+def schedule_type(generation: int, trigger: str) -> str:
+    """Karmada's ``schedule_type`` label for one placement attempt."""
+    if generation == 0:
+        return "FirstSchedule"
+    if trigger.startswith("cluster lost"):
+        return "FailoverSchedule"
+    return "ReconcileSchedule"
+
+
+def observe_schedule(result: str, kind: str, seconds: float) -> None:
+    SCHEDULE_ATTEMPTS.labels(result=result, schedule_type=kind).inc()
+    E2E_SCHEDULING.labels(result=result, schedule_type=kind).observe(max(0.0, seconds))
+
+
+def trigger_event(trigger: str) -> str:
+    """A bounded label value for a placement trigger (the trigger text may name a cluster)."""
+    head = trigger.split(":", 1)[0].strip().lower()
+    for prefix, event in (("initial placement", "initial"), ("policy bound", "policy_bound"),
+                          ("job spec changed", "spec_changed"), ("policy changed", "policy_changed"),
+                          ("reschedule requested", "reschedule_requested"), ("cluster lost", "cluster_lost"),
+                          ("reservation cancelled", "reservation_cancelled"), ("retry", "cluster_changed")):
+        if head.startswith(prefix):
+            return event
+    return "other"
 
 
 def recent_placement_latencies() -> list[float]:

@@ -112,6 +112,8 @@ class Agent:
             with open(path, encoding="utf-8") as handle:
                 self.conf = parse_scheduler_conf(handle.read())
             log.info("Successfully loaded Scheduler conf from %s: actions %s", path, ", ".join(self.conf.actions))
+            for warning in self.conf.warnings:
+                log.warning("scheduler conf %s: %s", path, warning)
         except (OSError, InvalidConfiguration) as exc:
             log.error("scheduler conf %s is not usable, keeping the previous one: %s", path, exc)
 

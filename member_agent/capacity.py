@@ -380,9 +380,12 @@ def gpu_summary(state: NodeState) -> list[dict[str, Any]]:
         if total <= 0 or not state.ready[i]:
             continue
         product = state.labels[i].get("nvidia.com/gpu.product", "unknown")
-        entry = out.setdefault(product, {"product": product, "total": 0, "free": 0})
+        entry = out.setdefault(product, {"product": product, "total": 0, "free": 0, "fragmented": 0})
         entry["total"] += total
-        entry["free"] += int(free[i, j] // 1000) if not state.unschedulable[i] else 0
+        node_free = int(free[i, j] // 1000) if not state.unschedulable[i] else 0
+        entry["free"] += node_free
+        # free GPUs on a partly used node: a job that wants whole nodes cannot use them
+        entry["fragmented"] += node_free if node_free < total else 0
     return sorted(out.values(), key=lambda e: e["product"])
 
 

@@ -1,5 +1,8 @@
 """The agent's Prometheus metrics, with Volcano's names (reference/volcano.md §11.1).
 
+The seed's alert names ``volcano_queue_allocated`` / ``volcano_queue_capability`` (not Volcano
+names): :mod:`member_agent.queue_metrics` provides them next to Volcano's own.
+
 Each agent has its own registry (several agents may share a test process). Queue gauges come
 in Volcano's three variants: ``*_milli_cpu``, ``*_memory_bytes`` and ``*_scalar_resources``
 (label ``resource``). Volcano names the capability gauges ``volcano_queue_capacity_*``.
@@ -12,6 +15,7 @@ from typing import Any, Iterable, Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from member_agent.queue_metrics import QueueGauges
 from member_agent.scheduler.framework.result import CycleResult
 from policies.resources import to_internal
 
@@ -70,6 +74,12 @@ class AgentMetrics:
                                    registry=r)
         self.job_failed = Gauge("volcano_job_failed_phase_count", "Jobs in phase Failed", ["job_name", "queue_name"],
                                 registry=r)
+        self.preemption_attempts = Counter("volcano_total_preemption_attempts",
+                                           "Sessions whose preempt or reclaim actions evicted pods", registry=r)
+        self.preemption_victims = Gauge("volcano_pod_preemption_victims",
+                                        "Pods evicted by the last session that preempted", registry=r)
+        self.queue_gauges = QueueGauges()
+        r.register(self.queue_gauges)
         self.sync_errors = Counter("caldera_agent_sync_errors_total", "Federation calls that failed after retries",
                                    ["operation"], registry=r)
 
@@ -92,6 +102,9 @@ class AgentMetrics:
         actions = {(reasons.get(pod, "").split(":", 1)[0].strip() or "preempt") for pod in evictions}
         for action in sorted(actions):
             self.evictions.labels(action if action.isidentifier() else "preempt").inc()
+        if evictions:
+            self.preemption_attempts.inc()
+            self.preemption_victims.set(len(evictions))
 
     def observe_job_scheduled(self, name: str, namespace: str, queue: str, seconds: float) -> None:
         self.job_latency.observe(seconds * 1000.0)
@@ -114,6 +127,8 @@ class AgentMetrics:
             self.job_failed.labels(job, queue).set(1)
 
     def set_queues(self, summaries: Iterable[Mapping[str, Any]]) -> None:
+        summaries = list(summaries)
+        self.queue_gauges.update(summaries)
         for entry in summaries:
             name = str(entry.get("name"))
             for kind, field in (("allocated", "allocated"), ("deserved", "deserved"), ("capacity", "capability")):

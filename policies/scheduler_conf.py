@@ -1,4 +1,4 @@
-"""The Volcano scheduler configuration (``volcano-scheduler.conf``), parsed and checked.
+"""The Volcano scheduler configuration (``volcano-scheduler.conf``), parsed as Volcano parses it.
 
 The document has the shape Volcano reads (``reference/volcano.md`` §7)::
 
@@ -12,11 +12,26 @@ The document has the shape Volcano reads (``reference/volcano.md`` §7)::
     - name: allocate
       arguments: {predicateErrorCacheEnable: true}
 
-Every ``enable…`` switch that is absent takes Volcano's YAML default (true), except
-``enableHierarchy`` (false); an explicit ``false`` is honoured. Unknown action or plugin
-names, unknown switches and non-boolean switches are errors naming the place and listing
-what is known. The names known here are kept in step with the scheduler's registries by a
-test (``tests/scheduler/test_registry.py``).
+Volcano decodes the file with ``gopkg.in/yaml.v2`` (non-strict) and then checks only two
+things; Caldera follows it rule by rule:
+
+* every field of Volcano's ``PluginOption`` is accepted, old and new spellings
+  (``enableNamespaceOrder``, ``EnabledClusterOrder`` / ``enabledClusterOrder``); an absent
+  switch takes Volcano's YAML default (true, except ``enableHierarchy``);
+* a key Volcano does not know is ignored by Volcano; here it is accepted with a warning naming
+  the key and its line (kubectl's "unknown field"), so a typo stays visible;
+* a value of the wrong type (a switch that is not a boolean, ``actions`` not a string) is a
+  decoding error in Volcano: the whole file is refused;
+* an action name Volcano does not register refuses the whole file ("failed to find Action");
+  ``vc-scheduler`` then keeps its previous configuration (the compiled-in default at start-up),
+  which is what the agent does with :class:`InvalidConfiguration`;
+* an unknown plugin name passes the parse; at session open Volcano logs "Failed to get plugin"
+  and runs without it. Here it is dropped with a warning, as is a Volcano action or plugin
+  Caldera does not implement (so a Volcano conf keeps working);
+* drf with ``enableHierarchy`` and proportion in one tier is refused (Volcano's one check).
+
+The names known here are kept in step with the scheduler's registries by a test
+(``tests/scheduler/test_conf.py``).
 """
 
 from __future__ import annotations
@@ -27,18 +42,24 @@ from typing import Any, Mapping
 
 import yaml
 
+from policies.codec_paths import PathPart, format_path, line_map
+from policies.codec_yaml import parse_chunk
 from policies.errors import InvalidConfiguration
 
 CONF_KEY = "volcano-scheduler.conf"
 
-#: Every action Volcano registers (``actions/factory.go``).
-VOLCANO_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim", "shuffle")
-#: Every plugin Volcano registers (``plugins/factory.go``), YAML spelling.
+#: Every action some Volcano release registers (``actions/factory.go``; ``reserve`` and
+#: ``elect`` are the older reservation pair, back in recent installers).
+VOLCANO_ACTIONS = (
+    "enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim", "shuffle",
+    "reserve", "elect",
+)
+#: Every plugin some Volcano release registers (``plugins/factory.go``), YAML spelling.
 VOLCANO_PLUGINS = (
     "drf", "gang", "deviceshare", "predicates", "priority", "nodeorder", "conformance", "binpack",
     "resource-strategy-fit", "tdm", "overcommit", "sla", "task-topology", "numa-aware", "cdp",
     "rescheduling", "usage", "pdb", "nodegroup", "network-topology-aware", "proportion", "capacity",
-    "extender", "resourcequota",
+    "extender", "resourcequota", "reservation", "capacity-card",
 )
 
 #: The actions Caldera's scheduler implements (must equal ``member_agent.scheduler.actions.REGISTRY``).
@@ -50,7 +71,8 @@ SUPPORTED_PLUGINS = (
     "tdm", "fgd",
 )
 
-#: Per-extension switches (literal YAML keys, with Volcano's inconsistent ``enable``/``enabled``).
+#: Per-extension switches of today's ``PluginOption`` (literal YAML keys, with Volcano's
+#: inconsistent ``enable``/``enabled``).
 SWITCHES = (
     "enableJobOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined", "enableTaskOrder",
     "enablePreemptable", "enableReclaimable", "enablePreemptive", "enableQueueOrder", "enabledClusterOrder",
@@ -59,6 +81,11 @@ SWITCHES = (
     "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined", "enabledSubJobOrder",
     "enabledHyperNodeGradient",
 )
+#: Older spellings of the same ``PluginOption`` fields (Volcano ≤ 1.7 used ``EnabledClusterOrder``).
+SWITCH_ALIASES = MappingProxyType({"EnabledClusterOrder": "enabledClusterOrder"})
+#: Fields older Volcano releases had and Caldera has no extension point for: accepted (typed
+#: like Volcano: a boolean), remembered, without effect (no namespace ordering in Caldera).
+RETIRED_SWITCHES = ("enableNamespaceOrder",)
 #: Switches whose absence means false (every other absent switch means true).
 OFF_BY_DEFAULT = frozenset({"enableHierarchy"})
 
@@ -75,7 +102,8 @@ class PluginOption:
 
     def enabled(self, switch: str) -> bool:
         """Whether the extension behind ``switch`` is on (Volcano's YAML defaults)."""
-        if switch not in SWITCHES:
+        switch = SWITCH_ALIASES.get(switch, switch)
+        if switch not in SWITCHES and switch not in RETIRED_SWITCHES:
             raise KeyError(f"unknown plugin switch {switch!r}")
         return self.switches.get(switch, switch not in OFF_BY_DEFAULT)
 
@@ -87,12 +115,13 @@ class Tier:
 
 @dataclass(frozen=True)
 class SchedulerConf:
-    """A parsed, checked ``volcano-scheduler.conf``."""
+    """A parsed, checked ``volcano-scheduler.conf`` (``warnings``: what was ignored, and where)."""
 
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
     configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     def action_arguments(self, action: str) -> Mapping[str, Any]:
         return self.configurations.get(action, MappingProxyType({}))
@@ -101,130 +130,179 @@ class SchedulerConf:
         return [p.name for tier in self.tiers for p in tier.plugins]
 
 
-def _fail(where: str, message: str) -> InvalidConfiguration:
-    return InvalidConfiguration(f"{CONF_KEY}: {where}: {message}")
+class _Reader:
+    """One parse: the line of every field path, and the warnings gathered so far."""
+
+    def __init__(self, lines: Mapping[str, int]) -> None:
+        self.lines = lines
+        self.warnings: list[str] = []
+
+    def where(self, parts: list[PathPart]) -> str:
+        path = format_path(parts)
+        line = self.lines.get(path)
+        return f"{path} (line {line})" if line else path
+
+    def fail(self, parts: list[PathPart], message: str) -> InvalidConfiguration:
+        return InvalidConfiguration(f"{CONF_KEY}: {self.where(parts)}: {message}")
+
+    def warn(self, parts: list[PathPart], message: str) -> None:
+        line = self.lines.get(format_path(parts))
+        at = f" line {line}" if line else ""
+        self.warnings.append(f"{CONF_KEY}{at}: {message}")
+
+    def unknown_field(self, parts: list[PathPart], known: tuple[str, ...]) -> None:
+        self.warn(parts, f'unknown field "{format_path(parts)}" (Volcano ignores it; known here: '
+                  f"{', '.join(known)})")
 
 
-def _parse_actions(value: object) -> tuple[str, ...]:
+def _parse_actions(reader: _Reader, value: object) -> tuple[str, ...]:
     if not isinstance(value, str):
-        raise _fail("actions", f"must be a comma-separated string, got {type(value).__name__}")
-    names = tuple(part.strip() for part in value.split(",") if part.strip())
-    if not names:
-        raise _fail("actions", "no action configured")
+        raise reader.fail(["actions"], f"must be a comma-separated string, got {type(value).__name__}"
+                          " (Volcano refuses the file)")
+    names = tuple(part.strip() for part in value.split(","))
+    kept = []
     for index, name in enumerate(names):
-        if name not in SUPPORTED_ACTIONS:
-            raise _fail(f"actions[{index}]", _unknown("action", name, VOLCANO_ACTIONS, SUPPORTED_ACTIONS))
-    return names
+        if name in SUPPORTED_ACTIONS:
+            kept.append(name)
+        elif name in VOLCANO_ACTIONS:
+            reader.warn(["actions"], f"action {name!r} is a Volcano action Caldera does not implement; skipped")
+        else:
+            known = ", ".join(SUPPORTED_ACTIONS)
+            shown = f"unknown action {name!r}" if name else "an empty action name"
+            raise reader.fail(["actions"], f"{shown} (item {index}); Volcano refuses the whole file "
+                              f"(\"failed to find Action\") and keeps its previous configuration; known: {known}")
+    if not kept:
+        raise reader.fail(["actions"], "no action Caldera implements is configured")
+    return tuple(kept)
 
 
-def _unknown(what: str, name: str, volcano: tuple[str, ...], supported: tuple[str, ...]) -> str:
-    known = ", ".join(supported)
-    if name in volcano:
-        return f"{what} {name!r} is a Volcano {what} that Caldera does not implement yet; known: {known}"
-    return f"unknown {what} {name!r}; known: {known}"
+def _parse_switch(reader: _Reader, parts: list[PathPart], value: object) -> bool:
+    if not isinstance(value, bool):
+        raise reader.fail(parts, f"must be true or false, got {value!r} (Volcano refuses the file)")
+    return value
 
 
-def _parse_plugin(raw: object, where: str) -> PluginOption:
+def _parse_plugin(reader: _Reader, raw: object, parts: list[PathPart]) -> PluginOption | None:
     if isinstance(raw, str):  # the compact `plugins: [priority, gang]` form
         raw = {"name": raw}
     if not isinstance(raw, Mapping):
-        raise _fail(where, f"a plugin must be a mapping with a name, got {type(raw).__name__}")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        raise _fail(f"{where}.name", "required, a plugin name")
-    if name not in SUPPORTED_PLUGINS:
-        raise _fail(f"{where}.name", _unknown("plugin", name, VOLCANO_PLUGINS, SUPPORTED_PLUGINS))
+        raise reader.fail(parts, f"a plugin must be a mapping with a name, got {type(raw).__name__}")
     switches: dict[str, bool] = {}
     arguments: Mapping[str, Any] = {}
     for key, value in raw.items():
+        here = [*parts, str(key)]
         if key == "name":
             continue
         if key == "arguments":
-            if value is None:
-                continue
-            if not isinstance(value, Mapping):
-                raise _fail(f"{where}.arguments", f"must be a mapping, got {type(value).__name__}")
-            arguments = {str(k): v for k, v in value.items()}
-        elif key in SWITCHES:
-            if not isinstance(value, bool):
-                raise _fail(f"{where}.{key}", f"must be true or false, got {value!r}")
-            switches[key] = value
+            if value is not None and not isinstance(value, Mapping):
+                raise reader.fail(here, f"must be a mapping, got {type(value).__name__}")
+            arguments = {str(k): v for k, v in (value or {}).items()}
+        elif key in SWITCHES or key in RETIRED_SWITCHES or key in SWITCH_ALIASES:
+            switches[SWITCH_ALIASES.get(key, key)] = _parse_switch(reader, here, value)
         else:
-            raise _fail(f"{where}.{key}", f"unknown plugin field; known: name, arguments, {', '.join(SWITCHES)}")
+            reader.unknown_field(here, ("name", "arguments", *SWITCHES, *SWITCH_ALIASES, *RETIRED_SWITCHES))
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        reader.warn([*parts], f"{format_path(parts)}: a plugin without a name; Volcano fails to get it and "
+                    "runs without it (skipped)")
+        return None
+    if name not in SUPPORTED_PLUGINS:
+        if name in VOLCANO_PLUGINS:
+            what = "a Volcano plugin Caldera does not implement; skipped"
+        else:
+            what = (f"an unknown plugin (Volcano logs \"Failed to get plugin\" and runs without it); skipped; "
+                    f"known: {', '.join(SUPPORTED_PLUGINS)}")
+        reader.warn([*parts, "name"], f"plugin {name!r} is {what}")
+        return None
     return PluginOption(name, MappingProxyType(switches), MappingProxyType(dict(arguments)))
 
 
-def _parse_tiers(value: object) -> tuple[Tier, ...]:
+def _parse_tiers(reader: _Reader, value: object) -> tuple[Tier, ...]:
     if not isinstance(value, list):
-        raise _fail("tiers", "must be a list of {plugins: [...]}")
+        raise reader.fail(["tiers"], "must be a list of {plugins: [...]}")
     tiers = []
     for t_index, raw_tier in enumerate(value):
-        where = f"tiers[{t_index}]"
-        if not isinstance(raw_tier, Mapping) or not isinstance(raw_tier.get("plugins"), list):
-            raise _fail(where, "a tier must be a mapping with a 'plugins' list")
+        where: list[PathPart] = ["tiers", t_index]
+        if not isinstance(raw_tier, Mapping):
+            raise reader.fail(where, "a tier must be a mapping with a 'plugins' list")
         for key in raw_tier:
             if key != "plugins":
-                raise _fail(f"{where}.{key}", "unknown tier field; known: plugins")
-        plugins = tuple(
-            _parse_plugin(raw, f"{where}.plugins[{p_index}]") for p_index, raw in enumerate(raw_tier["plugins"])
-        )
-        tiers.append(Tier(plugins))
-    _check_conflicts(tiers)
+                reader.unknown_field([*where, str(key)], ("plugins",))
+        raw_plugins = raw_tier.get("plugins") or []
+        if not isinstance(raw_plugins, list):
+            raise reader.fail([*where, "plugins"], "must be a list of plugins")
+        _check_conflict(reader, where, raw_plugins)
+        parsed = (_parse_plugin(reader, raw, [*where, "plugins", p_index]) for p_index, raw in enumerate(raw_plugins))
+        tiers.append(Tier(tuple(p for p in parsed if p is not None)))
     return tuple(tiers)
 
 
-def _check_conflicts(tiers: list[Tier]) -> None:
-    for index, tier in enumerate(tiers):
-        names = {p.name for p in tier.plugins}
-        hierarchical_drf = any(p.name == "drf" and p.enabled("enableHierarchy") for p in tier.plugins)
-        if hierarchical_drf and "proportion" in names:
-            raise _fail(f"tiers[{index}]", "proportion and drf with hierarchy enabled conflicts")
+def _check_conflict(reader: _Reader, where: list[PathPart], raw_plugins: list[Any]) -> None:
+    """Volcano's only semantic check, made on the names as written (before any is skipped)."""
+    entries = [p for p in raw_plugins if isinstance(p, Mapping)]
+    hierarchical_drf = any(p.get("name") == "drf" and p.get("enableHierarchy") is True for p in entries)
+    proportion = any((p.get("name") if isinstance(p, Mapping) else p) == "proportion" for p in raw_plugins)
+    if hierarchical_drf and proportion:
+        raise reader.fail(where, "proportion and drf with hierarchy enabled conflicts")
 
 
-def _parse_configurations(value: object) -> Mapping[str, Mapping[str, Any]]:
+def _parse_configurations(reader: _Reader, value: object) -> Mapping[str, Mapping[str, Any]]:
     if value is None:
         return MappingProxyType({})
     if not isinstance(value, list):
-        raise _fail("configurations", "must be a list of {name, arguments}")
+        raise reader.fail(["configurations"], "must be a list of {name, arguments}")
     out: dict[str, Mapping[str, Any]] = {}
     for index, raw in enumerate(value):
-        where = f"configurations[{index}]"
+        where: list[PathPart] = ["configurations", index]
         if not isinstance(raw, Mapping):
-            raise _fail(where, "must be a mapping with name and arguments")
-        name = raw.get("name")
-        if not isinstance(name, str) or name not in SUPPORTED_ACTIONS:
-            raise _fail(f"{where}.name", _unknown("action", str(name), VOLCANO_ACTIONS, SUPPORTED_ACTIONS))
+            raise reader.fail(where, "must be a mapping with name and arguments")
+        for key in raw:
+            if key not in ("name", "arguments"):
+                reader.unknown_field([*where, str(key)], ("name", "arguments"))
         arguments = raw.get("arguments") or {}
         if not isinstance(arguments, Mapping):
-            raise _fail(f"{where}.arguments", "must be a mapping")
-        out[name] = MappingProxyType({str(k): v for k, v in arguments.items()})
+            raise reader.fail([*where, "arguments"], "must be a mapping")
+        name = raw.get("name")
+        if name not in SUPPORTED_ACTIONS:
+            # Volcano looks configurations up by action name; one no action asks for is unused.
+            reader.warn([*where, "name"], f"configuration for {name!r}, not an action Caldera implements; ignored")
+            continue
+        out[str(name)] = MappingProxyType({str(k): v for k, v in arguments.items()})
     return MappingProxyType(out)
 
 
 def parse_scheduler_conf(text: str) -> SchedulerConf:
     """Parse the YAML text of ``volcano-scheduler.conf``; raises :class:`InvalidConfiguration`."""
     try:
-        document = yaml.safe_load(text)
+        node, document = parse_chunk(text, 0)
     except yaml.YAMLError as exc:
         raise InvalidConfiguration(f"{CONF_KEY}: not valid YAML: {exc}") from exc
     if document is None:
         document = {}
     if not isinstance(document, Mapping):
         raise InvalidConfiguration(f"{CONF_KEY}: must be a YAML mapping, got {type(document).__name__}")
+    reader = _Reader(line_map(node, 0))
     for key in document:
         if key not in _TOP_LEVEL_KEYS:
-            raise _fail(str(key), f"unknown field; known: {', '.join(_TOP_LEVEL_KEYS)}")
-    # Volcano's loader starts from the compiled-in default and overlays the file.
-    actions = _parse_actions(document["actions"]) if "actions" in document else DEFAULT_CONF.actions
-    tiers = _parse_tiers(document["tiers"]) if "tiers" in document else DEFAULT_CONF.tiers
+            reader.unknown_field([str(key)], _TOP_LEVEL_KEYS)
+    if "actions" in document:
+        actions = _parse_actions(reader, document["actions"])
+    else:
+        # Volcano refuses a file without actions and keeps its previous (default) conf;
+        # Caldera has always run the default actions with the file's tiers instead.
+        reader.warn([], "no actions: Volcano refuses such a file; Caldera runs the default actions "
+                    f"({', '.join(DEFAULT_CONF.actions)}) with its tiers")
+        actions = DEFAULT_CONF.actions
+    tiers = _parse_tiers(reader, document["tiers"]) if "tiers" in document else DEFAULT_CONF.tiers
     metrics = document.get("metrics") or {}
     if not isinstance(metrics, Mapping):
-        raise _fail("metrics", "must be a mapping of strings")
+        raise reader.fail(["metrics"], "must be a mapping of strings")
     return SchedulerConf(
         actions=actions,
         tiers=tiers,
-        configurations=_parse_configurations(document.get("configurations")),
+        configurations=_parse_configurations(reader, document.get("configurations")),
         metrics=MappingProxyType({str(k): str(v) for k, v in metrics.items()}),
+        warnings=tuple(reader.warnings),
     )
 
 

@@ -4,43 +4,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.apiserver import keys, openapi
+from federation.apiserver import keys, openapi, paths
 from federation.apiserver import status as st
-from federation.apiserver.auth import TokenAuthenticator
-from federation.apiserver.metrics import ApiMetrics
-from federation.apiserver.registry import Registry
+from federation.apiserver.auth import with_default_groups
+from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.routes import Handlers, json_response
-from federation.apiserver.store import Store, StoreFailed
-from federation.apiserver.watch import WatchHub
+from federation.apiserver.state import STATE_KEY, ApiServerState
+from federation.apiserver.store import StoreFailed
+from federation.ui.paths import is_public as is_public_ui_path
+from federation.version import caldera_version
 
-MAX_BODY = 3 * 1024 * 1024
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass
-class ApiServerState:
-    store: Store
-    registry: Registry
-    hub: WatchHub
-    auth: TokenAuthenticator
-    metrics: ApiMetrics = field(default_factory=ApiMetrics)
-    address: str = "127.0.0.1:7443"
-    max_body: int = MAX_BODY
-    bookmark_interval: float = 30.0
-    stopping: bool = False
-    member_mode: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-STATE_KEY: web.AppKey[ApiServerState] = web.AppKey("state", ApiServerState)
 
 
 def _error_response(exc: st.ApiError) -> web.Response:
@@ -75,7 +55,7 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in PUBLIC_PATHS:
+    if request.path in PUBLIC_PATHS or (not request.app[STATE_KEY].member_mode and is_public_ui_path(request.path)):
         return await handler(request)
     state: ApiServerState = request.app[STATE_KEY]
     header = request.headers.get("Authorization", "")
@@ -85,7 +65,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     user = state.auth.authenticate(token.strip())
     if user is None:
         raise st.unauthorized()
+    user = with_default_groups(user)
     request[keys.USER] = user
+    if not paths.is_resource_path(request.path):  # discovery, OpenAPI, /status: kube's non-resource URLs
+        state.authorizer.check(attributes(user, request.method.lower(), path=request.path))
     return await handler(request)
 
 
@@ -105,8 +88,6 @@ def build_app(state: ApiServerState) -> web.Application:
         return web.Response(text="ok")
 
     async def version(_request: web.Request) -> web.Response:
-        from federation.cli import caldera_version
-
         return json_response({"major": "1", "minor": "37", "gitVersion": f"v1.37.0-caldera.{caldera_version()}",
                               "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "",
                               "compiler": "caldera", "platform": "python"})
@@ -127,7 +108,11 @@ def build_app(state: ApiServerState) -> web.Application:
     if not state.member_mode:  # federation dashboards: GET /status (federation/status_api.py, docs/status.md)
         from federation.status_api import add_routes as add_status_routes
 
-        add_status_routes(app, state)
+        add_status_routes(app, lambda info, namespace: state.registry.list(info, namespace, None),
+                          state.metrics.registry)
+        from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
+
+        add_ui_routes(app, state)
     openapi.add_routes(app)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)

@@ -71,6 +71,9 @@ class Registry:
         self.scheduler_name = scheduler_name
         #: owner uid -> dependents (resource, namespace, name), for garbage collection.
         self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        #: checks every create/update passes (new object, old or None) before it is stored or
+        #: answered as a dry run: RBAC escalation prevention (federation/apiserver/rbac).
+        self.write_checks: list[Callable[[KindInfo, Obj, Obj | None], None]] = []
         for resource, obj in store.iter_all():
             self._index_owners(resource, obj, None)
         store.add_listener(lambda _type, resource, obj, previous: self._index_owners(
@@ -168,6 +171,13 @@ class Registry:
         return checked
 
     def _check_name(self, info: KindInfo, name: str) -> None:
+        if info.group == "rbac.authorization.k8s.io":  # path-segment names: system:masters, caldera:agent
+            from policies.admission.rbac import path_segment_name_error
+
+            problem = path_segment_name_error(name)
+            if problem:
+                raise st.invalid(info, name, [("metadata.name", problem)])
+            return
         if len(name) > 253 or not _NAME_RE.match(name):
             raise st.invalid(info, name, [("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
                                            "subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -218,6 +228,8 @@ class Registry:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         if conversion.converts(info):
             conversion.check(self, info, obj)  # the Job it becomes must be admissible too
+        for check in self.write_checks:
+            check(info, obj, None)
         if dry_run:
             return obj
         stored = self.store.put(key, obj, "ADDED")
@@ -260,6 +272,8 @@ class Registry:
             if _spec_part(new) != _spec_part(old):
                 new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        for check in self.write_checks:
+            check(info, new, old)
         if new == old:
             return old  # a no-op write: no new resourceVersion, no event (like kube-apiserver)
         if dry_run:

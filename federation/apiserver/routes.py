@@ -10,33 +10,27 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, paths, table
+from federation.apiserver import discovery, keys, paths, protobuf, reviews, table
 from federation.apiserver import status as st
-from federation.apiserver.auth import User, authorize
+from federation.apiserver.auth import User
 from federation.apiserver.patch import APPLY, PATCH_TYPES
+from federation.apiserver.protobuf.media import is_protobuf, preference
+from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
+from federation.apiserver.state import STATE_KEY, ApiServerState
 from policies.kinds import KindInfo
-
-if TYPE_CHECKING:
-    from federation.apiserver.app import ApiServerState
-
-
-def _state_key() -> Any:
-    from federation.apiserver.app import STATE_KEY
-
-    return STATE_KEY
 
 Obj = dict[str, Any]
 JSON_TYPES = {"application/json", ""}
 YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml"}
-BODY_TYPES = ["application/json", "application/yaml"]
+BODY_TYPES = ["application/json", "application/yaml", protobuf.MEDIA_TYPE]
 DEFAULT_WATCH_TIMEOUT = 1800.0
 
 
@@ -44,24 +38,51 @@ def json_response(obj: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(obj), status=status, content_type="application/json")
 
 
-async def read_body(request: web.Request, patch: bool = False) -> Any:
+def negotiated_response(request: web.Request, obj: Any, status: int = 200) -> web.Response:
+    """``obj`` in the first media type the client accepts: protobuf for built-in kinds, else JSON."""
+    wanted = preference(request.headers.get("Accept", ""))
+    if wanted.protobuf_first or not wanted.json_acceptable:
+        body = protobuf.encode(obj)
+        if body is not None:
+            return web.Response(body=body, status=status, headers={"Content-Type": protobuf.MEDIA_TYPE})
+        if not wanted.json_acceptable:
+            raise st.ApiError(406, "NotAcceptable", f"{obj.get('kind', 'this object')} has no protobuf form on "
+                                                    "this server; accept application/json")
+    return json_response(obj, status)
+
+
+def _protobuf_served(request: web.Request, info: KindInfo | None) -> bool:
+    """Built-in kinds take protobuf bodies; custom kinds are JSON/YAML only, as CRDs are in kube."""
+    if request.method == "DELETE" or info is None:
+        return True  # DeleteOptions, or a review: the envelope names the kind, and decode checks it
+    return protobuf.message_for(info.api_version, info.kind) is not None
+
+
+async def read_body(request: web.Request, patch: bool = False, info: KindInfo | None = None) -> Any:
     content_type = request.headers.get("Content-Type", "")
     base = content_type.split(";")[0].strip().lower()
+    if is_protobuf(base) and not patch and not _protobuf_served(request, info):
+        raise st.unsupported_media(content_type, BODY_TYPES[:2])
     if patch:
         if base == APPLY:
             raise st.unsupported_media(content_type, PATCH_TYPES)  # server-side apply is not served
         if base not in PATCH_TYPES:
             raise st.unsupported_media(content_type, PATCH_TYPES)
-    elif base not in JSON_TYPES and base not in YAML_TYPES:
+    elif base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base):
         raise st.unsupported_media(content_type, BODY_TYPES)
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
-        raise st.too_large(request.app[_state_key()].max_body) from None
+        raise st.too_large(request.app[STATE_KEY].max_body) from None
     if not raw.strip():
         if request.method == "DELETE":
             return None
         raise st.bad_request("the request body is empty")
+    if is_protobuf(base):
+        try:
+            return protobuf.decode(raw)
+        except protobuf.ProtobufError as exc:
+            raise st.bad_request(f"the request body is not a valid protobuf object: {exc}") from None
     if base in YAML_TYPES:
         try:
             return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
@@ -107,7 +128,7 @@ def _decode_continue(token: str) -> tuple[str, str]:
 
 
 class Handlers:
-    def __init__(self, state: "ApiServerState") -> None:
+    def __init__(self, state: ApiServerState) -> None:
         self.state = state
 
     async def core(self, request: web.Request) -> web.StreamResponse:
@@ -134,6 +155,8 @@ class Handlers:
             if doc is None:
                 raise st.path_not_found(request.path)
             return json_response(doc)
+        if (rest[0], rest[1]) in reviews.SERVED:
+            return await reviews.serve(request, self.state, rest[0], rest[2:])
         return await self._serve(request, paths.parse(rest[0], rest[1], rest[2:], request.path))
 
     # -- dispatch ------------------------------------------------------------------------
@@ -153,7 +176,8 @@ class Handlers:
         user: User = request[keys.USER]
         body: Any = None
         if request.method in ("POST", "PUT", "PATCH") or (request.method == "DELETE" and request.can_read_body):
-            body = await read_body(request, patch=request.method == "PATCH")
+            body = await read_body(request, patch=request.method == "PATCH",
+                                   info=None if target.special == "bindings" else target.info)
         name = target.name
         if verb == "create" and not target.subresource and isinstance(body, dict):
             name = str((body.get("metadata") or {}).get("name") or "")
@@ -161,10 +185,8 @@ class Handlers:
         if target.special == "bindings":
             info = PODS
             name = str(((body or {}).get("metadata") or {}).get("name") or "") if isinstance(body, dict) else ""
-        sub = "binding" if target.special == "bindings" else target.subresource
-        why = authorize(user, verb, info, target.namespace or "", name, sub)
-        if why is not None:
-            raise st.forbidden(user.name, verb, info, name, target.namespace or "", why)
+        self._authorize(user, verb, target, name)
+        CURRENT_USER.set(user)
         registry = self.state.registry
         dry_run = bool(request.query.getall("dryRun", []))
         if target.special == "bindings":
@@ -218,6 +240,17 @@ class Handlers:
             return json_response(self._list_doc(info, deleted, {}))
         raise st.method_not_allowed(request.method, request.path)
 
+    def _authorize(self, user: User, verb: str, target: paths.Target, object_name: str) -> None:
+        """RBAC on kube's request attributes (a create names no object: RBAC cannot restrict it by
+        name); the object's name still goes to the agent restriction."""
+        if target.special == "bindings":
+            attrs = attributes(user, verb, "", "bindings", target.namespace or "")
+        else:
+            assert target.info is not None
+            attrs = attributes(user, verb, target.info.group, target.info.plural, target.namespace or "",
+                               target.name, target.subresource)
+        self.state.authorizer.check(attrs, object_name)
+
     # -- responses -----------------------------------------------------------------------
 
     def _lookup(self, kind: str, namespace: str, name: str) -> Obj | None:
@@ -229,7 +262,7 @@ class Handlers:
                               request.query.get("includeObject", "PartialObjectMetadata"),
                               {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
             return json_response(doc, code)
-        return json_response(obj, code)
+        return negotiated_response(request, obj, code)
 
     def _predicate(self, request: web.Request) -> Any:
         return combine(parse_label_selector(request.query.get("labelSelector")),
@@ -261,7 +294,7 @@ class Handlers:
         if table.wants_table(request.headers.get("Accept", "")):
             return json_response(table.table(info, items, self.state.registry.clock(), self._lookup,
                                              request.query.get("includeObject", "PartialObjectMetadata"), meta))
-        return json_response(self._list_doc(info, items, meta))
+        return negotiated_response(request, self._list_doc(info, items, meta))
 
     async def _watch(self, request: web.Request, info: KindInfo, ns: str | None) -> web.StreamResponse:
         predicate = self._predicate(request)
@@ -281,15 +314,19 @@ class Handlers:
                 raise st.bad_request("timeoutSeconds must be a number") from None
         bookmarks = _flag(request.query.get("allowWatchBookmarks"))
         as_table = table.wants_table(request.headers.get("Accept", ""))
+        # a typed client (client-go) watches built-in kinds as length-prefixed protobuf frames
+        as_protobuf = (not as_table and preference(request.headers.get("Accept", "")).protobuf_first
+                       and protobuf.message_for(info.api_version, info.kind) is not None)
         hub = self.state.hub
         resource = resource_key(info)
-        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        media = protobuf.WATCH_MEDIA_TYPE if as_protobuf else "application/json"
+        response = web.StreamResponse(status=200, headers={"Content-Type": media})
         try:
             watcher = hub.subscribe(resource, ns, predicate, None if initial else since)
         except st.ApiError as exc:
             # kubernetes-asyncio reads watch errors as one-line ERROR events on a 200 stream
             await response.prepare(request)
-            await response.write(orjson.dumps({"type": "ERROR", "object": exc.to_status()}) + b"\n")
+            await response.write(self._watch_event(as_protobuf, "ERROR", exc.to_status()))
             return response
         self.state.metrics.watch_started(info.plural)
         try:
@@ -298,6 +335,8 @@ class Handlers:
             include = request.query.get("includeObject", "PartialObjectMetadata")
 
             def encode(type_: str, obj: Obj, shared: bytes | None = None) -> bytes:
+                if as_protobuf:
+                    return self._watch_event(True, type_, obj)
                 if as_table:
                     doc = table.table(info, [obj], now(), self._lookup, include,
                                       {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
@@ -310,8 +349,8 @@ class Handlers:
                 if current:
                     await response.write(b"".join(encode("ADDED", o) for o in current))
                 if _flag(request.query.get("sendInitialEvents")) or bookmarks:
-                    await response.write(self._bookmark(info, initial_end=True))
-            await self._pump(response, watcher, encode, timeout, bookmarks, info)
+                    await response.write(self._bookmark(info, initial_end=True, as_protobuf=as_protobuf))
+            await self._pump(response, watcher, encode, timeout, bookmarks, info, as_protobuf)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -319,15 +358,24 @@ class Handlers:
             self.state.metrics.watch_ended(info.plural)
         return response
 
-    def _bookmark(self, info: KindInfo, initial_end: bool = False) -> bytes:
+    def _bookmark(self, info: KindInfo, initial_end: bool = False, as_protobuf: bool = False) -> bytes:
         meta: Obj = {"resourceVersion": str(self.state.store.rv)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return orjson.dumps({"type": "BOOKMARK", "object": {"kind": info.kind, "apiVersion": info.api_version,
-                                                            "metadata": meta}}) + b"\n"
+        return self._watch_event(as_protobuf, "BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version,
+                                                           "metadata": meta})
+
+    @staticmethod
+    def _watch_event(as_protobuf: bool, type_: str, obj: Obj) -> bytes:
+        if as_protobuf:
+            frame = protobuf.watch_frame(type_, obj)
+            if frame is None:  # a stored object its message cannot hold: end the stream, the client relists
+                raise ConnectionResetError(f"{obj.get('kind')} {type_} has no protobuf form")
+            return frame
+        return orjson.dumps({"type": type_, "object": obj}) + b"\n"
 
     async def _pump(self, response: web.StreamResponse, watcher: Any, encode: Any, timeout: float,
-                    bookmarks: bool, info: KindInfo) -> None:
+                    bookmarks: bool, info: KindInfo, as_protobuf: bool = False) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         queue = watcher.queue
@@ -342,7 +390,7 @@ class Handlers:
                 except TimeoutError:
                     if bookmarks and queue.empty():
                         await self.state.store.wait_durable()
-                        await response.write(self._bookmark(info))
+                        await response.write(self._bookmark(info, as_protobuf=as_protobuf))
                     continue
             else:
                 item = queue.get_nowait()

@@ -1,4 +1,4 @@
-"""Start and stop an API server: store, watch hub, registry, auth, HTTP(S) listener, controllers.
+"""Start and stop an API server: store, watch hub, registry, auth, HTTP(S) listener.
 
 In a test::
 
@@ -6,22 +6,17 @@ In a test::
         async with server.api_client() as api: ...                    # admin kubernetes-asyncio client
         agent_cfg = server.kubeconfig("agent:cluster-a")              # kubeconfig dict for a role
 
-``caldera serve`` runs :func:`serve_forever`. Background controllers (``federation.controllers.
-CONTROLLERS``, filled by the controller engineers) start after the listener is up, each as
-``await controller(ControllerContext)``, and are cancelled on shutdown.
+The API server knows nothing of controllers: the controller manager (federation/controllers/
+manager.py) is a client like any other, and ``caldera serve`` starts both in one process
+(federation/cli/serve.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
-import importlib
-import logging
 import os
-import signal
 import ssl
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,13 +25,12 @@ import yaml
 from aiohttp import web
 
 from federation.apiserver import conversion
-from federation.apiserver.app import ApiServerState, build_app
+from federation.apiserver.app import build_app
 from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.registry import Registry
+from federation.apiserver.state import ApiServerState
 from federation.apiserver.store import Store
 from federation.apiserver.watch import WatchHub
-
-log = logging.getLogger("caldera.apiserver")
 
 FEDERATION_NAMESPACES = ("default", "kube-system", "karmada-cluster")
 MEMBER_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -53,39 +47,12 @@ class ServerConfig:
     #: serve HTTPS with a certificate generated under DIR/tls when no cert file is given
     #: (kubectl sends bearer tokens only over TLS); in-process tests usually keep plain HTTP
     self_signed_tls: bool = False
-    #: stand in for a member cluster's API server: no federation controllers
+    #: stand in for a member cluster's API server: core kinds only, no federation /status
     member_mode: bool = False
-    run_controllers: bool = True
     watch_history: int = 50_000
     bookmark_interval: float = 30.0
     #: clusters to write DIR/agent-<cluster>.kubeconfig for at start-up (new agent tokens)
     agent_kubeconfigs: list[str] = field(default_factory=list)
-    #: handed to every controller as ControllerContext.extra (e.g. cluster health thresholds)
-    controller_options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ControllerContext:
-    """What a background controller gets: where the API is, an admin kubeconfig, a stop signal."""
-
-    url: str
-    kubeconfig: dict[str, Any]
-    stop: asyncio.Event
-    data_dir: Path
-    server: "ApiServer"
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-Controller = Callable[[ControllerContext], Awaitable[None]]
-
-
-def registered_controllers() -> list[Controller]:
-    """``federation.controllers.CONTROLLERS`` if that registry exists (filled by other engineers)."""
-    try:
-        module = importlib.import_module("federation.controllers")
-    except ImportError:
-        return []
-    return list(getattr(module, "CONTROLLERS", []) or [])
 
 
 def split_listen(listen: str) -> tuple[str, int]:
@@ -96,12 +63,9 @@ def split_listen(listen: str) -> tuple[str, int]:
 
 
 class ApiServer:
-    def __init__(self, config: ServerConfig, controllers: Sequence[Controller] | None = None) -> None:
+    def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.data_dir = Path(config.data_dir)
-        self._controllers = controllers
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stop = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.state: ApiServerState | None = None
         self.url = ""
@@ -156,33 +120,12 @@ class ApiServer:
             self.write_kubeconfig(self.data_dir / "admin.kubeconfig", "admin", token=self.admin_token)
         for cluster in cfg.agent_kubeconfigs:
             self.write_kubeconfig(self.data_dir / f"agent-{cluster}.kubeconfig", f"agent:{cluster}")
-        if cfg.run_controllers and not cfg.member_mode:
-            controllers = self._controllers if self._controllers is not None else registered_controllers()
-            context = ControllerContext(self.url, self.kubeconfig("admin", token=self.admin_token), self._stop,
-                                        self.data_dir, self, dict(cfg.controller_options))
-            for controller in controllers:
-                self._tasks.append(asyncio.create_task(self._run_controller(controller, context)))
         return self
 
-    async def _run_controller(self, controller: Controller, context: ControllerContext) -> None:
-        try:
-            await controller(context)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a crashed controller is logged; the API keeps serving
-            log.exception("controller %s crashed", getattr(controller, "__name__", controller))
-
     async def stop(self) -> None:
-        self._stop.set()
         if self.state is not None:
             self.state.stopping = True
             self.state.hub.close_all()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, 5)
-        self._tasks.clear()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -238,23 +181,3 @@ class ApiServer:
         from federation.client import api_client_from_dict
 
         return api_client_from_dict(self.kubeconfig(role))
-
-
-async def serve_forever(config: ServerConfig, announce: Callable[[str], None] = print) -> int:
-    server = ApiServer(config)
-    await server.start()
-    announce(f"caldera API server listening on {server.url} (data: {server.data_dir.resolve()})")
-    if server.admin_token and config.token_file is None:
-        announce(f"admin kubeconfig: {(server.data_dir / 'admin.kubeconfig').resolve()}  "
-                 f"(export KUBECONFIG=... or pass --kubeconfig)")
-    for cluster in config.agent_kubeconfigs:
-        announce(f"agent kubeconfig for cluster {cluster}: {(server.data_dir / f'agent-{cluster}.kubeconfig').resolve()}")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    announce("caldera API server shutting down")
-    await server.stop()
-    return 0

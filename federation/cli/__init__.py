@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Sequence
 
-from federation.cli import apply, delete, demo, describe, get, place, serve, token, validate
+from federation.cli import apply, controllers, delete, demo, describe, get, place, serve, token, validate
+from federation.version import caldera_version as caldera_version
 
 #: Commands implemented in this package, in the order ``--help`` lists them.
-COMMANDS: list[ModuleType] = [validate, serve, token, place, apply, get, describe, delete, demo]
+COMMANDS: list[ModuleType] = [validate, serve, controllers, token, place, apply, get, describe, delete, demo]
 
 #: Commands handed to ``python -m member_agent`` (name -> one-line help).
 AGENT_COMMANDS: dict[str, str] = {
@@ -34,13 +34,6 @@ EXEC_COMMANDS: dict[str, tuple[str, str]] = {
     **{name: ("member_agent", text) for name, text in AGENT_COMMANDS.items()},
     "simulate": ("simulator", "replay a job trace in virtual time through Caldera's scheduler"),
 }
-
-
-def caldera_version() -> str:
-    try:
-        return version("caldera")
-    except PackageNotFoundError:  # running from a source tree
-        return "0.0.0+local"
 
 
 def build_parser() -> argparse.ArgumentParser:

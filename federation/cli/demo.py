@@ -47,6 +47,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "removed after a successful run)")
     parser.add_argument("--keep", action="store_true",
                         help="leave everything running at the end and print the kubeconfig path (Ctrl-C stops)")
+    parser.add_argument("--prometheus", action="store_true",
+                        help="also run a real Prometheus (needs the 'prometheus' binary) scraping the federation "
+                             "and every agent with deploy/prometheus's rules; prints its URL")
     parser.add_argument("--plain", action="store_true",
                         help="plain progress lines even on a terminal (the default when stdout is not a TTY)")
 
@@ -81,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
     temporary = args.data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="caldera-demo-")) if temporary else args.data_dir
     system = System(data_dir, clusters, speed=args.speed)
+    prometheus = None
+    if args.prometheus:
+        from federation.demo.prometheus import PrometheusProcess, fix_agent_ports
+
+        fix_agent_ports(clusters)  # restarted agents keep their scrape address
+        prometheus = PrometheusProcess(system, interval="5s")
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
     code = 1
@@ -90,6 +99,11 @@ def run(args: argparse.Namespace) -> int:
                       f"({', '.join(c.name for c in clusters)}), speed x{args.speed:g}, data in {data_dir}")
         system.start()
         console.print(f"federation {system.url}, agents started in {time.monotonic() - started:.1f}s")
+        console.print(f"dashboard {system.url}/ui (sign in with the token in {write_viewer_token(system)})")
+        if prometheus is not None:
+            prometheus.start()
+            console.print(f"prometheus {prometheus.url} (scraping the federation and {len(clusters)} agents; "
+                          f"config {prometheus.home / 'prometheus.yml'})")
         (data_dir / "demo-manifests.yaml").write_text(dump(plan))
         for note in plan.notes:
             console.print(f"note: {note}")
@@ -109,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         console.print("error: the demo itself failed (traceback above)")
         return 1
     finally:
+        if prometheus is not None:
+            prometheus.stop()
         stopped = system.stop()
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
@@ -119,6 +135,17 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(data_dir, ignore_errors=True)
         elif code != 0:
             console.print(f"logs: {system.log_dir}")
+
+
+def write_viewer_token(system: System) -> Path:
+    """A viewer token for the dashboard, in a file only its owner reads (never printed)."""
+    from federation.demo.prometheus import mint_viewer_token
+
+    path = system.data_dir / "viewer.token"
+    if not path.exists():
+        path.write_text(mint_viewer_token(system) + "\n")
+        path.chmod(0o600)
+    return path
 
 
 def keep_running(system: System, console: "Console") -> None:

@@ -81,10 +81,13 @@ def check_embedded(item: Decoded) -> tuple[list[DocumentError], list[DocumentErr
         parse = _scheduler_conf_parser()
         if parse is not None:
             try:
-                parse(str(data[SCHEDULER_CONF_KEY]))
+                conf = parse(str(data[SCHEDULER_CONF_KEY]))
             except (InvalidConfiguration, CalderaError, ValueError) as exc:
                 field = FieldError(f"data[{SCHEDULER_CONF_KEY}]", f"not a usable scheduler configuration: {exc}")
                 errors.append(DocumentError(item.origin, ValidationFailed(obj.ref(), [field]), ref, item.lines))
+            else:  # what Volcano would ignore: accepted, but said (kubectl's "unknown field")
+                for note in getattr(conf, "warnings", ()):
+                    warnings.append(DocumentError(item.origin, CalderaError(f"data[{SCHEDULER_CONF_KEY}]: {note}"), ref))
     for key in KUBE_SCHEDULER_KEYS:
         if key in data:
             warnings.append(DocumentError(item.origin, NotACalderaKind(

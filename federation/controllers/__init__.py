@@ -1,7 +1,9 @@
-"""Federation controllers started by the API server (``caldera serve``).
+"""The federation controllers, run by the controller manager (:mod:`federation.controllers.manager`:
+``caldera controllers``, or inside ``caldera serve``).
 
-Each entry is ``async def controller(ctx: ControllerContext) -> None``, run after the listener
-is up and cancelled on shutdown. To add a controller: import it here and append it to the list.
+Each entry is ``async def controller(ctx: ControllerContext) -> None`` (:mod:`.context`), started
+once the manager leads and cancelled on shutdown. To add a controller: import it here and append
+it to the list.
 """
 
 from federation.controllers.dispatch import dispatch_controller

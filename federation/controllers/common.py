@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +79,15 @@ class ControllerOptions:
     #: backoff between retries of an unschedulable job and between two-phase attempts
     retry_base_seconds: float = 5.0
     retry_max_seconds: float = 300.0
+    #: the placement scheduling queue (federation/controllers/sched_queue.py; Karmada's defaults):
+    #: backoff after a transient failure, and how long an unschedulable job waits with no event
+    queue_initial_backoff_seconds: float = 1.0
+    queue_max_backoff_seconds: float = 10.0
+    queue_max_unschedulable_seconds: float = 300.0
+    #: feature gates by Karmada's names, e.g. {"ResourceBindingPreemption": True}
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    #: how long a preemptor waits for its victims' clusters to report before it may preempt again
+    preemption_grace_seconds: float = 30.0
     #: how long a failed reservation keeps lowering its cluster's estimate for that job
     cap_ttl_seconds: float = 900.0
     #: consecutive failed reservations after which a cluster is left out of that job's placements

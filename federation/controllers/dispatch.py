@@ -201,7 +201,7 @@ class DispatchController(QueueController):
         notes = c.annotations_of(rb)
         if c.RESERVE_ATTEMPTS in notes or c.RETRY_AFTER in notes:
             await self._annotate(rb, {c.RESERVE_ATTEMPTS: None, c.RETRY_AFTER: None})
-        metrics.TWO_PHASE.labels(outcome="released").inc()
+        metrics.two_phase_outcome("released", self._waited(rb))
         await self._event(job, "Released", f"generation {generation}: every share reserved on "
                                            f"{', '.join(sorted(shares))}; released")
 
@@ -215,12 +215,17 @@ class DispatchController(QueueController):
                           exclude_after=self.options.exclude_after_failures)
         await self._annotate(rb, {c.CANCELLED_GENERATION: str(generation), c.RESERVE_ATTEMPTS: str(attempts),
                                   c.RETRY_AFTER: c.rfc3339(now + delay), c.RESERVE_CAPS: c.canonical_json(caps)})
-        metrics.TWO_PHASE.labels(outcome="cancelled").inc()
+        metrics.two_phase_outcome("cancelled", self._waited(rb))
         await self._event(job, "Cancelled", f"generation {generation}: {verdict.message}; every share cancelled, "
                                             f"re-placing in {delay:.0f}s with lower estimates on "
                                             f"{', '.join(verdict.failed)}", "Warning")
         for cluster in newly_excluded(before, caps):
             await self._event(job, "ClusterExcluded", exclusion_note(cluster, caps[cluster], now), "Warning")
+
+    def _waited(self, rb: Obj) -> float | None:
+        """Seconds since the binding's generation was placed (caldera.io/placed-at), if it says."""
+        placed_at = c.parse_time(c.annotations_of(rb).get(c.PLACED_AT))
+        return None if placed_at is None else self.clock() - placed_at
 
     async def _annotate(self, rb: Obj, notes: dict[str, str | None]) -> None:
         meta = rb["metadata"]

@@ -38,7 +38,7 @@ from federation.events import record_event
 from policies.kinds import lookup
 
 if TYPE_CHECKING:
-    from federation.apiserver.server import ControllerContext
+    from federation.controllers.context import ControllerContext
 
 log = logging.getLogger("caldera.jobflow")
 Obj = dict[str, Any]

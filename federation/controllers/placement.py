@@ -15,7 +15,14 @@ Keyed by Job. A job is (re)placed when:
   Fresh division, after the backoff in ``caldera.io/retry-after``, with the failed clusters'
   estimates lowered by ``caldera.io/reserve-caps``; a cluster that failed to reserve too often in a
   row is left out of this job's placements until its cap expires;
-* it is unschedulable and a Cluster changed since the last attempt (backoff per job).
+* it is unschedulable and an event that could make it fit moved it back to the scheduling
+  queue's activeQ (:mod:`federation.controllers.sched_queue`).
+
+Placements go through the scheduling queue: highest binding priority first (the policy's
+``schedulePriority``, :mod:`federation.controllers.binding_priority`), then the oldest job. A job
+that fits nowhere waits in the queue's unschedulable set until a cluster reports more free
+capacity, joins, becomes Ready or loses a taint, a job finishes or is deleted, or a policy changes
+(:mod:`federation.controllers.requeue_events`); only transient errors back off.
 
 A change of capacity alone never moves a placed job. Shares dispatched but not yet running
 are deducted from later placements (``AssumedWorkload``), so a burst cannot overcommit a
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,11 +41,17 @@ from kubernetes_asyncio import client as k8s
 
 from federation import metrics
 from federation.controllers import binding as b
+from federation.controllers import binding_priority, failover, preempting, requeue_events
 from federation.controllers import common as c
-from federation.controllers import failover
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
-from federation.controllers.runner import QueueController, is_not_found, run_controller
+from federation.controllers.runner import QueueController, cancel_all, is_not_found, run_controller
+from federation.controllers.sched_queue import (
+    BACKOFF_FLUSH_PERIOD,
+    LEFTOVER_FLUSH_PERIOD,
+    Outcome,
+    SchedulingQueue,
+)
 from federation.controllers.triggers import Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
 from federation.events import record_event
@@ -75,28 +89,53 @@ class PlacementController(QueueController):
         self.attempts: dict[Key, Attempt] = {}
         self.assumed = AssumedShares(self.works.get)
         self.works.handlers.append(self.assumed.on_work_event)
+        opts = self.options
+        self.schedq = SchedulingQueue(self.clock, opts.queue_initial_backoff_seconds, opts.queue_max_backoff_seconds,
+                                      opts.queue_max_unschedulable_seconds)
+        #: keys popped from the scheduling queue, handed to a reconcile worker, with the event the
+        #: scheduling loop waits on until that attempt is over
+        self._permits: dict[Key, asyncio.Event] = {}
+        self._wake: asyncio.Event | None = None
+        #: when each job last preempted (it waits for its victims' clusters to report before again)
+        self.preempted_at: dict[Key, float] = {}
 
     # ------------------------------------------------------------------ events
 
-    def _on_job(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+    def _on_job(self, kind: str, obj: Obj, old: Obj | None) -> None:
         self.queue.add(c.job_key(*_ns_name(obj)))
+        self._move(requeue_events.job_event(kind, obj, old))
 
-    def _on_policy(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+    def _on_policy(self, kind: str, obj: Obj, old: Obj | None) -> None:
         namespace = (obj.get("metadata") or {}).get("namespace")
         for job in self.jobs.items():
             ns, name = _ns_name(job)
             if obj.get("kind") != "PropagationPolicy" or ns == namespace:
                 self.queue.add((ns, name))
+        self._move(requeue_events.policy_event(kind, obj, old))
 
-    def _on_cluster(self, _type: str, obj: Obj, _old: Obj | None) -> None:
+    def _on_cluster(self, kind: str, obj: Obj, old: Obj | None) -> None:
         self.cluster_version += 1
         name = (obj.get("metadata") or {}).get("name")
-        for rb in self.bindings.items():
-            ns, job = (rb.get("metadata") or {}).get("namespace", ""), ((rb.get("spec") or {}).get("resource") or {}).get("name", "")
-            scheduled = c.condition(rb, "Scheduled")
-            on_it = any(t.get("name") == name for t in (rb.get("spec") or {}).get("clusters") or [])
-            if on_it or (scheduled is not None and scheduled.get("status") != "True"):
+        for rb in self.bindings.items():  # jobs on it: the cluster may be lost
+            if any(t.get("name") == name for t in (rb.get("spec") or {}).get("clusters") or []):
+                ns, job = (rb.get("metadata") or {}).get("namespace", ""), \
+                    ((rb.get("spec") or {}).get("resource") or {}).get("name", "")
                 self.queue.add((ns, job))
+        self._move(requeue_events.cluster_event(kind, obj, old))
+
+    def _move(self, reason: str | None) -> None:
+        """An event that could make a waiting job fit: every unschedulable job goes back to activeQ."""
+        if reason is None:
+            return
+        moved = self.schedq.move_all_to_active(reason)
+        if moved:
+            log.info("%d unschedulable job(s) back to the active queue: %s", moved, reason)
+            metrics.QUEUE_MOVES.inc(moved)
+            self._signal()
+
+    def _signal(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
 
     def _on_binding(self, _type: str, obj: Obj, _old: Obj | None) -> None:
         resource = (obj.get("spec") or {}).get("resource") or {}
@@ -106,7 +145,36 @@ class PlacementController(QueueController):
     # ------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event) -> None:
-        await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement")
+        self._wake = asyncio.Event()
+        loop = asyncio.create_task(self._schedule_loop(stop))
+        try:
+            await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement")
+        finally:
+            await cancel_all([loop])
+
+    async def _schedule_loop(self, stop: asyncio.Event) -> None:
+        """Hand the scheduling queue's head to a reconcile worker, one job at a time, in the queue's
+        order (priority, then age); flush the backoffQ every second and the unschedulable leftovers
+        every 30 s (Karmada's periods)."""
+        assert self._wake is not None
+        last_leftover = self.clock()
+        while not stop.is_set():
+            now = self.clock()
+            self.schedq.flush_backoff()
+            if now - last_leftover >= LEFTOVER_FLUSH_PERIOD:
+                last_leftover = now
+                self.schedq.flush_leftover()
+            key = self.schedq.pop()
+            if key is None:
+                self._wake.clear()
+                await _wait_any(self._wake, stop, BACKOFF_FLUSH_PERIOD)
+                continue
+            done = asyncio.Event()
+            self._permits[key] = done  # type: ignore[index]
+            self.queue.add(key)
+            await _wait_any(done, stop, None)
+            if self.schedq.where(key) == "inflight":  # the attempt raised (the worker retries it too)
+                self.schedq.done(key, "error")
 
     def cluster_states(self) -> tuple[ClusterState, ...]:
         """One tuple per cluster snapshot (the Placer caches by its identity)."""
@@ -150,10 +218,26 @@ class PlacementController(QueueController):
     # ------------------------------------------------------------------ reconcile
 
     async def reconcile(self, key: Key) -> None:
+        permit = self._permits.pop(key, None)
+        try:
+            await self._reconcile(key, permit is not None)
+            if permit is not None and self.schedq.where(key) == "inflight":
+                self.schedq.done(key, "dropped")  # popped but nothing to place any more
+        finally:
+            if permit is not None:
+                permit.set()
+
+    def _enqueue(self, job: Obj, priority: int) -> None:
+        """Queue the job for placement (the scheduling loop hands it back to a worker in order)."""
+        self.schedq.push(_ns_name(job), priority, c.parse_time(job["metadata"].get("creationTimestamp")))
+        self._signal()
+
+    async def _reconcile(self, key: Key, permitted: bool) -> None:
         namespace, name = key
         job = self.jobs.get(namespace, name)
         rb = self.bindings.get(namespace, c.rb_name(name))
         if job is None or job["metadata"].get("deletionTimestamp"):
+            self.schedq.forget(key)
             await self._forget(key, job, rb)
             return
         uid = job["metadata"].get("uid", "")
@@ -167,7 +251,7 @@ class PlacementController(QueueController):
             return
         clusters = {o["metadata"]["name"]: o for o in self.clusters.items()}
         trigger, previous, delay, wake = placement_trigger(
-            job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now)
+            job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now, queued=permitted)
         if wake is not None:  # a tolerationSeconds runs out later: look again then
             self.queue.add(key, max(0.05, wake - now))
         if trigger is None:
@@ -180,10 +264,22 @@ class PlacementController(QueueController):
         if isinstance(trigger, failover.Failover):
             await self._end(job, rb, match, trigger, now)
             return
-        await self._place(job, rb, match, trigger, previous, now)
+        priority = self._priority(match.policy, job)
+        if not permitted:
+            self._enqueue(job, priority.priority)
+            return
+        metrics.INCOMING_BINDINGS.labels(event=metrics.trigger_event(trigger)).inc()
+        outcome = await self._place(job, rb, match, trigger, previous, now, priority)
+        self.schedq.done(key, outcome)
+        if outcome == "unschedulable":
+            metrics.QUEUE_UNSCHEDULABLE.inc()
+
+    def _priority(self, policy: Obj, job: Obj) -> binding_priority.ResolvedPriority:
+        classes = {pc["metadata"]["name"]: pc for pc in self.priority_classes.items()}
+        return binding_priority.resolve(policy, job, classes)
 
     async def _place(self, job: Obj, rb: Obj | None, match: Match, trigger: str, previous: Obj | None,
-                     now: float) -> None:
+                     now: float, priority: binding_priority.ResolvedPriority) -> Outcome:
         assert match.policy is not None
         key = _ns_name(job)
         uid = job["metadata"].get("uid", "")
@@ -206,10 +302,11 @@ class PlacementController(QueueController):
             except (CalderaError, ValueError, KeyError, TypeError) as err:
                 metrics.PLACEMENTS.labels(result="error").inc()
                 await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}", version, now,
-                                   clear=replace)
-                return
+                                   clear=replace, priority=priority)
+                return "error"
+            began = time.perf_counter()
             decision = await asyncio.to_thread(place, request, self.placer)
-            _count(decision)
+            _count(decision, metrics.schedule_type(generation, trigger), time.perf_counter() - began)
             if decision.ok:  # count the new shares before the next placement runs, not after the writes
                 clusters = b.target_clusters(decision)
                 changed = replace or generation == 0 or not b.same_layout(old_clusters, clusters)
@@ -220,12 +317,21 @@ class PlacementController(QueueController):
         if not decision.ok:
             assert decision.failure is not None
             message = b.diagnosis_message(decision) + (f" [{notes}]" if notes else "")
+            preemption = None
+            if decision.failure.condition != "SchedulerError":
+                preemption = await preempting.preempt_for(self, job, match.policy, priority, now)
+                if preemption is not None:
+                    victims = ", ".join(f"{ns}/{n}" for ns, n in preemption.victims)  # type: ignore[misc]
+                    message += f" [preempting {victims} on {preemption.cluster}]"
+                    await self._event(job, "Preempting", f"preempting {victims} on cluster {preemption.cluster}")
             wake = min(float(cap.get("until") or 0) for cap in excluded.values()) if excluded else None
             await self._failed(job, rb, match, decision.failure.condition, message, version,
-                               now, clear=replace or not old_clusters, wake=wake)
-            return
+                               now, clear=replace or not old_clusters, wake=wake, priority=priority)
+            if preemption is not None:
+                return "preempted"
+            return "error" if decision.failure.condition == "SchedulerError" else "unschedulable"
         body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)
-        rb = await self._write_binding(rb, body)
+        rb = await self._write_binding(rb, _with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "True",
                                      "Success", f"{trigger}: {decision.reason}" + (f" [{notes}]" if notes else ""),
                                      now)
@@ -240,9 +346,12 @@ class PlacementController(QueueController):
         if changed:
             split = ", ".join(f"{t['name']}: {t['replicas']}" for t in clusters)
             await self._event(job, "Scheduled", f"generation {new_gen} ({trigger}): {split}; {decision.reason}")
+        await self._priority_event(rb, priority)
+        return "scheduled"
 
     async def _failed(self, job: Obj, rb: Obj | None, match: Match, reason: str, message: str, version: int,
-                      now: float, clear: bool, wake: float | None = None) -> None:
+                      now: float, clear: bool, wake: float | None = None,
+                      priority: binding_priority.ResolvedPriority | None = None) -> None:
         key = _ns_name(job)
         previous = self.attempts.get(key)
         failures = (previous.failures if previous else 0) + 1
@@ -254,7 +363,7 @@ class PlacementController(QueueController):
         had = bool(((rb or {}).get("spec") or {}).get("clusters"))
         new_gen = generation + 1 if (clear and had) else generation
         body = b.binding_body(job, match.policy, rb, [] if clear else None, new_gen, None, now, placed=clear and had)
-        rb = await self._write_binding(rb, body)
+        rb = await self._write_binding(rb, _with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
                                      reason, message, now)
         conditions = self._conflict_conditions(conditions, match, now)
@@ -264,6 +373,20 @@ class PlacementController(QueueController):
             self.assumed.forget(job["metadata"].get("uid", ""))
         if previous is None or previous.message != message:
             await self._event(job, "FailedScheduling", f"{reason}: {message}", "Warning")
+        if priority is not None:
+            await self._priority_event(rb, priority)
+
+    async def _priority_event(self, rb: Obj | None, priority: binding_priority.ResolvedPriority) -> None:
+        """The policy's PriorityClass was missing: say on the binding what it fell back to (once per note)."""
+        if rb is None or not priority.fallback:
+            return
+        if c.annotations_of(rb).get(PRIORITY_NOTE) == priority.fallback:
+            return
+        await self._event(rb, "SchedulePriorityFallback", priority.fallback, "Warning")
+        meta = rb["metadata"]
+        patched = await self.rc.patch(c.BINDINGS, meta["name"], {"metadata": {"annotations": {
+            PRIORITY_NOTE: priority.fallback}}}, meta["namespace"])
+        self.bindings.remember(patched)
 
     async def _end(self, job: Obj, rb: Obj | None, match: Match, ending: failover.Failover, now: float) -> None:
         """A lost cluster ended the job under its policies: withdraw every share (dispatch deletes
@@ -313,6 +436,7 @@ class PlacementController(QueueController):
 
     async def _forget(self, key: Key, job: Obj | None, rb: Obj | None) -> None:
         self.attempts.pop(key, None)
+        self.preempted_at.pop(key, None)
         self.assumed.forget_job(key, None if job is None else job["metadata"].get("uid"))
         if rb is not None:
             await self._delete_binding(key[0], c.rb_name(key[1]))
@@ -367,11 +491,33 @@ class PlacementController(QueueController):
             log.debug("event %s for %s not recorded: %s", reason, _ns_name(job), err)
 
 
-def _count(decision: PlacementDecision) -> None:
-    """Placements by result and optimizer runs by outcome (federation.metrics)."""
+#: the schedulePriority fallback already reported by an Event (so it is reported once)
+PRIORITY_NOTE = "caldera.io/schedule-priority-fallback"
+
+
+def _with_priority(body: Obj, priority: binding_priority.ResolvedPriority | None) -> Obj:
+    """The binding body with the resolved ``spec.schedulePriority`` (unset when the policy sets none)."""
+    if priority is not None:
+        body["spec"]["schedulePriority"] = priority.spec()
+    return body
+
+
+async def _wait_any(event: asyncio.Event, stop: asyncio.Event, timeout: float | None) -> None:
+    """Until ``event`` or ``stop`` is set, or ``timeout`` seconds passed."""
+    waits = {asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())}
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for fut in waits:
+            fut.cancel()
+
+
+def _count(decision: PlacementDecision, schedule_type: str, seconds: float) -> None:
+    """Placements by result, Karmada's scheduler metrics and optimizer runs by outcome (federation.metrics)."""
     failure = decision.failure
     result = "scheduled" if failure is None else "error" if failure.condition == "SchedulerError" else "unschedulable"
     metrics.PLACEMENTS.labels(result=result).inc()
+    metrics.observe_schedule("success" if result == "scheduled" else result, schedule_type, seconds)
     if decision.optimizer:
         solved = decision.path == "optimizer" and failure is None
         optimal = decision.optimizer.get("status") == 0

@@ -33,7 +33,7 @@ from policies.conversions import MPI_ROLES, PYTORCH_ROLES, TF_ROLES
 from policies.kinds import KindInfo, lookup
 
 if TYPE_CHECKING:
-    from federation.apiserver.server import ControllerContext
+    from federation.controllers.context import ControllerContext
 
 log = logging.getLogger("caldera.source_status")
 Obj = dict[str, Any]

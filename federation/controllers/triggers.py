@@ -43,8 +43,9 @@ def finished(job: Obj) -> bool:
 
 
 def placement_trigger(job: Obj, rb: Obj | None, policy: Obj, clusters: Mapping[str, Obj],
-                      attempt: Attempt | None, cluster_version: int, now: float) -> Trigger:
-    """``(reason, previous binding, delay, wake)``; see the module docstring."""
+                      attempt: Attempt | None, cluster_version: int, now: float, queued: bool = False) -> Trigger:
+    """``(reason, previous binding, delay, wake)``; see the module docstring. ``queued``: the job was
+    just popped from the scheduling queue (an unschedulable job is tried again only then)."""
     generation = b.generation_of(rb)
     status = (rb or {}).get("status") or {}
     job_gen = int(job["metadata"].get("generation") or 1)
@@ -73,9 +74,13 @@ def placement_trigger(job: Obj, rb: Obj | None, policy: Obj, clusters: Mapping[s
         retry_at = c.parse_time(c.annotations_of(rb).get(c.RETRY_AFTER)) or now
         return "reservation cancelled", b.fresh_previous(rb), max(0.0, retry_at - now), wake
     if scheduled is not None and scheduled.get("status") != "True":
-        if attempt is not None and attempt.cluster_version == cluster_version and (
-                attempt.wake is None or now < attempt.wake):
-            return None, rb, 0.0, wake
-        delay = max(0.0, attempt.not_before - now) if attempt else 0.0
-        return "retry after clusters changed", rb, delay, wake
+        # the scheduling queue owns unschedulable jobs: they are tried again when popped from it
+        # (an event that could make them fit moved them to its activeQ), never on a timer here
+        if queued:
+            return "retry from the scheduling queue", rb, 0.0, wake
+        if attempt is None:
+            return "retry (no attempt on record)", rb, 0.0, wake
+        if attempt.wake is not None and now >= attempt.wake:
+            return "retry (a cluster exclusion lapsed)", rb, 0.0, wake
+        return None, rb, 0.0, wake
     return None, rb, 0.0, wake

@@ -18,7 +18,7 @@ from federation.placement.term import Term, fmt_split
 
 def _prune(term: Term, order: list[str], target: dict[str, float]) -> list[str]:
     job = term.job
-    room = {n: sum(min(term.task_est[t.name][n], t.replicas) for t in job.tasks) for n in order}
+    room = {n: sum(min(term.capacity(t.name, n), t.replicas) for t in job.tasks) for n in order}
     kept = [n for n in order if target[n] > 0 and room[n] > 0]
     total = sum(room[n] for n in kept)
     extras = sorted((n for n in order if n not in kept and room[n] > 0), key=lambda n: -room[n])
@@ -40,7 +40,7 @@ def _problem(term: Term, order: list[str], target: dict[str, float], caps: list[
         replicas=tuple(t.replicas for t in tasks),
         clusters=tuple(order),
         target=tuple(target[n] for n in order),
-        estimate=tuple(tuple(term.task_est[t.name][n] for n in order) for t in tasks),
+        estimate=tuple(tuple(term.capacity(t.name, n) for n in order) for t in tasks),
         demand=tuple(tuple(dict(t.request).get(r, 0.0) for r in resources) for t in tasks) if multi else (),
         free=tuple(_free(term, n, resources) for n in order) if multi else (),
         caps=tuple((order.index(c), cap) for c, cap in caps if c in order),
@@ -66,6 +66,11 @@ def _free(term: Term, name: str, resources: list[str]) -> tuple[float, ...]:
             out.append(float("inf") if r == "pods" else 0.0)
             continue
         out.append(max(alloc[r] - dict(summary.allocated).get(r, 0.0) - dict(summary.allocating).get(r, 0.0), 0.0))
+    held = term.held.get(name, {})
+    if held:  # the job's own pods there free their resources for the job itself
+        for task in term.job.tasks:
+            request = dict(task.request)
+            out = [v + held.get(task.name, 0) * request.get(r, 0.0) for v, r in zip(out, resources, strict=True)]
     return tuple(min(v, 1e15) for v in out)
 
 
@@ -73,7 +78,7 @@ def optimize(term: Term, optimizer: Optimizer, names: tuple[str, ...], target: d
              why: str) -> PlacementDecision:
     job, opts = term.job, term.request.options
     for t in job.tasks:  # cheap exact bound first: the MILP would only confirm it
-        room = sum(term.task_est[t.name][n] for n in names)
+        room = sum(term.capacity(t.name, n) for n in names)
         if room < t.replicas:
             return term.fail("divide", f"{why}; capacity is short: {room} {t.name} pods fit in all "
                              f"candidates, {t.replicas} needed ({term.capacities(names)})")

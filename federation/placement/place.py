@@ -63,15 +63,19 @@ def run_term(placer: "Placer", request: PlacementRequest, table: ClusterTable,
         return term.fail("filter", "no cluster fits: " + term.why_excluded(), "NoClusterFit")
     # ---- estimate
     avail = term.estimate(filtered.candidates)
-    # score desc (ClusterLocality: 100 when already holding the job), availability desc, name
-    # asc; ``avail`` is in name order and Python's sort is stable even when reversed
-    by_avail = sorted(avail, key=avail.__getitem__, reverse=True)
+    # Karmada's AvailableReplicas: the estimate plus the replicas the job already has there
+    # (the cluster's usage counts them). Order: score desc (ClusterLocality: 100 when already
+    # holding the job), AvailableReplicas desc, name asc; ``avail`` is in name order and
+    # Python's sort is stable even when reversed.
+    assigned = {c.name: c.replicas for c in request.previous.clusters}
+    available = {n: a + assigned.get(n, 0) for n, a in avail.items()}
+    by_avail = sorted(available, key=available.__getitem__, reverse=True)
     ordered = [n for n in by_avail if n in previous] + [n for n in by_avail if n not in previous]
     selected = ordered
     if spec.strategy in USES_SPREAD and spec.spread:
         need = job.replicas if spec.strategy in CHECKS_CAPACITY_IN_SELECTION else None
         try:
-            selected = select_clusters(ordered, table.by_name, avail, spec.spread, need)
+            selected = select_clusters(ordered, table.by_name, available, spec.spread, need)
         except SelectionError as err:
             return term.fail("filter", f"spreadConstraints: {err}", "NoClusterFit")
         for name in ordered:

@@ -12,6 +12,25 @@ from federation.placement.request import ClusterAffinity, ClusterState, Placemen
 from federation.placement.table import ClusterTable
 
 
+def held_replicas(request: PlacementRequest, table: ClusterTable) -> dict[str, dict[str, int]]:
+    """Per cluster and task, the replicas the previous assignment put there (clusters still known).
+
+    The binding's ``components`` give the per-task layout; without them a single-task job holds
+    its replicas in that task, and a multi-task one is split the way Caldera fills shares.
+    """
+    previous = [c for c in request.previous.clusters if c.replicas > 0 and c.name in table.by_name]
+    if not previous:
+        return {}
+    out = {c.name: {t: n for t, n in c.tasks if n > 0} for c in previous if c.tasks}
+    rest = {c.name: c.replicas for c in previous if not c.tasks}
+    if rest:
+        if len(request.job.tasks) == 1:
+            out.update({name: {request.job.tasks[0].name: n} for name, n in rest.items()})
+        else:
+            out.update(split_tasks(request.job, rest))
+    return out
+
+
 def fmt_split(split: dict[str, int]) -> str:
     return "{" + ", ".join(f"{c}: {n}" for c, n in sorted(split.items())) + "}"
 
@@ -31,6 +50,9 @@ class Term:
         self.weights: dict[str, float] = {}
         self.karmada: dict[str, int] = {}
         self.infeasible: dict[str, str] = {}
+        #: the job's own replicas per cluster and task (previous assignment): already counted
+        #: in the cluster's reported usage, so they are available to the job itself
+        self.held = held_replicas(request, table)
 
     # ------------------------------------------------------------------ outcomes
     def fail(self, step: str, reason: str, condition: str = "Unschedulable") -> PlacementDecision:
@@ -81,10 +103,24 @@ class Term:
         previous = {c.name: dict(c.tasks) for c in self.request.previous.clusters if c.tasks}
         return split_tasks(self.job, totals, previous)
 
+    def increment(self, cluster: str, per_task: dict[str, int]) -> dict[str, int]:
+        """What a share adds to what the job already runs there: the only part that needs room."""
+        held = self.held.get(cluster)
+        if not held:
+            return per_task
+        return {t: n - held.get(t, 0) for t, n in per_task.items() if n > held.get(t, 0)}
+
+    def capacity(self, task: str, cluster: str) -> int:
+        """Pods of ``task`` the job can have on ``cluster``: the estimate plus those it holds."""
+        return self.task_est[task][cluster] + self.held.get(cluster, {}).get(task, 0)
+
     def verify(self, split: TaskSplit) -> dict[str, tuple[int, str]]:
         bad: dict[str, tuple[int, str]] = {}
         for cluster, per_task in split.items():
-            ok, placed, why = verify_share(self.table, self.job, cluster, per_task, self.request.assumed)
+            adds = self.increment(cluster, per_task)
+            if not adds:  # a kept or shrunk share: it runs already
+                continue
+            ok, placed, why = verify_share(self.table, self.job, cluster, adds, self.request.assumed)
             if not ok:
                 bad[cluster] = (placed, why)
                 self.infeasible[cluster] = why
@@ -94,7 +130,8 @@ class Term:
         full = {t.name: t.replicas for t in self.job.tasks}
         fits: TaskSplit = {}
         for n in names:
-            ok, _, why = verify_share(self.table, self.job, n, full, self.request.assumed)
+            adds = self.increment(n, full)
+            ok, _, why = verify_share(self.table, self.job, n, adds, self.request.assumed) if adds else (True, 0, "")
             if ok:
                 fits[n] = dict(full)
             else:

@@ -53,6 +53,7 @@ def build_actions(conf: SchedulerConf, actions: Registry) -> tuple[list[Any], li
 def open_session(snapshot: Snapshot, conf: SchedulerConf, clock: SessionClock,
                  options: SessionOptions = SessionOptions(), plugins: Registry = PLUGINS) -> Session:
     tiers, warnings = build_plugins(conf, plugins)
+    warnings = [*conf.warnings, *warnings]
     ssn = Session(snapshot, conf, session_uid(clock, snapshot), options)
     ssn.now = clock.now()
     for warning in warnings:

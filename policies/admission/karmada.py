@@ -255,10 +255,13 @@ def validate_propagation(spec: PropagationSpec, cluster_scoped: bool) -> list[Fi
     if suspension is not None and suspension.dispatching and suspension.dispatching_on_clusters is not None:
         errors.append(FieldError("spec.suspension", "dispatching and dispatchingOnClusters are mutually exclusive"))
     if spec.schedule_priority is not None:
-        one_of(errors, spec.schedule_priority.priority_class_source, PRIORITY_CLASS_SOURCES,
-               "spec.schedulePriority.priorityClassSource")
-        require(errors, bool(spec.schedule_priority.priority_class_name),
-                "spec.schedulePriority.priorityClassName", "required when schedulePriority is set")
+        source = spec.schedule_priority.priority_class_source
+        require(errors, bool(source), "spec.schedulePriority.priorityClassSource",
+                "required when schedulePriority is set")
+        one_of(errors, source or None, PRIORITY_CLASS_SOURCES, "spec.schedulePriority.priorityClassSource")
+        # PodPriorityClass reads the name from the resource template's pod spec
+        require(errors, source == "PodPriorityClass" or bool(spec.schedule_priority.priority_class_name),
+                "spec.schedulePriority.priorityClassName", "required when priorityClassSource is KubePriorityClass")
     return errors
 
 

@@ -98,6 +98,8 @@ class GPUSummary(K8sModel):
     product: str
     total: int = Field(ge=0)
     free: int = Field(ge=0)
+    #: free GPUs on partly used nodes (unusable by a job that wants whole nodes)
+    fragmented: Optional[int] = Field(default=None, ge=0)
 
 
 class QueueSummary(K8sModel):

@@ -101,6 +101,8 @@ class BindingSuspension(Suspension):
 
 class BindingSchedulePriority(K8sModel):
     priority: Optional[int] = None
+    #: Never or PreemptLowerPriority (resolved from the policy's PriorityClass)
+    preemption_policy: Optional[str] = None
 
 
 class ResourceBindingSpec(K8sModel):

@@ -203,7 +203,7 @@ def test_cluster_status_summary() -> None:
     assert half["free"]["nvidia.com/gpu"] == "4"
     assert half["labels"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "topology.kubernetes.io/zone": "z1",
                               "caldera.io/pool": "a100"}
-    assert status["gpus"] == [{"product": "NVIDIA-A100-SXM4-80GB", "total": 24, "free": 20}]
+    assert status["gpus"] == [{"product": "NVIDIA-A100-SXM4-80GB", "total": 24, "free": 20, "fragmented": 4}]
     numa = {g["numaNodes"]: g for g in status["numa"]}
     assert numa[2]["count"] == 3 and numa[2]["gpusPerNuma"] == [4, 4]
     assert status["queues"] == [{"name": "training", "allocated": {"cpu": "8", "memory": "64Gi",

@@ -192,7 +192,7 @@ async def test_cluster_registers_lease_renews_and_capacity_is_published(harness:
     assert status["resourceSummary"]["allocatable"]["nvidia.com/gpu"] == "16"
     assert status["nodeSummary"] == {"totalNum": 2, "readyNum": 2}
     assert status["nodeShapes"][0]["count"] == 2
-    assert status["gpus"] == [{"product": "NVIDIA-A100-SXM4-80GB", "total": 16, "free": 16}]
+    assert status["gpus"] == [{"product": "NVIDIA-A100-SXM4-80GB", "total": 16, "free": 16, "fragmented": 0}]
     assert not await harness.sync.publish_status()  # unchanged: no write
     harness.sim.fail_node("n-1")
     await settle()

@@ -27,7 +27,7 @@ HELD = {"generation": 4, "hold": True, "cancelled": False, "clusters": 2, "reser
 
 @pytest.fixture
 async def live(tmp_path):
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "fed"), controllers=[]) as server:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "fed")) as server:
         kubeconfig = write_kubeconfig(server, "agent:cluster-a", tmp_path / "agent.kubeconfig")
         async with server.api_client() as api_client:
             federation = Federation(api_client)
@@ -54,7 +54,7 @@ async def test_registers_renews_lease_and_publishes_capacity(live) -> None:
     status = await eventually(published, what="capacity published")
     assert status["resourceSummary"]["allocatable"]["nvidia.com/gpu"] == "16"
     assert status["nodeSummary"] == {"totalNum": 2, "readyNum": 2}
-    assert status["gpus"] == [{"product": "NVIDIA-A100-SXM4-80GB", "total": 16, "free": 16}]
+    assert status["gpus"] == [{"product": "NVIDIA-A100-SXM4-80GB", "total": 16, "free": 16, "fragmented": 0}]
     assert sum(shape["count"] for shape in status["nodeShapes"]) == 2
     assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
 

@@ -77,7 +77,7 @@ class AgentProcess:
 
 @pytest.fixture
 async def federation_server(tmp_path):
-    async with (ApiServer(ServerConfig(data_dir=tmp_path / "fed"), controllers=[]) as server,
+    async with (ApiServer(ServerConfig(data_dir=tmp_path / "fed")) as server,
                 server.api_client() as api_client):
         yield server, Federation(api_client)
 

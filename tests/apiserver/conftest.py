@@ -19,7 +19,7 @@ KIND_SAMPLES: list[dict[str, Any]] = yaml.safe_load((HERE / "data" / "kinds.yaml
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "data", run_controllers=False)) as srv:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "data")) as srv:
         yield srv
 
 

@@ -110,7 +110,7 @@ async def test_name_clash_with_a_foreign_job_is_a_conflict(server: ApiServer, ap
 
 
 async def test_job_missing_after_a_crash_is_made_at_start_up(tmp_path: Path) -> None:
-    config = ServerConfig(data_dir=tmp_path / "data", run_controllers=False)
+    config = ServerConfig(data_dir=tmp_path / "data")
     source = copy.deepcopy(SAMPLES["MPIJob"])
     async with ApiServer(config) as first, api_client_from_dict(first.kubeconfig()) as api:
         await ResourceClient(api).create(_info(source), source)

@@ -59,7 +59,7 @@ async def test_watch_without_resource_version_starts_with_current_state(api: cli
 
 
 async def test_expired_resource_version_is_410_then_relist_works(tmp_path: Path) -> None:
-    config = ServerConfig(data_dir=tmp_path, run_controllers=False, watch_history=5)
+    config = ServerConfig(data_dir=tmp_path, watch_history=5)
     async with ApiServer(config) as server, api_client_from_dict(server.kubeconfig()) as api:
         rc = ResourceClient(api)
         first = await rc.create(CM, _cm("c0"))
@@ -104,7 +104,7 @@ async def test_unbound_pod_watch_sees_delete_on_bind(api: client.ApiClient) -> N
 
 
 async def test_bookmarks_and_timeout(tmp_path: Path) -> None:
-    config = ServerConfig(data_dir=tmp_path, run_controllers=False, bookmark_interval=0.05)
+    config = ServerConfig(data_dir=tmp_path, bookmark_interval=0.05)
     async with ApiServer(config) as server, api_client_from_dict(server.kubeconfig()) as api:
         rc = ResourceClient(api)
         made = await rc.create(CM, _cm("bm"))

@@ -15,6 +15,7 @@ import yaml
 from kubernetes_asyncio import client as k8s
 
 from federation.apiserver.server import ApiServer, ServerConfig
+from federation.cli.compose import FederationServer
 from federation.client import ResourceClient, api_client_from_dict
 from federation.controllers.common import ControllerOptions
 from federation.controllers.dispatch import dispatch_controller
@@ -116,6 +117,6 @@ def options() -> ControllerOptions:
 
 @pytest.fixture
 async def fed(tmp_path: Path, options: ControllerOptions) -> AsyncIterator[Fed]:
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "data"), controllers=controllers(options)) as server, \
+    async with FederationServer(ServerConfig(data_dir=tmp_path / "data"), controllers=controllers(options)) as server, \
             api_client_from_dict(server.kubeconfig()) as api:
         yield Fed(server, api)

@@ -21,7 +21,7 @@ def cm(name: str) -> dict[str, Any]:
 
 
 async def test_informer_follows_watch_and_relists_after_410(tmp_path: Path) -> None:
-    config = ServerConfig(data_dir=tmp_path, run_controllers=False, watch_history=5)
+    config = ServerConfig(data_dir=tmp_path, watch_history=5)
     async with ApiServer(config) as server, api_client_from_dict(server.kubeconfig()) as api:
         rc = ResourceClient(api, 10.0)
         seen: list[tuple[str, str]] = []

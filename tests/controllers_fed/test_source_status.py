@@ -14,6 +14,7 @@ import pytest
 from kubernetes_asyncio import client as k8s
 
 from federation.apiserver.server import ApiServer, ServerConfig
+from federation.cli.compose import FederationServer
 from federation.client import ResourceClient, api_client_from_dict
 from federation.controllers.source_status import (
     SourceStatusController,
@@ -135,7 +136,7 @@ def test_merge_patch_turns_old_into_new() -> None:
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "data"), controllers=[source_status_controller]) as srv:
+    async with FederationServer(ServerConfig(data_dir=tmp_path / "data"), controllers=[source_status_controller]) as srv:
         yield srv
 
 

@@ -59,10 +59,12 @@ CASES = [
      JOB, with_annotations(placed_binding(), **{c.CANCELLED_GENERATION: "1",
                                                c.RETRY_AFTER: c.rfc3339(NOW + 30)}),
      READY, None, 0, "reservation cancelled", True),
-    ("unschedulable, clusters unchanged since the attempt", JOB, unschedulable(placed_binding()), READY,
-     Attempt(1, NOW + 5, 7, "no fit"), 7, None, False),
-    ("unschedulable, clusters changed, backoff still running", JOB, unschedulable(placed_binding()), READY,
-     Attempt(1, NOW + 5, 7, "no fit"), 8, "retry after clusters changed", True),
+    ("unschedulable, waiting in the scheduling queue", JOB, unschedulable(placed_binding()), READY,
+     Attempt(1, NOW + 5, 7, "no fit"), 8, None, False),
+    ("unschedulable, no attempt on record (controller restarted)", JOB, unschedulable(placed_binding()), READY,
+     None, 8, "retry", False),
+    ("unschedulable, an exclusion lapsed", JOB, unschedulable(placed_binding()), READY,
+     Attempt(1, NOW + 5, 7, "no fit", wake=NOW - 1), 7, "retry", False),
 ]
 
 
@@ -83,3 +85,9 @@ def test_policy_change_comes_before_a_lost_cluster() -> None:
     other["spec"]["placement"]["clusterAffinity"]["clusterNames"] = ["a"]
     got, *_ = placement_trigger(JOB, placed_binding(), other, {"a": READY["a"]}, None, 0, NOW)
     assert got == "policy changed"
+
+
+def test_an_unschedulable_job_popped_from_the_queue_is_tried_at_once() -> None:
+    got, _previous, delay, _wake = placement_trigger(JOB, unschedulable(placed_binding()), POLICY, READY,
+                                                     Attempt(1, NOW + 3600, 7, "no fit"), 7, NOW, queued=True)
+    assert got == "retry from the scheduling queue" and delay == 0.0

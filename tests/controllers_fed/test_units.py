@@ -152,8 +152,8 @@ def test_no_execute_toleration_seconds(tolerations: list[dict[str, Any]], until:
 
 
 def test_serve_starts_placement_and_dispatch_by_default() -> None:
-    from federation.apiserver.server import registered_controllers
     from federation.controllers.dispatch import dispatch_controller
+    from federation.controllers.manager import registered_controllers
     from federation.controllers.placement import placement_controller
 
     started = registered_controllers()

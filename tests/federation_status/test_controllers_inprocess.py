@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from federation.apiserver.server import ApiServer, ServerConfig
+from federation.cli.compose import FederationServer
 from federation.client import ResourceClient
 from federation.controllers.health import health_controller
 from federation.controllers.status import status_controller
@@ -49,8 +50,9 @@ async def eventually(probe: Callable[[], Awaitable[Any]], what: str, timeout: fl
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    config = ServerConfig(data_dir=tmp_path / "data", controller_options=dict(OPTIONS))
-    async with ApiServer(config, controllers=[status_controller, health_controller]) as srv:
+    config = ServerConfig(data_dir=tmp_path / "data")
+    async with FederationServer(config, controllers=[status_controller, health_controller],
+                                controller_options=dict(OPTIONS)) as srv:
         yield srv
 
 

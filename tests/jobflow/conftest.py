@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from federation.apiserver.server import ApiServer, ServerConfig
+from federation.cli.compose import FederationServer
 from federation.client import ResourceClient, api_client_from_dict
 from federation.controllers.jobflow import FLOWS, JOBS, TEMPLATES, jobflow_controller
 
@@ -73,6 +74,6 @@ class Flows:
 
 @pytest.fixture
 async def flows(tmp_path: Path) -> AsyncIterator[Flows]:
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "data"), controllers=[jobflow_controller]) as server, \
+    async with FederationServer(ServerConfig(data_dir=tmp_path / "data"), controllers=[jobflow_controller]) as server, \
             api_client_from_dict(server.kubeconfig()) as api:
         yield Flows(server, ResourceClient(api))

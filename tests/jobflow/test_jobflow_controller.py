@@ -222,4 +222,9 @@ async def test_job_name_taken_by_a_foreign_job_is_reported(flows: Flows) -> None
                       "spec": {"flows": [{"name": "only", "jobTemplate": {"name": "preprocess-job"}}]}})
     events = await eventually(lambda: _events(flows, "JobNameTaken"), "a JobNameTaken event")
     assert "'one-only' not created by this JobFlow" in events[0]["message"]
-    assert flows.jobs("one") == {} and flows.status("one")["pendingJobs"] == ["one-only"]
+
+    async def pending() -> list[str] | None:  # the Event is written before the status: wait for both
+        return flows.status("one").get("pendingJobs")
+
+    assert await eventually(pending, "the JobFlow's status lists the pending Job") == ["one-only"]
+    assert flows.jobs("one") == {}

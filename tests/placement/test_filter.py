@@ -151,14 +151,26 @@ def test_previous_holder_scores_first_in_candidate_order() -> None:
     assert decision.replicas() == {"a": 2}
 
 
-def test_spread_swaps_a_kept_cluster_for_a_richer_one_when_short() -> None:
-    # c holds the job, so it sorts first and is kept; the two kept (c 1 + b 4) cannot take 6,
-    # so walking back from the last kept, c is swapped for a (2): a + b = 6.
+def test_spread_counts_the_jobs_own_replicas_as_available() -> None:
+    # Karmada's AvailableReplicas = estimate + replicas already assigned there: c (1 free + 1
+    # held = 2) is kept with b (4), so 6 fit without a swap; the increment goes b 4, c 1.
     spec = PlacementSpec(spread=(SpreadConstraint("cluster", "", 1, 2),), strategy="DynamicWeight")
     prev = PreviousPlacement((PreviousCluster("c", 1),))
     decision = Placer().place(request(job(task("w", 7, gpus=8)), spec, two_clusters(), previous=prev))
     assert not decision.ok and "available replicas" in decision.reason
     decision = Placer().place(request(job(task("w", 6, gpus=8)), spec, two_clusters(), previous=prev))
     assert decision.ok, decision.reason
-    assert decision.replicas() == {"a": 2, "b": 4}
+    assert decision.replicas() == {"b": 4, "c": 2}
+    assert decision.diagnosis["a"].reason == "not selected by spreadConstraints"
+
+
+def test_spread_swaps_a_kept_cluster_for_a_richer_one_when_short() -> None:
+    # c holds the job, so it sorts first and is kept; the two kept (c 1+1 + b 4) cannot take 7,
+    # so walking back from the last kept, c is swapped for d (3): b + d = 7.
+    spec = PlacementSpec(spread=(SpreadConstraint("cluster", "", 1, 2),), strategy="DynamicWeight")
+    prev = PreviousPlacement((PreviousCluster("c", 1),))
+    clusters = (*two_clusters(), cluster("d", gpu_nodes(3, 8), region="r3"))
+    decision = Placer().place(request(job(task("w", 7, gpus=8)), spec, clusters, previous=prev))
+    assert decision.ok, decision.reason
+    assert decision.replicas() == {"b": 4, "d": 3}
     assert decision.diagnosis["c"].reason == "not selected by spreadConstraints"

@@ -155,7 +155,11 @@ CASES: list[tuple[str, dict[str, Any] | None, dict[str, Any], str, str]] = [
     ("cluster purge", None, {"failover": {"cluster": {"purgeMode": "Never"}}},
      "spec.failover.cluster.purgeMode", "'Gracefully', 'Directly'"),
     ("priority source", None, {"schedulePriority": {"priorityClassSource": "Custom", "priorityClassName": "x"}},
-     "spec.schedulePriority.priorityClassSource", "'KubePriorityClass'"),
+     "spec.schedulePriority.priorityClassSource", "'KubePriorityClass', 'PodPriorityClass'"),
+    ("priority source missing", None, {"schedulePriority": {"priorityClassName": "x"}},
+     "spec.schedulePriority.priorityClassSource", "required"),
+    ("kube priority class without name", None, {"schedulePriority": {"priorityClassSource": "KubePriorityClass"}},
+     "spec.schedulePriority.priorityClassName", "required when priorityClassSource is KubePriorityClass"),
 ]
 
 

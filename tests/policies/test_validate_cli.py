@@ -83,10 +83,16 @@ def test_nothing_found_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_scheduler_configmap_is_checked(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("policies.scheduler_conf")
     assert run(["-f", "-"], capsys, CONFIGMAP, monkeypatch)[0] == 0
-    broken = CONFIGMAP.replace("name: conformance", "name: no-such-plugin")
+    # an unknown plugin is skipped, as vc-scheduler skips it: accepted with a warning naming it
+    skipped = CONFIGMAP.replace("name: conformance", "name: no-such-plugin")
+    code, out, err = run(["-f", "-"], capsys, skipped, monkeypatch)
+    assert code == 0 and out != ""
+    assert "warning:" in err and "data[volcano-scheduler.conf]" in err and "no-such-plugin" in err
+    # an unknown action makes vc-scheduler refuse the whole file
+    broken = CONFIGMAP.replace('actions: "', 'actions: "no-such-action, ')
     code, out, err = run(["-f", "-"], capsys, broken, monkeypatch)
     assert code == 1 and out == ""
-    assert "data[volcano-scheduler.conf]" in err and "no-such-plugin" in err
+    assert "data[volcano-scheduler.conf]" in err and "no-such-action" in err
 
 
 def test_scheduler_conf_fragment_gets_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:

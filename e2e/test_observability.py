@@ -1,0 +1,133 @@
+"""Operating the demo as Volcano/Karmada users do: a real Prometheus scrapes the federation (TLS,
+viewer token) and both agents with Caldera's rule files; the dashboard at ``/ui`` in headless
+Chromium shows both clusters and every demo job; the cluster alert fires when an agent dies and
+resolves when it returns. One demo system for the module; the alert test runs last."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from e2e.harness import Miss
+from e2e.observability import CHROMIUM, alerts, apply_demo, launch_chromium, poll, query, start_system
+from federation.demo.processes import System, leftover_processes
+from federation.demo.prometheus import PrometheusProcess, mint_viewer_token
+from tests.monitoring.tools import GRAFANA_DIR, dashboard_queries
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("prometheus") is None,
+                                 reason="prometheus not installed (Debian package 'prometheus'; .ci/run installs it)")]
+REPO = Path(__file__).resolve().parents[1]
+SCREENSHOT = REPO / "docs" / "dashboard.png"
+CLUSTERS = {"cluster-a", "cluster-b"}
+#: queues with a GPU capability in the seed (queue-ai-training.yaml, queue-inference.yaml)
+GPU_QUEUES = {"ai-training", "inference"}
+
+
+@dataclass
+class Demo:
+    system: System
+    prometheus: PrometheusProcess
+    jobs: list[str]
+    viewer: str
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    system = start_system(tmp_path_factory.mktemp("observability"))
+    prometheus = PrometheusProcess(system, interval="1s", for_override="2s")
+    try:
+        prometheus.start()  # before the jobs: their placements land in scraped rates
+        yield Demo(system, prometheus, apply_demo(system), mint_viewer_token(system))
+    finally:
+        prometheus.stop()
+        system.stop()
+        groups = system.groups() | (prometheus.process.groups if prometheus.process else set())
+        assert not leftover_processes(groups), "processes survived the module"
+
+
+def test_prometheus_sees_every_target_cluster_and_queue(demo: Demo) -> None:
+    base = demo.prometheus.url
+    up = poll(lambda: (r := query(base, "up == 1")) and len(r) == 3 and r, 30, "3 targets up", demo.system)
+    assert {s["metric"]["job"] for s in up} == {"caldera-federation", "caldera-agents"}
+    ready = poll(lambda: (r := query(base, "cluster_ready_state == 1")) and len(r) == 2 and r, 30,
+                 "both clusters Ready in cluster_ready_state", demo.system)
+    assert {s["metric"]["cluster_name"] for s in ready} == CLUSTERS
+    # the seed's saturation alert's selector, unchanged: one series per (cluster, GPU queue)
+    wanted = {(c, q) for c in CLUSTERS for q in GPU_QUEUES}
+
+    def gpu_ratio() -> bool | Miss:
+        got = {(r["metric"]["cluster"], r["metric"]["queue_name"]) for r in query(
+            base, 'volcano_queue_allocated{nvidia_com_gpu != ""} / volcano_queue_capability{nvidia_com_gpu != ""}')}
+        return True if got >= wanted else Miss(sorted(got))
+
+    poll(gpu_ratio, 30, "the seed's GPU saturation ratio for every (cluster, GPU queue)", demo.system)
+    shares = poll(lambda: query(base, "sum by (cluster) (caldera_cluster_shares) > 0"), 30, "shares placed")
+    assert {s["metric"]["cluster"] for s in shares} <= CLUSTERS
+    for expr in ("karmada_scheduler_schedule_attempts_total", "volcano_e2e_scheduling_latency_milliseconds_count",
+                 "caldera_cluster_gpus", "volcano_job_pending_duration_seconds or caldera_jobs"):
+        assert query(base, expr), f"no series for {expr}"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")
+def test_dashboard_shows_clusters_and_jobs_in_chromium(demo: Demo, tmp_path: Path) -> None:
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) not installed")
+    with playwright_api.sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = browser.new_context(ignore_https_errors=True, viewport={"width": 1400, "height": 1000}).new_page()
+            response = page.goto(demo.system.url + "/ui")
+            assert response is not None and response.status == 401  # no token yet: the sign-in form
+            assert page.is_visible("#login") and "caldera token --role viewer" in page.inner_text("#login")
+            page.fill("#token", demo.viewer)
+            page.click("#login-form button[type=submit]")
+            page.wait_for_selector("body[data-loaded=true]", timeout=15_000)
+            for cluster in sorted(CLUSTERS):
+                page.wait_for_selector(f'#clusters tr[data-cluster="{cluster}"]', timeout=15_000)
+            for job in demo.jobs:  # every demo Job, listed as the page refreshes itself
+                page.wait_for_selector(f'#jobs tr[data-job="default/{job}"]', timeout=20_000)
+            assert demo.viewer not in page.content()  # the token is never written into the page
+            page.wait_for_selector("#queues tr[data-queue=ai-training]", timeout=15_000)
+            page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+            if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):
+                page.screenshot(path=str(SCREENSHOT))
+            page.click(f'#jobs tr[data-job="default/{demo.jobs[0]}"] a')
+            page.wait_for_selector("#job:not([hidden])", timeout=15_000)
+            assert page.inner_text("#job-title") == f"Job default/{demo.jobs[0]}"
+            page.wait_for_selector("#job-shares tr[data-cluster]", timeout=20_000)
+            page.screenshot(path=str(tmp_path / "job.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+
+
+def test_every_grafana_panel_returns_data(demo: Demo) -> None:
+    base = demo.prometheus.url
+    board = GRAFANA_DIR / "caldera-fleet.json"
+    queries = dashboard_queries(board)
+    assert len(queries) >= 15
+
+    def complete() -> bool | Miss:
+        gaps = [f"{board}:{line}: panel {title!r}: {expr} returns no data" for title, expr, line in queries
+                if not [r for r in query(base, expr) if r["value"][1] not in ("NaN", "+Inf", "-Inf")]]
+        return Miss("\n".join(gaps)) if gaps else True
+
+    # rules run every second here; the jobs' placements and releases must have reached the rates
+    poll(complete, 30, "every panel's query to return data", demo.system)
+
+
+def test_cluster_alert_fires_when_an_agent_dies_and_resolves_when_it_returns(demo: Demo) -> None:
+    base = demo.prometheus.url
+    poll(lambda: len(query(base, "cluster_ready_state == 1")) == 2, 30, "both clusters Ready", demo.system)
+    assert not alerts(base, "CalderaClusterNotReady")
+    demo.system.agents["cluster-b"].kill()
+    firing = poll(lambda: [a for a in alerts(base, "CalderaClusterNotReady") if a["state"] == "firing"], 30,
+                  "CalderaClusterNotReady firing")
+    assert [a["labels"]["cluster_name"] for a in firing] == ["cluster-b"]
+    demo.system.start_agent("cluster-b")
+    poll(lambda: not alerts(base, "CalderaClusterNotReady"), 30, "CalderaClusterNotReady resolved")

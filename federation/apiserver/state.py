@@ -1,0 +1,48 @@
+"""What every request handler of the API server shares: the store, the registry, the watch hub,
+the authenticator, the metrics, and the key the aiohttp application keeps it under.
+
+Its own module, below :mod:`app` and :mod:`routes`, so both can use it without importing each
+other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.metrics import ApiMetrics
+from federation.apiserver.rbac import Authorizer
+from federation.apiserver.registry import Registry
+from federation.apiserver.store import Store
+from federation.apiserver.watch import WatchHub
+
+MAX_BODY = 3 * 1024 * 1024
+
+
+@dataclass
+class ApiServerState:
+    store: Store
+    registry: Registry
+    hub: WatchHub
+    auth: TokenAuthenticator
+    metrics: ApiMetrics = field(default_factory=ApiMetrics)
+    address: str = "127.0.0.1:7443"
+    max_body: int = MAX_BODY
+    bookmark_interval: float = 30.0
+    stopping: bool = False
+    member_mode: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: RBAC (federation.apiserver.rbac.install); built over the store when not given
+    authorizer: Authorizer = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.authorizer is None:
+            from federation.apiserver.rbac import install
+
+            self.authorizer = install(self.registry)
+
+
+STATE_KEY: web.AppKey[ApiServerState] = web.AppKey("state", ApiServerState)

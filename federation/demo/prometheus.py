@@ -1,0 +1,147 @@
+"""A real Prometheus for ``caldera demo --prometheus`` and the e2e suite (docs/monitoring.md).
+
+:func:`prometheus_config` writes the scrape configuration: the federation over HTTPS (its
+self-signed certificate as the CA, a viewer token as the bearer credential) and every agent's
+``/metrics`` with a ``cluster`` target label. The rule files are ``deploy/prometheus/*.yaml``;
+``for_override`` rewrites every ``for:`` (the e2e test wants alerts within seconds, not minutes).
+:class:`PrometheusProcess` runs ``prometheus`` on loopback as a :class:`ManagedProcess`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+import yaml
+
+from federation.demo.processes import (
+    AGENT_LISTENING,
+    ClusterSpec,
+    ManagedProcess,
+    StartupError,
+    System,
+    free_port,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+RULES_DIR = REPO / "deploy" / "prometheus"
+READY = re.compile(r"Server is ready to receive web requests")
+FOR_LINE = re.compile(r"^(\s*for:\s*)\S+\s*$", re.MULTILINE)
+
+
+def fix_agent_ports(clusters: list[ClusterSpec]) -> None:
+    """Give each agent a fixed loopback port (its last ``--listen`` wins), so a restart keeps its target."""
+    for spec in clusters:
+        spec.agent_args = [*spec.agent_args, "--listen", f"127.0.0.1:{free_port()}"]
+
+
+def agent_urls(system: System) -> dict[str, str]:
+    """cluster -> the agent's ``http://host:port`` as it announced it (restarts may move it)."""
+    found = {}
+    for name, slot in system.agents.items():
+        match = AGENT_LISTENING.search(slot.output())
+        if match:
+            found[name] = match.group(1)
+    return found
+
+
+def copy_rules(target: Path, for_override: Optional[str] = None) -> list[Path]:
+    """The shipped rule files under ``target``, every ``for:`` replaced by ``for_override`` if given."""
+    target.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for source in sorted(RULES_DIR.glob("*.yaml")):
+        text = source.read_text()
+        if for_override:
+            text = FOR_LINE.sub(lambda m: f"{m.group(1)}{for_override}", text)
+        out = target / source.name
+        out.write_text(text)
+        copied.append(out)
+    return copied
+
+
+def prometheus_config(federation_url: str, agents: dict[str, str], token_file: Path, ca_file: Optional[Path],
+                      rule_files: list[Path], interval: str = "15s", evaluation: Optional[str] = None) -> dict[str, Any]:
+    fed = urlsplit(federation_url)
+    tls: dict[str, Any] = {"ca_file": str(ca_file)} if ca_file else {"insecure_skip_verify": True}
+    return {
+        "global": {"scrape_interval": interval, "evaluation_interval": evaluation or interval,
+                   "scrape_timeout": interval if _seconds(interval) < 10 else "10s"},
+        "rule_files": [str(p) for p in rule_files],
+        "scrape_configs": [
+            {"job_name": "caldera-federation", "scheme": fed.scheme or "https", "metrics_path": "/metrics",
+             "authorization": {"type": "Bearer", "credentials_file": str(token_file)}, "tls_config": tls,
+             "static_configs": [{"targets": [fed.netloc]}]},
+            {"job_name": "caldera-agents", "metrics_path": "/metrics",
+             "static_configs": [{"targets": [urlsplit(url).netloc], "labels": {"cluster": name}}
+                                for name, url in sorted(agents.items())]},
+        ],
+    }
+
+
+def _seconds(duration: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)", duration)
+    if not match:
+        raise ValueError(f"duration {duration!r}: use a number and ms, s, m or h")
+    return float(match.group(1)) * units[match.group(2)]
+
+
+def mint_viewer_token(system: System, user: str = "viewer") -> str:
+    from federation.apiserver.auth import TokenAuthenticator
+
+    return TokenAuthenticator(system.data_dir / "tokens.csv").mint(user, "viewer")
+
+
+@dataclass
+class PrometheusProcess:
+    """``prometheus`` for one :class:`System`, its config and data under ``DIR/prometheus``."""
+
+    system: System
+    interval: str = "15s"
+    for_override: Optional[str] = None
+    binary: Optional[str] = field(default_factory=lambda: shutil.which("prometheus"))
+    port: int = 0
+    process: Optional[ManagedProcess] = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def home(self) -> Path:
+        return self.system.data_dir / "prometheus"
+
+    def write_config(self) -> Path:
+        token_file = self.home / "viewer.token"
+        self.home.mkdir(parents=True, exist_ok=True)
+        if not token_file.exists():
+            token_file.write_text(mint_viewer_token(self.system, "prometheus"))
+            token_file.chmod(0o600)
+        ca = self.system.data_dir / "tls" / "apiserver.crt"
+        rules = copy_rules(self.home / "rules", self.for_override)
+        config = prometheus_config(self.system.url, agent_urls(self.system), token_file, ca if ca.exists() else None,
+                                   rules, self.interval)
+        path = self.home / "prometheus.yml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def start(self, timeout: float = 30.0) -> "PrometheusProcess":
+        if self.binary is None:
+            raise StartupError("prometheus is not installed (Debian package 'prometheus')")
+        config = self.write_config()
+        self.port = self.port or free_port()
+        cmd = [self.binary, f"--config.file={config}", f"--storage.tsdb.path={self.home / 'data'}",
+               f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d",
+               "--web.enable-lifecycle"]
+        atexit.register(self.stop)
+        self.process = ManagedProcess("prometheus", cmd, self.system.log_dir / "prometheus.log").start()
+        self.process.wait_for(READY, timeout)
+        return self
+
+    def stop(self) -> Optional[int]:
+        return self.process.stop() if self.process is not None else None

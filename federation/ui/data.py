@@ -1,0 +1,124 @@
+"""The JSON documents the dashboard reads (pure: store objects in, plain dicts out).
+
+``overview``: the ``GET /status`` document (clusters, jobs, placement latency; docs/status.md)
+plus, per cluster, fragmented GPUs; queues across clusters (deserved / allocated / capability per
+resource, summed over the clusters that report the queue); each job's two-phase state; and the
+most recent events. ``job_page``: one job's entry, its shares, the pods its shares report (counts
+by task and phase, per cluster: pods live in the member clusters) and the job's events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from policies.resource_labels import natural_amount
+
+Obj = dict[str, Any]
+RECENT_EVENTS = 50
+JOB_EVENTS = 100
+
+
+def _meta(obj: Obj) -> Obj:
+    return obj.get("metadata") or {}
+
+
+def event_row(event: Obj) -> Obj:
+    involved = event.get("involvedObject") or {}
+    return {
+        "time": event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "",
+        "type": event.get("type") or "Normal", "reason": event.get("reason") or "",
+        "object": f"{involved.get('kind', '')}/{involved.get('name', '')}",
+        "namespace": involved.get("namespace") or "", "message": event.get("message") or "",
+        "count": int(event.get("count") or 1),
+        "source": (event.get("source") or {}).get("component") or event.get("reportingComponent") or "",
+    }
+
+
+def recent_events(events: Iterable[Obj], limit: int = RECENT_EVENTS) -> list[Obj]:
+    rows = [event_row(e) for e in events]
+    rows.sort(key=lambda r: r["time"], reverse=True)
+    return rows[:limit]
+
+
+def _amounts(values: Mapping[str, Any] | None) -> dict[str, float]:
+    out = {}
+    for resource, quantity in (values or {}).items():
+        try:
+            out[str(resource)] = natural_amount(str(resource), quantity)
+        except (ValueError, TypeError):
+            continue
+    return out
+
+
+def queue_rows(clusters: Iterable[Obj]) -> list[Obj]:
+    """Queues as the agents report them, summed over clusters; ``clusters`` lists who reports each."""
+    merged: dict[str, Obj] = {}
+    for cluster in clusters:
+        name = str(_meta(cluster).get("name"))
+        for entry in (cluster.get("status") or {}).get("queues") or []:
+            row = merged.setdefault(str(entry.get("name")), {"name": str(entry.get("name")), "clusters": [],
+                                                              "allocated": {}, "deserved": {}, "capability": {}})
+            row["clusters"].append(name)
+            for field in ("allocated", "deserved", "capability"):
+                for resource, amount in _amounts(entry.get(field)).items():
+                    row[field][resource] = row[field].get(resource, 0.0) + amount
+    return [merged[k] for k in sorted(merged)]
+
+
+def two_phase_state(works: Iterable[Obj]) -> str:
+    """``Held`` (some share still reserving), ``Released``, ``Cancelled``, or ``""`` for one-cluster jobs."""
+    placements = [((w.get("spec") or {}).get("placement") or {}) for w in works]
+    multi = [p for p in placements if int(p.get("clusters") or 1) > 1]
+    if not multi:
+        return ""
+    newest = max(int(p.get("generation") or 0) for p in multi)
+    current = [p for p in multi if int(p.get("generation") or 0) == newest]
+    if any(p.get("cancelled") for p in current):
+        return "Cancelled"
+    return "Held" if any(p.get("hold") for p in current) else "Released"
+
+
+def works_by_job(works: Iterable[Obj]) -> dict[str, list[Obj]]:
+    out: dict[str, list[Obj]] = {}
+    for work in works:
+        key = (_meta(work).get("labels") or {}).get("caldera.io/job")
+        if key:
+            out.setdefault(str(key), []).append(work)
+    return out
+
+
+def overview(status_doc: Obj, clusters: Iterable[Obj], works: Iterable[Obj], events: Iterable[Obj]) -> Obj:
+    clusters = list(clusters)
+    fragmented = {str(_meta(c).get("name")): sum(int(g.get("fragmented") or 0)
+                                                 for g in (c.get("status") or {}).get("gpus") or [] if isinstance(g, dict))
+                  for c in clusters}
+    for row in status_doc["clusters"]:
+        row["gpus"]["fragmented"] = fragmented.get(str(row["name"]), 0)
+    grouped = works_by_job(works)
+    for job in status_doc["jobs"]:
+        job["twoPhase"] = two_phase_state(grouped.get(f"{job['namespace']}.{job['name']}", []))
+    return {**status_doc, "queues": queue_rows(clusters), "events": recent_events(events)}
+
+
+def pods_of(works: Iterable[Obj]) -> list[Obj]:
+    """Per cluster and task: pod counts by phase, from the shares' reported Job status."""
+    rows = []
+    for work in works:
+        cluster = str(_meta(work).get("namespace") or "").removeprefix("karmada-es-")
+        for manifest in (work.get("status") or {}).get("manifestStatuses") or []:
+            counts = ((manifest.get("status") or {}).get("taskStatusCount") or {})
+            for task, entry in sorted(counts.items()):
+                phases = {str(k): int(v) for k, v in ((entry or {}).get("phase") or {}).items()}
+                rows.append({"cluster": cluster, "task": task, "phases": phases, "total": sum(phases.values())})
+    return sorted(rows, key=lambda r: (r["cluster"], r["task"]))
+
+
+def job_page(entry: Obj, works: Iterable[Obj], events: Iterable[Obj]) -> Obj:
+    works = list(works)
+    placement = [{"cluster": str(_meta(w).get("namespace") or "").removeprefix("karmada-es-"),
+                  **{k: ((w.get("spec") or {}).get("placement") or {}).get(k)
+                     for k in ("generation", "hold", "cancelled", "clusters")},
+                  "gang": (w.get("status") or {}).get("gang") or {}} for w in works]
+    return {**entry, "twoPhase": two_phase_state(works), "works": sorted(placement, key=lambda p: p["cluster"]),
+            "pods": pods_of(works), "events": recent_events(events, JOB_EVENTS)}

@@ -1,0 +1,173 @@
+// Caldera dashboard: plain JavaScript, no build step. The bearer token lives in sessionStorage
+// (this tab only) and travels as an Authorization header; it is never written into the page.
+"use strict";
+const TOKEN_KEY = "caldera.token";
+const REFRESH_MS = 2000;
+let timer = null;
+let paused = false;
+
+const $ = (id) => document.getElementById(id);
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v; else if (k === "href") node.href = v; else node.setAttribute(k, v);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+function pill(text, kind) { return el("span", {class: "pill " + (kind || "")}, text); }
+function phaseKind(phase) {
+  if (["Running", "Completed", "Succeed", "True", "Released"].includes(phase)) return "ok";
+  if (["Failed", "Aborted", "Terminated", "False", "Cancelled"].includes(phase)) return "bad";
+  return "warn";
+}
+function fill(tableId, rows, empty) {
+  const body = $(tableId).tBodies[0];
+  body.replaceChildren(...rows);
+  if (!rows.length) body.append(el("tr", {}, el("td", {colspan: "10", class: "muted"}, empty || "none")));
+}
+function fmt(n) {
+  if (n === null || n === undefined) return "";
+  const v = Number(n);
+  if (!Number.isFinite(v)) return String(n);
+  if (Math.abs(v) >= 1 << 30 && v % (1 << 20) === 0) return (v / (1 << 30)).toFixed(0) + "Gi";
+  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+}
+function bar(used, total) {
+  const pct = total > 0 ? Math.round(100 * used / total) : 0;
+  const span = el("span"); span.style.width = pct + "%";
+  return el("span", {}, el("span", {class: "bar"}, span), `${used} / ${total}`);
+}
+function jobHref(j) { return `/ui/jobs/${encodeURIComponent(j.namespace)}/${encodeURIComponent(j.name)}`; }
+
+async function api(path) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (!token) throw {login: true};
+  const response = await fetch(path, {headers: {"Authorization": "Bearer " + token}, cache: "no-store"});
+  if (response.status === 401) throw {login: true, message: "the server did not accept this token"};
+  if (!response.ok) throw {message: `${path}: HTTP ${response.status} ${(await response.text()).slice(0, 300)}`};
+  return response.json();
+}
+
+function showLogin(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  stop();
+  for (const id of ["overview", "job", "session"]) $(id).hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message || "";
+  $("token").focus();
+}
+
+function renderSummary(doc) {
+  const s = doc.summary;
+  const used = s.gpus.total - s.gpus.free;
+  const cards = [["clusters Ready", `${s.readyClusters} / ${s.clusters}`], ["GPUs used", `${used} / ${s.gpus.total}`],
+    ["jobs", s.jobs], ...Object.entries(s.jobsByPhase).map(([p, n]) => [p, n])];
+  const lat = doc.placementLatency.observed;
+  if (lat && lat.count) cards.push(["placement p99", `${(lat.p99 * 1000).toFixed(0)} ms`]);
+  $("summary").replaceChildren(...cards.map(([k, v]) => el("div", {class: "card"}, el("div", {class: "v"}, v),
+    el("div", {class: "k"}, k))));
+}
+
+function renderClusters(doc) {
+  fill("clusters", doc.clusters.map((c) => el("tr", {"data-cluster": c.name},
+    el("td", {}, c.name), el("td", {}, pill(c.ready, phaseKind(c.ready)), " ", el("span", {class: "muted"}, c.readyReason)),
+    el("td", {class: "num"}, c.leaseAgeSeconds === null ? "no lease" : `${c.leaseAgeSeconds.toFixed(1)} s`),
+    el("td", {class: "num"}, `${c.nodes.ready} / ${c.nodes.total}`),
+    el("td", {}, bar(c.gpus.total - c.gpus.free, c.gpus.total)),
+    el("td", {}, Object.entries(c.gpus.byModel).map(([m, g]) => `${m}: ${g.total - g.free}/${g.total}`).join(", ")),
+    el("td", {class: "num"}, c.gpus.fragmented || 0),
+    el("td", {}, c.taints.map((t) => `${t.key}:${t.effect}`).join(", ")))), "no member clusters");
+}
+
+function renderQueues(doc) {
+  const rows = [];
+  for (const q of doc.queues) {
+    const resources = [...new Set([...Object.keys(q.deserved), ...Object.keys(q.allocated), ...Object.keys(q.capability)])].sort();
+    resources.forEach((r, i) => rows.push(el("tr", {"data-queue": q.name},
+      el("td", {}, i === 0 ? q.name : ""), el("td", {}, r), el("td", {class: "num"}, fmt(q.deserved[r])),
+      el("td", {class: "num"}, fmt(q.allocated[r] || 0)), el("td", {class: "num"}, fmt(q.capability[r])),
+      el("td", {}, i === 0 ? q.clusters.join(", ") : ""))));
+  }
+  fill("queues", rows, "no queues reported");
+}
+
+function shares(j) { return (j.clusters || []).map((s) => `${s.name}: ${s.replicas}`).join(", "); }
+
+function renderJobs(doc) {
+  fill("jobs", doc.jobs.map((j) => el("tr", {"data-job": `${j.namespace}/${j.name}`},
+    el("td", {}, el("a", {href: jobHref(j)}, `${j.namespace}/${j.name}`)), el("td", {}, j.queue),
+    el("td", {}, pill(j.phase, phaseKind(j.phase))), el("td", {}, shares(j)), el("td", {class: "num"}, j.minAvailable ?? ""),
+    el("td", {}, j.twoPhase ? pill(j.twoPhase, phaseKind(j.twoPhase)) : ""), el("td", {class: "muted"}, j.waitingReason || ""))),
+    "no jobs");
+}
+
+function eventRows(events) {
+  return events.map((e) => el("tr", {}, el("td", {class: "muted"}, e.time), el("td", {}, pill(e.type, e.type === "Warning" ? "bad" : "")),
+    el("td", {}, e.reason), el("td", {}, e.object), el("td", {}, e.message + (e.count > 1 ? ` (x${e.count})` : ""))));
+}
+
+function renderOverview(doc) {
+  renderSummary(doc); renderClusters(doc); renderQueues(doc); renderJobs(doc);
+  fill("events", eventRows(doc.events), "no events yet");
+}
+
+function renderJob(j) {
+  $("job-title").textContent = `Job ${j.namespace}/${j.name}`;
+  const facts = [["Phase", pill(j.phase, phaseKind(j.phase))], ["Reason", j.reason], ["Queue", j.queue],
+    ["minAvailable", j.minAvailable ?? ""], ["Two-phase", j.twoPhase || "single cluster"],
+    ["Why pending", j.waitingReason || ""], ["Created", j.createdAt || ""], ["Placed", j.scheduledAt || ""],
+    ["Pods", `${j.running} running, ${j.pending} pending, ${j.succeeded} succeeded, ${j.failed} failed`]];
+  $("job-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  const holds = Object.fromEntries(j.works.map((w) => [w.cluster, w]));
+  fill("job-shares", (j.clusters || []).map((s) => el("tr", {"data-cluster": s.name}, el("td", {}, s.name),
+    el("td", {class: "num"}, s.replicas), el("td", {class: "num"}, s.minAvailable ?? ""), el("td", {}, pill(s.phase || "Pending", phaseKind(s.phase))),
+    el("td", {class: "num"}, s.running || 0), el("td", {class: "num"}, s.succeeded || 0), el("td", {class: "num"}, s.failed || 0),
+    el("td", {}, s.gangPhase || ""), el("td", {}, holds[s.name] && holds[s.name].hold ? "held" : ""),
+    el("td", {class: "muted"}, s.reason || ""))), "not placed yet");
+  fill("job-pods", j.pods.map((p) => el("tr", {}, el("td", {}, p.cluster), el("td", {}, p.task), el("td", {class: "num"}, p.total),
+    el("td", {}, Object.entries(p.phases).map(([ph, n]) => `${ph}: ${n}`).join(", ")))), "no pods reported yet");
+  fill("job-events", eventRows(j.events), "no events");
+}
+
+function route() {
+  const m = location.pathname.match(/^\/ui\/jobs\/([^/]+)\/([^/]+)\/?$/);
+  return m ? {page: "job", path: `/ui/api/jobs/${m[1]}/${m[2]}`} : {page: "overview", path: "/ui/api/overview"};
+}
+
+async function refresh() {
+  const {page, path} = route();
+  try {
+    const doc = await api(path);
+    $("login").hidden = true;
+    $("session").hidden = false;
+    $(page).hidden = false;
+    $("error").textContent = "";
+    if (page === "job") renderJob(doc); else renderOverview(doc);
+    $("updated").textContent = "updated " + new Date().toLocaleTimeString();
+    document.body.dataset.loaded = "true";
+  } catch (err) {
+    if (err && err.login) { showLogin(err.message); return; }
+    $("error").textContent = (err && err.message) || String(err);
+  }
+}
+
+function start() { stop(); if (!paused && sessionStorage.getItem(TOKEN_KEY)) timer = setInterval(refresh, REFRESH_MS); }
+function stop() { if (timer !== null) clearInterval(timer); timer = null; }
+
+$("login-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const field = $("token");
+  sessionStorage.setItem(TOKEN_KEY, field.value.trim());
+  field.value = "";
+  refresh().then(start);
+});
+$("logout").addEventListener("click", () => showLogin(""));
+$("pause").addEventListener("click", () => {
+  paused = !paused; $("pause").textContent = paused ? "Resume" : "Pause";
+  if (paused) stop(); else start();
+});
+if (sessionStorage.getItem(TOKEN_KEY)) { refresh().then(start); } else { showLogin(""); }

@@ -1,0 +1,48 @@
+"""The Prometheus configuration ``caldera demo --prometheus`` generates passes ``promtool check config``
+(which also checks every rule file, the token file and the CA it names), and ``for_override`` shortens
+every alert's ``for:`` and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from federation.demo.prometheus import RULES_DIR, copy_rules, prometheus_config
+from tests.monitoring.tools import needs_promtool, promtool
+
+
+def _config(tmp_path: Path) -> Path:
+    token = tmp_path / "viewer.token"
+    token.write_text("secret\n")
+    rules = copy_rules(tmp_path / "rules", "2s")
+    config = prometheus_config("https://127.0.0.1:7443", {"cluster-b": "http://127.0.0.1:9002",
+                                                          "cluster-a": "http://127.0.0.1:9001"},
+                               token, None, rules, interval="1s")
+    path = tmp_path / "prometheus.yml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_config_scrapes_the_federation_over_tls_with_a_token_and_labels_each_agent(tmp_path: Path) -> None:
+    config = yaml.safe_load(_config(tmp_path).read_text())
+    fed, agents = config["scrape_configs"]
+    assert fed["scheme"] == "https" and fed["static_configs"] == [{"targets": ["127.0.0.1:7443"]}]
+    assert fed["authorization"] == {"type": "Bearer", "credentials_file": str(tmp_path / "viewer.token")}
+    assert "secret" not in yaml.safe_dump(config)  # the token stays in its file
+    assert agents["static_configs"] == [{"targets": ["127.0.0.1:9001"], "labels": {"cluster": "cluster-a"}},
+                                        {"targets": ["127.0.0.1:9002"], "labels": {"cluster": "cluster-b"}}]
+
+
+def test_for_override_rewrites_only_the_for_durations(tmp_path: Path) -> None:
+    (copied,) = [p for p in copy_rules(tmp_path, "2s") if p.name == "volcano-alerts.yaml"]
+    original, short = (yaml.safe_load(p.read_text())["groups"][0]["rules"] for p in (RULES_DIR / copied.name, copied))
+    assert [r["for"] for r in short] == ["2s", "2s"]
+    assert [{k: v for k, v in r.items() if k != "for"} for r in short] == \
+        [{k: v for k, v in r.items() if k != "for"} for r in original]
+
+
+@needs_promtool
+def test_generated_config_passes_promtool_check_config(tmp_path: Path) -> None:
+    done = promtool("check", "config", str(_config(tmp_path)))
+    assert done.returncode == 0, done.stdout + done.stderr

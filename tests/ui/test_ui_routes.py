@@ -1,0 +1,98 @@
+"""``/ui`` on a real in-process API server: 401 with a login hint and no data without a token, the
+page and its documents with a viewer token; the documents' shape (pure builders)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from federation.apiserver.server import ApiServer, ServerConfig
+from federation.ui import data
+from tests.federation_status.builders import cluster, work
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "data")) as srv:
+        yield srv
+
+
+async def _get(srv: ApiServer, path: str, token: str | None = None) -> tuple[int, str, dict[str, str]]:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with aiohttp.ClientSession() as session, session.get(srv.url + path, headers=headers) as response:
+        return response.status, await response.text(), dict(response.headers)
+
+
+@pytest.mark.parametrize("token", [None, "", "not-a-token"])
+async def test_ui_without_a_valid_token_is_401_with_a_login_hint(server: ApiServer, token: str | None) -> None:
+    for path in ("/ui", "/ui/", "/ui/jobs/default/train"):
+        status, body, headers = await _get(server, path, token)
+        assert status == 401, path
+        assert headers["WWW-Authenticate"].startswith("Bearer")
+        assert "caldera token --role viewer" in body and 'type="password"' in body
+        assert "Traceback" not in body
+
+
+async def test_ui_documents_need_a_token(server: ApiServer) -> None:
+    for path in ("/ui/api/overview", "/ui/api/jobs/default/train"):
+        status, body, _ = await _get(server, path, "wrong")
+        assert status == 401 and '"kind":"Status"' in body.replace(" ", "") and "Traceback" not in body
+
+
+async def test_a_viewer_token_reads_the_page_and_the_documents(server: ApiServer) -> None:
+    viewer = server.mint_token("viewer")
+    status, body, _ = await _get(server, "/ui", viewer)
+    assert status == 200 and "<title>Caldera federation</title>" in body
+    assert viewer not in body
+    for name, kind in (("app.js", "javascript"), ("app.css", "text/css")):
+        status, body, headers = await _get(server, f"/ui/static/{name}")
+        assert status == 200 and kind in headers["Content-Type"] and body
+    status, body, _ = await _get(server, "/ui/static/routes.py")
+    assert status == 404 and "no static file" in body  # only the named files, never a path
+    status, body, _ = await _get(server, "/ui/static/../../tokens.csv")
+    assert status in (401, 404) and "," not in body.split("{", 1)[0]
+    status, body, _ = await _get(server, "/ui/api/overview", viewer)
+    assert status == 200
+    assert '"clusters":[]' in body and '"queues":[]' in body and '"events":[]' in body
+    status, body, _ = await _get(server, "/ui/api/jobs/default/nope", viewer)
+    assert status == 404 and "no Job default/nope" in body and "Traceback" not in body
+
+
+def test_overview_adds_queues_fragmentation_and_two_phase() -> None:
+    queues = [{"name": "ai-training", "allocated": {"nvidia.com/gpu": "8"}, "capability": {"nvidia.com/gpu": "32"}}]
+    a = cluster("cluster-a", gpus=[{"product": "A100", "total": 64, "free": 20, "fragmented": 4}])
+    b = cluster("cluster-b")
+    for member in (a, b):
+        member["status"]["queues"] = queues
+    doc = {"clusters": [{"name": "cluster-a", "gpus": {}}, {"name": "cluster-b", "gpus": {}}],
+           "jobs": [{"namespace": "default", "name": "train"}, {"namespace": "default", "name": "solo"}]}
+    held = [work("train", "cluster-a", 1, hold=2), work("train", "cluster-b", 1, hold=2)]
+    held[0]["spec"]["placement"]["hold"] = True
+    out = data.overview(doc, [a, b], held, [])
+    assert [c["gpus"]["fragmented"] for c in out["clusters"]] == [4, 0]
+    (queue,) = out["queues"]
+    assert queue["allocated"] == {"nvidia.com/gpu": 16.0} and queue["clusters"] == ["cluster-a", "cluster-b"]
+    assert [j["twoPhase"] for j in out["jobs"]] == ["Held", ""]
+
+
+def test_two_phase_state_follows_the_newest_generation() -> None:
+    assert data.two_phase_state([]) == ""
+    old = {"spec": {"placement": {"generation": 1, "clusters": 2, "hold": False, "cancelled": True}}}
+    new = {"spec": {"placement": {"generation": 2, "clusters": 2, "hold": False}}}
+    assert data.two_phase_state([old, new]) == "Released"
+    assert data.two_phase_state([old]) == "Cancelled"
+
+
+def test_job_page_lists_pods_by_cluster_and_task_and_sorts_events() -> None:
+    share = {"metadata": {"namespace": "karmada-es-cluster-b"}, "spec": {"placement": {"generation": 1}},
+             "status": {"manifestStatuses": [{"status": {"taskStatusCount": {
+                 "worker": {"phase": {"Running": 3, "Pending": 1}}}}}]}}
+    events = [{"reason": "Scheduled", "lastTimestamp": "2026-12-03T07:00:00Z", "involvedObject": {"kind": "Job"}},
+              {"reason": "Released", "lastTimestamp": "2026-12-03T07:00:05Z", "involvedObject": {"kind": "Job"}}]
+    page = data.job_page({"name": "train", "namespace": "default"}, [share], events)
+    assert page["pods"] == [{"cluster": "cluster-b", "task": "worker", "phases": {"Running": 3, "Pending": 1},
+                             "total": 4}]
+    assert [e["reason"] for e in page["events"]] == ["Released", "Scheduled"]

@@ -12,6 +12,7 @@ allocation, rejections, wall seconds and peak RSS. Traces are read from ../share
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import sys
@@ -67,6 +68,12 @@ def session(conf_path: str) -> None:
             filled += 1
     probe = pod_object(pods[0], "probe", stamp)
     times, snaps = [], []
+    profile = None
+    if os.environ.get("PROFILE"):
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
     for _ in range(20):
         cache.upsert(probe)
         started = time.perf_counter()
@@ -76,6 +83,11 @@ def session(conf_path: str) -> None:
         times.append(time.perf_counter() - started)
         snaps.append(middle - started)
         cache.delete(probe)
+    if profile is not None:
+        import pstats
+
+        profile.disable()
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
     started = time.perf_counter()
     build_snapshot([*objects, probe])
     full = time.perf_counter() - started

@@ -65,7 +65,7 @@ class _PodEntry:
         self.obj = obj
         self.task = task
         self.request = request
-        self.role = ""  # "", "job", "resident" or "folded"
+        self.role = ""  # "", "job", "plain", "resident" or "folded"
         self.job = ""
         self.folded: Assignment | None = None
 
@@ -228,6 +228,9 @@ class SchedulerCache:
     def _reside(self, entry: _PodEntry) -> None:
         task = entry.task
         if task.node is None or task.status in (*TERMINAL, S.PIPELINED):
+            return
+        if not task.extras.guaranteed and not gpu_demand(task.request_list, self.dims.index).any_gpu:
+            entry.role = "plain"  # holds no device and pins no CPU: the node rows count it all
             return
         assignment = self._foldable(task)
         if assignment is None:

@@ -202,7 +202,7 @@ class DeviceLedger:
         #: share every answer, so a session evaluates distinct states, not nodes.
         self._decisions: dict[tuple[object, ...], Decision] = {}
         self._choices: dict[tuple[object, ...], tuple[int, ...] | None] = {}
-        for row, tasks in enumerate(self._occupants(ssn)):
+        for row, tasks in sorted(self._occupants(ssn).items()):
             if self.topology[row] is None:
                 continue
             for task in sorted(tasks, key=lambda t: GPU_INDEX_ANNOTATION not in t.spec.extras.annotations):
@@ -211,15 +211,15 @@ class DeviceLedger:
         ssn.add_event_handler("device-ledger", self._on_allocate, self._on_deallocate)
 
     @staticmethod
-    def _occupants(ssn: Session) -> list[list[TaskInfo]]:
-        """Per row, every pod on the node: the session's tasks and the snapshot's residents
-        (pods of no job, which hold devices all the same)."""
-        rows: list[list[TaskInfo]] = [list(tasks.values()) for tasks in ssn.node_tasks]
+    def _occupants(ssn: Session) -> dict[int, list[TaskInfo]]:
+        """Per occupied row, every pod on the node: the session's tasks and the snapshot's
+        residents (pods of no job, which hold devices all the same)."""
+        rows: dict[int, list[TaskInfo]] = {r: list(tasks.values()) for r, tasks in enumerate(ssn.node_tasks) if tasks}
         index = ssn.nodes.index
         for spec in ssn.snapshot.residents:
             row = index.get(spec.node) if spec.node else None
             if row is not None:
-                rows[row].append(TaskInfo(spec, None, row, 0))  # type: ignore[arg-type]  # no job
+                rows.setdefault(row, []).append(TaskInfo(spec, None, row, 0))  # type: ignore[arg-type]  # no job
         return rows
 
     def matrix(self) -> GpuMatrix:

@@ -42,6 +42,7 @@ from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import EVICT_GRACE, PodWrites
 from member_agent.scheduler.framework.result import CycleResult
+from member_agent.scheduler.framework.scheduler_cache import ObjectSync, SchedulerCache
 from member_agent.work_state import WorkState
 from member_agent.works import (
     GENERATION_LABEL,
@@ -82,6 +83,8 @@ class Agent:
         self.changes = Changes()
         self.cache.listeners.append(self.changes.bump)
         self.session_gate = SessionGate(options.schedule_period)
+        #: The scheduler's incremental cache, fed what changed between passes (issue 12).
+        self.snapshot_sync = ObjectSync(SchedulerCache(scheduler_names=("volcano", "caldera")))
         self.metrics = AgentMetrics()
         self.works: dict[str, WorkState] = {}
         self.generations: dict[str, int] = {}  # Work uid -> highest placement generation seen

@@ -123,7 +123,7 @@ async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
     started = time.perf_counter()
     try:
         result = await asyncio.to_thread(scheduling.run_once, objects, agent.conf, agent.clock,
-                                         agent.options.use_real_scheduler)
+                                         agent.options.use_real_scheduler, agent.snapshot_sync)
     except Exception:  # noqa: BLE001 - one bad cycle must not stop the agent
         log.exception("scheduling cycle failed")
         agent.metrics.attempts.labels("error").inc()

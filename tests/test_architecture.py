@@ -225,3 +225,15 @@ def test_lint_imports_keeps_every_contract_on_the_tree() -> None:
                            "sys.exit(lint_imports_command())", "--no-cache"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_nothing_imports_the_simulator() -> None:
+    """``simulator`` is a composition root (issue 12): it imports the planes, never the reverse."""
+    offenders = {
+        f"{path.relative_to(ROOT)} imports {name}"
+        for package in ("policies", "federation", "member_agent")
+        for path in python_files(package)
+        for name in imported_modules(path)
+        if _matches(name, {"simulator"})
+    }
+    assert not offenders, sorted(offenders)

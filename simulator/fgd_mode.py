@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from member_agent.scheduler.cache import SchedulerCache
 from member_agent.scheduler.cycle import run_cycle
-from member_agent.scheduler.framework.scheduler_cache import SchedulerCache
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.framework.topology import GPU_INDEX_ANNOTATION
 from policies.scheduler_conf import SchedulerConf

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from sim_objects import CONF, node, pod, podgroup
 
+from member_agent.scheduler.cache import ObjectSync, SchedulerCache
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
-from member_agent.scheduler.framework.scheduler_cache import ObjectSync, SchedulerCache
 from member_agent.scheduler.framework.snapshot import Snapshot
 
 

@@ -8,15 +8,37 @@ built once per session when first asked and refreshed row by row as the ledger c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 
 from member_agent.scheduler.framework.snapshot import DeviceArrays
 from member_agent.scheduler.framework.topology import NodeTopology
 
-if TYPE_CHECKING:
-    from member_agent.scheduler.plugins.device_ledger import Demand, DeviceLedger, NodeDevices
+
+# What this module reads of the device ledger (device_ledger.py builds a GpuMatrix): protocols,
+# so the two modules do not import each other.
+class NodeDevices(Protocol):
+    holders: Sequence[int]
+    memory: Sequence[float]
+    memory_used: Sequence[float]
+    cores_used: Sequence[float]
+    exclusive: Sequence[bool]
+
+
+class Demand(Protocol):
+    shared: bool
+    gpus: int
+    memory: float
+    cores: float
+
+
+class DeviceLedger(Protocol):
+    ssn: Any
+    topology: Sequence[Any]
+    nodes: Any
+
+    def node(self, row: int) -> NodeDevices: ...
 
 EPS = 1e-9
 

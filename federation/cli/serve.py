@@ -44,6 +44,9 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     add_health_flags(parser)
     add_feature_gates_flag(parser)
+    from federation.cli.leader_flags import add_leader_election_flags
+
+    add_leader_election_flags(parser, default=False)  # one embedded replica by default; true for HA
 
 
 def etcd_config(args: argparse.Namespace) -> object | None:
@@ -63,6 +66,7 @@ def etcd_config(args: argparse.Namespace) -> object | None:
 def run(args: argparse.Namespace) -> int:
     from federation.apiserver.server import ServerConfig
     from federation.cli.compose import FederationServer, serve_forever
+    from federation.cli.leader_flags import election_config
     from federation.feature_gates import feature_gate_options
     from federation.health_options import health_options
 
@@ -71,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
                           self_signed_tls=not args.plain_http, member_mode=args.member_mode,
                           agent_kubeconfigs=list(args.agent_token), etcd=etcd_config(args))  # type: ignore[arg-type]
     server = FederationServer(config, run_controllers=not args.no_controllers,
-                              controller_options={**health_options(args), **feature_gate_options(args, "serve")})
+                              controller_options={**health_options(args), **feature_gate_options(args, "serve")},
+                              election=election_config(args))
     from federation.apiserver.etcd_client import EtcdConfigError
 
     try:

@@ -28,7 +28,12 @@ log = logging.getLogger("caldera.agent")
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", required=True, help="member cluster name (Cluster object, karmada-es-<name>)")
-    parser.add_argument("--kubeconfig", required=True, help="kubeconfig of the federation API (an agent token)")
+    parser.add_argument("--kubeconfig", required=True,
+                        help="kubeconfig of the federation API (an agent token); with several clusters listed, "
+                             "the agent fails over between them")
+    parser.add_argument("--server", action="append", default=[], metavar="URL",
+                        help="a federation API replica, with the kubeconfig's credentials (repeatable: the agent "
+                             "moves to the next with backoff when one fails)")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--sim", metavar="CLUSTER.yaml", help="simulate the member cluster from a cluster file")
     target.add_argument("--member-kubeconfig", metavar="FILE", help="kubeconfig of a real member cluster API server")
@@ -58,7 +63,7 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    from member_agent.federation_api import KubeFederationAPI
+    from member_agent.federation_failover import FailoverFederationAPI
 
     if not args.speed > 0:
         raise CalderaError(f"--speed must be positive, got {args.speed}")
@@ -78,7 +83,10 @@ async def serve(args: argparse.Namespace) -> int:
         from member_agent.cluster.kube import KubeGateway
 
         gateway = await KubeGateway.from_kubeconfig(args.member_kubeconfig)
-    federation = await KubeFederationAPI.from_kubeconfig(args.kubeconfig)
+    try:
+        federation = await FailoverFederationAPI.from_kubeconfig(args.kubeconfig, args.server)
+    except (OSError, ValueError, KeyError) as exc:
+        raise CalderaError(f"--kubeconfig {args.kubeconfig}: {exc}") from None
     options = AgentOptions(cluster=args.cluster, schedule_period=args.schedule_period,
                            scheduler_conf_path=args.scheduler_conf, use_real_scheduler=not args.stand_in_scheduler,
                            cluster_spec=cluster_spec, kubernetes_version=version)

@@ -53,6 +53,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    from member_agent.leader import add_flags
+
+    add_flags(parser)
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -67,6 +70,11 @@ async def serve(args: argparse.Namespace) -> int:
 
     if not args.speed > 0:
         raise CalderaError(f"--speed must be positive, got {args.speed}")
+    from member_agent import leader
+
+    why = leader.check(args)
+    if why:
+        raise CalderaError(why)
     clock = RealClock()
     sim: Optional[SimCluster] = None
     gateway: ClusterGateway
@@ -99,9 +107,17 @@ async def serve(args: argparse.Namespace) -> int:
     await site.start()
     bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port  # type: ignore[union-attr]
     print(f"caldera agent {args.cluster} listening on http://{host}:{bound}", flush=True)
-    loops = [agent.cache.run(), agent.controller_loop(), agent.schedule_loop(), sync.run()]
+    acting = [agent.controller_loop, agent.schedule_loop, sync.run]
     if sim is not None:
-        loops.append(sim.kubelet.run())
+        acting.append(sim.kubelet.run)
+
+    async def act() -> None:
+        await asyncio.gather(*(loop() for loop in acting))
+
+    if args.leader_elect:  # only the Lease holder schedules and writes; losing it ends the process
+        loops = [agent.cache.run(), leader.lead_while_elected(args, gateway.api_client, act)]  # type: ignore[attr-defined]
+    else:
+        loops = [agent.cache.run(), act()]
     tasks = [asyncio.ensure_future(loop) for loop in loops]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -119,7 +135,8 @@ async def serve(args: argparse.Namespace) -> int:
     await gateway.close()
     await federation.close()
     log.info("agent %s stopped", args.cluster)
-    return 0
+    lost = args.leader_elect and tasks[1] in done
+    return 1 if lost else 0  # a deposed leader exits non-zero: its Deployment restarts it as a standby
 
 
 def run(args: argparse.Namespace) -> int:

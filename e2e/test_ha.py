@@ -27,8 +27,8 @@ from federation.demo.processes import SERVE_LISTENING, ManagedProcess
 from tests.etcd_process import EtcdCluster, free_port, require_etcd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
-LEASE = ("8s", "6s", "1s")  # lease duration, renew deadline, retry period (short: seconds, not minutes)
-JOBS = 24
+LEASE = ("15s", "10s", "2s")  # kube-controller-manager's defaults: lease duration, renew deadline, retry period
+JOBS = 12
 
 
 class HA:
@@ -156,7 +156,7 @@ async def test_kill_the_leading_replica_mid_burst(ha: HA) -> None:
         await asyncio.gather(*burst)
         new_leader = await _until(lambda: _leader_other(rcs[alive[0]], leader), 60, "a new controllers leader")
         took = time.monotonic() - killed_at
-        assert new_leader != leader and took <= 8 + 5, f"new leader after {took:.1f}s"
+        assert new_leader != leader and took <= 15 + 5, f"new leader after {took:.1f}s"
         survivor = rcs[alive[0]]
         listed = await survivor.list(JOB, "default")
         names = {o["metadata"]["name"] for o in listed["items"]}

@@ -24,11 +24,13 @@ computed from (docs/federation-controllers.md).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import random
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -228,15 +230,54 @@ class LeaderElector:
 
 
 def leader_gate(kubeconfig: dict[str, Any], config: ElectionConfig) -> tuple[Gate, Callable[[], LeaderElector]]:
-    """A controller-manager gate that leads only while holding the Lease, and a getter of its elector."""
+    """A controller-manager gate that leads only while holding the Lease, and a getter of its elector.
+
+    The elector runs on its own thread and event loop (with its own API client), as client-go renews
+    from its own goroutine: CPU-bound controller work on the main loop (a large placement) must not
+    delay renewals into a needless step-down. Leading is handed to the main loop; stepping down
+    sets the main loop's stop event, and the controllers' late writes meet the API's fencing.
+    """
     holder: dict[str, LeaderElector] = {}
 
     async def gate(lead: Lead, stop: asyncio.Event) -> None:
-        from federation.client import api_client_from_dict
+        main = asyncio.get_running_loop()
+        started: concurrent.futures.Future[asyncio.AbstractEventLoop] = concurrent.futures.Future()
+        thread_stop: dict[str, asyncio.Event] = {}
 
-        async with api_client_from_dict(kubeconfig) as api:
-            elector = LeaderElector(api, config)
-            holder["elector"] = elector
-            await elector.campaign(lead, stop)
+        async def lead_on_main(stop_leading: asyncio.Event) -> None:  # runs on the elector's loop
+            main_stop = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_new_event(), main))
+            leading = asyncio.run_coroutine_threadsafe(lead(main_stop), main)
+            done = asyncio.wrap_future(leading)
+            waiting = asyncio.ensure_future(stop_leading.wait())
+            try:
+                await asyncio.wait([done, waiting], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                main.call_soon_threadsafe(main_stop.set)
+                waiting.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await done
+
+        async def elect() -> None:
+            from federation.client import api_client_from_dict
+
+            thread_stop["event"] = asyncio.Event()
+            started.set_result(asyncio.get_running_loop())
+            async with api_client_from_dict(kubeconfig) as api:
+                elector = LeaderElector(api, config)
+                holder["elector"] = elector
+                await elector.campaign(lead_on_main, thread_stop["event"])
+
+        thread = threading.Thread(target=lambda: asyncio.run(elect()), name="caldera-leader-election", daemon=True)
+        thread.start()
+        loop = await asyncio.wrap_future(started)
+        try:
+            await stop.wait()
+        finally:
+            loop.call_soon_threadsafe(thread_stop["event"].set)
+            await asyncio.to_thread(thread.join, 30)
 
     return gate, lambda: holder["elector"]
+
+
+async def _new_event() -> asyncio.Event:
+    return asyncio.Event()

@@ -9,8 +9,10 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.apiserver import keys, openapi
+from federation.apiserver import keys, openapi, paths
 from federation.apiserver import status as st
+from federation.apiserver.auth import with_default_groups
+from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.routes import Handlers, json_response
 from federation.apiserver.state import STATE_KEY, ApiServerState
 from federation.apiserver.storage import StorageUnavailable, StoreFailed
@@ -66,7 +68,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     user = state.auth.authenticate(token.strip())
     if user is None:
         raise st.unauthorized()
+    user = with_default_groups(user)
     request[keys.USER] = user
+    if not paths.is_resource_path(request.path):  # discovery, OpenAPI, /status: kube's non-resource URLs
+        state.authorizer.check(attributes(user, request.method.lower(), path=request.path))
     return await handler(request)
 
 
@@ -110,7 +115,8 @@ def build_app(state: ApiServerState) -> web.Application:
     if not state.member_mode:  # federation dashboards: GET /status (federation/status_api.py, docs/status.md)
         from federation.status_api import add_routes as add_status_routes
 
-        add_status_routes(app, state)
+        add_status_routes(app, lambda info, namespace: state.registry.list(info, namespace, None),
+                          state.metrics.registry)
         from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
 
         add_ui_routes(app, state)

@@ -73,6 +73,9 @@ class Registry:
         self.scheduler_name = scheduler_name
         #: owner uid -> dependents (resource, namespace, name), for garbage collection.
         self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        #: checks every create/update passes (new object, old or None) before it is stored or
+        #: answered as a dry run: RBAC escalation prevention (federation/apiserver/rbac).
+        self.write_checks: list[Callable[[KindInfo, Obj, Obj | None], None]] = []
         for resource, obj in store.iter_all():
             self._index_owners(resource, obj, None)
         store.add_listener(lambda _type, resource, obj, previous: self._index_owners(
@@ -183,6 +186,11 @@ class Registry:
             raise st.invalid(info, name or "", [("metadata", "must be an object")])
         meta = dict(meta)
         body["metadata"] = meta
+        wrong = [(f"metadata.{key}", f"Invalid value: {meta[key]!r}: must be a string")
+                 for key in ("name", "generateName", "namespace", "uid", "resourceVersion")
+                 if meta.get(key) is not None and not isinstance(meta[key], str)]
+        if wrong:
+            raise st.invalid(info, name or "", wrong)
         if info.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
                 raise st.bad_request("the namespace of the provided object does not match the namespace sent "
@@ -199,6 +207,13 @@ class Registry:
         return checked
 
     def _check_name(self, info: KindInfo, name: str) -> None:
+        if info.group == "rbac.authorization.k8s.io":  # path-segment names: system:masters, caldera:agent
+            from policies.admission.rbac import path_segment_name_error
+
+            problem = path_segment_name_error(name)
+            if problem:
+                raise st.invalid(info, name, [("metadata.name", problem)])
+            return
         if len(name) > 253 or not _NAME_RE.match(name):
             raise st.invalid(info, name, [("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
                                            "subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -249,6 +264,8 @@ class Registry:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         if conversion.converts(info):
             await conversion.check(self, info, obj)  # the Job it becomes must be admissible too
+        for check in self.write_checks:
+            check(info, obj, None)
         if dry_run:
             return obj
         try:
@@ -264,11 +281,16 @@ class Registry:
         self.get(info, namespace, name)  # 404 before any complaint about the body
         body = self._envelope(info, namespace, body, name)
         wanted = body["metadata"].get("resourceVersion")
+        wanted_uid = body["metadata"].get("uid")
 
         async def attempt() -> Obj:
             old = await self._fresh(info, namespace, name, wanted)
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise st.stale(info, name)
+            if wanted_uid and wanted_uid != old["metadata"].get("uid"):
+                # kube-apiserver treats a uid in the body as a precondition of the update
+                raise st.conflict(info, name, f"Precondition failed: UID in precondition: {wanted_uid}, "
+                                              f"UID in object meta: {old['metadata'].get('uid')}")
             return await self._update_from(info, old, copy_obj(body), subresource, dry_run)
 
         return await self._retrying(attempt, bool(wanted), info, name)
@@ -304,6 +326,8 @@ class Registry:
                 new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
         old_rv = old["metadata"]["resourceVersion"]
         new["metadata"]["resourceVersion"] = old_rv
+        for check in self.write_checks:
+            check(info, new, old)
         if new == old:
             return old  # a no-op write: no new resourceVersion, no event (like kube-apiserver)
         if dry_run:

@@ -8,19 +8,18 @@ merge, JSON or strategic-merge patches. Every error is a ``Status`` (:mod:`statu
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, paths, protobuf, table
+from federation.apiserver import discovery, keys, params, paths, protobuf, reviews, table
 from federation.apiserver import status as st
-from federation.apiserver.auth import User, authorize
+from federation.apiserver.auth import User
 from federation.apiserver.patch import APPLY, PATCH_TYPES
 from federation.apiserver.protobuf.media import is_protobuf, preference
+from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
 from federation.apiserver.state import STATE_KEY, ApiServerState
@@ -29,7 +28,7 @@ from federation.apiserver.storage import Expired, StorageUnavailable
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
-JSON_TYPES = {"application/json", ""}
+JSON_TYPES = {"application/json"}
 YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml"}
 BODY_TYPES = ["application/json", "application/yaml", protobuf.MEDIA_TYPE]
 DEFAULT_WATCH_TIMEOUT = 1800.0
@@ -54,9 +53,9 @@ def negotiated_response(request: web.Request, obj: Any, status: int = 200) -> we
 
 def _protobuf_served(request: web.Request, info: KindInfo | None) -> bool:
     """Built-in kinds take protobuf bodies; custom kinds are JSON/YAML only, as CRDs are in kube."""
-    if request.method == "DELETE":
-        return True  # DeleteOptions
-    return info is not None and protobuf.message_for(info.api_version, info.kind) is not None
+    if request.method == "DELETE" or info is None:
+        return True  # DeleteOptions, or a review: the envelope names the kind, and decode checks it
+    return protobuf.message_for(info.api_version, info.kind) is not None
 
 
 async def read_body(request: web.Request, patch: bool = False, info: KindInfo | None = None) -> Any:
@@ -69,8 +68,9 @@ async def read_body(request: web.Request, patch: bool = False, info: KindInfo | 
             raise st.unsupported_media(content_type, PATCH_TYPES)  # server-side apply is not served
         if base not in PATCH_TYPES:
             raise st.unsupported_media(content_type, PATCH_TYPES)
-    elif base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base):
-        raise st.unsupported_media(content_type, BODY_TYPES)
+    elif (base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base)
+          and not (request.method == "DELETE" and not base)):
+        raise st.unsupported_media(content_type, BODY_TYPES)  # kube: a body without a Content-Type is 415
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
@@ -116,18 +116,10 @@ def _verb(request: web.Request, target: paths.Target) -> str:
     raise st.method_not_allowed(method, request.path)
 
 
-def _encode_continue(namespace: str, name: str, rv: int) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps([namespace, name, rv])).decode()
-
-
-def _decode_continue(token: str) -> tuple[tuple[str, str], int | None]:
-    """(the last key of the previous page, the resourceVersion the list is read at)."""
-    try:
-        parts = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        rv = int(parts[2]) if len(parts) > 2 else None
-        return (str(parts[0]), str(parts[1])), rv
-    except (binascii.Error, ValueError, TypeError, IndexError, orjson.JSONDecodeError):
-        raise st.bad_request(f"invalid continue token {token!r}") from None
+def _body_name(body: Any) -> str:
+    """``metadata.name`` of a body for authorization (the body is checked properly later)."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
 
 
 class Handlers:
@@ -158,6 +150,8 @@ class Handlers:
             if doc is None:
                 raise st.path_not_found(request.path)
             return json_response(doc)
+        if (rest[0], rest[1]) in reviews.SERVED:
+            return await reviews.serve(request, self.state, rest[0], rest[2:])
         return await self._serve(request, paths.parse(rest[0], rest[1], rest[2:], request.path))
 
     # -- dispatch ------------------------------------------------------------------------
@@ -180,16 +174,14 @@ class Handlers:
             body = await read_body(request, patch=request.method == "PATCH",
                                    info=None if target.special == "bindings" else target.info)
         name = target.name
-        if verb == "create" and not target.subresource and isinstance(body, dict):
-            name = str((body.get("metadata") or {}).get("name") or "")
+        if verb == "create" and not target.subresource:
+            name = _body_name(body)
         info = target.info
         if target.special == "bindings":
             info = PODS
-            name = str(((body or {}).get("metadata") or {}).get("name") or "") if isinstance(body, dict) else ""
-        sub = "binding" if target.special == "bindings" else target.subresource
-        why = authorize(user, verb, info, target.namespace or "", name, sub)
-        if why is not None:
-            raise st.forbidden(user.name, verb, info, name, target.namespace or "", why)
+            name = _body_name(body)
+        self._authorize(user, verb, target, name)
+        CURRENT_USER.set(user)
         # Start from a cache at least as new as the backend (another replica may have written).
         try:
             await self.state.store.consistent()
@@ -198,7 +190,7 @@ class Handlers:
                 raise
             raise StorageUnavailable(f"{exc}; the {verb} was not attempted: nothing changed") from None
         registry = self.state.registry
-        dry_run = bool(request.query.getall("dryRun", []))
+        dry_run = verb in ("create", "update", "patch") and params.dry_run(request.query.getall("dryRun", []), verb)
         if target.special == "bindings":
             await registry.bind(target.namespace or "", name, body)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -232,15 +224,14 @@ class Handlers:
             content_type = request.headers.get("Content-Type", "")
             return self._object(request, info, await registry.patch(info, ns or "", target.name, content_type,
                                                                     body, target.subresource, dry_run))
+        if verb in ("delete", "deletecollection"):
+            options, dry_run = params.delete_options(body, request.query.get("propagationPolicy"),
+                                                     request.query.getall("dryRun", []))
         if verb == "delete":
-            options = body if isinstance(body, dict) else {}
-            if "propagationPolicy" in request.query:
-                options = dict(options, propagationPolicy=request.query["propagationPolicy"])
             return self._object(request, info, await registry.delete(info, ns or "", target.name, options,
                                                                      dry_run))
         if verb == "deletecollection":
             predicate = self._predicate(request)
-            options = body if isinstance(body, dict) else {}
             deleted = []
             for obj in list(registry.list(info, ns, predicate)):
                 meta = obj["metadata"]
@@ -251,6 +242,17 @@ class Handlers:
                     continue
             return json_response(self._list_doc(info, deleted, {}))
         raise st.method_not_allowed(request.method, request.path)
+
+    def _authorize(self, user: User, verb: str, target: paths.Target, object_name: str) -> None:
+        """RBAC on kube's request attributes (a create names no object: RBAC cannot restrict it by
+        name); the object's name still goes to the agent restriction."""
+        if target.special == "bindings":
+            attrs = attributes(user, verb, "", "bindings", target.namespace or "")
+        else:
+            assert target.info is not None
+            attrs = attributes(user, verb, target.info.group, target.info.plural, target.namespace or "",
+                               target.name, target.subresource)
+        self.state.authorizer.check(attrs, object_name)
 
     # -- responses -----------------------------------------------------------------------
 
@@ -275,17 +277,17 @@ class Handlers:
     async def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
         predicate = self._predicate(request)
         at = self.state.store.rv
+        limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
         if token:
-            # Every page of one list is read at the revision of its first page (410 once compacted).
-            after, token_rv = _decode_continue(token)
-            at = token_rv if token_rv is not None else at
+            # Every page of one list is read at the revision of its first page (410 once compacted;
+            # a store without history, SQLite, pages through the current state while its hub reaches).
+            store = self.state.store
+            after, at = params.decode_continue_at(token, 0 if store.keeps_history else self.state.hub.floor)
             try:
-                items = await self.state.store.list_at(resource_key(info), ns, at)
+                items = await store.list_at(resource_key(info), ns, at)
             except Expired:
-                raise st.ApiError(410, "Expired", "The provided continue parameter is too old to display a "
-                                                  "consistent list result. You can start a new list without "
-                                                  "the continue parameter.") from None
+                raise params.continue_expired() from None
             if predicate is not None:
                 items = [o for o in items if predicate(o)]
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
@@ -293,17 +295,11 @@ class Handlers:
             items = self.state.registry.list(info, ns, predicate)
         rv = str(at)
         meta: Obj = {"resourceVersion": rv}
-        limit_text = request.query.get("limit")
-        if limit_text:
-            try:
-                limit = int(limit_text)
-            except ValueError:
-                raise st.bad_request(f"limit must be an integer, got {limit_text!r}") from None
-            if 0 < limit < len(items):
-                last = items[limit - 1]["metadata"]
-                meta["continue"] = _encode_continue(last.get("namespace") or "", last["name"], at)
-                meta["remainingItemCount"] = len(items) - limit
-                items = items[:limit]
+        if 0 < limit < len(items):
+            last = items[limit - 1]["metadata"]
+            meta["continue"] = params.encode_continue(at, last.get("namespace") or "", last["name"])
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
         if table.wants_table(request.headers.get("Accept", "")):
             return json_response(table.table(info, items, self.state.registry.clock(), self._lookup,
                                              request.query.get("includeObject", "PartialObjectMetadata"), meta))
@@ -319,12 +315,7 @@ class Handlers:
                 since = int(rv_text)
             except ValueError:
                 raise st.bad_request(f"invalid resourceVersion {rv_text!r}") from None
-        timeout = DEFAULT_WATCH_TIMEOUT
-        if request.query.get("timeoutSeconds"):
-            try:
-                timeout = float(request.query["timeoutSeconds"])
-            except ValueError:
-                raise st.bad_request("timeoutSeconds must be a number") from None
+        timeout = params.watch_timeout(request.query.get("timeoutSeconds"))
         bookmarks = _flag(request.query.get("allowWatchBookmarks"))
         as_table = table.wants_table(request.headers.get("Accept", ""))
         # a typed client (client-go) watches built-in kinds as length-prefixed protobuf frames

@@ -101,8 +101,11 @@ class ApiServer:
             self.admin_token = auth.token_for("admin") or auth.mint("admin", "admin")
         else:
             self.admin_token = auth.token_for("admin") or ""
+        from federation.apiserver.rbac import install
+
         state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth,
-                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode)
+                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode,
+                               authorizer=await install(registry))
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
             await registry.ensure_namespace(namespace)

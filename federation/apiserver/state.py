@@ -1,8 +1,8 @@
 """What every request handler of the API server shares: the store, the registry, the watch hub,
 the authenticator, the metrics, and the key the aiohttp application keeps it under.
 
-Its own module, below :mod:`app`, :mod:`routes` and :mod:`federation.status_api`, so all three can
-use it without importing each other.
+Its own module, below :mod:`app` and :mod:`routes`, so both can use it without importing each
+other.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from aiohttp import web
 
 from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.metrics import ApiMetrics
+from federation.apiserver.rbac import Authorizer
 from federation.apiserver.registry import Registry
 from federation.apiserver.storage import Storage
 from federation.apiserver.watch import WatchHub
 
-MAX_BODY = 3 * 1024 * 1024
+#: kube-apiserver's limit on a request body (--max-request-bytes for JSON/YAML: 3 MiB); 413 beyond it.
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 
 @dataclass
@@ -29,11 +31,17 @@ class ApiServerState:
     auth: TokenAuthenticator
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     address: str = "127.0.0.1:7443"
-    max_body: int = MAX_BODY
+    max_body: int = MAX_REQUEST_BODY_BYTES
     bookmark_interval: float = 30.0
     stopping: bool = False
     member_mode: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: RBAC: ``await federation.apiserver.rbac.install(registry)`` (it writes the bootstrap policy)
+    authorizer: Authorizer = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.authorizer is None:
+            raise ValueError("ApiServerState needs authorizer=await federation.apiserver.rbac.install(registry)")
 
 
 STATE_KEY: web.AppKey[ApiServerState] = web.AppKey("state", ApiServerState)

@@ -16,7 +16,7 @@ from tests.federation_status.builders import cluster, work
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "data", run_controllers=False)) as srv:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "data")) as srv:
         yield srv
 
 

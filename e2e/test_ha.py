@@ -58,11 +58,13 @@ class HA:
 
         require_etcd()
         self.etcd.start()
-        for i in range(3):
+        for i in range(3):  # serve-0 writes the token file the other two read: it starts first
             port = free_port()
             proc = ManagedProcess(f"serve-{i}", self.serve_cmd(i, port), self.root / "logs" / f"serve-{i}.log").start()
             self.serves.append(proc)
-            self.urls.append(proc.wait_for(SERVE_LISTENING, 90).group(1))
+            if i == 0:
+                proc.wait_for(SERVE_LISTENING, 90)
+        self.urls = [proc.wait_for(SERVE_LISTENING, 90).group(1) for proc in self.serves]
         for spec in seed_clusters():
             kubeconfig = self.root / "serve-0" / f"agent-{spec.name}.kubeconfig"
             servers = [a for url in self.urls for a in ("--server", url)]
@@ -73,6 +75,12 @@ class HA:
                                               self.root / "logs" / f"agent-{spec.name}.log").start())
 
     def stop(self) -> None:
+        import signal
+
+        everything = [p for p in [*self.agents, *self.serves] if p.alive]
+        for proc in everything:  # signal all at once, then wait: they shut down in parallel
+            with contextlib.suppress(Exception):
+                proc._signal_group(signal.SIGTERM)
         for proc in [*self.agents, *self.serves]:
             with contextlib.suppress(Exception):
                 proc.stop(10)

@@ -18,7 +18,7 @@ import logging
 from typing import Any, Protocol
 
 from federation.apiserver import status as st
-from federation.apiserver.store import Store
+from federation.apiserver.storage import Storage
 from policies.conversions import to_job
 from policies.kinds import KINDS, KindInfo, lookup
 
@@ -32,7 +32,7 @@ class Registry(Protocol):
     the store, and admitted creates and updates. A protocol, so this module needs no import of
     the registry."""
 
-    store: Store
+    store: Storage
 
     async def create(self, info: KindInfo, namespace: str, body: Any, dry_run: bool = False) -> Obj: ...
 

@@ -99,18 +99,9 @@ def encode_continue(rv: int, namespace: str, name: str) -> str:
                                                   "start": [namespace, name]})).decode()
 
 
-def decode_continue(token: str, oldest_rv: int) -> tuple[str, str]:
-    """(namespace, name) to continue after; 400 for a token not issued here, 410 when too old."""
-    return decode_continue_at(token, oldest_rv)[0]
-
-
-def continue_expired() -> st.ApiError:
-    return st.ApiError(410, "Expired", "The provided continue parameter is too old to display a consistent "
-                                       "list result. You can start a new list without the continue parameter.")
-
-
-def decode_continue_at(token: str, oldest_rv: int) -> tuple[tuple[str, str], int]:
-    """((namespace, name) to continue after, the resourceVersion of the list's first page)."""
+def decode_continue(token: str, oldest_rv: int) -> tuple[tuple[str, str], int]:
+    """((namespace, name) to continue after, the resourceVersion of the first page); 400 for a token
+    not issued here, 410 when older than the history kept."""
     try:
         doc = orjson.loads(base64.urlsafe_b64decode(token.encode()))
     except (binascii.Error, ValueError, orjson.JSONDecodeError):
@@ -123,5 +114,7 @@ def decode_continue_at(token: str, oldest_rv: int) -> tuple[tuple[str, str], int
         raise st.bad_request(f"invalid continue token {token[:80]!r}: not a token this server issued "
                              f"(start a new list without 'continue')")
     if rv < oldest_rv:
-        raise continue_expired()
+        raise st.ApiError(410, "Expired", "The provided continue parameter is too old to display a consistent "
+                                          "list result. You can start a new list without the continue "
+                                          "parameter.")
     return (start[0], start[1]), rv

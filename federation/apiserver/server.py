@@ -27,6 +27,7 @@ from aiohttp import web
 from federation.apiserver import conversion
 from federation.apiserver.app import build_app
 from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.rbac import reconcile_bootstrap
 from federation.apiserver.registry import Registry
 from federation.apiserver.state import ApiServerState
 from federation.apiserver.storage import Storage
@@ -101,15 +102,13 @@ class ApiServer:
             self.admin_token = auth.token_for("admin") or auth.mint("admin", "admin")
         else:
             self.admin_token = auth.token_for("admin") or ""
-        from federation.apiserver.rbac import install
-
         state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth,
-                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode,
-                               authorizer=await install(registry))
+                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode)
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
             await registry.ensure_namespace(namespace)
         await registry.ensure_default_queue()
+        await reconcile_bootstrap(registry)  # the bootstrap RBAC policy (federation.apiserver.rbac)
         await conversion.repair(registry)  # Jobs missing for converted kinds (a crash between two commits)
         host, port = split_listen(cfg.listen)
         ssl_context = None

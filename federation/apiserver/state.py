@@ -36,12 +36,14 @@ class ApiServerState:
     stopping: bool = False
     member_mode: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
-    #: RBAC: ``await federation.apiserver.rbac.install(registry)`` (it writes the bootstrap policy)
+    #: RBAC (federation.apiserver.rbac.install); built over the store when not given
     authorizer: Authorizer = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self.authorizer is None:
-            raise ValueError("ApiServerState needs authorizer=await federation.apiserver.rbac.install(registry)")
+            from federation.apiserver.rbac import install
+
+            self.authorizer = install(self.registry)
 
 
 STATE_KEY: web.AppKey[ApiServerState] = web.AppKey("state", ApiServerState)

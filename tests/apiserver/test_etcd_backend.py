@@ -137,6 +137,7 @@ def test_a_bad_etcd_flag_fails_at_start_naming_it(tmp_path: Path, flags: list[st
     assert not (tmp_path / "caldera.db").exists(), "nothing was started on SQLite instead"
 
 
+@pytest.mark.slow
 def test_the_cli_prints_one_line_for_an_unreachable_etcd(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "federation", "serve", "--plain-http", "--listen", "127.0.0.1:0",
                           "--data-dir", str(tmp_path), *BAD_FLAGS[0][0]], capture_output=True, text=True,

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from etcd3aio import _protobuf as pb
 
 from federation.apiserver.etcd_client import op_put
 from federation.apiserver.storage import StorageUnavailable
 
-if TYPE_CHECKING:
-    from federation.apiserver.etcd_store import EtcdStore
+
+class EtcdStore(Protocol):
+    """What the compactor reads of :class:`federation.apiserver.etcd_store.EtcdStore` (which starts
+    it): a protocol, so the two modules do not import each other."""
+
+    prefix: bytes
+    conn: Any
+    config: Any
 
 log = logging.getLogger("caldera.apiserver.etcd")
 

@@ -17,7 +17,7 @@ from federation.apiserver.bodies import json_response
 from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.routes import Handlers
 from federation.apiserver.state import STATE_KEY, ApiServerState
-from federation.apiserver.store import StoreFailed
+from federation.apiserver.storage import StorageUnavailable, StoreFailed
 from federation.ui.paths import is_public as is_public_ui_path
 from federation.version import caldera_version
 from policies.kinds import KindInfo
@@ -45,6 +45,9 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
     except StoreFailed as exc:  # a commit failed: nothing more is accepted until a restart
         code = 503
         return _error_response(st.ApiError(503, "ServiceUnavailable", str(exc)))
+    except StorageUnavailable as exc:  # etcd without quorum or unreachable: nothing was acknowledged
+        code = 503
+        return _error_response(st.ApiError(503, "ServiceUnavailable", f"storage unavailable: {exc}"))
     except web.HTTPRequestEntityTooLarge:
         code = 413
         return _error_response(st.too_large(state.max_body))
@@ -88,6 +91,10 @@ def build_app(state: ApiServerState) -> web.Application:
             raise st.ApiError(503, "ServiceUnavailable", "shutting down")
         if state.store.failure is not None:
             raise st.ApiError(503, "ServiceUnavailable", f"store commit failed: {state.store.failure}")
+        try:
+            await state.store.consistent()
+        except StorageUnavailable as exc:
+            raise st.ApiError(503, "ServiceUnavailable", f"storage unavailable: {exc}") from None
         return web.Response(text="ok")
 
     async def version(_request: web.Request) -> web.Response:

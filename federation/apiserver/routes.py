@@ -22,6 +22,8 @@ from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
 from federation.apiserver.state import ApiServerState
+from federation.apiserver.status import expired
+from federation.apiserver.storage import Expired, StorageUnavailable
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
@@ -115,10 +117,17 @@ class Handlers:
             name = _body_name(body)
         self._authorize(user, verb, target, name)
         CURRENT_USER.set(user)
+        # Start from a cache at least as new as the backend (another replica may have written).
+        try:
+            await self.state.store.consistent()
+        except StorageUnavailable as exc:
+            if verb in ("get", "list", "watch"):
+                raise
+            raise StorageUnavailable(f"{exc}; the {verb} was not attempted: nothing changed") from None
         registry = self.state.registry
         dry_run = verb in ("create", "update", "patch") and params.dry_run(request.query.getall("dryRun", []), verb)
         if target.special == "bindings":
-            registry.bind(target.namespace or "", name, body)
+            await registry.bind(target.namespace or "", name, body)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                   "code": 201}, 201)
         assert info is not None
@@ -126,42 +135,44 @@ class Handlers:
         if verb == "get":
             return self._object(request, info, registry.get(info, ns or "", target.name))
         if verb == "list":
-            return self._list(request, info, ns)
+            return await self._list(request, info, ns)
         if verb == "watch":
             return await self._watch(request, info, ns)
         if verb == "create":
             if target.subresource == "binding":
-                registry.bind(ns or "", target.name, body)
+                await registry.bind(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                       "code": 201}, 201)
             if target.subresource == "eviction":
-                registry.evict(ns or "", target.name, body)
+                await registry.evict(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                       "code": 201}, 201)
             if target.name or ns is None:
                 raise st.method_not_allowed(request.method, request.path)
-            return self._object(request, info, registry.create(info, ns, body, dry_run), 201)
+            return self._object(request, info, await registry.create(info, ns, body, dry_run), 201)
         if ns is None and verb != "deletecollection":
             raise st.method_not_allowed(request.method, request.path)
         if verb == "update":
-            return self._object(request, info, registry.update(info, ns or "", target.name, body,
-                                                               target.subresource, dry_run))
+            return self._object(request, info, await registry.update(info, ns or "", target.name, body,
+                                                                     target.subresource, dry_run))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
-            return self._object(request, info, registry.patch(info, ns or "", target.name, content_type, body,
-                                                              target.subresource, dry_run))
+            return self._object(request, info, await registry.patch(info, ns or "", target.name, content_type,
+                                                                    body, target.subresource, dry_run))
         if verb in ("delete", "deletecollection"):
             options, dry_run = params.delete_options(body, request.query.get("propagationPolicy"),
                                                      request.query.getall("dryRun", []))
         if verb == "delete":
-            return self._object(request, info, registry.delete(info, ns or "", target.name, options, dry_run))
+            return self._object(request, info, await registry.delete(info, ns or "", target.name, options,
+                                                                     dry_run))
         if verb == "deletecollection":
             predicate = self._predicate(request)
             deleted = []
             for obj in list(registry.list(info, ns, predicate)):
                 meta = obj["metadata"]
                 try:
-                    deleted.append(registry.delete(info, meta.get("namespace") or "", meta["name"], options, dry_run))
+                    deleted.append(await registry.delete(info, meta.get("namespace") or "", meta["name"], options,
+                                                         dry_run))
                 except st.ApiError:
                     continue
             return json_response(self._list_doc(info, deleted, {}))
@@ -198,19 +209,30 @@ class Handlers:
     def _list_doc(self, info: KindInfo, items: list[Obj], meta: Obj) -> Obj:
         return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta, "items": items}
 
-    def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
+    async def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
         predicate = self._predicate(request)
-        rv = str(self.state.store.rv)
-        items = self.state.registry.list(info, ns, predicate)
+        at = self.state.store.rv
         limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
         if token:
-            after = params.decode_continue(token, self.state.hub.floor)
+            # Every page of one list is read at the revision of its first page (410 once compacted).
+            after, at = params.decode_continue(token, self.state.hub.floor)
+            try:
+                items = await self.state.store.list_at(resource_key(info), ns, at)
+            except Expired:
+                raise st.ApiError(410, "Expired", "The provided continue parameter is too old to display a "
+                                                  "consistent list result. You can start a new list without "
+                                                  "the continue parameter.") from None
+            if predicate is not None:
+                items = [o for o in items if predicate(o)]
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
+        else:
+            items = self.state.registry.list(info, ns, predicate)
+        rv = str(at)
         meta: Obj = {"resourceVersion": rv}
         if 0 < limit < len(items):
             last = items[limit - 1]["metadata"]
-            meta["continue"] = params.encode_continue(int(rv), last.get("namespace") or "", last["name"])
+            meta["continue"] = params.encode_continue(at, last.get("namespace") or "", last["name"])
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
         if table.wants_table(request.headers.get("Accept", "")):
@@ -239,7 +261,7 @@ class Handlers:
         media = protobuf.WATCH_MEDIA_TYPE if as_protobuf else "application/json"
         response = web.StreamResponse(status=200, headers={"Content-Type": media})
         try:
-            watcher = hub.subscribe(resource, ns, predicate, None if initial else since)
+            watcher = await self._subscribe(resource, ns, predicate, None if initial else since)
         except st.ApiError as exc:
             # kubernetes-asyncio reads watch errors as one-line ERROR events on a 200 stream
             await response.prepare(request)
@@ -275,8 +297,26 @@ class Handlers:
             self.state.metrics.watch_ended(info.plural)
         return response
 
-    def _bookmark(self, info: KindInfo, initial_end: bool = False, as_protobuf: bool = False) -> bytes:
-        meta: Obj = {"resourceVersion": str(self.state.store.rv)}
+    async def _subscribe(self, resource: str, ns: str | None, predicate: Any, since: int | None) -> Any:
+        """A hub watcher; one older than the hub's history is fed from the store's own history (etcd's
+        watch from that revision), and 410 Expired once the backend compacted it."""
+        hub = self.state.hub
+        if since is None or since >= hub.floor:
+            return hub.subscribe(resource, ns, predicate, since)
+        watcher = hub.detached(resource, ns, predicate)
+        try:
+            feeder = await self.state.store.history(resource, ns, since, watcher.offer_change)
+        except Expired:
+            feeder = None
+        if feeder is None:
+            raise expired(since, hub.floor)
+        feeder.add_done_callback(lambda _task: watcher.queue.put_nowait(None))
+        watcher.feeder = feeder
+        return watcher
+
+    def _bookmark(self, info: KindInfo, initial_end: bool = False, as_protobuf: bool = False,
+                  rv: int | None = None) -> bytes:
+        meta: Obj = {"resourceVersion": str(self.state.store.rv if rv is None else rv)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         return self._watch_event(as_protobuf, "BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version,
@@ -297,6 +337,7 @@ class Handlers:
         deadline = loop.time() + timeout
         queue = watcher.queue
         interval = self.state.bookmark_interval
+        newest = 0
         while not self.state.stopping:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -305,15 +346,16 @@ class Handlers:
                 try:
                     item = await asyncio.wait_for(queue.get(), min(remaining, interval))
                 except TimeoutError:
-                    if bookmarks and queue.empty():
+                    if bookmarks and queue.empty() and (watcher.feeder is None or newest):
                         await self.state.store.wait_durable()
-                        await response.write(self._bookmark(info, as_protobuf=as_protobuf))
+                        # a watcher fed from etcd's history may lag the cache: it bookmarks what it sent
+                        await response.write(self._bookmark(info, as_protobuf=as_protobuf,
+                                                            rv=newest if watcher.feeder else None))
                     continue
             else:
                 item = queue.get_nowait()
             chunks: list[bytes] = []
             done = False
-            newest = 0
             while True:
                 if item is None:
                     done = True

@@ -147,7 +147,7 @@ class PlacementController(QueueController):
 
     async def run(self, stop: asyncio.Event) -> None:
         self._wake = asyncio.Event()
-        self._guard = PoisonGuard(self._job_version, self._poisoned)
+        self._guard = PoisonGuard(self._job_version, self._poisoned, self._release)
         loop = asyncio.create_task(self._schedule_loop(stop))
         try:
             await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement",
@@ -205,6 +205,14 @@ class PlacementController(QueueController):
             await self._write_status(rb, {"conditions": conditions})
         finally:
             await self._event(job, "FailedScheduling", f"SchedulerError: {message}", "Warning")
+
+    def _release(self, key: Key) -> None:
+        """A parked (poisoned) job leaves the scheduling queue; the scheduling loop goes on."""
+        if self.schedq.where(key) == "inflight":
+            self.schedq.done(key, "dropped")
+        permit = self._permits.pop(key, None)
+        if permit is not None:
+            permit.set()
 
     def cluster_states(self) -> tuple[ClusterState, ...]:
         """One tuple per cluster snapshot (the Placer caches by its identity)."""

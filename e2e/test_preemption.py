@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2e.harness import DATA, api, apply, job, job_phase, named, seed_one, until, works_of
+from e2e.harness import DATA, api, apply, capacity_reported, job, job_phase, named, seed_one, until, works_of
 from federation.demo.manifests import with_sim_duration
 from federation.demo.processes import ClusterSpec, System
 
@@ -26,6 +26,7 @@ async def test_high_priority_job_preempts_low_priority(systems) -> None:  # type
         task["template"]["spec"].pop("priorityClassName", None)
     high = with_sim_duration(seed_one("job-critical-training.yaml"), 30)
     async with api(system) as rc:
+        await capacity_reported(rc, system)  # placement counts on every cluster's capacity
         await apply(rc, seed_one("queue-ai-training.yaml"), seed_one("priorityclass-high-priority.yaml"),
                     seed_one("propagationpolicy-volcano-job-policy.yaml"), low)
 

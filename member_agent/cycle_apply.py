@@ -167,6 +167,12 @@ def _apply_evictions(agent: Agent, result: CycleResult) -> None:
 
 
 def _apply_nominations(agent: Agent, result: CycleResult) -> None:
+    for pod_key in result.nominations_cleared:
+        pod = agent.cache.pods.get(pod_key)
+        if pod is None or pod_node(pod) or pod_key in result.nominations:
+            continue
+        log.info("Clearing the nomination of Task %s: it no longer holds", pod_key)
+        agent.writes.nominate(pod_key, None, pod)
     for pod_key, node in result.nominations.items():
         pod = agent.cache.pods.get(pod_key)
         if pod is None or pod_node(pod):

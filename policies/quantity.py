@@ -27,6 +27,9 @@ _BINARY_SUFFIX_BY_EXP = {exp: s for s, exp in _BINARY.items()}
 _NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _PATTERN = re.compile(rf"^({_NUMBER})(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 _NANO = Fraction(1, 10**9)
+#: The largest magnitude a quantity may have: Kubernetes' Quantity is bounded by 2^63-1 (its int64
+#: Value()); larger ones would overflow int64 arithmetic and float conversion (``1e309``).
+MAX_QUANTITY = 2**63 - 1
 
 QuantityLike = Union[str, int, float, "Quantity"]
 

@@ -14,10 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from federation.apiserver.status import bad_request
+from policies.admission.names import qualified_name_error
+from policies.admission.object_meta import label_value_error
 
 Predicate = Callable[[dict[str, Any]], bool]
 
 _SET_RE = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
+_FIELD_RE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*?)\s*$")
+_FIELD_PATH_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
 _CMP_RE = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|!=|=)\s*([A-Za-z0-9_./:-]*)\s*$")
 
 
@@ -37,7 +41,23 @@ def _split_terms(text: str) -> list[str]:
         else:
             current.append(ch)
     terms.append("".join(current))
+    if len(terms) > 1 and any(not t.strip() for t in terms):
+        # kube's parser: "a=b," is "found '', expected: identifier after ','"
+        raise bad_request(f"unable to parse requirement: empty term in selector {text!r}")
     return [t for t in terms if t.strip()]
+
+
+def _check_label_key(text: str, key: str) -> None:
+    problem = qualified_name_error(key)
+    if problem:
+        raise bad_request(f"unable to parse requirement: invalid label selector {text!r}: key {problem}")
+
+
+def _check_label_value(text: str, value: str) -> None:
+    problem = label_value_error(value)
+    if problem:
+        raise bad_request(f"unable to parse requirement: invalid label selector {text!r}: "
+                          f"values[0]: Invalid value: {value!r}: {problem}")
 
 
 def parse_label_selector(text: str | None) -> Predicate | None:
@@ -48,16 +68,21 @@ def parse_label_selector(text: str | None) -> Predicate | None:
         cmp = _CMP_RE.match(term)
         if cmp:
             key, op, value = cmp.groups()
+            _check_label_key(text, key)
+            _check_label_value(text, value)
             checks.append(_label_cmp(key, op, value))
             continue
         st = _SET_RE.match(term)
         if not st:
             raise bad_request(f"unable to parse requirement: invalid label selector {text!r} at {term.strip()!r}")
         negate, key, op, values = st.groups()
+        _check_label_key(text, key)
         if op:
             if negate:
                 raise bad_request(f"unable to parse requirement: '!' cannot be combined with {op} in {term!r}")
             allowed = {v.strip() for v in values.split(",") if v.strip()}
+            for value in allowed:
+                _check_label_value(text, value)
             checks.append(_label_set(key, op == "in", allowed))
         else:
             checks.append(_label_exists(key, not negate))
@@ -103,10 +128,15 @@ def parse_field_selector(text: str | None) -> Predicate | None:
         return None
     checks: list[Predicate] = []
     for term in _split_terms(text):
-        cmp = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*?)\s*$", term)
+        cmp = _FIELD_RE.match(term)
         if not cmp:
             raise bad_request(f"invalid field selector {text!r}: {term.strip()!r} is not field=value or field!=value")
         path, op, value = cmp.groups()
+        if not _FIELD_PATH_RE.match(path):
+            raise bad_request(f"invalid field selector {text!r}: field label not supported: {path!r} "
+                              f"(a dotted path such as metadata.name)")
+        if "=" in value:
+            raise bad_request(f"invalid selector: {term.strip()!r}; can't understand {value!r}")
         if op == "!=":
             checks.append(_field_differs(path, value))
         else:

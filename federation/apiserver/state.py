@@ -16,21 +16,22 @@ from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.rbac import Authorizer
 from federation.apiserver.registry import Registry
-from federation.apiserver.store import Store
+from federation.apiserver.storage import Storage
 from federation.apiserver.watch import WatchHub
 
-MAX_BODY = 3 * 1024 * 1024
+#: kube-apiserver's limit on a request body (--max-request-bytes for JSON/YAML: 3 MiB); 413 beyond it.
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 
 @dataclass
 class ApiServerState:
-    store: Store
+    store: Storage
     registry: Registry
     hub: WatchHub
     auth: TokenAuthenticator
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     address: str = "127.0.0.1:7443"
-    max_body: int = MAX_BODY
+    max_body: int = MAX_REQUEST_BODY_BYTES
     bookmark_interval: float = 30.0
     stopping: bool = False
     member_mode: bool = False

@@ -80,6 +80,14 @@ def invalid(info: KindInfo, name: str, causes: list[tuple[str, str]]) -> ApiErro
                     _details(info, name, kind=info.kind, causes=cause_list))
 
 
+def invalid_options(kind: str, field: str, message: str) -> ApiError:
+    """422 Invalid for request options (``DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: ...``)."""
+    cause = {"reason": "FieldValueNotSupported" if message.startswith("Unsupported") else "FieldValueInvalid",
+             "message": message, "field": field}
+    return ApiError(422, "Invalid", f'{kind}.meta.k8s.io "" is invalid: {field}: {message}',
+                    {"group": "meta.k8s.io", "kind": kind, "causes": [cause]})
+
+
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
@@ -103,7 +111,8 @@ def method_not_allowed(method: str, path: str) -> ApiError:
 
 
 def too_large(limit: int) -> ApiError:
-    return ApiError(413, "RequestEntityTooLarge", f"the request body is larger than the limit of {limit} bytes")
+    return ApiError(413, "RequestEntityTooLarge", f"the request body is larger than the limit of {limit} bytes "
+                                                  f"(MAX_REQUEST_BODY_BYTES)")
 
 
 def unsupported_media(content_type: str, allowed: list[str]) -> ApiError:

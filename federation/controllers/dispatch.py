@@ -21,6 +21,7 @@ from federation import metrics
 from federation.controllers import binding as b
 from federation.controllers import common as c
 from federation.controllers import deletion
+from federation.controllers.poison import PoisonGuard, describe
 from federation.controllers.render import apply_overrides, share_manifest
 from federation.controllers.runner import QueueController, run_controller
 from federation.controllers.two_phase import Verdict, exclusion_note, judge, merge_caps, newly_excluded
@@ -69,7 +70,20 @@ class DispatchController(QueueController):
     # ------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event) -> None:
-        await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "dispatch")
+        await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "dispatch",
+                             PoisonGuard(self._version, self._poisoned))
+
+    def _version(self, key: Key) -> Any:
+        """A poisoned job is dispatched again when it or its binding changes."""
+        job = (self.jobs.get(*key) or {}).get("metadata") or {}
+        rb = (self.bindings.get(key[0], c.rb_name(key[1])) or {}).get("metadata") or {}
+        return (job.get("uid"), job.get("generation"), rb.get("resourceVersion"))
+
+    async def _poisoned(self, key: Key, err: BaseException) -> None:
+        job = self.jobs.get(*key)
+        if job is not None:
+            await self._event(job, "DispatchFailed", f"{describe(err)}; dispatch is retried when the Job or its "
+                                                     f"binding changes", "Warning")
 
     # ------------------------------------------------------------------ reconcile
 

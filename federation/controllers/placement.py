@@ -45,6 +45,7 @@ from federation.controllers import binding_priority, failover, preempting, reque
 from federation.controllers import common as c
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
+from federation.controllers.poison import PoisonGuard, Reported, describe
 from federation.controllers.runner import QueueController, cancel_all, is_not_found, run_controller
 from federation.controllers.sched_queue import (
     BACKOFF_FLUSH_PERIOD,
@@ -146,9 +147,11 @@ class PlacementController(QueueController):
 
     async def run(self, stop: asyncio.Event) -> None:
         self._wake = asyncio.Event()
+        self._guard = PoisonGuard(self._job_version, self._poisoned, self._release)
         loop = asyncio.create_task(self._schedule_loop(stop))
         try:
-            await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement")
+            await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement",
+                                 self._guard)
         finally:
             await cancel_all([loop])
 
@@ -169,12 +172,47 @@ class PlacementController(QueueController):
                 self._wake.clear()
                 await _wait_any(self._wake, stop, BACKOFF_FLUSH_PERIOD)
                 continue
+            if self._guard.skip(key, self._job_version(key)):
+                self.schedq.forget(key)  # poisoned: its next change enqueues it again (reconcile runs then)
+                continue
             done = asyncio.Event()
             self._permits[key] = done  # type: ignore[index]
             self.queue.add(key)
             await _wait_any(done, stop, None)
             if self.schedq.where(key) == "inflight":  # the attempt raised (the worker retries it too)
                 self.schedq.done(key, "error")
+
+    def _job_version(self, key: Key) -> Any:
+        """What a poisoned Job must change to be placed again: its uid or spec (generation)."""
+        job = self.jobs.get(*key)
+        meta = (job or {}).get("metadata") or {}
+        return (meta.get("uid"), meta.get("generation"))
+
+    async def _poisoned(self, key: Key, err: BaseException) -> None:
+        """Say why a Job cannot be placed: Scheduled=False/SchedulerError on its binding, and an Event."""
+        job = self.jobs.get(*key)
+        if job is None:
+            return
+        message = f"{describe(err)}; placement is retried when the Job changes"
+        now = self.clock()
+        try:
+            rb = self.bindings.get(key[0], c.rb_name(key[1]))
+            match = match_policy(job, self.policies_for(key[0]))
+            rb = await self._write_binding(rb, b.binding_body(job, match.policy, rb, None, b.generation_of(rb), None,
+                                                              now, placed=False))
+            conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
+                                         "SchedulerError", message, now)
+            await self._write_status(rb, {"conditions": conditions})
+        finally:
+            await self._event(job, "FailedScheduling", f"SchedulerError: {message}", "Warning")
+
+    def _release(self, key: Key) -> None:
+        """A parked (poisoned) job leaves the scheduling queue; the scheduling loop goes on."""
+        if self.schedq.where(key) == "inflight":
+            self.schedq.done(key, "dropped")
+        permit = self._permits.pop(key, None)
+        if permit is not None:
+            permit.set()
 
     def cluster_states(self) -> tuple[ClusterState, ...]:
         """One tuple per cluster snapshot (the Placer caches by its identity)."""
@@ -299,11 +337,11 @@ class PlacementController(QueueController):
                                         assumed=assumed, options=self.options.placement,
                                         priority_classes={pc["metadata"]["name"]: pc
                                                           for pc in self.priority_classes.items()})
-            except (CalderaError, ValueError, KeyError, TypeError) as err:
+            except (CalderaError, ValueError, KeyError, TypeError, ArithmeticError) as err:
                 metrics.PLACEMENTS.labels(result="error").inc()
-                await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}", version, now,
-                                   clear=replace, priority=priority)
-                return "error"
+                await self._failed(job, rb, match, "SchedulerError", f"invalid input: {err}; placement is retried "
+                                   f"when the Job changes", version, now, clear=replace, priority=priority)
+                raise Reported(err) from err  # parked until the Job changes (federation.controllers.poison)
             began = time.perf_counter()
             decision = await asyncio.to_thread(place, request, self.placer)
             _count(decision, metrics.schedule_type(generation, trigger), time.perf_counter() - began)

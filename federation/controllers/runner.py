@@ -25,6 +25,7 @@ from kubernetes_asyncio import watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from federation.client import ResourceClient
+from federation.controllers.poison import PoisonGuard
 from policies.kinds import KindInfo
 
 log = logging.getLogger("caldera.controllers")
@@ -242,14 +243,19 @@ class WorkQueue:
 
 async def run_workers(queue: WorkQueue, reconcile: Callable[[Any], Awaitable[None]], stop: asyncio.Event,
                       workers: int = 4, base_backoff: float = 0.5, max_backoff: float = 30.0,
-                      name: str = "controller") -> None:
-    """Reconcile keys until ``stop``; a failing key is retried with per-key exponential backoff."""
+                      name: str = "controller", guard: PoisonGuard | None = None) -> None:
+    """Reconcile keys until ``stop``; a failing key is retried with per-key exponential backoff,
+    unless ``guard`` finds the failure permanent: then it is reported and parked until the object
+    changes (:mod:`federation.controllers.poison`)."""
     failures: dict[Hashable, int] = {}
 
     async def worker() -> None:
         while not stop.is_set():
             key = await queue.get()
+            version = guard.version(key) if guard is not None else None
             try:
+                if guard is not None and guard.skip(key, version):
+                    continue
                 await reconcile(key)
                 failures.pop(key, None)
             except asyncio.CancelledError:
@@ -257,6 +263,10 @@ async def run_workers(queue: WorkQueue, reconcile: Callable[[Any], Awaitable[Non
             except Exception as err:
                 count = failures.get(key, 0) + 1
                 failures[key] = count
+                if guard is not None and guard.should_poison(err, count):
+                    failures.pop(key, None)
+                    await guard.poison(key, version, err, name)
+                    continue
                 delay = min(base_backoff * 2 ** (count - 1), max_backoff)
                 level = logging.WARNING if count < 5 else logging.ERROR
                 log.log(level, "%s: reconcile %s failed (%s: %s); retry %d in %.1fs", name, key,
@@ -284,13 +294,13 @@ async def cancel_all(tasks: list[asyncio.Task[Any]]) -> None:
 
 async def run_controller(informers: list[Informer], queue: WorkQueue,
                          reconcile: Callable[[Any], Awaitable[None]], stop: asyncio.Event,
-                         workers: int, name: str) -> None:
+                         workers: int, name: str, guard: PoisonGuard | None = None) -> None:
     """A controller's life: start its informers, wait until each has listed once, then reconcile
     keys from ``queue`` with ``workers`` workers until ``stop``."""
     tasks = [asyncio.create_task(inf.run(stop)) for inf in informers]
     try:
         if await wait_synced(informers, stop):
-            await run_workers(queue, reconcile, stop, workers, name=name)
+            await run_workers(queue, reconcile, stop, workers, name=name, guard=guard)
     finally:
         await cancel_all(tasks)
 

@@ -20,6 +20,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from federation import metrics
 from federation.client import ResourceClient, api_client_from_dict
+from federation.controllers.poison import PoisonGuard, describe
 from federation.controllers.runner import Informer, obj_key
 from federation.controllers.runner import ObjKey as Key
 from federation.controllers.status_aggregate import Aggregate, aggregate, condition
@@ -70,6 +71,18 @@ class StatusController:
         self.retry_at: dict[Key, float] = {}
         #: monotonic time a new Job (no status yet) was first seen, until its binding is Scheduled=True
         self.unplaced_since: dict[Key, float] = {}
+        #: Jobs whose aggregation fails on their inputs: skipped until an input changes
+        self.guard = PoisonGuard(self._version, self._poisoned)
+
+    def _version(self, key: Any) -> Any:
+        job, binding, works = self.inputs(key)
+        return tuple(((o or {}).get("metadata") or {}).get("resourceVersion") for o in (job, binding, *works))
+
+    async def _poisoned(self, key: Any, err: BaseException) -> None:
+        job = self.jobs.store.get(key)
+        if job is not None:
+            await record_event(self.api, job, "StatusAggregationFailed", f"{describe(err)}; retried when the Job, "
+                               f"its binding or its Works change", "Warning", component="caldera-status-controller")
 
     def _job_changed(self, event: str, job: Obj, _old: Obj | None) -> None:
         key = obj_key(job)
@@ -155,15 +168,18 @@ class StatusController:
                 self.dirty.add(key)
             batch, self.dirty = sorted(self.dirty), set()
             for key in batch:
+                version = self._version(key)
+                if self.guard.skip(key, version):
+                    continue
                 try:
                     await self.reconcile(key)
                 except ApiException as exc:
                     if exc.status != 404:
                         log.warning("writing status of Job %s/%s failed: %s", key[0], key[1], exc.reason)
                         self.retry_at[key] = loop.time() + RETRY_SECONDS
-                except Exception:  # noqa: BLE001 - one bad object must not stop the others
-                    log.exception("aggregating status of Job %s/%s failed", key[0], key[1])
-                    self.retry_at[key] = loop.time() + RETRY_SECONDS
+                except Exception as exc:  # noqa: BLE001 - one bad object must not stop the others
+                    # the aggregate is a pure function of the inputs: the same inputs fail the same way
+                    await self.guard.poison(key, version, exc, "status")
 
     async def run(self, stop: asyncio.Event) -> None:
         await asyncio.gather(self.jobs.run(stop), self.bindings.run(stop), self.works.run(stop),

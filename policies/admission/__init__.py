@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
+from policies.admission.object_meta import validate_object_meta
 from policies.errors import FieldError, ValidationFailed
 from policies.models.meta import TypedObject
 
@@ -63,13 +64,14 @@ def admit(obj: TypedObject, old: TypedObject | None = None, context: AdmissionCo
     _register_builtin()
     admitter = ADMITTERS.get(obj.kind or obj.KIND)
     candidate = obj.model_copy(deep=True)
-    if admitter is None:
-        return candidate
-    candidate = admitter.mutate(candidate, context, old is None)
-    errors = admitter.validate(candidate, old, context)
+    if admitter is not None:
+        candidate = admitter.mutate(candidate, context, old is None)
+    errors = validate_object_meta(candidate.metadata)
+    if admitter is not None:
+        errors.extend(admitter.validate(candidate, old, context))
     if errors:
         raise ValidationFailed(candidate.ref(), errors)
-    return candidate  # type: ignore[no-any-return]
+    return candidate
 
 
 _BUILTIN_LOADED = False

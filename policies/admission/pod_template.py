@@ -15,7 +15,7 @@ from typing import Optional
 from policies.admission.names import check_non_negative_resources, dns1123_label_error, key_path
 from policies.errors import FieldError
 from policies.models.core import Container, PodSpec
-from policies.quantity import Quantity
+from policies.quantity import MAX_QUANTITY, Quantity
 
 
 def validate_pod_spec(spec: Optional[PodSpec], path: str) -> list[FieldError]:
@@ -71,12 +71,38 @@ def _container_resources(container: Container, path: str) -> list[FieldError]:
     check_non_negative_resources(errors, resources.limits, f"{path}.limits")
     check_non_negative_resources(errors, resources.requests, f"{path}.requests")
     limits = resources.limits or {}
+    for field, values in (("limits", limits), ("requests", resources.requests or {})):
+        for name, value in values.items():
+            problem = counted_quantity_error(name, Quantity.parse(value))
+            if problem:
+                errors.append(FieldError(key_path(f"{path}.{field}", name), f"Invalid value: {value!r}: {problem}"))
     for name, request in (resources.requests or {}).items():
-        if name in limits and Quantity.parse(request).value > Quantity.parse(limits[name]).value:
+        if name not in limits:
+            continue
+        wanted, limit = Quantity.parse(request).value, Quantity.parse(limits[name]).value
+        if is_extended_resource(name) and wanted != limit:
+            # Kubernetes: extended resources cannot be overcommitted, so a request is its limit.
+            errors.append(FieldError(key_path(f"{path}.requests", name),
+                                     f"Invalid value: {request!r}: must be equal to {name} limit of {limits[name]!r}"))
+        elif wanted > limit:
             errors.append(FieldError(key_path(f"{path}.requests", name),
                                      f"request {request!r} must be less than or equal to {name} limit "
                                      f"{limits[name]!r}"))
     return errors
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes' rule: a resource name with a domain outside ``kubernetes.io`` (``nvidia.com/gpu``)."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def counted_quantity_error(name: str, quantity: Quantity) -> Optional[str]:
+    """Extended resources are whole devices; they and cpu are counted in milli-units, which must fit."""
+    if is_extended_resource(name) and quantity.milli_value() % 1000 != 0:
+        return "must be an integer"
+    if (is_extended_resource(name) or name == "cpu") and abs(quantity.milli_value()) > MAX_QUANTITY:
+        return f"{name} is counted in milli-units, which must not exceed MAX_QUANTITY ({MAX_QUANTITY})"
+    return None
 
 
 def cpu_is_integer(container: Container) -> bool:

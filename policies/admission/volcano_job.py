@@ -18,6 +18,7 @@ from policies.admission.names import (
     qualified_name_error,
 )
 from policies.admission.pod_template import cpu_is_integer, validate_pod_spec
+from policies.admission.priority_refs import check_priority_class
 from policies.admission.queues import check_queue_accepts
 from policies.admission.volcano_policies import validate_policies
 from policies.errors import FieldError
@@ -290,7 +291,27 @@ class JobAdmitter:
             errors.extend(validate_job_update(obj.spec, old.spec, ctx.scheduler_name))
         elif obj.spec.queue:
             errors.extend(check_queue_accepts(ctx, obj.spec.queue, "spec.queue", "job"))
+        errors.extend(check_priority_classes(obj.spec, old.spec if old is not None else None, ctx))
         return errors
+
+
+def check_priority_classes(spec: JobSpec, old: Optional[JobSpec], ctx: AdmissionContext) -> list[FieldError]:
+    """The job's and every task template's priorityClassName name a PriorityClass (checked when set or
+    changed, so a class deleted later does not freeze the job's other updates)."""
+    named = [("spec.priorityClassName", spec.priority_class_name,
+              old.priority_class_name if old is not None else None)]
+    old_tasks = (old.tasks or []) if old is not None else []
+    for index, task in enumerate(spec.tasks or []):
+        pod = task.template.spec if task.template else None
+        before = old_tasks[index].template if index < len(old_tasks) else None
+        named.append((f"spec.tasks[{index}].template.spec.priorityClassName",
+                      pod.priority_class_name if pod else None,
+                      before.spec.priority_class_name if before is not None and before.spec else None))
+    errors: list[FieldError] = []
+    for path, name, previous in named:
+        if old is None or name != previous:
+            errors.extend(check_priority_class(ctx, name, path))
+    return errors
 
 
 ADMITTERS: dict[str, Admitter] = {"Job": JobAdmitter()}

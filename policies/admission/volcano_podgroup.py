@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from policies.admission import AdmissionContext, Admitter
 from policies.admission.names import check_non_negative_resources, check_object_name, key_path
+from policies.admission.pod_template import counted_quantity_error
+from policies.admission.priority_refs import check_priority_class
 from policies.admission.queues import check_queue_accepts
 from policies.admission.volcano_job import validate_network_topology
 from policies.errors import FieldError
 from policies.models.volcano_scheduling import PodGroup
+from policies.quantity import Quantity
 
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 DEFAULT_QUEUE = "default"
@@ -43,6 +46,10 @@ class PodGroupAdmitter:
                 errors.append(FieldError(key_path("spec.minTaskMember", task), f"minTaskMember of task {task!r} "
                                                                                f"must be >= 0"))
         check_non_negative_resources(errors, spec.min_resources, "spec.minResources")
+        for resource, value in (spec.min_resources or {}).items():
+            problem = counted_quantity_error(resource, Quantity.parse(value))
+            if problem:
+                errors.append(FieldError(key_path("spec.minResources", resource), f"Invalid value: {value!r}: {problem}"))
         errors.extend(validate_network_topology(spec.network_topology, "spec.networkTopology"))
         for index, sub in enumerate(spec.sub_group_policy or []):
             at = f"spec.subGroupPolicy[{index}]"
@@ -53,6 +60,8 @@ class PodGroupAdmitter:
                 errors.append(FieldError(f"{at}.minSubGroups", "'minSubGroups' must be >= 0"))
         if old is None and spec.queue:
             errors.extend(check_queue_accepts(ctx, spec.queue, "spec.queue", "PodGroup", leaf_only=False))
+        if old is None or spec.priority_class_name != old.spec.priority_class_name:
+            errors.extend(check_priority_class(ctx, spec.priority_class_name, "spec.priorityClassName"))
         return errors
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Mapping, Optional, Union
 
-from pydantic import AfterValidator, Field, PlainValidator, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, field_validator
 
 from policies.errors import InvalidQuantity
 from policies.models.meta import TypedObject
-from policies.quantity import Quantity
+from policies.quantity import MAX_QUANTITY, Quantity
 from policies.resources import ResourceVector
 
 # --------------------------------------------------------------------------- quantities
@@ -26,6 +26,9 @@ _RESOURCE_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?/)?[A-Za
 def _check_quantity(value: Any) -> Union[int, float, str]:
     # Quantity.parse raises InvalidQuantity (a ValueError) naming the text, bools included.
     parsed = Quantity.parse(value)
+    if abs(parsed.value) > MAX_QUANTITY:
+        # Kubernetes' Quantity holds at most 2^63-1; beyond it arithmetic (and float()) overflows.
+        raise InvalidQuantity(value, f"larger than MAX_QUANTITY ({MAX_QUANTITY}, 2^63-1 as in Kubernetes)")
     if isinstance(value, (int, float, str)):
         return value
     return parsed.canonical()  # a Quantity built in Python is stored as its canonical text
@@ -59,6 +62,31 @@ def quantity_text(value: Union[int, float, str]) -> str:
         return Quantity.parse(value).canonical()
     except InvalidQuantity:  # pragma: no cover - validated on the way in
         return str(value)
+
+
+# --------------------------------------------------------------------------- integers
+
+#: Kubernetes and Volcano count replicas, minAvailable, weights and priorities in int32.
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+def _check_int32(value: Any) -> Any:
+    """An int32 as the API's JSON decoding takes it: a whole JSON number, never a boolean or a string."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be an integer, got boolean {str(value).lower()}")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise ValueError(f"must be an integer, got {type(value).__name__} {value!r}")
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ValueError(f"{value} is out of range for int32 (INT32_MIN {INT32_MIN} .. INT32_MAX {INT32_MAX})")
+    return value
+
+
+#: An int32 field (``replicas``, ``minAvailable``, ``weight``...): booleans, strings and values beyond
+#: int32 are errors at the field's path.
+Int32 = Annotated[int, BeforeValidator(_check_int32), Field(ge=INT32_MIN, le=INT32_MAX)]
 
 
 # --------------------------------------------------------------------------- durations

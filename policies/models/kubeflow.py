@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal, Optional
 
 from policies.models.core import PodTemplateSpec
-from policies.models.fields import KindObject, ResourceListField
+from policies.models.fields import Int32, KindObject, ResourceListField
 from policies.models.meta import K8sModel, OpenModel
 
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
@@ -19,24 +19,24 @@ MPIReplicaType = Literal["Launcher", "Worker"]
 
 
 class ReplicaSpec(K8sModel):
-    replicas: Optional[int] = None
+    replicas: Optional[Int32] = None
     restart_policy: Optional[RestartPolicy] = None
     template: Optional[PodTemplateSpec] = None
 
 
 class SchedulingPolicy(K8sModel):
-    min_available: Optional[int] = None
+    min_available: Optional[Int32] = None
     queue: Optional[str] = None
     priority_class: Optional[str] = None
     min_resources: Optional[ResourceListField] = None
-    schedule_timeout_seconds: Optional[int] = None
+    schedule_timeout_seconds: Optional[Int32] = None
 
 
 class RunPolicy(K8sModel):
     clean_pod_policy: Optional[Literal["All", "Running", "None"]] = None
-    ttl_seconds_after_finished: Optional[int] = None
+    ttl_seconds_after_finished: Optional[Int32] = None
     active_deadline_seconds: Optional[int] = None
-    backoff_limit: Optional[int] = None
+    backoff_limit: Optional[Int32] = None
     scheduling_policy: Optional[SchedulingPolicy] = None
     suspend: Optional[bool] = None
     managed_by: Optional[str] = None
@@ -84,7 +84,7 @@ class TFJob(KindObject):
 class MPIJobSpec(K8sModel):
     mpi_replica_specs: dict[MPIReplicaType, ReplicaSpec]
     run_policy: Optional[RunPolicy] = None
-    slots_per_worker: Optional[int] = None
+    slots_per_worker: Optional[Int32] = None
     main_container: Optional[str] = None
     clean_pod_policy: Optional[Literal["All", "Running", "None"]] = None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal, Optional
 
-from policies.models.fields import KindObject
+from policies.models.fields import Int32, KindObject
 
 #: Largest value a user-defined PriorityClass may have (Kubernetes' HighestUserDefinablePriority).
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
@@ -16,7 +16,7 @@ class PriorityClass(KindObject):
     API_VERSION: ClassVar[str] = "scheduling.k8s.io/v1"
     KIND: ClassVar[str] = "PriorityClass"
 
-    value: int
+    value: Int32
     global_default: Optional[bool] = None
     description: Optional[str] = None
     preemption_policy: Optional[Literal["PreemptLowerPriority", "Never"]] = None

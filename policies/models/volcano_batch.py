@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, Optional, Union
 from pydantic import Field
 
 from policies.models.core import PodTemplateSpec, ResourceRequirements, Volume
-from policies.models.fields import Duration, KindObject
+from policies.models.fields import Duration, Int32, KindObject
 from policies.models.meta import K8sModel, OpenModel
 
 TopologyPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"]
@@ -27,7 +27,7 @@ class LifecyclePolicy(K8sModel):
     action: Optional[str] = None
     event: Optional[str] = None
     events: Optional[list[str]] = None
-    exit_code: Optional[int] = None
+    exit_code: Optional[Int32] = None
     timeout: Optional[Duration] = None
 
     def all_events(self) -> list[str]:
@@ -36,7 +36,7 @@ class LifecyclePolicy(K8sModel):
 
 class NetworkTopology(K8sModel):
     mode: Optional[Literal["hard", "soft"]] = None
-    highest_tier_allowed: Optional[int] = None
+    highest_tier_allowed: Optional[Int32] = None
     highest_tier_name: Optional[str] = None
 
 
@@ -53,9 +53,9 @@ class DependsOn(K8sModel):
 
 
 class PartitionPolicy(K8sModel):
-    total_partitions: Optional[int] = None
-    partition_size: Optional[int] = None
-    min_partitions: Optional[int] = None
+    total_partitions: Optional[Int32] = None
+    partition_size: Optional[Int32] = None
+    min_partitions: Optional[Int32] = None
     network_topology: Optional[NetworkTopology] = None
 
 
@@ -64,7 +64,7 @@ class TaskPodAffinityTerm(K8sModel):
 
     task: str
     topology_key: str = "kubernetes.io/hostname"
-    weight: Optional[int] = None
+    weight: Optional[Int32] = None
 
 
 class TaskAffinityTerms(K8sModel):
@@ -80,12 +80,12 @@ class TaskTopology(K8sModel):
 
 class TaskSpec(K8sModel):
     name: Optional[str] = None
-    replicas: Optional[int] = None
-    min_available: Optional[int] = None
+    replicas: Optional[Int32] = None
+    min_available: Optional[Int32] = None
     template: Optional[PodTemplateSpec] = None
     policies: Optional[list[LifecyclePolicy]] = None
     topology_policy: Optional[TopologyPolicy] = None
-    max_retry: Optional[int] = None
+    max_retry: Optional[Int32] = None
     depends_on: Optional[DependsOn] = None
     partition_policy: Optional[PartitionPolicy] = None
     task_topology: Optional[TaskTopology] = None
@@ -97,16 +97,16 @@ class TaskSpec(K8sModel):
 
 class JobSpec(K8sModel):
     scheduler_name: Optional[str] = None
-    min_available: Optional[int] = None
-    min_success: Optional[int] = None
+    min_available: Optional[Int32] = None
+    min_success: Optional[Int32] = None
     volumes: Optional[list[VolumeSpec]] = None
     tasks: Optional[list[TaskSpec]] = None
     policies: Optional[list[LifecyclePolicy]] = None
     plugins: Optional[dict[str, list[str]]] = None
     running_estimate: Optional[Duration] = None
     queue: Optional[str] = None
-    max_retry: Optional[int] = None
-    ttl_seconds_after_finished: Optional[int] = None
+    max_retry: Optional[Int32] = None
+    ttl_seconds_after_finished: Optional[Int32] = None
     priority_class_name: Optional[str] = None
     network_topology: Optional[NetworkTopology] = None
 
@@ -205,8 +205,8 @@ class VCTaskPod(OpenModel):
 
 class VCTask(K8sModel):
     name: Optional[str] = None
-    replicas: Optional[int] = None
-    min_available: Optional[int] = None
+    replicas: Optional[Int32] = None
+    min_available: Optional[Int32] = None
     restart_policy: Optional[Literal["Always", "OnFailure", "Never"]] = None
     resources: Optional[ResourceRequirements] = None
     #: A container Lifecycle (postStart/preStop handlers), kept as written.
@@ -214,7 +214,7 @@ class VCTask(K8sModel):
     pod: Optional[VCTaskPod] = None
     policies: Optional[list[LifecyclePolicy]] = None
     topology_policy: Optional[TopologyPolicy] = None
-    max_retry: Optional[int] = None
+    max_retry: Optional[Int32] = None
     depends_on: Optional[DependsOn] = None
     task_topology: Optional[TaskTopology] = None
 
@@ -226,16 +226,16 @@ class CleanUpTaskPolicy(K8sModel):
 
 
 class VCRunPolicy(K8sModel):
-    max_retry: Optional[int] = None
-    ttl_seconds_after_finished: Optional[int] = None
+    max_retry: Optional[Int32] = None
+    ttl_seconds_after_finished: Optional[Int32] = None
     clean_up_task_policy: Optional[list[CleanUpTaskPolicy]] = None
 
 
 class VCJobSpec(K8sModel):
     scheduler_name: Optional[str] = None
     queue: Optional[str] = None
-    min_available: Optional[int] = None
-    min_success: Optional[int] = None
+    min_available: Optional[Int32] = None
+    min_success: Optional[Int32] = None
     priority_class_name: Optional[str] = None
     plugins: Optional[dict[str, list[str]]] = None
     policies: Optional[list[LifecyclePolicy]] = None

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from policies.models.fields import KindObject, ResourceListField, resource_vector
+from policies.models.fields import Int32, KindObject, ResourceListField, resource_vector
 from policies.models.meta import Condition, K8sModel, LabelSelector
 from policies.models.volcano_batch import NetworkTopology
 from policies.resources import ResourceVector
@@ -20,15 +20,15 @@ QueueState = Literal["Open", "Closed", "Closing", "Unknown"]
 class SubGroupPolicy(K8sModel):
     name: Optional[str] = None
     network_topology: Optional[NetworkTopology] = None
-    sub_group_size: Optional[int] = None
-    min_sub_groups: Optional[int] = None
+    sub_group_size: Optional[Int32] = None
+    min_sub_groups: Optional[Int32] = None
     label_selector: Optional[LabelSelector] = None
     match_label_keys: Optional[list[str]] = None
 
 
 class PodGroupSpec(K8sModel):
-    min_member: Optional[int] = None
-    min_task_member: Optional[dict[str, int]] = None
+    min_member: Optional[Int32] = None
+    min_task_member: Optional[dict[str, Int32]] = None
     queue: Optional[str] = None
     priority_class_name: Optional[str] = None
     min_resources: Optional[ResourceListField] = None
@@ -80,7 +80,7 @@ class Guarantee(K8sModel):
 
 class ClusterSpec(K8sModel):
     name: Optional[str] = None
-    weight: Optional[int] = None
+    weight: Optional[Int32] = None
     capacity: Optional[ResourceListField] = None
 
 
@@ -95,7 +95,7 @@ class QueueAffinity(K8sModel):
 
 
 class QueueSpec(K8sModel):
-    weight: Optional[int] = None
+    weight: Optional[Int32] = None
     capability: Optional[ResourceListField] = None
     reclaimable: Optional[bool] = None
     extend_clusters: Optional[list[ClusterSpec]] = None
@@ -104,7 +104,7 @@ class QueueSpec(K8sModel):
     type: Optional[str] = None
     parent: Optional[str] = None
     deserved: Optional[ResourceListField] = None
-    priority: Optional[int] = None
+    priority: Optional[Int32] = None
     dequeue_strategy: Optional[Literal["fifo", "traverse"]] = None
 
     def guarantee_resources(self) -> dict[str, Any]:

@@ -41,8 +41,8 @@ from member_agent.gang import GangTracker
 from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import EVICT_GRACE, PodWrites
-from member_agent.scheduler.cache import ObjectSync, SchedulerCache
 from member_agent.scheduler.framework.result import CycleResult
+from member_agent.scheduler.scheduler_cache import ObjectSync, SchedulerCache
 from member_agent.work_state import WorkState
 from member_agent.works import (
     GENERATION_LABEL,

@@ -126,6 +126,32 @@ async def until(probe: Callable[[], Awaitable[Optional[T]]], timeout: float, wha
         await asyncio.sleep(0.25)
 
 
+def _reported(cluster: dict[str, Any]) -> bool:
+    status = cluster.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return ready and bool(status.get("nodeShapes")) and bool((status.get("resourceSummary") or {}).get("allocatable"))
+
+
+async def capacity_reported(rc: ResourceClient, system: System, timeout: float = 60) -> dict[str, Any]:
+    """Wait until every member cluster of ``system`` is Ready and has reported its capacity
+    (``status.resourceSummary`` and ``nodeShapes``); returns the Clusters by name.
+
+    Placing on the clusters that have reported so far is correct behaviour (placement uses what it
+    knows), so a test whose expectation depends on every cluster's capacity calls this before it
+    applies the job. Agents register before their first capacity report: a Cluster object alone is
+    not enough.
+    """
+    names = {spec.name for spec in system.clusters}
+
+    async def probe() -> Any:
+        clusters = {c["metadata"]["name"]: c for c in (await rc.list(CLUSTER)).get("items") or []}
+        missing = sorted(n for n in names if n not in clusters or not _reported(clusters[n]))
+        return Miss(f"not reported yet: {missing}") if missing else {n: clusters[n] for n in names}
+
+    found: dict[str, Any] = await until(probe, timeout, f"clusters {sorted(names)} to report their capacity")
+    return found
+
+
 async def apply(rc: ResourceClient, *manifests: dict[str, Any], namespace: str = "default") -> None:
     """Create each object (kubernetes-asyncio, like any client)."""
     for manifest in manifests:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2e.harness import CLUSTER, api, apply, job_phase, named, seed_one, shares, until
+from e2e.harness import CLUSTER, api, apply, capacity_reported, job_phase, named, seed_one, shares, until
 from federation.demo.observe import Share, cluster_view
 from federation.demo.processes import System
 
@@ -23,6 +23,7 @@ async def test_killed_agent_job_moves_whole_to_the_other_cluster(systems) -> Non
     # the seed's pytorch-dist-training (master + 3 workers, RestartJob on PodEvicted/PodFailed)
     job = named(seed_one("job-pytorch-dist-training.yaml"), "failover-training", seconds=150)
     async with api(system) as rc:
+        await capacity_reported(rc, system)  # placement counts on every cluster's capacity
         await apply(rc, seed_one("queue-ai-training.yaml"), seed_one("propagationpolicy-volcano-job-policy.yaml"), job)
         await until(lambda: job_phase(rc, "failover-training", "Running"), 90, "failover-training Running")
         before = await shares(rc, "failover-training")

@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client as k8s
 
-from e2e.harness import JOB, api, apply, gpu_job, phase, seed_one, until
+from e2e.harness import JOB, api, apply, capacity_reported, gpu_job, phase, seed_one, until
 from federation.client import ResourceClient
 from federation.demo.observe import wait_clusters_ready
 from federation.demo.processes import System
@@ -42,6 +42,7 @@ async def test_federation_crash_keeps_every_accepted_job(systems) -> None:  # ty
     accepted: list[str] = []
     killed = asyncio.Event()
     async with api(system) as rc:
+        await capacity_reported(rc, system)  # placement counts on every cluster's capacity
         await apply(rc, seed_one("propagationpolicy-volcano-job-policy.yaml"))
         streams = [asyncio.ensure_future(_burst(rc, system, accepted, killed, s)) for s in range(STREAMS)]
         await asyncio.wait_for(asyncio.gather(*streams), 90)

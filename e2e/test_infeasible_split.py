@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from e2e.harness import DATA, EXAMPLES, Recorder, api, apply, job_phase, named, seed_one, until
+from e2e.harness import (
+    DATA,
+    EXAMPLES,
+    Recorder,
+    api,
+    apply,
+    capacity_reported,
+    job_phase,
+    named,
+    seed_one,
+    until,
+)
 from e2e.test_split import replay
 from federation.demo.processes import ClusterSpec, System
 
@@ -20,6 +31,7 @@ async def test_fragmented_cluster_gets_the_optimizers_split(systems) -> None:  #
                               ClusterSpec("cluster-b", DATA / "cluster-b-fragmented.yaml")])
     job = named(seed_one("job-gpu-dist-training.yaml"), "fragmented-training", seconds=60)
     async with api(system) as rc, Recorder(rc, "works") as works:
+        await capacity_reported(rc, system)  # placement counts on every cluster's capacity
         await apply(rc, seed_one("propagationpolicy-volcano-job-policy.yaml"), job)
         done = await until(lambda: job_phase(rc, "fragmented-training", "Completed"), 120,
                            "fragmented-training Completed")

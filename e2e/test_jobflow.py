@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.harness import Recorder, api, apply, phase, seed_one, until
+from e2e.harness import Recorder, api, apply, capacity_reported, phase, seed_one, until
 from federation.demo.manifests import DATA as DEMO_DATA
 from federation.demo.manifests import with_sim_duration
 from federation.demo.processes import System
@@ -34,6 +34,7 @@ def order(events: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, int], dic
 async def test_ml_pipeline_runs_in_dependency_order(seed_system: System) -> None:
     templates = [with_sim_duration(t, 30) for t in yaml.safe_load_all((DEMO_DATA / "ml-pipeline-templates.yaml").read_text())]
     async with api(seed_system) as rc, Recorder(rc, "jobs", "default") as jobs:
+        await capacity_reported(rc, seed_system)  # placement counts on every cluster's capacity
         await apply(rc, seed_one("propagationpolicy-volcano-job-policy.yaml"), *templates,
                     seed_one("jobflow-ml-pipeline.yaml"))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.harness import KUBECTL, SEED, api, kubectl, until
+from e2e.harness import KUBECTL, SEED, api, capacity_reported, kubectl, until
 from federation.demo.processes import System
 from policies.kinds import resolve
 
@@ -23,6 +23,8 @@ def rows(text: str) -> dict[str, list[str]]:
 async def test_kubectl_apply_seed_job_runs(seed_system: System, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
+    async with api(seed_system) as rc:
+        await capacity_reported(rc, seed_system)  # the CLUSTERS/READY columns below need both reports
     for name in ("propagationpolicy-volcano-job-policy.yaml", "job-gpu-dist-training.yaml"):
         out = kubectl(seed_system, home, "apply", "-f", str(SEED / name))
         assert out.returncode == 0, out.stderr

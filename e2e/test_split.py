@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from e2e.harness import Recorder, api, apply, job_phase, named, seed_one, until
+from e2e.harness import Recorder, api, apply, capacity_reported, job_phase, named, seed_one, until
 from federation.demo.processes import System
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -58,6 +58,7 @@ def _running(work: dict[str, Any]) -> int:
 async def test_gang_job_split_one_to_two(seed_system: System) -> None:
     job = named(seed_one("job-gpu-dist-training.yaml"), "split-training", seconds=60)
     async with api(seed_system) as rc, Recorder(rc, "works") as works:
+        await capacity_reported(rc, seed_system)  # placement counts on every cluster's capacity
         await apply(rc, seed_one("propagationpolicy-volcano-job-policy.yaml"), job)
         done = await until(lambda: job_phase(rc, "split-training", "Completed"), 120, "split-training Completed")
 

@@ -8,7 +8,18 @@ from typing import Any
 
 import pytest
 
-from e2e.harness import DATA, EXAMPLES, Recorder, api, apply, gpu_job, job_phase, seed_one, until
+from e2e.harness import (
+    DATA,
+    EXAMPLES,
+    Recorder,
+    api,
+    apply,
+    capacity_reported,
+    gpu_job,
+    job_phase,
+    seed_one,
+    until,
+)
 from federation.demo.processes import ClusterSpec, System
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -44,6 +55,7 @@ async def test_share_that_cannot_reserve_cancels_all_and_replaces(systems) -> No
     job = gpu_job("cancel-training", 4, 8, seconds=40)
     job["metadata"]["annotations"]["caldera.io/reserve-timeout-seconds"] = "5"
     async with api(system) as rc, Recorder(rc, "works") as works:
+        await capacity_reported(rc, system)  # placement counts on every cluster's capacity
         await apply(rc, seed_one("propagationpolicy-volcano-job-policy.yaml"), job)
 
         async def completed_with_lowered_estimates() -> Any:

@@ -18,7 +18,7 @@ import logging
 from typing import Any, Protocol
 
 from federation.apiserver import status as st
-from federation.apiserver.store import Store
+from federation.apiserver.storage import Storage
 from policies.conversions import to_job
 from policies.kinds import KINDS, KindInfo, lookup
 
@@ -32,12 +32,12 @@ class Registry(Protocol):
     the store, and admitted creates and updates. A protocol, so this module needs no import of
     the registry."""
 
-    store: Store
+    store: Storage
 
-    def create(self, info: KindInfo, namespace: str, body: Any, dry_run: bool = False) -> Obj: ...
+    async def create(self, info: KindInfo, namespace: str, body: Any, dry_run: bool = False) -> Obj: ...
 
-    def update(self, info: KindInfo, namespace: str, name: str, body: Any, subresource: str = "",
-               dry_run: bool = False) -> Obj: ...
+    async def update(self, info: KindInfo, namespace: str, name: str, body: Any, subresource: str = "",
+                     dry_run: bool = False) -> Obj: ...
 
 
 def converts(info: KindInfo) -> bool:
@@ -74,16 +74,17 @@ def _existing(registry: Registry, source: Obj) -> Obj | None:
     return registry.store.get(f"{JOBS.group}/{JOBS.plural}", meta.get("namespace") or "", meta["name"])
 
 
-def check(registry: Registry, info: KindInfo, source: Obj) -> None:
+async def check(registry: Registry, info: KindInfo, source: Obj) -> None:
     """Raise the Job's admission error (422) or a name clash (409) before ``source`` is stored."""
     body = job_body(info, source)
     namespace = body["metadata"]["namespace"]
     existing = _existing(registry, source)
     try:
         if existing is None:
-            registry.create(JOBS, namespace, body, dry_run=True)
+            await registry.create(JOBS, namespace, body, dry_run=True)
         elif owned_by(existing, source):
-            registry.update(JOBS, namespace, body["metadata"]["name"], _as_update(existing, body), dry_run=True)
+            await registry.update(JOBS, namespace, body["metadata"]["name"], _as_update(existing, body),
+                                  dry_run=True)
         else:
             raise st.ApiError(409, "AlreadyExists", f'{info.kind} "{source["metadata"]["name"]}" cannot be '
                                                     f'converted: a Job "{source["metadata"]["name"]}" not created '
@@ -95,16 +96,16 @@ def check(registry: Registry, info: KindInfo, source: Obj) -> None:
         raise
 
 
-def sync(registry: Registry, info: KindInfo, source: Obj) -> Obj | None:
+async def sync(registry: Registry, info: KindInfo, source: Obj) -> Obj | None:
     """Create or update the Job of a stored ``source``; returns it (None if a Job not ours is there)."""
     body = job_body(info, source)
     namespace = body["metadata"]["namespace"]
     existing = _existing(registry, source)
     if existing is None:
-        return registry.create(JOBS, namespace, body)
+        return await registry.create(JOBS, namespace, body)
     if not owned_by(existing, source):
         return None
-    return registry.update(JOBS, namespace, body["metadata"]["name"], _as_update(existing, body))
+    return await registry.update(JOBS, namespace, body["metadata"]["name"], _as_update(existing, body))
 
 
 def _as_update(existing: Obj, body: Obj) -> Obj:
@@ -115,7 +116,7 @@ def _as_update(existing: Obj, body: Obj) -> Obj:
     return dict(existing, metadata=meta, spec=body["spec"])
 
 
-def repair(registry: Registry) -> int:
+async def repair(registry: Registry) -> int:
     """Create the Jobs missing for stored sources (a crash between the two commits); returns how many."""
     made = 0
     for info in KINDS:
@@ -124,7 +125,7 @@ def repair(registry: Registry) -> int:
         for source in registry.store.list(f"{info.group}/{info.plural}"):
             if _existing(registry, source) is None and not source["metadata"].get("deletionTimestamp"):
                 try:
-                    sync(registry, info, source)
+                    await sync(registry, info, source)
                     made += 1
                 except st.ApiError as exc:
                     log.warning("cannot convert %s %s: %s", info.kind, source["metadata"]["name"], exc.message)

@@ -7,7 +7,7 @@
 * ``authentication.k8s.io/v1`` SelfSubjectReview (``kubectl auth whoami``).
 
 Each is a create-only resource: the answer is the request with ``status`` filled in (201),
-nothing is stored. kubectl sends them as protobuf (see :mod:`federation.apiserver.protobuf`).
+nothing is stored. kubectl sends them as protobuf (:mod:`federation.apiserver.protobuf`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from aiohttp import web
 from federation.apiserver import discovery, keys
 from federation.apiserver import status as st
 from federation.apiserver.auth import User
+from federation.apiserver.bodies import json_response, read_body
 from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.rbac.evaluator import Attributes
 from policies.kinds import KindInfo
@@ -62,8 +63,6 @@ def _review_attributes(user: str, groups: tuple[str, ...], spec: Obj, kind: str)
 
 
 def _answer(body: Obj, status: Obj) -> web.Response:
-    from federation.apiserver.routes import json_response
-
     meta = dict(body.get("metadata") or {})
     meta.setdefault("creationTimestamp", None)
     return json_response(dict(body, metadata=meta, status=status), 201)
@@ -92,8 +91,6 @@ def rules_status(state: "ApiServerState", user: User, namespace: str) -> Obj:
 
 
 async def serve(request: web.Request, state: "ApiServerState", group: str, rest: list[str]) -> web.StreamResponse:
-    from federation.apiserver.routes import read_body
-
     namespace = ""
     if len(rest) == 3 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]

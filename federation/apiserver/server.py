@@ -19,7 +19,7 @@ import os
 import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from aiohttp import web
@@ -27,10 +27,15 @@ from aiohttp import web
 from federation.apiserver import conversion
 from federation.apiserver.app import build_app
 from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.rbac import reconcile_bootstrap
 from federation.apiserver.registry import Registry
 from federation.apiserver.state import ApiServerState
+from federation.apiserver.storage import Storage
 from federation.apiserver.store import Store
 from federation.apiserver.watch import WatchHub
+
+if TYPE_CHECKING:
+    from federation.apiserver.etcd_client import EtcdConfig
 
 FEDERATION_NAMESPACES = ("default", "kube-system", "karmada-cluster")
 MEMBER_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -53,6 +58,8 @@ class ServerConfig:
     bookmark_interval: float = 30.0
     #: clusters to write DIR/agent-<cluster>.kubeconfig for at start-up (new agent tokens)
     agent_kubeconfigs: list[str] = field(default_factory=list)
+    #: store objects in etcd (``--etcd-servers``) instead of DIR/caldera.db
+    etcd: EtcdConfig | None = None
     #: ServiceAccount tokens: issuer (also the audience they must carry), RS256 signing key
     #: (default DIR/sa-signing.key, generated), shortest TokenRequest lifetime (kube: 10 minutes)
     service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
@@ -63,6 +70,15 @@ class ServerConfig:
     audit_policy_file: Path | None = None
     audit_log_maxsize: int = 0
     audit_log_maxbackup: int = 0
+
+
+async def open_store(cfg: ServerConfig, data_dir: Path) -> Storage:
+    """The SQLite file under ``data_dir``, or etcd when ``cfg.etcd`` is set (EtcdConfigError on a bad flag)."""
+    if cfg.etcd is None:
+        return Store(data_dir / "caldera.db")
+    from federation.apiserver.etcd_store import EtcdStore
+
+    return await EtcdStore(cfg.etcd).start()
 
 
 def split_listen(listen: str) -> tuple[str, int]:
@@ -86,7 +102,7 @@ class ApiServer:
     async def start(self) -> "ApiServer":
         cfg = self.config
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        store = Store(self.data_dir / "caldera.db")
+        store = await open_store(cfg, self.data_dir)
         hub = WatchHub(store.rv, history=cfg.watch_history)
         store.add_listener(hub.publish)
         registry = Registry(store)
@@ -105,9 +121,10 @@ class ApiServer:
                                audit=self._audit_log())
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
-            registry.ensure_namespace(namespace)
-        registry.ensure_default_queue()
-        conversion.repair(registry)  # Jobs missing for converted kinds (a crash between two commits)
+            await registry.ensure_namespace(namespace)
+        await registry.ensure_default_queue()
+        await reconcile_bootstrap(registry)  # the bootstrap RBAC policy (federation.apiserver.rbac)
+        await conversion.repair(registry)  # Jobs missing for converted kinds (a crash between two commits)
         host, port = split_listen(cfg.listen)
         ssl_context = None
         if cfg.tls_cert_file is None and cfg.self_signed_tls:
@@ -156,7 +173,7 @@ class ApiServer:
         if self.state is not None:
             with contextlib.suppress(Exception):
                 await self.state.store.drain()
-            self.state.store.close()
+            await self.state.store.aclose()
             if self.state.audit is not None:
                 self.state.audit.close()
             self.state = None
@@ -170,7 +187,7 @@ class ApiServer:
     # -- credentials ---------------------------------------------------------------------
 
     @property
-    def store(self) -> Store:
+    def store(self) -> Storage:
         assert self.state is not None, "server not started"
         return self.state.store
 

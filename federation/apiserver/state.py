@@ -18,7 +18,7 @@ from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.rbac import Authorizer
 from federation.apiserver.registry import Registry
 from federation.apiserver.serviceaccounts import ServiceAccountTokens
-from federation.apiserver.store import Store
+from federation.apiserver.storage import Storage
 from federation.apiserver.watch import WatchHub
 
 #: kube-apiserver's limit on a request body (--max-request-bytes for JSON/YAML: 3 MiB); 413 beyond it.
@@ -27,7 +27,7 @@ MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 @dataclass
 class ApiServerState:
-    store: Store
+    store: Storage
     registry: Registry
     hub: WatchHub
     auth: TokenAuthenticator

@@ -32,6 +32,7 @@ TRANSIENT_STATUS = frozenset({404, 408, 409, 425, 429})
 
 Version = Callable[[Hashable], Hashable]
 Report = Callable[[Hashable, BaseException], Awaitable[None]]
+Release = Callable[[Hashable], None]
 
 
 class Reported(PermanentError):
@@ -65,6 +66,8 @@ class PoisonGuard:
 
     version: Version
     report: Report
+    #: called when a key is parked or skipped (e.g. to take it out of a scheduling queue)
+    release: Release | None = None
     poisoned: dict[Hashable, Hashable] = field(default_factory=dict)
 
     def skip(self, key: Hashable, version: Hashable) -> bool:
@@ -72,6 +75,8 @@ class PoisonGuard:
         if key not in self.poisoned:
             return False
         if self.poisoned[key] == version:
+            if self.release is not None:
+                self.release(key)
             return True
         del self.poisoned[key]
         return False
@@ -81,6 +86,8 @@ class PoisonGuard:
 
     async def poison(self, key: Hashable, version: Hashable, err: BaseException, name: str) -> None:
         self.poisoned[key] = version
+        if self.release is not None:
+            self.release(key)
         log.error("%s: %s is poisoned (%s); not retried until it changes", name, key, describe(err))
         if isinstance(err, Reported):
             return

@@ -203,6 +203,10 @@ class GangStatus(K8sModel):
     phase: str
     reserved_until: Optional[str] = None
     reason: Optional[str] = None
+    #: a held share's reservation, pod ("ns/name") -> node, and the session's pod annotations
+    #: for it (GPU ids, NUMA): persisted so a restarted agent keeps holding the same nodes
+    reservations: Optional[dict[str, str]] = None
+    reservation_annotations: Optional[dict[str, dict[str, str]]] = None
 
 
 class WorkStatus(K8sModel):

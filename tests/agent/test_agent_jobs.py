@@ -197,3 +197,26 @@ async def test_rescaled_share_keeps_its_running_pods(real: Harness) -> None:
     real.federation.put_work(share_of(base, 3, 1, 3, [[2, 3]]))
     await real.run_until(lambda: sorted(real.pods("el")) == ["team/el-worker-2"])
     assert real.pods("el")["team/el-worker-2"]["metadata"]["uid"] == running["team/el-worker-2"]
+
+
+async def test_held_share_reservation_survives_an_agent_restart(real: Harness) -> None:
+    held = {"generation": 2, "hold": True, "clusters": 2, "reserveTimeoutSeconds": 600}
+    real.federation.put_work(job_work("rs", replicas=2, placement=dict(held)))
+    await real.run_until(lambda: real.gang("rs").get("phase") == "Reserved")
+    reserved = dict(real.gang("rs")["reservations"])
+    assert sorted(reserved) == ["team/rs-worker-0", "team/rs-worker-1"]
+    until = real.gang("rs")["reservedUntil"]
+    await real.stop()
+    restarted = Harness(federation=real.federation, sim=real.sim, clock=real.clock, real_scheduler=True)
+    await restarted.start()
+    try:
+        await restarted.run_until(lambda: f"{NS}/team.rs" in restarted.agent.works)
+        await restarted.step(1.0)
+        gang = restarted.gang("rs")
+        assert gang["phase"] == "Reserved" and gang["reservations"] == reserved and gang["reservedUntil"] == until
+        restarted.federation.put_work(job_work("rs", replicas=2, placement=dict(held, hold=False)))
+        await restarted.run_until(lambda: restarted.gang("rs").get("phase") in ("Released", "Running"))
+        await restarted.run_until(lambda: all(p["spec"].get("nodeName") for p in restarted.pods("rs").values()))
+        assert {k: p["spec"]["nodeName"] for k, p in restarted.pods("rs").items()} == reserved
+    finally:
+        await restarted.stop()

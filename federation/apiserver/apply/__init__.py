@@ -8,13 +8,16 @@ program name, as kube does); the registry records ownership on every create and 
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from federation.apiserver import status as st
 from federation.apiserver.apply.managed import Manager, apply, new_object, record_update
+from federation.apiserver.objects import copy_obj, resource_key, timestamp
 
 if TYPE_CHECKING:
-    from federation.apiserver.registry import Registry
+    from datetime import datetime
+
+    from federation.apiserver.storage import Storage
     from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
@@ -26,6 +29,20 @@ SERVER_MANAGER = Manager("caldera-apiserver")
 FORCE: ContextVar[bool] = ContextVar("caldera_apply_force", default=False)
 #: the configuration being applied (while server_side_apply runs)
 APPLIED: ContextVar[Obj | None] = ContextVar("caldera_applied_config", default=None)
+
+
+class Registry(Protocol):
+    """What apply needs of :class:`federation.apiserver.registry.Registry` (which calls it): a
+    protocol, so this package needs no import of the registry."""
+
+    store: "Storage"
+
+    def clock(self) -> "datetime": ...
+
+    async def create(self, info: "KindInfo", namespace: str, body: Any, dry_run: bool = False) -> Obj: ...
+
+    async def update(self, info: "KindInfo", namespace: str, name: str, body: Any, subresource: str = "",
+                     dry_run: bool = False) -> Obj: ...
 
 
 def manager_for(field_manager: str | None, user_agent: str, subresource: str, operation: str = "Update") -> Manager:
@@ -67,10 +84,8 @@ def _check_config(info: "KindInfo", namespace: str, name: str, config: Any) -> O
     return config
 
 
-def server_side_apply(registry: "Registry", info: "KindInfo", namespace: str, name: str, config: Any,
+async def server_side_apply(registry: Registry, info: "KindInfo", namespace: str, name: str, config: Any,
                       force: bool, subresource: str, dry_run: bool) -> Obj:
-    from federation.apiserver.registry import copy_obj, resource_key, timestamp
-
     config = _check_config(info, namespace, name, config)
     writer = FIELD_MANAGER.get()
     if writer is None:
@@ -84,7 +99,7 @@ def server_side_apply(registry: "Registry", info: "KindInfo", namespace: str, na
         if live is None:
             if subresource:
                 raise st.not_found(info, name)
-            return registry.create(info, namespace, copy_obj(config), dry_run)
+            return await registry.create(info, namespace, copy_obj(config), dry_run)
         now = timestamp(registry.clock())
         result = apply(live, config, who, force, now, info.has_status)
         if _without_managed(result) == _without_managed(live):
@@ -92,7 +107,7 @@ def server_side_apply(registry: "Registry", info: "KindInfo", namespace: str, na
                 "managedFields"]
         result["metadata"]["resourceVersion"] = (config.get("metadata") or {}).get(
             "resourceVersion") or live["metadata"]["resourceVersion"]
-        return registry.update(info, namespace, name, result, subresource, dry_run)
+        return await registry.update(info, namespace, name, result, subresource, dry_run)
     finally:
         FIELD_MANAGER.reset(token)
         APPLIED.reset(applied_token)

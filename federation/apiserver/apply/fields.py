@@ -165,8 +165,6 @@ def to_fields_v1(paths: Iterable[Path]) -> Obj:
         node = tree
         for element in path:
             node = node.setdefault(element, {})
-        if path and node is not tree:
-            pass
     _mark_nodes(tree)
     return tree
 

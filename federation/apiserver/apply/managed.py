@@ -194,6 +194,3 @@ def new_object(config: Obj, who: Manager, now: str, has_status: bool) -> Obj:
                                                               field_set(config, who.subresource, has_status))]
     return obj
 
-
-def dumps_for_debug(obj: Obj) -> str:  # pragma: no cover - a helper for reading failures
-    return orjson.dumps((obj.get("metadata") or {}).get("managedFields"), option=orjson.OPT_INDENT_2).decode()

@@ -8,9 +8,23 @@ queue) arrives. It can only run if the agent evicts three low-priority pods.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
-from e2e.harness import DATA, api, apply, capacity_reported, job, job_phase, named, seed_one, until, works_of
+from e2e.harness import (
+    DATA,
+    Miss,
+    Recorder,
+    api,
+    apply,
+    capacity_reported,
+    job_phase,
+    named,
+    seed_one,
+    until,
+    works_of,
+)
 from federation.demo.manifests import with_sim_duration
 from federation.demo.processes import ClusterSpec, System
 
@@ -35,14 +49,28 @@ async def test_high_priority_job_preempts_low_priority(systems) -> None:  # type
             return found if found and found["status"].get("running") == 4 else None
 
         await until(low_fully_running, 60, "the low-priority job running 4 pods")
-        await apply(rc, high)
+        async with Recorder(rc, "jobs", "default") as jobs:  # every status the low job goes through from here
+            await apply(rc, high)
 
-        async def dispatched() -> object:
-            return await works_of(rc, "critical-training") or await job_phase(rc, "critical-training", "Running")
+            async def dispatched() -> object:
+                return await works_of(rc, "critical-training") or await job_phase(rc, "critical-training", "Running")
 
-        await until(dispatched, 20, "critical-training dispatched to cluster-a (its agent decides on preemption)")
-        await until(lambda: job_phase(rc, "critical-training", {"Running", "Completed"}), 45,
-                    "critical-training to run by preempting")
-        low_now = await job(rc, "low-priority-training")
-        assert (low_now["status"].get("running") or 0) <= 1, "five pod slots: three low-priority pods were evicted"
+            await until(dispatched, 20, "critical-training dispatched to cluster-a (its agent decides on preemption)")
+            await until(lambda: job_phase(rc, "critical-training", {"Running", "Completed"}), 45,
+                        "critical-training to run by preempting")
+
+            def low_evicted() -> object:
+                # read from the recorded statuses: once critical-training finishes the low job scales back up,
+                # so a single read after it started may already be too late (or too early)
+                running = [(o.get("status") or {}).get("running") or 0 for _, o in jobs.events
+                           if o["metadata"]["name"] == "low-priority-training"]
+                return running if min(running, default=4) <= 1 else Miss(f"low-priority-training running {running}")
+
+            await until(_now(low_evicted), 30, "five pod slots: three low-priority pods evicted (running <= 1)")
         await until(lambda: job_phase(rc, "critical-training", "Completed"), 90, "critical-training Completed")
+
+
+def _now(check: Callable[[], object]) -> Callable[[], Awaitable[object]]:
+    async def probe() -> object:
+        return check()
+    return probe

@@ -43,8 +43,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--default-duration", type=float, default=30.0,
                         help="sim: seconds a pod runs without a caldera.io/sim-duration annotation")
     parser.add_argument("--lease-period", type=float, default=10.0, help="seconds between Lease renewals")
-    parser.add_argument("--status-period", type=float, default=3.0,
-                        help="seconds between checks for a changed Cluster status")
+    parser.add_argument("--status-period", type=float, default=0.5,
+                        help="debounce of Cluster status reports: a change is reported this many seconds after it "
+                             "(one report for a burst); unchanged status is re-sent every 30 s")
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -58,7 +59,7 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    from member_agent.federation_api import KubeFederationAPI
+    from member_agent.federation_rest import RestFederationAPI
 
     if not args.speed > 0:
         raise CalderaError(f"--speed must be positive, got {args.speed}")
@@ -78,7 +79,7 @@ async def serve(args: argparse.Namespace) -> int:
         from member_agent.cluster.kube import KubeGateway
 
         gateway = await KubeGateway.from_kubeconfig(args.member_kubeconfig)
-    federation = await KubeFederationAPI.from_kubeconfig(args.kubeconfig)
+    federation = await RestFederationAPI.from_kubeconfig(args.kubeconfig)
     options = AgentOptions(cluster=args.cluster, schedule_period=args.schedule_period,
                            scheduler_conf_path=args.scheduler_conf, use_real_scheduler=not args.stand_in_scheduler,
                            cluster_spec=cluster_spec, kubernetes_version=version)

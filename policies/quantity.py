@@ -30,6 +30,9 @@ _NANO = Fraction(1, 10**9)
 #: The largest magnitude a quantity may have: Kubernetes' Quantity is bounded by 2^63-1 (its int64
 #: Value()); larger ones would overflow int64 arithmetic and float conversion (``1e309``).
 MAX_QUANTITY = 2**63 - 1
+#: The largest decimal exponent parsed (``1e1000000000`` would take the parser minutes to expand); any
+#: exponent near it already gives a value beyond MAX_QUANTITY or below one nano-unit.
+MAX_QUANTITY_EXPONENT = 1000
 
 QuantityLike = Union[str, int, float, "Quantity"]
 
@@ -68,7 +71,11 @@ class Quantity:
             value = mantissa * (1 << _BINARY[suffix])
             fmt = "BinarySI"
         elif suffix[:1] in ("e", "E") and suffix not in _DECIMAL:
-            value = mantissa * Fraction(10) ** int(suffix[1:])
+            exponent = int(suffix[1:])
+            if abs(exponent) > MAX_QUANTITY_EXPONENT:
+                raise InvalidQuantity(text, f"exponent {exponent} is beyond MAX_QUANTITY_EXPONENT "
+                                            f"(±{MAX_QUANTITY_EXPONENT})")
+            value = mantissa * Fraction(10) ** exponent
             fmt = "DecimalExponent"
         else:
             value = mantissa * Fraction(10) ** _DECIMAL[suffix]

@@ -163,6 +163,12 @@ QUERY_CASES: list[Case] = [
          body=queue(), type=None),
     _bad("post-text-plain", "POST", QUEUES, "unknown format", code=415, reason="UnsupportedMediaType",
          body=queue(), type="text/plain"),
+    _bad("patch-metadata-to-list", "PATCH", f"{QUEUES}/q", "must be an object", code=422, reason="Invalid",
+         field="metadata", body={"metadata": ["x"]}, type="application/merge-patch+json",
+         setup=[(QUEUES, queue())]),
+    _bad("json-patch-metadata-to-string", "PATCH", f"{QUEUES}/q", "must be an object", code=422,
+         reason="Invalid", field="metadata", body=[{"op": "replace", "path": "/metadata", "value": "x"}],
+         type="application/json-patch+json", setup=[(QUEUES, queue())]),
     _bad("put-without-content-type", "PUT", f"{QUEUES}/q", "unknown format", code=415,
          reason="UnsupportedMediaType", body=queue(), type=None, setup=[(QUEUES, queue())]),
     _bad("patch-without-content-type", "PATCH", f"{QUEUES}/q", "unknown format", code=415,
@@ -171,4 +177,12 @@ QUERY_CASES: list[Case] = [
          body=configmap(annotations={"a": "x" * (3 * 1024 * 1024)})),
 ]
 
-CASES: list[Case] = BODY_CASES + QUERY_CASES
+#: Last, because before the fix each one blocked the server's event loop for minutes (found by fuzzing).
+SLOW_PARSE_CASES: list[Case] = [
+    _invalid("gpu-exponent-1e1000000000", JOBS, job(resources={"limits": {GPU: "1e1000000000"}}), LIMITS,
+             "MAX_QUANTITY_EXPONENT"),
+    _invalid("queue-capability-tiny-exponent", QUEUES, queue(capability={"cpu": "1e-999999999"}),
+             "spec.capability.cpu", "MAX_QUANTITY_EXPONENT"),
+]
+
+CASES: list[Case] = BODY_CASES + QUERY_CASES + SLOW_PARSE_CASES

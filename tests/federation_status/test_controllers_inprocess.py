@@ -203,3 +203,45 @@ async def test_stale_lease_taints_cluster_then_recovery_clears(server: ApiServer
     assert code == 401
     code, text = await request(server, "GET", "/metrics", token="")
     assert code == 200 and 'caldera_cluster_ready{cluster="member-1"} 1.0' in text
+
+
+async def test_a_poisoned_work_is_reported_once_and_parked_until_an_input_changes(server: ApiServer,
+                                                                                 rc: ResourceClient) -> None:
+    """A Work stored with a nonsense ``spec.placement.clusters`` makes the aggregate raise: one
+    StatusAggregationFailed event, no retry loop; a corrected Work is aggregated again."""
+    await rc.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karmada-es-a"}})
+    body = job()
+    body["metadata"] = {"name": "odd", "namespace": "default"}
+    await rc.create(JOBS, body)
+    rb = binding("odd", 1, {"a": {"worker": [4, 4]}})
+    rb_status = rb.pop("status")
+    await rc.create(RBS, rb)
+    await rc.patch(RBS, "odd-job", {"status": rb_status}, "default", subresource="status")
+    poisoned = work("odd", "a", 1, "Pending", pending=4)
+    poisoned["spec"]["placement"] = {"generation": 1, "hold": True, "clusters": "many"}
+    poisoned.pop("status", None)
+    poisoned["metadata"].update(uid="u-odd", creationTimestamp="2026-12-02T10:00:00Z", generation=1)
+    server.store.put("work.karmada.io/works", poisoned, "ADDED")  # past admission, as an old object would be
+
+    async def failures() -> list[Obj]:
+        items = (await rc.list(EVENTS, "default")).get("items") or []
+        return [e for e in items if e.get("reason") == "StatusAggregationFailed"
+                and (e.get("involvedObject") or {}).get("name") == "odd"]
+
+    reported = await eventually(failures, "a StatusAggregationFailed event")
+    assert "ValueError" in reported[0]["message"] and "retried when" in reported[0]["message"]
+    # Another job's change wakes the loop; once that job's status is written, the poisoned one was skipped.
+    other = job()
+    other["metadata"] = {"name": "other", "namespace": "default"}
+    await rc.create(JOBS, other)
+    await eventually(lambda: _has_status(rc, "other"), "the other job's status")
+    assert [e.get("count", 1) for e in await failures()] == [1]
+    fixed = dict(server.store.get("work.karmada.io/works", "karmada-es-a", "default.odd") or {})
+    fixed = {**fixed, "spec": {**fixed["spec"], "placement": {"generation": 1, "hold": False, "clusters": 1}}}
+    server.store.put("work.karmada.io/works", fixed, "MODIFIED")
+    await eventually(lambda: _has_status(rc, "odd"), "the odd job aggregated once its Work is sane")
+
+
+async def _has_status(rc: ResourceClient, name: str) -> Obj | None:
+    found: Obj = await rc.get(JOBS, name, "default")
+    return found if (found.get("status") or {}).get("state") else None

@@ -8,54 +8,54 @@ built once per session when first asked and refreshed row by row as the ledger c
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 
 from member_agent.scheduler.framework.snapshot import DeviceArrays
 from member_agent.scheduler.framework.topology import NodeTopology
 
+
+# What this module reads of the device ledger (device_ledger.py builds a GpuMatrix): protocols,
+# so the two modules do not import each other.
+class NodeDevices(Protocol):
+    holders: Sequence[int]
+    memory: Sequence[float]
+    memory_used: Sequence[float]
+    cores_used: Sequence[float]
+    exclusive: Sequence[bool]
+
+
+class Demand(Protocol):
+    shared: bool
+    gpus: int
+    memory: float
+    cores: float
+
+
+class DeviceLedger(Protocol):
+    ssn: Any
+    topology: Sequence[Any]
+    nodes: Any
+
+    def node(self, row: int) -> NodeDevices: ...
+
 EPS = 1e-9
 
 
-class DeviceRow(Protocol):
-    """One node's GPUs as the device ledger keeps them (``device_ledger.NodeDevices``)."""
-
-    holders: list[int]
-    memory: list[float]
-    memory_used: list[float]
-    cores_used: list[float]
-    exclusive: list[bool]
-
-
-class GpuDemand(Protocol):
-    """A request's GPU demand (``device_ledger.Demand``)."""
-
-    @property
-    def gpus(self) -> int: ...
-    @property
-    def memory(self) -> float: ...
-    @property
-    def cores(self) -> float: ...
-    @property
-    def shared(self) -> bool: ...
-
-
 class GpuMatrix:
-    def __init__(self, topology: Sequence[NodeTopology | None], base: DeviceArrays | None,
-                 held: Iterable[int], node: Callable[[int], DeviceRow | None]) -> None:
-        """From the cache's arrays ``base`` plus the rows in ``held`` (the ledger's own state
-        there), or, without a base, from every node with a topology."""
-        if base is not None and len(base.count) == len(topology):
+    def __init__(self, ledger: DeviceLedger) -> None:
+        base = ledger.ssn.snapshot.device_arrays
+        if base is not None and len(base.count) == len(ledger.topology):
             self._copy(base)
-            rows: Iterable[int] = sorted(held)
+            rows: Iterable[int] = sorted(ledger.nodes)  # the rows the ledger already holds devices on
         else:
-            self._empty(topology)
-            rows = (r for r, layout in enumerate(topology) if layout is not None)
+            self._empty(ledger)
+            rows = (r for r, layout in enumerate(ledger.topology) if layout is not None)
         for row in rows:
-            found = node(row)
-            if found is not None:
-                self.refresh(row, found)
+            node = ledger.node(row)
+            if node is not None:
+                self.refresh(row, node)
         self.valid = np.arange(self.memory.shape[1])[None, :] < self.count[:, None]
 
     def _copy(self, base: DeviceArrays) -> None:
@@ -66,7 +66,8 @@ class GpuMatrix:
         self.holders = base.holders.copy()
         self.exclusive = base.exclusive.copy()
 
-    def _empty(self, topology: Sequence[NodeTopology | None]) -> None:
+    def _empty(self, ledger: DeviceLedger) -> None:
+        topology = ledger.topology
         n = len(topology)
         width = max((len(t.gpus) for t in topology if t is not None), default=0)
         self.count = np.zeros(n, dtype=np.int64)
@@ -89,7 +90,7 @@ class GpuMatrix:
         return DeviceArrays(count, memory, np.zeros((n, width)), np.zeros((n, width)),
                             np.zeros((n, width), dtype=np.int64), np.zeros((n, width), dtype=bool))
 
-    def refresh(self, row: int, node: DeviceRow) -> None:
+    def refresh(self, row: int, node: NodeDevices) -> None:
         k = len(node.holders)
         self.count[row] = k
         self.memory[row, :k] = node.memory
@@ -98,7 +99,7 @@ class GpuMatrix:
         self.holders[row, :k] = node.holders
         self.exclusive[row, :k] = node.exclusive
 
-    def fits(self, demand: GpuDemand, rows: np.ndarray) -> np.ndarray:
+    def fits(self, demand: Demand, rows: np.ndarray) -> np.ndarray:
         """Per row: whether ``demand`` finds its GPUs (the ledger's ``shareable``/free rules)."""
         valid = self.valid[rows]
         holders = self.holders[rows]

@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
+from member_agent.scheduler.cache import SchedulerCache
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
-from member_agent.scheduler.cache import SchedulerCache
 from member_agent.scheduler.framework.session import SessionOptions
 from policies.scheduler_conf import parse_scheduler_conf
 from simulator.fgd_mode import run_fgd

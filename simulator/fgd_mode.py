@@ -21,7 +21,6 @@ from member_agent.scheduler.cache import SchedulerCache
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.framework.topology import GPU_INDEX_ANNOTATION
-from member_agent.scheduler.cache import SchedulerCache
 from policies.scheduler_conf import SchedulerConf
 from simulator.clock import VirtualClock
 from simulator.openb import NodeRow, PodRow, node_object, pod_object

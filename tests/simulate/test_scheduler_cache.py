@@ -18,7 +18,6 @@ from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.snapshot import Snapshot
-from member_agent.scheduler.cache import ObjectSync, SchedulerCache
 
 
 def queue(name: str, weight: int = 1) -> dict[str, Any]:

@@ -225,7 +225,7 @@ class DeviceLedger:
     def matrix(self) -> GpuMatrix:
         """The ledger as (nodes × GPUs) arrays, kept in step from the first call on."""
         if self._matrix is None:
-            self._matrix = GpuMatrix(self.topology, self.ssn.snapshot.device_arrays, list(self.nodes), self.node)
+            self._matrix = GpuMatrix(self)
         return self._matrix
 
     # ------------------------------------------------------------------ queries

@@ -72,7 +72,12 @@ def load_kubeconfig(path: str) -> tuple[str, dict[str, str], ssl.SSLContext | bo
     """(server URL, auth headers, SSL context or False) of the kubeconfig's current context."""
     with open(path, encoding="utf-8") as handle:
         config = yaml.safe_load(handle) or {}
-    base = os.path.dirname(os.path.abspath(path))
+    return kubeconfig_parts(config, os.path.dirname(os.path.abspath(path)), path)
+
+
+def kubeconfig_parts(config: dict[str, Any], base: str, path: str = "kubeconfig"
+                     ) -> tuple[str, dict[str, str], ssl.SSLContext | bool]:
+    """As :func:`load_kubeconfig`, for a kubeconfig already read (relative files under ``base``)."""
     contexts = {c["name"]: c.get("context") or {} for c in config.get("contexts") or []}
     context = contexts.get(config.get("current-context") or "") or next(iter(contexts.values()), {})
     clusters = {c["name"]: c.get("cluster") or {} for c in config.get("clusters") or []}
@@ -132,6 +137,10 @@ class RestFederationAPI:
     @classmethod
     async def from_kubeconfig(cls, path: str) -> "RestFederationAPI":
         return cls(*load_kubeconfig(path))
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], base: str) -> "RestFederationAPI":
+        return cls(*kubeconfig_parts(config, base))
 
     async def _request(self, what: str, method: str, path: str, body: Any = None, content_type: str = "application/json",
                        params: Optional[dict[str, str]] = None) -> Any:

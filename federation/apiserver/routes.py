@@ -237,10 +237,12 @@ class Handlers:
         limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
         if token:
-            # Every page of one list is read at the revision of its first page (410 once compacted).
-            after, at = params.decode_continue(token, self.state.hub.floor)
+            # Every page of one list is read at the revision of its first page (410 once compacted;
+            # a store without history, SQLite, pages through the current state while its hub reaches).
+            store = self.state.store
+            after, at = params.decode_continue(token, 0 if store.keeps_history else self.state.hub.floor)
             try:
-                items = await self.state.store.list_at(resource_key(info), ns, at)
+                items = await store.list_at(resource_key(info), ns, at)
             except Expired:
                 raise st.ApiError(410, "Expired", "The provided continue parameter is too old to display a "
                                                   "consistent list result. You can start a new list without "

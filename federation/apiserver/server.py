@@ -37,7 +37,7 @@ from federation.apiserver.watch import WatchHub
 if TYPE_CHECKING:
     from federation.apiserver.etcd_client import EtcdConfig
 
-FEDERATION_NAMESPACES = ("default", "kube-system", "karmada-cluster")
+FEDERATION_NAMESPACES = ("default", "kube-system", "karmada-cluster", "caldera-system")
 MEMBER_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 

@@ -13,7 +13,7 @@ from tests.apiserver.serve_process import ServeProcess
 from tests.fuzz.engine import Client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # stopped before e2e, whose orphan check would see it
 def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     data_dir: Path = tmp_path_factory.mktemp("fuzz")
     serve = ServeProcess(data_dir, "--plain-http").start()

@@ -20,6 +20,7 @@ Peak RSS is the process's high-water mark: run one size per process for per-size
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import resource
 import sys
@@ -117,7 +118,7 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False) -> None:
+def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False) -> tuple[float, float]:
     rng = random.Random(seed)
     print(f"[{nodes} nodes, {pods} pending pods] generating objects ...", flush=True)
     objects = cluster(nodes, rng) + jobs(pods, rng, per_job_shapes)
@@ -136,6 +137,16 @@ def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False) -> None:
     print(f"  session {secs:.3f}s wall ({cpu:.3f}s CPU)  bound {bound}/{pods} pods  "
           f"{bound / secs if secs else 0:,.0f} pods/s ({bound / cpu if cpu else 0:,.0f} per CPU-s)  "
           f"peak RSS {peak_rss_mib():.0f} MiB", flush=True)
+    return cpu, peak_rss_mib()
+
+
+def growth(sizes: list[int], cpu: list[float]) -> None:
+    """The log-log slope of session CPU time against nodes between consecutive sizes
+    (1 = linear). Peak RSS is a process high-water mark: run one size per process for it."""
+    for i in range(1, len(sizes)):
+        n0, c0, n1, c1 = sizes[i - 1], cpu[i - 1], sizes[i], cpu[i]
+        if n1 > n0 and c0 > 0 and c1 > 0:
+            print(f"  growth {n0} -> {n1} nodes: CPU time ~ nodes^{math.log(c1 / c0) / math.log(n1 / n0):.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         for nodes in args.nodes or [5000]:
             run_eviction_workload(args.workload, nodes, args.pods or nodes // 5, args.seed)
         return 0
-    for nodes in args.nodes or [1000, 2000, 5000]:
-        run(nodes, args.pods or 2 * nodes, args.seed, args.shapes == "per-job")
+    sizes = args.nodes or [1000, 2000, 5000]
+    cpu = [run(nodes, args.pods or 2 * nodes, args.seed, args.shapes == "per-job")[0] for nodes in sizes]
+    growth(sizes, cpu)
     return 0
 
 

@@ -96,4 +96,4 @@ def alerts(base: str, name: str) -> list[dict[str, Any]]:
 
 
 def launch_chromium(playwright: Any) -> Any:
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, timeout=60_000)

@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import ssl
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from e2e.harness import Miss
 from e2e.observability import CHROMIUM, alerts, apply_demo, launch_chromium, poll, query, start_system
 from federation.demo.processes import System, leftover_processes
-from federation.demo.prometheus import PrometheusProcess, mint_viewer_token
-from tests.monitoring.tools import GRAFANA_DIR, dashboard_queries
+from federation.demo.prometheus import PrometheusProcess, agent_urls, mint_viewer_token
+from tests.monitoring.test_metrics_exposition import lint_findings
+from tests.monitoring.tools import GRAFANA_DIR, PROMTOOL, dashboard_queries
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("prometheus") is None,
@@ -53,7 +57,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
 
 def test_prometheus_sees_every_target_cluster_and_queue(demo: Demo) -> None:
     base = demo.prometheus.url
-    up = poll(lambda: (r := query(base, "up == 1")) and len(r) == 3 and r, 30, "3 targets up", demo.system)
+    up = poll(lambda: (r := query(base, "up == 1")) and len(r) == 3 and r, 45, "3 targets up", demo.system)
     assert {s["metric"]["job"] for s in up} == {"caldera-federation", "caldera-agents"}
     ready = poll(lambda: (r := query(base, "cluster_ready_state == 1")) and len(r) == 2 and r, 30,
                  "both clusters Ready in cluster_ready_state", demo.system)
@@ -66,12 +70,24 @@ def test_prometheus_sees_every_target_cluster_and_queue(demo: Demo) -> None:
             base, 'volcano_queue_allocated{nvidia_com_gpu != ""} / volcano_queue_capability{nvidia_com_gpu != ""}')}
         return True if got >= wanted else Miss(sorted(got))
 
-    poll(gpu_ratio, 30, "the seed's GPU saturation ratio for every (cluster, GPU queue)", demo.system)
-    shares = poll(lambda: query(base, "sum by (cluster) (caldera_cluster_shares) > 0"), 30, "shares placed")
+    poll(gpu_ratio, 45, "the seed's GPU saturation ratio for every (cluster, GPU queue)", demo.system)
+    shares = poll(lambda: query(base, "sum by (cluster) (caldera_cluster_shares) > 0"), 45, "shares placed")
     assert {s["metric"]["cluster"] for s in shares} <= CLUSTERS
     for expr in ("karmada_scheduler_schedule_attempts_total", "volcano_e2e_scheduling_latency_milliseconds_count",
                  "caldera_cluster_gpus", "volcano_job_pending_duration_seconds or caldera_jobs"):
         assert query(base, expr), f"no series for {expr}"
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus')")
+def test_live_expositions_pass_promtool_check_metrics(demo: Demo) -> None:
+    context = ssl.create_default_context(cafile=str(demo.system.data_dir / "tls" / "apiserver.crt"))
+    urls = {"federation": demo.system.url, **agent_urls(demo.system)}
+    for name, url in sorted(urls.items()):
+        with urllib.request.urlopen(url + "/metrics", timeout=10,  # noqa: S310 - loopback only
+                                    context=context if url.startswith("https") else None) as response:
+            text = response.read().decode()
+        unexpected = lint_findings(text)
+        assert not unexpected, f"{name}: " + "\n".join(unexpected)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")
@@ -81,26 +97,12 @@ def test_dashboard_shows_clusters_and_jobs_in_chromium(demo: Demo, tmp_path: Pat
         browser = launch_chromium(pw)
         try:
             page = browser.new_context(ignore_https_errors=True, viewport={"width": 1400, "height": 1000}).new_page()
-            response = page.goto(demo.system.url + "/ui")
-            assert response is not None and response.status == 401  # no token yet: the sign-in form
-            assert page.is_visible("#login") and "caldera token --role viewer" in page.inner_text("#login")
-            page.fill("#token", demo.viewer)
-            page.click("#login-form button[type=submit]")
-            page.wait_for_selector("body[data-loaded=true]", timeout=15_000)
-            for cluster in sorted(CLUSTERS):
-                page.wait_for_selector(f'#clusters tr[data-cluster="{cluster}"]', timeout=15_000)
-            for job in demo.jobs:  # every demo Job, listed as the page refreshes itself
-                page.wait_for_selector(f'#jobs tr[data-job="default/{job}"]', timeout=20_000)
-            assert demo.viewer not in page.content()  # the token is never written into the page
-            page.wait_for_selector("#queues tr[data-queue=ai-training]", timeout=15_000)
-            page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
-            if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):
-                page.screenshot(path=str(SCREENSHOT))
-            page.click(f'#jobs tr[data-job="default/{demo.jobs[0]}"] a')
-            page.wait_for_selector("#job:not([hidden])", timeout=15_000)
-            assert page.inner_text("#job-title") == f"Job default/{demo.jobs[0]}"
-            page.wait_for_selector("#job-shares tr[data-cluster]", timeout=20_000)
-            page.screenshot(path=str(tmp_path / "job.png"), full_page=True)
+            page.set_default_timeout(45_000)
+            try:
+                browse(page, demo, tmp_path)
+            except Exception as exc:  # say what the page showed; keep its picture for the CI log
+                page.screenshot(path=str(tmp_path / "failed.png"), full_page=True)
+                raise AssertionError(f"{exc}\npage {page.url} showed:\n{page.inner_text('body')[:3000]}") from exc
         finally:
             browser.close()
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
@@ -118,16 +120,43 @@ def test_every_grafana_panel_returns_data(demo: Demo) -> None:
         return Miss("\n".join(gaps)) if gaps else True
 
     # rules run every second here; the jobs' placements and releases must have reached the rates
-    poll(complete, 30, "every panel's query to return data", demo.system)
+    poll(complete, 45, "every panel's query to return data", demo.system)
+
+
+def browse(page: Any, demo: Demo, tmp_path: Path) -> None:
+    """Sign in (a wrong token first), find every cluster and demo Job, open a job's page."""
+    response = page.goto(demo.system.url + "/ui")
+    assert response is not None and response.status == 401  # no token yet: the sign-in form
+    assert page.is_visible("#login") and "caldera token --role viewer" in page.inner_text("#login")
+    page.fill("#token", "not-a-token")  # a wrong token: back to the form, saying so
+    page.click("#login-form button[type=submit]")
+    page.wait_for_selector("#login-error:has-text('did not accept this token')", timeout=45_000)
+    page.fill("#token", demo.viewer)
+    page.click("#login-form button[type=submit]")
+    page.wait_for_selector("body[data-loaded=true]", timeout=45_000)
+    for cluster in sorted(CLUSTERS):
+        page.wait_for_selector(f'#clusters tr[data-cluster="{cluster}"]', timeout=45_000)
+    for job in demo.jobs:  # every demo Job, listed as the page refreshes itself
+        page.wait_for_selector(f'#jobs tr[data-job="default/{job}"]', timeout=45_000)
+    assert demo.viewer not in page.content()  # the token is never written into the page
+    page.wait_for_selector("#queues tr[data-queue=ai-training]", timeout=45_000)
+    page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+    if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):
+        page.screenshot(path=str(SCREENSHOT))
+    page.click(f'#jobs tr[data-job="default/{demo.jobs[0]}"] a')
+    page.wait_for_selector("#job:not([hidden])", timeout=45_000)
+    assert page.inner_text("#job-title") == f"Job default/{demo.jobs[0]}"
+    page.wait_for_selector("#job-shares tr[data-cluster]", timeout=45_000)
+    page.screenshot(path=str(tmp_path / "job.png"), full_page=True)
 
 
 def test_cluster_alert_fires_when_an_agent_dies_and_resolves_when_it_returns(demo: Demo) -> None:
     base = demo.prometheus.url
-    poll(lambda: len(query(base, "cluster_ready_state == 1")) == 2, 30, "both clusters Ready", demo.system)
+    poll(lambda: len(query(base, "cluster_ready_state == 1")) == 2, 45, "both clusters Ready", demo.system)
     assert not alerts(base, "CalderaClusterNotReady")
     demo.system.agents["cluster-b"].kill()
     firing = poll(lambda: [a for a in alerts(base, "CalderaClusterNotReady") if a["state"] == "firing"], 30,
                   "CalderaClusterNotReady firing")
     assert [a["labels"]["cluster_name"] for a in firing] == ["cluster-b"]
     demo.system.start_agent("cluster-b")
-    poll(lambda: not alerts(base, "CalderaClusterNotReady"), 30, "CalderaClusterNotReady resolved")
+    poll(lambda: not alerts(base, "CalderaClusterNotReady"), 45, "CalderaClusterNotReady resolved")

@@ -6,6 +6,8 @@ themselves, so it is right after a restart and never drifts from the store:
 
 * Karmada's cluster metrics (``cluster_ready_state``, ``cluster_node_number``, the resource
   summary as ``cluster_{cpu,memory,pod}_*``), label ``cluster_name`` as Karmada's;
+* ``caldera_cluster_resource_{allocatable,allocated}{cluster, resource, <resource label>}`` for every
+  resource of the summary (GPUs and HAMi shares included; labels as the seed's queue selector wants);
 * ``caldera_cluster_gpus``, ``caldera_cluster_gpus_free``, ``caldera_cluster_gpus_fragmented`` ``{cluster, model}``;
 * ``caldera_cluster_shares{cluster}`` / ``caldera_cluster_share_replicas{cluster}`` and
   ``caldera_job_share_replicas{job_namespace, job_name, cluster}`` from the bindings' decisions;
@@ -28,7 +30,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from policies.kinds import lookup
-from policies.resource_labels import natural_amount
+from policies.resource_labels import natural_amount, resource_labels
 
 Obj = dict[str, Any]
 CLUSTERS = lookup("cluster.karmada.io/v1alpha1", "Cluster")
@@ -77,6 +79,10 @@ def cluster_families(clusters: Iterable[Obj]) -> list[GaugeMetricFamily]:
     nodes = GaugeMetricFamily("cluster_node_number", "Nodes of the cluster", labels=["cluster_name"])
     ready_nodes = GaugeMetricFamily("cluster_ready_node_number", "Ready nodes of the cluster", labels=["cluster_name"])
     summary = {name: GaugeMetricFamily(name, text, labels=["cluster_name"]) for name, _, _, text in SUMMARY_GAUGES}
+    per_resource = {field: GaugeMetricFamily(f"caldera_cluster_resource_{field}",
+                                             f"Resource summary {field}, per resource in natural units "
+                                             "(GPUs and HAMi shares included)")
+                    for field in ("allocatable", "allocated")}
     gpu = {state: GaugeMetricFamily(name, text, labels=["cluster", "model"])
            for state, name, text in (("total", "caldera_cluster_gpus", "GPUs on Ready nodes, by model"),
                                      ("free", "caldera_cluster_gpus_free", "Free GPUs on schedulable Ready nodes"),
@@ -94,13 +100,18 @@ def cluster_families(clusters: Iterable[Obj]) -> list[GaugeMetricFamily]:
             amount = _amount(resource, (resources.get(field) or {}).get(resource, 0))
             if amount is not None:
                 summary[metric].add_metric([name], amount)
+        for field, family in per_resource.items():
+            for resource, quantity in sorted((resources.get(field) or {}).items()):
+                amount = _amount(str(resource), quantity)
+                if amount is not None:
+                    family.add_sample(family.name, {"cluster": name, **resource_labels(str(resource))}, amount)
         for entry in status.get("gpus") or []:
             if not isinstance(entry, dict):
                 continue
             model = str(entry.get("product") or "unknown")
             for state, family in gpu.items():
                 family.add_metric([name, model], float(entry.get(state) or 0))
-    return [ready, nodes, ready_nodes, *summary.values(), *gpu.values()]
+    return [ready, nodes, ready_nodes, *summary.values(), *per_resource.values(), *gpu.values()]
 
 
 def job_families(jobs: Iterable[Obj], now: float) -> list[GaugeMetricFamily]:

@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from federation import metrics
 from federation.fleet_metrics import FleetCollector
-from policies.kinds import lookup
-
-if TYPE_CHECKING:
-    from federation.apiserver.state import ApiServerState
+from policies.kinds import KindInfo, lookup
 
 Obj = dict[str, Any]
+#: ``list_objects(kind, namespace or None)``: every stored object of a kind (the API server's registry)
+ListObjects = Callable[[KindInfo, str | None], list[Obj]]
 CLUSTERS = lookup("cluster.karmada.io/v1alpha1", "Cluster")
 LEASES = lookup("coordination.k8s.io/v1", "Lease")
 JOBS = lookup("batch.volcano.sh/v1alpha1", "Job")
@@ -146,17 +146,19 @@ def status_document(clusters: Iterable[Obj], leases: Iterable[Obj], jobs: Iterab
     }
 
 
-def add_routes(app: web.Application, state: "ApiServerState",
+def add_routes(app: web.Application, list_objects: ListObjects, metrics_registry: CollectorRegistry,
                clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-    """Mount ``GET /status`` and serve the federation metrics on the server's ``/metrics``."""
-    metrics.expose_in(state.metrics.registry)
-    state.metrics.registry.register(FleetCollector(lambda info: state.registry.list(info, None, None),
-                                                   lambda: clock().timestamp()))
+    """Mount ``GET /status`` and serve the federation metrics on the server's ``/metrics``.
+
+    The API server passes its registry's lister and its metrics registry (federation/apiserver/
+    app.py), so this module needs no import of the API server.
+    """
+    metrics.expose_in(metrics_registry)
+    metrics_registry.register(FleetCollector(lambda info: list_objects(info, None), lambda: clock().timestamp()))
 
     async def status(_request: web.Request) -> web.Response:
-        registry = state.registry
-        doc = status_document(registry.list(CLUSTERS, None, None), registry.list(LEASES, LEASE_NAMESPACE, None),
-                              registry.list(JOBS, None, None), registry.list(BINDINGS, None, None), clock(),
+        doc = status_document(list_objects(CLUSTERS, None), list_objects(LEASES, LEASE_NAMESPACE),
+                              list_objects(JOBS, None), list_objects(BINDINGS, None), clock(),
                               metrics.placement_latency_summary())
         return web.Response(body=orjson.dumps(doc), content_type="application/json")
 

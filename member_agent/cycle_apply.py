@@ -23,18 +23,53 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import Optional, Protocol
 
 from member_agent import scheduling
+from member_agent.cluster.cache import ClusterCache
+from member_agent.cluster.clock import Clock
 from member_agent.cluster.gateway import Obj, pod_node
-from member_agent.pod_writes import format_devices, with_placement
+from member_agent.metrics import AgentMetrics
+from member_agent.pod_writes import PodWrites, format_devices, with_placement
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.work_state import WorkState
-
-if TYPE_CHECKING:
-    from member_agent.agent import Agent
+from policies.scheduler_conf import SchedulerConf
 
 log = logging.getLogger("caldera.agent")
+
+
+class SchedulingOptions(Protocol):
+    @property
+    def use_real_scheduler(self) -> bool: ...
+
+
+class Agent(Protocol):
+    """What a scheduling pass reads and changes of :class:`member_agent.agent.Agent` (which calls
+    it): a protocol, so this module needs no import of the agent."""
+
+    cache: ClusterCache
+    works: dict[str, WorkState]
+    writes: PodWrites
+    queues: list[Obj]
+    priority_classes: list[Obj]
+    conf: SchedulerConf
+    metrics: AgentMetrics
+    last_cycle: Optional[float]
+    work_changed: asyncio.Event
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def options(self) -> SchedulingOptions: ...
+
+    def apply_cycle(self, result: CycleResult) -> None: ...
+
+    def state_of_pod(self, pod: Obj) -> Optional[WorkState]: ...
+
+    def evaluate_gang(self, state: WorkState, reason: str, now: float) -> None: ...
+
+    def update_status(self, state: WorkState, now: float) -> None: ...
 
 
 def overlay_pods(agent: Agent) -> list[Obj]:
@@ -132,6 +167,12 @@ def _apply_evictions(agent: Agent, result: CycleResult) -> None:
 
 
 def _apply_nominations(agent: Agent, result: CycleResult) -> None:
+    for pod_key in result.nominations_cleared:
+        pod = agent.cache.pods.get(pod_key)
+        if pod is None or pod_node(pod) or pod_key in result.nominations:
+            continue
+        log.info("Clearing the nomination of Task %s: it no longer holds", pod_key)
+        agent.writes.nominate(pod_key, None, pod)
     for pod_key, node in result.nominations.items():
         pod = agent.cache.pods.get(pod_key)
         if pod is None or pod_node(pod):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from member_agent.cluster.clock import rfc3339
+from member_agent.cluster.clock import parse_rfc3339, rfc3339
 from member_agent.cluster.gateway import Obj
 from member_agent.works import WorkRecord
 
@@ -121,4 +121,26 @@ class GangTracker:
             out["reservedUntil"] = rfc3339(self.reserved_until)
         if self.reason:
             out["reason"] = self.reason
+        if self.reservations and not self.released:  # survives a restart of the agent
+            out["reservations"] = dict(sorted(self.reservations.items()))
+            if self.annotations:
+                out["reservationAnnotations"] = {k: dict(v) for k, v in sorted(self.annotations.items())}
         return out
+
+    def restore(self, gang: Obj) -> None:
+        """After an agent restart: the held reservation this generation last reported (Work status)."""
+        if gang.get("generation") != self.generation or gang.get("phase") not in ("Reserved", "Pending"):
+            return
+        held = gang.get("reservations") or {}
+        if not isinstance(held, dict) or not held:
+            return
+        self.reservations = {str(k): str(v) for k, v in held.items()}
+        notes = gang.get("reservationAnnotations") or {}
+        self.annotations = {str(k): dict(v) for k, v in notes.items() if isinstance(v, dict) and k in self.reservations}
+        if gang.get("phase") == "Reserved":
+            self.phase = "Reserved"
+            until = gang.get("reservedUntil")
+            try:
+                self.reserved_until = parse_rfc3339(until) if isinstance(until, str) else None
+            except ValueError:
+                self.reserved_until = None

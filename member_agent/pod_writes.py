@@ -54,7 +54,7 @@ class PodWrites:
         self.gateway = gateway
         self.assumed: dict[str, str] = {}  # pod key -> node, binds in flight
         self.annotating: dict[str, dict[str, str]] = {}  # pod key -> annotations patched with the bind
-        self.nominated: dict[str, str] = {}  # pod key -> node, nominations in flight
+        self.nominated: dict[str, Optional[str]] = {}  # pod key -> node (None: clearing), in flight
         self.devices: dict[str, dict[str, list[int]]] = {}  # pod key -> the session's device allocation
         self.creating: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -71,8 +71,9 @@ class PodWrites:
         if node and not pod_node(pod):
             pod = with_placement(pod, node, self.annotating.get(key))
         nominee = self.nominated.get(key)
-        if nominee and nominated_node(pod) != nominee:
-            pod = dict(pod, status=dict(pod.get("status") or {}, nominatedNodeName=nominee))
+        if key in self.nominated and nominated_node(pod) != nominee:
+            status = {k: v for k, v in (pod.get("status") or {}).items() if k != "nominatedNodeName"}
+            pod = dict(pod, status=dict(status, nominatedNodeName=nominee) if nominee else status)
         return pod
 
     def settle(self, pods: dict[str, Obj]) -> None:
@@ -116,13 +117,14 @@ class PodWrites:
         if pod is not None:
             await self.gateway.record_event(pod, "Normal", "Evict", reason)
 
-    def nominate(self, pod_key: str, node: str, pod: Obj) -> None:
-        if nominated_node(pod) == node or self.nominated.get(pod_key) == node:
+    def nominate(self, pod_key: str, node: Optional[str], pod: Obj) -> None:
+        """Set (or with ``None`` clear) the pod's ``status.nominatedNodeName``."""
+        if nominated_node(pod) == node or (pod_key in self.nominated and self.nominated[pod_key] == node):
             return
         self.nominated[pod_key] = node
         self._spawn(self._nominate(pod_key, node))
 
-    async def _nominate(self, pod_key: str, node: str) -> None:
+    async def _nominate(self, pod_key: str, node: Optional[str]) -> None:
         namespace, name = pod_key.split("/", 1)
         try:
             await self.gateway.nominate_pod(namespace, name, node)

@@ -50,6 +50,8 @@ class WorkState:
         if gang.get("generation") == self.record.placement.generation and gang.get("phase") in ("Released", "Running"):
             self.gang.phase = gang["phase"]
             self.gang.released = True
+        elif self.record.placement.hold:
+            self.gang.restore(gang)  # a held share keeps the nodes it reserved before the restart
         for cond in status.get("conditions") or []:
             if cond.get("type") == "PodGroup" and cond.get("reason"):
                 self.seed_pod_group_phase = cond["reason"]

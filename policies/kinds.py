@@ -77,6 +77,13 @@ KINDS: tuple[KindInfo, ...] = (
     _k("", "v1", "ConfigMap", "configmaps", True, "core", ("cm",), has_status=False),
     _k("", "v1", "Event", "events", True, "core", ("ev",), has_status=False),
     _k("coordination.k8s.io", "v1", "Lease", "leases", True, "core", (), has_status=False),
+    _k("", "v1", "ServiceAccount", "serviceaccounts", True, "rbac", ("sa",), has_status=False),
+    # RBAC (enforced by federation/apiserver/rbac)
+    _k("rbac.authorization.k8s.io", "v1", "Role", "roles", True, "rbac", (), has_status=False),
+    _k("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, "rbac", (), has_status=False),
+    _k("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, "rbac", (), has_status=False),
+    _k("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False, "rbac", (),
+       has_status=False),
     # Kubeflow training operators (converted to Volcano Jobs)
     _k("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", True, "kubeflow", (), converts_to="Job"),
     _k("kubeflow.org", "v1", "TFJob", "tfjobs", True, "kubeflow", (), converts_to="Job"),
@@ -93,7 +100,7 @@ KINDS: tuple[KindInfo, ...] = (
 
 #: Kinds from neighbouring systems that appear in manifests next to ours.
 FOREIGN_GROUPS = ("monitoring.coreos.com", "kubescheduler.config.k8s.io", "apps", "networking.k8s.io",
-                  "rbac.authorization.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io",
+                  "apiextensions.k8s.io", "admissionregistration.k8s.io",
                   "batch", "autoscaling", "policy", "storage.k8s.io")
 
 _BY_GVK: dict[tuple[str, str], KindInfo] = {(k.api_version, k.kind): k for k in KINDS}

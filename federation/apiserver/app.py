@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.apiserver import keys, openapi
+from federation.apiserver import keys, openapi, paths
 from federation.apiserver import status as st
-from federation.apiserver.routes import Handlers, json_response
+from federation.apiserver.auth import with_default_groups
+from federation.apiserver.bodies import json_response
+from federation.apiserver.rbac.authorizer import attributes
+from federation.apiserver.routes import Handlers
 from federation.apiserver.state import STATE_KEY, ApiServerState
-from federation.apiserver.store import StoreFailed
+from federation.apiserver.storage import StorageUnavailable, StoreFailed
 from federation.ui.paths import is_public as is_public_ui_path
 from federation.version import caldera_version
+from policies.kinds import KindInfo
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -40,6 +45,9 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
     except StoreFailed as exc:  # a commit failed: nothing more is accepted until a restart
         code = 503
         return _error_response(st.ApiError(503, "ServiceUnavailable", str(exc)))
+    except StorageUnavailable as exc:  # etcd without quorum or unreachable: nothing was acknowledged
+        code = 503
+        return _error_response(st.ApiError(503, "ServiceUnavailable", f"storage unavailable: {exc}"))
     except web.HTTPRequestEntityTooLarge:
         code = 413
         return _error_response(st.too_large(state.max_body))
@@ -63,7 +71,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     user = state.auth.authenticate(token.strip())
     if user is None:
         raise st.unauthorized()
+    user = with_default_groups(user)
     request[keys.USER] = user
+    if not paths.is_resource_path(request.path):  # discovery, OpenAPI, /status: kube's non-resource URLs
+        state.authorizer.check(attributes(user, request.method.lower(), path=request.path))
     return await handler(request)
 
 
@@ -80,6 +91,10 @@ def build_app(state: ApiServerState) -> web.Application:
             raise st.ApiError(503, "ServiceUnavailable", "shutting down")
         if state.store.failure is not None:
             raise st.ApiError(503, "ServiceUnavailable", f"store commit failed: {state.store.failure}")
+        try:
+            await state.store.consistent()
+        except StorageUnavailable as exc:
+            raise st.ApiError(503, "ServiceUnavailable", f"storage unavailable: {exc}") from None
         return web.Response(text="ok")
 
     async def version(_request: web.Request) -> web.Response:
@@ -102,11 +117,13 @@ def build_app(state: ApiServerState) -> web.Application:
     app.router.add_get("/metrics", metrics)
     if not state.member_mode:  # federation dashboards: GET /status (federation/status_api.py, docs/status.md)
         from federation.status_api import add_routes as add_status_routes
-
-        add_status_routes(app, state)
         from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
 
-        add_ui_routes(app, state)
+        def list_objects(info: KindInfo, namespace: str | None) -> list[dict[str, Any]]:
+            return state.registry.list(info, namespace, None)
+
+        add_status_routes(app, list_objects, state.metrics.registry)
+        add_ui_routes(app, state.auth.authenticate, list_objects)
     openapi.add_routes(app)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)

@@ -1,14 +1,14 @@
-"""Bearer-token authentication and Caldera's three roles.
+"""Bearer-token authentication from a static token file; Caldera's three token roles.
 
 The token file has kube-apiserver's ``--token-auth-file`` format, one user per line::
 
     token,user,uid,"group1,group2"
 
-A user's role comes from its groups: ``caldera:admin`` (or ``system:masters``) may do
-anything; ``caldera:agent:<cluster>`` may read everything and write only its own Cluster
-(and its status), its Lease ``karmada-cluster/<cluster>``, the status of Works in
-``karmada-es-<cluster>`` and Events; anyone else with a valid token (``caldera:viewer``) may
-only read. The file is re-read when it changes, so tokens minted by ``caldera token`` work
+What a user may do is decided by RBAC (:mod:`federation.apiserver.rbac`) from its name and
+groups; the token roles are groups bound by the bootstrap policy: ``caldera:admin`` (or
+``system:masters``) to ``cluster-admin``; ``caldera:agent:<cluster>`` to the agent role (read
+everything, write only its own Cluster, Lease, Works' status and Events); ``caldera:viewer`` to
+read-only. The file is re-read when it changes, so tokens minted by ``caldera token`` work
 without a restart.
 """
 
@@ -18,12 +18,9 @@ import csv
 import io
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from policies.kinds import KindInfo
-
-READ_VERBS = frozenset({"get", "list", "watch"})
 
 
 @dataclass(frozen=True)
@@ -94,9 +91,13 @@ class TokenAuthenticator:
 
     def mint(self, user: str, role: str) -> str:
         """Append a new token for ``user`` with ``role``; returns the token."""
+        return self.mint_for(user, role_groups(role).split(","))
+
+    def mint_for(self, user: str, groups: Sequence[str] = ()) -> str:
+        """Append a new token for ``user`` in ``groups`` (what RBAC bindings name); returns the token."""
         token = secrets.token_urlsafe(32)
         line = io.StringIO()
-        csv.writer(line, lineterminator="\n").writerow([token, user, user, role_groups(role)])
+        csv.writer(line, lineterminator="\n").writerow([token, user, user, ",".join(groups)])
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a") as handle:
@@ -111,26 +112,11 @@ class TokenAuthenticator:
         return None
 
 
-def authorize(user: User, verb: str, info: KindInfo | None, namespace: str, name: str,
-              subresource: str) -> str | None:
-    """None if allowed, else the reason it is forbidden."""
-    role = user.role
-    if role == "admin" or verb in READ_VERBS:
-        return None
-    if role == "viewer":
-        return "viewers may only get, list and watch"
-    cluster = role.removeprefix("agent:")
-    if info is None:
-        return f"agent of cluster {cluster!r} may not {verb} this path"
-    writes_own = verb in ("create", "update", "patch")
-    if info.kind == "Cluster" and info.group == "cluster.karmada.io" and writes_own and name == cluster:
-        return None
-    if info.kind == "Lease" and namespace == "karmada-cluster" and name == cluster and writes_own:
-        return None
-    if (info.kind == "Work" and namespace == f"karmada-es-{cluster}" and subresource == "status"
-            and verb in ("update", "patch")):
-        return None
-    if info.kind == "Event" and verb in ("create", "update", "patch"):
-        return None
-    return (f"agent of cluster {cluster!r} may only write its own Cluster, its Lease karmada-cluster/{cluster}, "
-            f"the status of Works in karmada-es-{cluster}, and Events")
+def with_default_groups(user: User) -> User:
+    """The user as authorization sees it: kube adds ``system:authenticated`` to every
+    authenticated user; Caldera adds ``caldera:agents`` to every agent (bound to the agent role)."""
+    extra = ["system:authenticated"]
+    if any(g.startswith("caldera:agent:") for g in user.groups):
+        extra.append("caldera:agents")
+    missing = [g for g in extra if g not in user.groups]
+    return User(user.name, user.uid, user.groups + tuple(missing)) if missing else user

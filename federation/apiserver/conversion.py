@@ -15,18 +15,29 @@ commits, :func:`repair` (run at start-up) creates the missing Jobs.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from federation.apiserver import status as st
+from federation.apiserver.storage import Storage
 from policies.conversions import to_job
 from policies.kinds import KINDS, KindInfo, lookup
-
-if TYPE_CHECKING:
-    from federation.apiserver.registry import Registry
 
 log = logging.getLogger("caldera.apiserver.conversion")
 Obj = dict[str, Any]
 JOBS = lookup("batch.volcano.sh/v1alpha1", "Job")
+
+
+class Registry(Protocol):
+    """What conversion needs of :class:`federation.apiserver.registry.Registry` (which calls it):
+    the store, and admitted creates and updates. A protocol, so this module needs no import of
+    the registry."""
+
+    store: Storage
+
+    async def create(self, info: KindInfo, namespace: str, body: Any, dry_run: bool = False) -> Obj: ...
+
+    async def update(self, info: KindInfo, namespace: str, name: str, body: Any, subresource: str = "",
+                     dry_run: bool = False) -> Obj: ...
 
 
 def converts(info: KindInfo) -> bool:
@@ -58,21 +69,22 @@ def job_body(info: KindInfo, source: Obj) -> Obj:
     return {"apiVersion": JOBS.api_version, "kind": "Job", "metadata": job_meta, "spec": converted.get("spec") or {}}
 
 
-def _existing(registry: "Registry", source: Obj) -> Obj | None:
+def _existing(registry: Registry, source: Obj) -> Obj | None:
     meta = source["metadata"]
     return registry.store.get(f"{JOBS.group}/{JOBS.plural}", meta.get("namespace") or "", meta["name"])
 
 
-def check(registry: "Registry", info: KindInfo, source: Obj) -> None:
+async def check(registry: Registry, info: KindInfo, source: Obj) -> None:
     """Raise the Job's admission error (422) or a name clash (409) before ``source`` is stored."""
     body = job_body(info, source)
     namespace = body["metadata"]["namespace"]
     existing = _existing(registry, source)
     try:
         if existing is None:
-            registry.create(JOBS, namespace, body, dry_run=True)
+            await registry.create(JOBS, namespace, body, dry_run=True)
         elif owned_by(existing, source):
-            registry.update(JOBS, namespace, body["metadata"]["name"], _as_update(existing, body), dry_run=True)
+            await registry.update(JOBS, namespace, body["metadata"]["name"], _as_update(existing, body),
+                                  dry_run=True)
         else:
             raise st.ApiError(409, "AlreadyExists", f'{info.kind} "{source["metadata"]["name"]}" cannot be '
                                                     f'converted: a Job "{source["metadata"]["name"]}" not created '
@@ -84,16 +96,16 @@ def check(registry: "Registry", info: KindInfo, source: Obj) -> None:
         raise
 
 
-def sync(registry: "Registry", info: KindInfo, source: Obj) -> Obj | None:
+async def sync(registry: Registry, info: KindInfo, source: Obj) -> Obj | None:
     """Create or update the Job of a stored ``source``; returns it (None if a Job not ours is there)."""
     body = job_body(info, source)
     namespace = body["metadata"]["namespace"]
     existing = _existing(registry, source)
     if existing is None:
-        return registry.create(JOBS, namespace, body)
+        return await registry.create(JOBS, namespace, body)
     if not owned_by(existing, source):
         return None
-    return registry.update(JOBS, namespace, body["metadata"]["name"], _as_update(existing, body))
+    return await registry.update(JOBS, namespace, body["metadata"]["name"], _as_update(existing, body))
 
 
 def _as_update(existing: Obj, body: Obj) -> Obj:
@@ -104,7 +116,7 @@ def _as_update(existing: Obj, body: Obj) -> Obj:
     return dict(existing, metadata=meta, spec=body["spec"])
 
 
-def repair(registry: "Registry") -> int:
+async def repair(registry: Registry) -> int:
     """Create the Jobs missing for stored sources (a crash between the two commits); returns how many."""
     made = 0
     for info in KINDS:
@@ -113,7 +125,7 @@ def repair(registry: "Registry") -> int:
         for source in registry.store.list(f"{info.group}/{info.plural}"):
             if _existing(registry, source) is None and not source["metadata"].get("deletionTimestamp"):
                 try:
-                    sync(registry, info, source)
+                    await sync(registry, info, source)
                     made += 1
                 except st.ApiError as exc:
                     log.warning("cannot convert %s %s: %s", info.kind, source["metadata"]["name"], exc.message)

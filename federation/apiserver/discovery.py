@@ -14,10 +14,19 @@ from policies.kinds import KINDS, KindInfo
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 Obj = dict[str, Any]
+#: (group, version) -> resources served outside the kind table (the auth reviews, TokenRequest)
+EXTRA: dict[tuple[str, str], list[Obj]] = {}
+
+
+def register(group_name: str, version: str, resources: list[Obj]) -> None:
+    EXTRA.setdefault((group_name, version), []).extend(resources)
 
 
 def _groups(kinds: Iterable[KindInfo]) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
+    for group_name, version in EXTRA:
+        if group_name:
+            groups.setdefault(group_name, []).append(version)
     for info in kinds:
         if info.group:
             versions = groups.setdefault(info.group, [])
@@ -88,9 +97,10 @@ def _resource(info: KindInfo) -> list[Obj]:
 
 def resource_list(group_name: str, version: str) -> Obj | None:
     kinds = [k for k in KINDS if k.group == group_name and k.version == version]
-    if not kinds:
+    extra = EXTRA.get((group_name, version), [])
+    if not kinds and not extra:
         return None
-    resources = [r for k in kinds for r in _resource(k)]
+    resources = [r for k in kinds for r in _resource(k)] + extra
     if not group_name:
         resources.append({"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding",
                           "verbs": ["create"]})

@@ -99,8 +99,9 @@ def encode_continue(rv: int, namespace: str, name: str) -> str:
                                                   "start": [namespace, name]})).decode()
 
 
-def decode_continue(token: str, oldest_rv: int) -> tuple[str, str]:
-    """(namespace, name) to continue after; 400 for a token not issued here, 410 when too old."""
+def decode_continue(token: str, oldest_rv: int) -> tuple[tuple[str, str], int]:
+    """((namespace, name) to continue after, the resourceVersion of the first page); 400 for a token
+    not issued here, 410 when older than the history kept."""
     try:
         doc = orjson.loads(base64.urlsafe_b64decode(token.encode()))
     except (binascii.Error, ValueError, orjson.JSONDecodeError):
@@ -116,4 +117,4 @@ def decode_continue(token: str, oldest_rv: int) -> tuple[str, str]:
         raise st.ApiError(410, "Expired", "The provided continue parameter is too old to display a consistent "
                                           "list result. You can start a new list without the continue "
                                           "parameter.")
-    return start[0], start[1]
+    return (start[0], start[1]), rv

@@ -35,6 +35,17 @@ class Target:
         return self.info.plural + (f"/{self.subresource}" if self.subresource else "")
 
 
+def is_resource_path(path: str) -> bool:
+    """kube's RequestInfo: ``/api/v1/<x>...`` and ``/apis/<g>/<v>/<x>...`` name resources; shorter
+    API paths (discovery) and everything else are non-resource URLs."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"]:
+        return len(parts) >= 3
+    if parts[:1] == ["apis"]:
+        return len(parts) >= 4
+    return False
+
+
 def parse(group: str, version: str, rest: list[str], path: str) -> Target:
     def kind(plural: str) -> KindInfo:
         info = by_resource(group, version, plural)

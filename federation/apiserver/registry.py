@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import secrets
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,12 +23,14 @@ from federation.apiserver import conversion
 from federation.apiserver import status as st
 from federation.apiserver.patch import apply_patch
 from federation.apiserver.selectors import Predicate
-from federation.apiserver.store import Obj, Store
+from federation.apiserver.storage import KeyExists, Obj, StaleWrite, Storage
 from federation.apiserver.validation import admit_body, check_schema
 from policies.admission import AdmissionContext
 from policies.kinds import KINDS, KindInfo, lookup
 
 Clock = Callable[[], datetime]
+#: how often a write without a precondition is retried after losing a race with another writer
+WRITE_RETRIES = 8
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -65,12 +67,15 @@ def _spec_part(obj: Obj) -> Obj:
 class Registry:
     """Create/read/update/delete with Kubernetes rules; every write goes through the store."""
 
-    def __init__(self, store: Store, clock: Clock = utc_now, scheduler_name: str = "volcano") -> None:
+    def __init__(self, store: Storage, clock: Clock = utc_now, scheduler_name: str = "volcano") -> None:
         self.store = store
         self.clock = clock
         self.scheduler_name = scheduler_name
         #: owner uid -> dependents (resource, namespace, name), for garbage collection.
         self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        #: checks every create/update passes (new object, old or None) before it is stored or
+        #: answered as a dry run: RBAC escalation prevention (federation/apiserver/rbac).
+        self.write_checks: list[Callable[[KindInfo, Obj, Obj | None], None]] = []
         for resource, obj in store.iter_all():
             self._index_owners(resource, obj, None)
         store.add_listener(lambda _type, resource, obj, previous: self._index_owners(
@@ -112,16 +117,45 @@ class Registry:
 
         return AdmissionContext(get=get, list=list_, online=True, scheduler_name=self.scheduler_name)
 
-    def ensure_namespace(self, name: str) -> None:
+    async def ensure_namespace(self, name: str) -> None:
         if self.store.get(resource_key(NAMESPACES), "", name) is None:
-            self.create(NAMESPACES, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            await self._ensure(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
-    def ensure_default_queue(self) -> None:
+    async def ensure_default_queue(self) -> None:
         """Volcano installs a ``default`` queue; jobs without ``spec.queue`` go there."""
         queues = lookup("scheduling.volcano.sh/v1beta1", "Queue")
         if self.store.get(resource_key(queues), "", "default") is None:
-            self.create(queues, "", {"apiVersion": queues.api_version, "kind": "Queue",
-                                     "metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True}})
+            await self._ensure(queues, {"apiVersion": queues.api_version, "kind": "Queue",
+                                        "metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True}})
+
+    async def _ensure(self, info: KindInfo, body: Obj) -> None:
+        try:
+            await self.create(info, "", body)
+        except st.ApiError as exc:
+            if exc.code != 409:  # another replica starting at the same time made it
+                raise
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[Obj]], precondition: bool, info: KindInfo,
+                        name: str) -> Obj:
+        """Run ``attempt`` (read, decide, conditional write); after losing a race to another writer,
+        read again and retry, unless the caller stated the resourceVersion (then 409 Conflict)."""
+        for _ in range(WRITE_RETRIES):
+            try:
+                return await attempt()
+            except StaleWrite:
+                if precondition:
+                    raise st.stale(info, name) from None
+                await self.store.consistent()
+        raise st.conflict(info, name, "the object keeps changing; try again")
+
+    async def _fresh(self, info: KindInfo, namespace: str, name: str, wanted_rv: str | None) -> Obj:
+        """The object, read again from the backend when the caller has seen a newer version than the
+        cache (another replica wrote it a moment ago)."""
+        old = self.get(info, namespace, name)
+        if wanted_rv and wanted_rv.isdigit() and int(wanted_rv) > int(old["metadata"]["resourceVersion"]):
+            await self.store.consistent()
+            old = self.get(info, namespace, name)
+        return old
 
     def _check_namespace(self, info: KindInfo, namespace: str) -> None:
         if not info.namespaced:
@@ -173,6 +207,13 @@ class Registry:
         return checked
 
     def _check_name(self, info: KindInfo, name: str) -> None:
+        if info.group == "rbac.authorization.k8s.io":  # path-segment names: system:masters, caldera:agent
+            from policies.admission.rbac import path_segment_name_error
+
+            problem = path_segment_name_error(name)
+            if problem:
+                raise st.invalid(info, name, [("metadata.name", problem)])
+            return
         if len(name) > 253 or not _NAME_RE.match(name):
             raise st.invalid(info, name, [("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
                                            "subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -194,7 +235,7 @@ class Registry:
 
     # -- writes --------------------------------------------------------------------------
 
-    def create(self, info: KindInfo, namespace: str, body: Any, dry_run: bool = False) -> Obj:
+    async def create(self, info: KindInfo, namespace: str, body: Any, dry_run: bool = False) -> Obj:
         body = self._envelope(info, namespace, body)
         meta = body["metadata"]
         key = resource_key(info)
@@ -222,26 +263,40 @@ class Registry:
             obj.setdefault("status", {}).setdefault("phase", "Active")
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         if conversion.converts(info):
-            conversion.check(self, info, obj)  # the Job it becomes must be admissible too
+            await conversion.check(self, info, obj)  # the Job it becomes must be admissible too
+        for check in self.write_checks:
+            check(info, obj, None)
         if dry_run:
             return obj
-        stored = self.store.put(key, obj, "ADDED")
+        try:
+            stored = await self.store.create(key, obj)
+        except KeyExists:
+            raise st.already_exists(info, name) from None
         if conversion.converts(info):
-            conversion.sync(self, info, stored)
+            await conversion.sync(self, info, stored)
         return stored
 
-    def update(self, info: KindInfo, namespace: str, name: str, body: Any, subresource: str = "",
-               dry_run: bool = False) -> Obj:
-        old = self.get(info, namespace, name)
+    async def update(self, info: KindInfo, namespace: str, name: str, body: Any, subresource: str = "",
+                     dry_run: bool = False) -> Obj:
+        self.get(info, namespace, name)  # 404 before any complaint about the body
         body = self._envelope(info, namespace, body, name)
-        wanted_rv = body["metadata"].get("resourceVersion")
-        if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
-            raise st.stale(info, name)
+        wanted = body["metadata"].get("resourceVersion")
         wanted_uid = body["metadata"].get("uid")
-        if wanted_uid and wanted_uid != old["metadata"].get("uid"):
-            # kube-apiserver treats a uid in the body as a precondition of the update
-            raise st.conflict(info, name, f"Precondition failed: UID in precondition: {wanted_uid}, "
-                                          f"UID in object meta: {old['metadata'].get('uid')}")
+
+        async def attempt() -> Obj:
+            old = await self._fresh(info, namespace, name, wanted)
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise st.stale(info, name)
+            if wanted_uid and wanted_uid != old["metadata"].get("uid"):
+                # kube-apiserver treats a uid in the body as a precondition of the update
+                raise st.conflict(info, name, f"Precondition failed: UID in precondition: {wanted_uid}, "
+                                              f"UID in object meta: {old['metadata'].get('uid')}")
+            return await self._update_from(info, old, copy_obj(body), subresource, dry_run)
+
+        return await self._retrying(attempt, bool(wanted), info, name)
+
+    async def _update_from(self, info: KindInfo, old: Obj, body: Obj, subresource: str, dry_run: bool) -> Obj:
+        """Write ``body`` over ``old`` (the version read), with the update rules of ``subresource``."""
         if subresource == "status":
             new = copy_obj(old)
             if "status" in body:
@@ -269,39 +324,60 @@ class Registry:
                     new["metadata"][kept] = old["metadata"][kept]
             if _spec_part(new) != _spec_part(old):
                 new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
-        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        old_rv = old["metadata"]["resourceVersion"]
+        new["metadata"]["resourceVersion"] = old_rv
+        for check in self.write_checks:
+            check(info, new, old)
         if new == old:
             return old  # a no-op write: no new resourceVersion, no event (like kube-apiserver)
         if dry_run:
             return new
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
-            return self._remove(info, new, "Background")
+            return await self._remove(info, new, "Background", int(old_rv))
         converted = conversion.converts(info) and subresource != "status" and not new["metadata"].get(
             "deletionTimestamp")
         if converted:
-            conversion.check(self, info, new)
-        stored = self.store.put(resource_key(info), new, "MODIFIED")
+            await conversion.check(self, info, new)
+        stored = await self.store.update(resource_key(info), new, int(old_rv))
         if converted:
-            conversion.sync(self, info, stored)
+            await conversion.sync(self, info, stored)
         return stored
 
-    def patch(self, info: KindInfo, namespace: str, name: str, content_type: str, patch: Any,
-              subresource: str = "", dry_run: bool = False) -> Obj:
-        old = self.get(info, namespace, name)
-        patched = apply_patch(content_type, copy_obj(old), patch)
-        if not isinstance(patched, dict):
-            raise st.bad_request("the patch did not produce a JSON object")
-        meta = patched.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise st.invalid(info, name, [("metadata", "must be an object")])
-        if meta.get("resourceVersion") is None:
-            meta["resourceVersion"] = old["metadata"]["resourceVersion"]
-        return self.update(info, namespace, name, patched, subresource, dry_run)
+    async def patch(self, info: KindInfo, namespace: str, name: str, content_type: str, patch: Any,
+                    subresource: str = "", dry_run: bool = False) -> Obj:
+        wanted = _patch_precondition(patch)
 
-    def delete(self, info: KindInfo, namespace: str, name: str, options: Obj | None = None,
-               dry_run: bool = False) -> Obj:
+        async def attempt() -> Obj:
+            old = await self._fresh(info, namespace, name, wanted)
+            patched = apply_patch(content_type, copy_obj(old), patch)
+            if not isinstance(patched, dict):
+                raise st.bad_request("the patch did not produce a JSON object")
+            meta = patched.setdefault("metadata", {})
+            if not isinstance(meta, dict):
+                raise st.invalid(info, name, [("metadata", "must be an object")])
+            if meta.get("resourceVersion") is None:
+                meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+            if meta["resourceVersion"] != old["metadata"]["resourceVersion"]:
+                raise st.stale(info, name)
+            body = self._envelope(info, namespace, patched, name)
+            return await self._update_from(info, old, body, subresource, dry_run)
+
+        return await self._retrying(attempt, bool(wanted), info, name)
+
+    async def delete(self, info: KindInfo, namespace: str, name: str, options: Obj | None = None,
+                     dry_run: bool = False) -> Obj:
         options = options or {}
-        obj = self.get(info, namespace, name)
+        pre = options.get("preconditions") or {}
+        wanted = pre.get("resourceVersion")
+
+        async def attempt() -> Obj:
+            obj = await self._fresh(info, namespace, name, wanted)
+            return await self._delete_from(info, obj, options, dry_run)
+
+        return await self._retrying(attempt, bool(wanted), info, name)
+
+    async def _delete_from(self, info: KindInfo, obj: Obj, options: Obj, dry_run: bool) -> Obj:
+        name = obj["metadata"]["name"]
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != obj["metadata"].get("uid"):
             raise st.conflict(info, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
@@ -317,6 +393,7 @@ class Registry:
         if dry_run:
             return obj
         policy = options.get("propagationPolicy") or ("Orphan" if options.get("orphanDependents") else "Background")
+        read_rv = int(obj["metadata"]["resourceVersion"])
         if obj["metadata"].get("finalizers") or info.kind == "Namespace":
             if obj["metadata"].get("deletionTimestamp"):
                 return obj
@@ -324,22 +401,22 @@ class Registry:
             marked["metadata"]["deletionTimestamp"] = timestamp(self.clock())
             if info.kind == "Namespace":
                 marked.setdefault("status", {})["phase"] = "Terminating"
-                marked = self.store.put(resource_key(info), marked, "MODIFIED")
-                self._empty_namespace(name)
+                marked = await self.store.update(resource_key(info), marked, read_rv)
+                await self._empty_namespace(name)
                 if marked["metadata"].get("finalizers"):
                     return marked
-                return self._remove(info, marked, policy)
-            return self.store.put(resource_key(info), marked, "MODIFIED")
-        return self._remove(info, obj, policy)
+                return await self._remove(info, marked, policy, int(marked["metadata"]["resourceVersion"]))
+            return await self.store.update(resource_key(info), marked, read_rv)
+        return await self._remove(info, obj, policy, read_rv)
 
-    def _remove(self, info: KindInfo, obj: Obj, policy: str) -> Obj:
-        gone = self.store.delete(resource_key(info), obj)
+    async def _remove(self, info: KindInfo, obj: Obj, policy: str, read_rv: int) -> Obj:
+        gone = await self.store.remove(resource_key(info), obj, read_rv)
         uid = obj["metadata"].get("uid")
         if policy != "Orphan" and uid:
-            self._collect(uid)
+            await self._collect(uid)
         return gone
 
-    def _collect(self, owner_uid: str) -> None:
+    async def _collect(self, owner_uid: str) -> None:
         """Delete dependents whose every owner is gone (kube's garbage collector, synchronously)."""
         for resource, namespace, name in sorted(self._dependents.get(owner_uid, ())):
             info = self._info(resource)
@@ -350,7 +427,7 @@ class Registry:
             if any(r.get("uid") != owner_uid and self._uid_alive(r) for r in refs):
                 continue
             try:
-                self.delete(info, namespace, name, {"propagationPolicy": "Background"})
+                await self.delete(info, namespace, name, {"propagationPolicy": "Background"})
             except st.ApiError:
                 continue
 
@@ -367,36 +444,54 @@ class Registry:
                 return info
         return None
 
-    def _empty_namespace(self, namespace: str) -> None:
+    async def _empty_namespace(self, namespace: str) -> None:
         for info in KINDS:
             if not info.namespaced:
                 continue
             for obj in list(self.store.list(resource_key(info), namespace)):
                 try:
-                    self.delete(info, namespace, obj["metadata"]["name"])
+                    await self.delete(info, namespace, obj["metadata"]["name"])
                 except st.ApiError:
                     continue
 
     # -- pods ----------------------------------------------------------------------------
 
-    def bind(self, namespace: str, pod_name: str, body: Any) -> None:
+    async def bind(self, namespace: str, pod_name: str, body: Any) -> None:
         if not isinstance(body, dict) or not isinstance(body.get("target"), dict) or not body["target"].get("name"):
             raise st.invalid(PODS, pod_name, [("target.name", "Required value")])
         node = body["target"]["name"]
-        pod = self.get(PODS, namespace, pod_name)
-        current = (pod.get("spec") or {}).get("nodeName")
-        if current:
-            raise st.conflict(PODS, pod_name, f'pod {pod_name} is already assigned to node "{current}"')
-        if pod["metadata"].get("deletionTimestamp"):
-            raise st.conflict(PODS, pod_name, f"pod {pod_name} is being deleted, cannot be assigned to a host")
-        bound = copy_obj(pod)
-        bound.setdefault("spec", {})["nodeName"] = node
-        conditions = [c for c in bound.setdefault("status", {}).get("conditions") or []
-                      if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": timestamp(self.clock())})
-        bound["status"]["conditions"] = conditions
-        self.store.put(resource_key(PODS), bound, "MODIFIED")
 
-    def evict(self, namespace: str, pod_name: str, body: Any) -> None:
+        async def attempt() -> Obj:
+            pod = self.get(PODS, namespace, pod_name)
+            current = (pod.get("spec") or {}).get("nodeName")
+            if current:
+                raise st.conflict(PODS, pod_name, f'pod {pod_name} is already assigned to node "{current}"')
+            if pod["metadata"].get("deletionTimestamp"):
+                raise st.conflict(PODS, pod_name, f"pod {pod_name} is being deleted, cannot be assigned to a host")
+            bound = copy_obj(pod)
+            bound.setdefault("spec", {})["nodeName"] = node
+            conditions = [c for c in bound.setdefault("status", {}).get("conditions") or []
+                          if c.get("type") != "PodScheduled"]
+            conditions.append({"type": "PodScheduled", "status": "True",
+                               "lastTransitionTime": timestamp(self.clock())})
+            bound["status"]["conditions"] = conditions
+            return await self.store.update(resource_key(PODS), bound, int(pod["metadata"]["resourceVersion"]))
+
+        await self._retrying(attempt, False, PODS, pod_name)
+
+    async def evict(self, namespace: str, pod_name: str, body: Any) -> None:
         options = body.get("deleteOptions") if isinstance(body, dict) else None
-        self.delete(PODS, namespace, pod_name, options if isinstance(options, dict) else None)
+        await self.delete(PODS, namespace, pod_name, options if isinstance(options, dict) else None)
+
+
+def _patch_precondition(patch: Any) -> str | None:
+    """The resourceVersion a patch itself states (a precondition), if any."""
+    if isinstance(patch, dict):
+        meta = patch.get("metadata")
+        value = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        return str(value) if value else None
+    if isinstance(patch, list):
+        for op in patch:
+            if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" and op.get("value"):
+                return str(op["value"])
+    return None

@@ -11,84 +11,23 @@ import asyncio
 from typing import Any
 
 import orjson
-import yaml
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, params, paths, protobuf, table
+from federation.apiserver import discovery, keys, params, paths, protobuf, reviews, table
 from federation.apiserver import status as st
-from federation.apiserver.auth import User, authorize
-from federation.apiserver.patch import APPLY, PATCH_TYPES
-from federation.apiserver.protobuf.media import is_protobuf, preference
+from federation.apiserver.auth import User
+from federation.apiserver.bodies import json_response, negotiated_response, read_body
+from federation.apiserver.protobuf.media import preference
+from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
-from federation.apiserver.state import STATE_KEY, ApiServerState
+from federation.apiserver.state import ApiServerState
+from federation.apiserver.status import expired
+from federation.apiserver.storage import Expired, StorageUnavailable
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
-JSON_TYPES = {"application/json"}
-YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml"}
-BODY_TYPES = ["application/json", "application/yaml", protobuf.MEDIA_TYPE]
-
-
-def json_response(obj: Any, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(obj), status=status, content_type="application/json")
-
-
-def negotiated_response(request: web.Request, obj: Any, status: int = 200) -> web.Response:
-    """``obj`` in the first media type the client accepts: protobuf for built-in kinds, else JSON."""
-    wanted = preference(request.headers.get("Accept", ""))
-    if wanted.protobuf_first or not wanted.json_acceptable:
-        body = protobuf.encode(obj)
-        if body is not None:
-            return web.Response(body=body, status=status, headers={"Content-Type": protobuf.MEDIA_TYPE})
-        if not wanted.json_acceptable:
-            raise st.ApiError(406, "NotAcceptable", f"{obj.get('kind', 'this object')} has no protobuf form on "
-                                                    "this server; accept application/json")
-    return json_response(obj, status)
-
-
-def _protobuf_served(request: web.Request, info: KindInfo | None) -> bool:
-    """Built-in kinds take protobuf bodies; custom kinds are JSON/YAML only, as CRDs are in kube."""
-    if request.method == "DELETE":
-        return True  # DeleteOptions
-    return info is not None and protobuf.message_for(info.api_version, info.kind) is not None
-
-
-async def read_body(request: web.Request, patch: bool = False, info: KindInfo | None = None) -> Any:
-    content_type = request.headers.get("Content-Type", "")
-    base = content_type.split(";")[0].strip().lower()
-    if is_protobuf(base) and not patch and not _protobuf_served(request, info):
-        raise st.unsupported_media(content_type, BODY_TYPES[:2])
-    if patch:
-        if base == APPLY:
-            raise st.unsupported_media(content_type, PATCH_TYPES)  # server-side apply is not served
-        if base not in PATCH_TYPES:
-            raise st.unsupported_media(content_type, PATCH_TYPES)
-    elif (base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base)
-          and not (request.method == "DELETE" and not base)):
-        raise st.unsupported_media(content_type, BODY_TYPES)  # kube: a body without a Content-Type is 415
-    try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise st.too_large(request.app[STATE_KEY].max_body) from None
-    if not raw.strip():
-        if request.method == "DELETE":
-            return None
-        raise st.bad_request("the request body is empty")
-    if is_protobuf(base):
-        try:
-            return protobuf.decode(raw)
-        except protobuf.ProtobufError as exc:
-            raise st.bad_request(f"the request body is not a valid protobuf object: {exc}") from None
-    if base in YAML_TYPES:
-        try:
-            return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
-        except yaml.YAMLError as exc:
-            raise st.bad_request(f"the request body is not valid YAML: {exc}") from None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise st.bad_request(f"the request body is not valid JSON: {exc}") from None
+DEFAULT_WATCH_TIMEOUT = 1800.0
 
 
 def _flag(value: str | None) -> bool:
@@ -146,6 +85,8 @@ class Handlers:
             if doc is None:
                 raise st.path_not_found(request.path)
             return json_response(doc)
+        if (rest[0], rest[1]) in reviews.SERVED:
+            return await reviews.serve(request, self.state, rest[0], rest[2:])
         return await self._serve(request, paths.parse(rest[0], rest[1], rest[2:], request.path))
 
     # -- dispatch ------------------------------------------------------------------------
@@ -174,14 +115,19 @@ class Handlers:
         if target.special == "bindings":
             info = PODS
             name = _body_name(body)
-        sub = "binding" if target.special == "bindings" else target.subresource
-        why = authorize(user, verb, info, target.namespace or "", name, sub)
-        if why is not None:
-            raise st.forbidden(user.name, verb, info, name, target.namespace or "", why)
+        self._authorize(user, verb, target, name)
+        CURRENT_USER.set(user)
+        # Start from a cache at least as new as the backend (another replica may have written).
+        try:
+            await self.state.store.consistent()
+        except StorageUnavailable as exc:
+            if verb in ("get", "list", "watch"):
+                raise
+            raise StorageUnavailable(f"{exc}; the {verb} was not attempted: nothing changed") from None
         registry = self.state.registry
         dry_run = verb in ("create", "update", "patch") and params.dry_run(request.query.getall("dryRun", []), verb)
         if target.special == "bindings":
-            registry.bind(target.namespace or "", name, body)
+            await registry.bind(target.namespace or "", name, body)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                   "code": 201}, 201)
         assert info is not None
@@ -189,46 +135,59 @@ class Handlers:
         if verb == "get":
             return self._object(request, info, registry.get(info, ns or "", target.name))
         if verb == "list":
-            return self._list(request, info, ns)
+            return await self._list(request, info, ns)
         if verb == "watch":
             return await self._watch(request, info, ns)
         if verb == "create":
             if target.subresource == "binding":
-                registry.bind(ns or "", target.name, body)
+                await registry.bind(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                       "code": 201}, 201)
             if target.subresource == "eviction":
-                registry.evict(ns or "", target.name, body)
+                await registry.evict(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                       "code": 201}, 201)
             if target.name or ns is None:
                 raise st.method_not_allowed(request.method, request.path)
-            return self._object(request, info, registry.create(info, ns, body, dry_run), 201)
+            return self._object(request, info, await registry.create(info, ns, body, dry_run), 201)
         if ns is None and verb != "deletecollection":
             raise st.method_not_allowed(request.method, request.path)
         if verb == "update":
-            return self._object(request, info, registry.update(info, ns or "", target.name, body,
-                                                               target.subresource, dry_run))
+            return self._object(request, info, await registry.update(info, ns or "", target.name, body,
+                                                                     target.subresource, dry_run))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
-            return self._object(request, info, registry.patch(info, ns or "", target.name, content_type, body,
-                                                              target.subresource, dry_run))
+            return self._object(request, info, await registry.patch(info, ns or "", target.name, content_type,
+                                                                    body, target.subresource, dry_run))
         if verb in ("delete", "deletecollection"):
             options, dry_run = params.delete_options(body, request.query.get("propagationPolicy"),
                                                      request.query.getall("dryRun", []))
         if verb == "delete":
-            return self._object(request, info, registry.delete(info, ns or "", target.name, options, dry_run))
+            return self._object(request, info, await registry.delete(info, ns or "", target.name, options,
+                                                                     dry_run))
         if verb == "deletecollection":
             predicate = self._predicate(request)
             deleted = []
             for obj in list(registry.list(info, ns, predicate)):
                 meta = obj["metadata"]
                 try:
-                    deleted.append(registry.delete(info, meta.get("namespace") or "", meta["name"], options, dry_run))
+                    deleted.append(await registry.delete(info, meta.get("namespace") or "", meta["name"], options,
+                                                         dry_run))
                 except st.ApiError:
                     continue
             return json_response(self._list_doc(info, deleted, {}))
         raise st.method_not_allowed(request.method, request.path)
+
+    def _authorize(self, user: User, verb: str, target: paths.Target, object_name: str) -> None:
+        """RBAC on kube's request attributes (a create names no object: RBAC cannot restrict it by
+        name); the object's name still goes to the agent restriction."""
+        if target.special == "bindings":
+            attrs = attributes(user, verb, "", "bindings", target.namespace or "")
+        else:
+            assert target.info is not None
+            attrs = attributes(user, verb, target.info.group, target.info.plural, target.namespace or "",
+                               target.name, target.subresource)
+        self.state.authorizer.check(attrs, object_name)
 
     # -- responses -----------------------------------------------------------------------
 
@@ -250,19 +209,30 @@ class Handlers:
     def _list_doc(self, info: KindInfo, items: list[Obj], meta: Obj) -> Obj:
         return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta, "items": items}
 
-    def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
+    async def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
         predicate = self._predicate(request)
-        rv = str(self.state.store.rv)
-        items = self.state.registry.list(info, ns, predicate)
+        at = self.state.store.rv
         limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
         if token:
-            after = params.decode_continue(token, self.state.hub.floor)
+            # Every page of one list is read at the revision of its first page (410 once compacted).
+            after, at = params.decode_continue(token, self.state.hub.floor)
+            try:
+                items = await self.state.store.list_at(resource_key(info), ns, at)
+            except Expired:
+                raise st.ApiError(410, "Expired", "The provided continue parameter is too old to display a "
+                                                  "consistent list result. You can start a new list without "
+                                                  "the continue parameter.") from None
+            if predicate is not None:
+                items = [o for o in items if predicate(o)]
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
+        else:
+            items = self.state.registry.list(info, ns, predicate)
+        rv = str(at)
         meta: Obj = {"resourceVersion": rv}
         if 0 < limit < len(items):
             last = items[limit - 1]["metadata"]
-            meta["continue"] = params.encode_continue(int(rv), last.get("namespace") or "", last["name"])
+            meta["continue"] = params.encode_continue(at, last.get("namespace") or "", last["name"])
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
         if table.wants_table(request.headers.get("Accept", "")):
@@ -291,7 +261,7 @@ class Handlers:
         media = protobuf.WATCH_MEDIA_TYPE if as_protobuf else "application/json"
         response = web.StreamResponse(status=200, headers={"Content-Type": media})
         try:
-            watcher = hub.subscribe(resource, ns, predicate, None if initial else since)
+            watcher = await self._subscribe(resource, ns, predicate, None if initial else since)
         except st.ApiError as exc:
             # kubernetes-asyncio reads watch errors as one-line ERROR events on a 200 stream
             await response.prepare(request)
@@ -327,8 +297,26 @@ class Handlers:
             self.state.metrics.watch_ended(info.plural)
         return response
 
-    def _bookmark(self, info: KindInfo, initial_end: bool = False, as_protobuf: bool = False) -> bytes:
-        meta: Obj = {"resourceVersion": str(self.state.store.rv)}
+    async def _subscribe(self, resource: str, ns: str | None, predicate: Any, since: int | None) -> Any:
+        """A hub watcher; one older than the hub's history is fed from the store's own history (etcd's
+        watch from that revision), and 410 Expired once the backend compacted it."""
+        hub = self.state.hub
+        if since is None or since >= hub.floor:
+            return hub.subscribe(resource, ns, predicate, since)
+        watcher = hub.detached(resource, ns, predicate)
+        try:
+            feeder = await self.state.store.history(resource, ns, since, watcher.offer_change)
+        except Expired:
+            feeder = None
+        if feeder is None:
+            raise expired(since, hub.floor)
+        feeder.add_done_callback(lambda _task: watcher.queue.put_nowait(None))
+        watcher.feeder = feeder
+        return watcher
+
+    def _bookmark(self, info: KindInfo, initial_end: bool = False, as_protobuf: bool = False,
+                  rv: int | None = None) -> bytes:
+        meta: Obj = {"resourceVersion": str(self.state.store.rv if rv is None else rv)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         return self._watch_event(as_protobuf, "BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version,
@@ -349,6 +337,7 @@ class Handlers:
         deadline = loop.time() + timeout
         queue = watcher.queue
         interval = self.state.bookmark_interval
+        newest = 0
         while not self.state.stopping:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -357,15 +346,16 @@ class Handlers:
                 try:
                     item = await asyncio.wait_for(queue.get(), min(remaining, interval))
                 except TimeoutError:
-                    if bookmarks and queue.empty():
+                    if bookmarks and queue.empty() and (watcher.feeder is None or newest):
                         await self.state.store.wait_durable()
-                        await response.write(self._bookmark(info, as_protobuf=as_protobuf))
+                        # a watcher fed from etcd's history may lag the cache: it bookmarks what it sent
+                        await response.write(self._bookmark(info, as_protobuf=as_protobuf,
+                                                            rv=newest if watcher.feeder else None))
                     continue
             else:
                 item = queue.get_nowait()
             chunks: list[bytes] = []
             done = False
-            newest = 0
             while True:
                 if item is None:
                     done = True

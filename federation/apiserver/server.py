@@ -19,7 +19,7 @@ import os
 import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from aiohttp import web
@@ -27,10 +27,15 @@ from aiohttp import web
 from federation.apiserver import conversion
 from federation.apiserver.app import build_app
 from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.rbac import reconcile_bootstrap
 from federation.apiserver.registry import Registry
 from federation.apiserver.state import ApiServerState
+from federation.apiserver.storage import Storage
 from federation.apiserver.store import Store
 from federation.apiserver.watch import WatchHub
+
+if TYPE_CHECKING:
+    from federation.apiserver.etcd_client import EtcdConfig
 
 FEDERATION_NAMESPACES = ("default", "kube-system", "karmada-cluster")
 MEMBER_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -53,6 +58,17 @@ class ServerConfig:
     bookmark_interval: float = 30.0
     #: clusters to write DIR/agent-<cluster>.kubeconfig for at start-up (new agent tokens)
     agent_kubeconfigs: list[str] = field(default_factory=list)
+    #: store objects in etcd (``--etcd-servers``) instead of DIR/caldera.db
+    etcd: EtcdConfig | None = None
+
+
+async def open_store(cfg: ServerConfig, data_dir: Path) -> Storage:
+    """The SQLite file under ``data_dir``, or etcd when ``cfg.etcd`` is set (EtcdConfigError on a bad flag)."""
+    if cfg.etcd is None:
+        return Store(data_dir / "caldera.db")
+    from federation.apiserver.etcd_store import EtcdStore
+
+    return await EtcdStore(cfg.etcd).start()
 
 
 def split_listen(listen: str) -> tuple[str, int]:
@@ -76,7 +92,7 @@ class ApiServer:
     async def start(self) -> "ApiServer":
         cfg = self.config
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        store = Store(self.data_dir / "caldera.db")
+        store = await open_store(cfg, self.data_dir)
         hub = WatchHub(store.rv, history=cfg.watch_history)
         store.add_listener(hub.publish)
         registry = Registry(store)
@@ -90,9 +106,10 @@ class ApiServer:
                                bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode)
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
-            registry.ensure_namespace(namespace)
-        registry.ensure_default_queue()
-        conversion.repair(registry)  # Jobs missing for converted kinds (a crash between two commits)
+            await registry.ensure_namespace(namespace)
+        await registry.ensure_default_queue()
+        await reconcile_bootstrap(registry)  # the bootstrap RBAC policy (federation.apiserver.rbac)
+        await conversion.repair(registry)  # Jobs missing for converted kinds (a crash between two commits)
         host, port = split_listen(cfg.listen)
         ssl_context = None
         if cfg.tls_cert_file is None and cfg.self_signed_tls:
@@ -132,7 +149,7 @@ class ApiServer:
         if self.state is not None:
             with contextlib.suppress(Exception):
                 await self.state.store.drain()
-            self.state.store.close()
+            await self.state.store.aclose()
             self.state = None
 
     async def __aenter__(self) -> "ApiServer":
@@ -144,7 +161,7 @@ class ApiServer:
     # -- credentials ---------------------------------------------------------------------
 
     @property
-    def store(self) -> Store:
+    def store(self) -> Storage:
         assert self.state is not None, "server not started"
         return self.state.store
 

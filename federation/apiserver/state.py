@@ -1,8 +1,8 @@
 """What every request handler of the API server shares: the store, the registry, the watch hub,
 the authenticator, the metrics, and the key the aiohttp application keeps it under.
 
-Its own module, below :mod:`app`, :mod:`routes` and :mod:`federation.status_api`, so all three can
-use it without importing each other.
+Its own module, below :mod:`app` and :mod:`routes`, so both can use it without importing each
+other.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from aiohttp import web
 
 from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.metrics import ApiMetrics
+from federation.apiserver.rbac import Authorizer
 from federation.apiserver.registry import Registry
-from federation.apiserver.store import Store
+from federation.apiserver.storage import Storage
 from federation.apiserver.watch import WatchHub
 
 #: kube-apiserver's limit on a request body (--max-request-bytes for JSON/YAML: 3 MiB); 413 beyond it.
@@ -24,7 +25,7 @@ MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 
 @dataclass
 class ApiServerState:
-    store: Store
+    store: Storage
     registry: Registry
     hub: WatchHub
     auth: TokenAuthenticator
@@ -35,6 +36,14 @@ class ApiServerState:
     stopping: bool = False
     member_mode: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: RBAC (federation.apiserver.rbac.install); built over the store when not given
+    authorizer: Authorizer = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.authorizer is None:
+            from federation.apiserver.rbac import install
+
+            self.authorizer = install(self.registry)
 
 
 STATE_KEY: web.AppKey[ApiServerState] = web.AppKey("state", ApiServerState)

@@ -20,16 +20,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-Obj = dict[str, Any]
-#: (namespace or "", name)
-ObjKey = tuple[str, str]
+from federation.apiserver.storage import (
+    HistorySink,
+    KeyExists,
+    Listener,
+    Obj,
+    ObjKey,
+    StaleWrite,
+    StoreFailed,
+)
+
+__all__ = ["Obj", "ObjKey", "Store", "StoreFailed"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -43,19 +51,18 @@ CREATE TABLE IF NOT EXISTS objects (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
-#: Called after every change: (event type, resource, new object, previous object or None).
-Listener = Callable[[str, str, Obj, "Obj | None"], None]
 Statement = tuple[str, tuple[Any, ...]]
 Batch = list[Statement]  # (an alias: the class's own ``list`` method shadows the builtin inside it)
 log = logging.getLogger("caldera.apiserver.store")
 
 
-class StoreFailed(RuntimeError):
-    """A commit failed (disk full, I/O error): the store refuses further work; restart recovers."""
-
-
 class Store:
-    """Objects keyed by resource (``batch.volcano.sh/jobs``, ``pods``), namespace and name."""
+    """Objects keyed by resource (``batch.volcano.sh/jobs``, ``pods``), namespace and name.
+
+    Implements :class:`federation.apiserver.storage.Storage` for one process: the conditional
+    writes check the cache (this process is the only writer), and ``put``/``delete`` are the
+    unconditional synchronous forms they use.
+    """
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -85,6 +92,7 @@ class Store:
         #: commits and the writes they carried (for /metrics and the benchmark)
         self.commits = 0
         self.committed_writes = 0
+        self.describe = f"sqlite {self.path}"
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -144,6 +152,46 @@ class Store:
         gone["metadata"] = dict(meta, resourceVersion=str(rv))
         self._notify("DELETED", resource, gone, previous)
         return gone
+
+    # -- the Storage interface: conditional writes -----------------------------------------
+
+    def _key_of(self, obj: Obj) -> ObjKey:
+        meta = obj["metadata"]
+        return (meta.get("namespace") or "", meta["name"])
+
+    def _check(self, resource: str, obj: Obj, expect_rv: int) -> None:
+        current = self._objects.get(resource, {}).get(self._key_of(obj))
+        if current is None or int(current["metadata"]["resourceVersion"]) != expect_rv:
+            raise StaleWrite(current)
+
+    async def create(self, resource: str, obj: Obj) -> Obj:
+        if self._key_of(obj) in self._objects.get(resource, {}):
+            raise KeyExists(obj["metadata"]["name"])
+        return self.put(resource, obj, "ADDED")
+
+    async def update(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
+        self._check(resource, obj, expect_rv)
+        return self.put(resource, obj, "MODIFIED")
+
+    async def remove(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
+        self._check(resource, obj, expect_rv)
+        return self.delete(resource, obj)
+
+    async def consistent(self) -> int:
+        return self._rv  # the only writer: the cache is the truth
+
+    async def list_at(self, resource: str, namespace: str | None, rv: int) -> list[Obj]:
+        return self.list(resource, namespace)  # no history kept: pages read the current state
+
+    async def history(self, resource: str, namespace: str | None, since: int,
+                sink: HistorySink) -> "asyncio.Task[None] | None":
+        return None  # the watch hub's ring is all the history there is
+
+    async def aclose(self) -> None:
+        try:
+            await self.drain()
+        finally:
+            self.close()
 
     # -- durability (group commit) -------------------------------------------------------
 

@@ -56,6 +56,11 @@ class Watcher:
     max_queued: int
     queue: asyncio.Queue[tuple[str, WatchEvent] | None] = field(default_factory=asyncio.Queue)
     overflowed: bool = False
+    #: feeds a watcher older than the hub's history from the store's own (etcd) history
+    feeder: asyncio.Task[None] | None = None
+
+    def offer_change(self, type_: str, resource: str, obj: Obj, previous: Obj | None) -> None:
+        self.offer(WatchEvent(type_, resource, int(obj["metadata"]["resourceVersion"]), obj, previous))
 
     def offer(self, event: WatchEvent) -> None:
         """Queue ``event`` as the type this watcher should see, or drop it if it doesn't concern it."""
@@ -122,7 +127,13 @@ class WatchHub:
         self._changed(resource)
         return watcher
 
+    def detached(self, resource: str, namespace: str | None, predicate: Predicate | None) -> Watcher:
+        """A watcher the hub does not feed (the store's history does, through ``offer_change``)."""
+        return Watcher(resource, namespace, predicate, self.max_queued)
+
     def unsubscribe(self, watcher: Watcher) -> None:
+        if watcher.feeder is not None:
+            watcher.feeder.cancel()
         self._watchers.discard(watcher)
         self._changed(watcher.resource)
 

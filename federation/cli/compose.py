@@ -79,7 +79,8 @@ async def serve_forever(server: ApiServer, announce: Announce = print) -> int:
     """``caldera serve``: start ``server``, say where it is, run until a signal, stop."""
     config = server.config
     await server.start()
-    announce(f"caldera API server listening on {server.url} (data: {server.data_dir.resolve()})")
+    store = server.store.describe if config.etcd else str(server.data_dir.resolve())
+    announce(f"caldera API server listening on {server.url} (data: {store})")
     if server.admin_token and config.token_file is None:
         announce(f"admin kubeconfig: {(server.data_dir / 'admin.kubeconfig').resolve()}  "
                  f"(export KUBECONFIG=... or pass --kubeconfig)")

@@ -81,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.prometheus and shutil.which("prometheus") is None:
+        print("error: --prometheus needs the 'prometheus' binary on PATH (Debian package 'prometheus')",
+              file=sys.stderr)
+        return 2
     temporary = args.data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="caldera-demo-")) if temporary else args.data_dir
     system = System(data_dir, clusters, speed=args.speed)

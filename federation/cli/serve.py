@@ -1,5 +1,5 @@
-"""``caldera serve``: the federation API server (Kubernetes-compatible REST on SQLite) and, in the
-same process, the controller manager (``--no-controllers``: the API only)."""
+"""``caldera serve``: the federation API server (Kubernetes-compatible REST on SQLite, or on etcd with
+``--etcd-servers``) and, in the same process, the controller manager (``--no-controllers``: the API only)."""
 
 from __future__ import annotations
 
@@ -30,11 +30,34 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="serve the API only (run `caldera controllers` against it separately)")
     parser.add_argument("--agent-token", action="append", default=[], metavar="CLUSTER",
                         help="also write DIR/agent-CLUSTER.kubeconfig with a new agent token (repeatable)")
+    etcd = parser.add_argument_group("etcd storage (kube-apiserver's flags; without --etcd-servers: SQLite in DIR)")
+    etcd.add_argument("--etcd-servers", default="", metavar="URL[,URL...]",
+                      help="store objects in etcd v3 at these URLs (http:// or https://), comma-separated")
+    etcd.add_argument("--etcd-prefix", default="/caldera/registry", help="key prefix (default /caldera/registry)")
+    etcd.add_argument("--etcd-cafile", type=Path, default=None, help="CA bundle that signed etcd's certificates")
+    etcd.add_argument("--etcd-certfile", type=Path, default=None, help="client certificate for etcd (mutual TLS)")
+    etcd.add_argument("--etcd-keyfile", type=Path, default=None, help="private key of --etcd-certfile")
+    etcd.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
+                      help="compact etcd's history this often (default 300; 0 never)")
     from federation.feature_gates import add_feature_gates_flag
     from federation.health_options import add_health_flags
 
     add_health_flags(parser)
     add_feature_gates_flag(parser)
+
+
+def etcd_config(args: argparse.Namespace) -> object | None:
+    if not args.etcd_servers:
+        for flag in ("etcd_cafile", "etcd_certfile", "etcd_keyfile"):
+            if getattr(args, flag):
+                raise SystemExit(f"error: --{flag.replace('_', '-')} needs --etcd-servers")
+        return None
+    from federation.apiserver.etcd_client import EtcdConfig
+
+    servers = [url.strip() for url in args.etcd_servers.split(",") if url.strip()]
+    return EtcdConfig(servers=servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
+                      certfile=args.etcd_certfile, keyfile=args.etcd_keyfile,
+                      compaction_interval=args.etcd_compaction_interval)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,8 +69,12 @@ def run(args: argparse.Namespace) -> int:
     config = ServerConfig(data_dir=args.data_dir, listen=args.listen, token_file=args.token_file,
                           tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
                           self_signed_tls=not args.plain_http, member_mode=args.member_mode,
-                          agent_kubeconfigs=list(args.agent_token))
+                          agent_kubeconfigs=list(args.agent_token), etcd=etcd_config(args))  # type: ignore[arg-type]
     server = FederationServer(config, run_controllers=not args.no_controllers,
                               controller_options={**health_options(args), **feature_gate_options(args, "serve")})
-    return asyncio.run(serve_forever(server, lambda line: print(line, flush=True)))
+    from federation.apiserver.etcd_client import EtcdConfigError
 
+    try:
+        return asyncio.run(serve_forever(server, lambda line: print(line, flush=True)))
+    except EtcdConfigError as exc:  # one line naming the flag, no traceback
+        raise SystemExit(f"error: {exc}") from None

@@ -147,6 +147,8 @@ def placement_json(decision: PlacementDecision, job: Obj, generation: int) -> di
         entry["minAvailable"] = share.min_available
         for task, ts in share.tasks.items():
             entry["tasks"][task]["offset"] = ts.offset
+            if ts.indices:
+                entry["tasks"][task]["indices"] = [list(r) for r in ts.indices]
     stable["totals"] = {t.get("name", ""): int(t.get("replicas") or 0)
                         for t in (job.get("spec") or {}).get("tasks") or []}
     stable["generation"] = generation

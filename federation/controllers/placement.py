@@ -147,10 +147,11 @@ class PlacementController(QueueController):
 
     async def run(self, stop: asyncio.Event) -> None:
         self._wake = asyncio.Event()
+        self._guard = PoisonGuard(self._job_version, self._poisoned, self._release)
         loop = asyncio.create_task(self._schedule_loop(stop))
         try:
             await run_controller(self.informers, self.queue, self.reconcile, stop, self.options.workers, "placement",
-                                 PoisonGuard(self._job_version, self._poisoned, self._release))
+                                 self._guard)
         finally:
             await cancel_all([loop])
 
@@ -170,6 +171,9 @@ class PlacementController(QueueController):
             if key is None:
                 self._wake.clear()
                 await _wait_any(self._wake, stop, BACKOFF_FLUSH_PERIOD)
+                continue
+            if self._guard.skip(key, self._job_version(key)):
+                self.schedq.forget(key)  # poisoned: its next change enqueues it again (reconcile runs then)
                 continue
             done = asyncio.Event()
             self._permits[key] = done  # type: ignore[index]

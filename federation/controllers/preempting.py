@@ -21,21 +21,50 @@ preempt again for ``preemption_grace_seconds``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from federation.controllers import binding as b
 from federation.controllers import binding_priority
 from federation.controllers import common as c
+from federation.controllers.assumed import AssumedShares
 from federation.controllers.matching import match_policy
 from federation.controllers.requeue_events import free_summary, shape_free
+from federation.controllers.runner import Informer
+from federation.controllers.sched_queue import SchedulingQueue
+from federation.controllers.triggers import Attempt
 from federation.placement.adapters import job_demand
 from federation.placement.binding_preemption import ClusterRoom, Preemption, Running, choose
-
-if TYPE_CHECKING:
-    from federation.controllers.placement import PlacementController
+from federation.placement.request import ClusterState
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
+
+
+class PlacementController(Protocol):
+    """What binding preemption reads and calls of the placement controller
+    (federation/controllers/placement.py, which calls it): a protocol, so this module needs no
+    import of that controller."""
+
+    jobs: Informer
+    clusters: Informer
+    bindings: Informer
+    assumed: AssumedShares
+    attempts: dict[Key, Attempt]
+    preempted_at: dict[Key, float]
+    schedq: SchedulingQueue
+    options: Any
+
+    def policies_for(self, namespace: str) -> list[Obj]: ...
+
+    def _usable(self, policy: Mapping[str, Any], now: float) -> tuple[ClusterState, ...]: ...
+
+    def _priority(self, policy: Obj, job: Obj) -> binding_priority.ResolvedPriority: ...
+
+    async def _write_binding(self, rb: Obj | None, body: Obj) -> Obj: ...
+
+    async def _write_status(self, rb: Obj | None, status: dict[str, Any]) -> None: ...
+
+    async def _event(self, job: Obj, reason: str, message: str, type_: str = "Normal") -> None: ...
 GATE = "ResourceBindingPreemption"
 CROSS_NAMESPACE_GATE = "CrossNamespaceResourceBindingPreemption"
 

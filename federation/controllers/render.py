@@ -23,6 +23,7 @@ from federation.controllers.matching import labels_match, policy_ref
 from federation.placement.adapters import cluster_affinity
 from federation.placement.request import ClusterState
 from federation.placement.selectors import affinity_mismatch
+from policies.models.karmada_work import TASK_INDICES
 
 Obj = Mapping[str, Any]
 MANIFEST_META_KEEP = ("name", "namespace", "labels", "annotations")
@@ -46,6 +47,9 @@ def share_manifest(job: Obj, share: Mapping[str, Any], totals: Mapping[str, int]
     notes[c.JOB_UID_LABEL] = meta.get("uid", "")
     notes[c.GENERATION] = str(generation)
     notes[c.TASK_OFFSETS] = json.dumps(offsets, sort_keys=True)
+    indices = {t: v["indices"] for t, v in tasks.items() if v.get("indices")}
+    if indices:  # a re-placed share that kept its running pods' indices: not one range
+        notes[TASK_INDICES] = json.dumps(indices, sort_keys=True)
     notes[c.TASK_TOTALS] = json.dumps(dict(totals), sort_keys=True)
     notes[c.WORLD_SIZE] = str(sum(int(v) for v in totals.values()))
     return manifest

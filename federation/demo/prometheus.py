@@ -130,7 +130,7 @@ class PrometheusProcess:
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path
 
-    def start(self, timeout: float = 30.0) -> "PrometheusProcess":
+    def start(self, timeout: float = 60.0) -> "PrometheusProcess":
         if self.binary is None:
             raise StartupError("prometheus is not installed (Debian package 'prometheus')")
         config = self.write_config()

@@ -11,9 +11,11 @@ forms) raise :class:`~policies.errors.ValidationFailed` naming the field.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Iterable, Mapping
 
+from federation.placement.indices import from_ranges
 from federation.placement.request import (
     AssumedWorkload,
     ClusterAffinity,
@@ -239,14 +241,41 @@ def previous_placement(binding: Obj | None) -> PreviousPlacement:
         return PreviousPlacement()
     w = wire(binding)
     spec, status = w.get("spec") or {}, w.get("status") or {}
+    held = _held_indices(((w.get("metadata") or {}).get("annotations") or {}).get(PLACEMENT_RECORD))
     clusters = tuple(
         PreviousCluster(c["name"], int(c.get("replicas") or 0),
-                        tuple((p["name"], int(p.get("replicas") or 0)) for p in c.get("components") or []))
+                        tuple((p["name"], int(p.get("replicas") or 0)) for p in c.get("components") or []),
+                        tuple(sorted(held.get(c["name"], {}).items())))
         for c in spec.get("clusters") or []
     )
     triggered, last = timestamp(spec.get("rescheduleTriggeredAt")), timestamp(status.get("lastScheduledTime"))
     fresh = triggered is not None and (last is None or triggered > last)
     return PreviousPlacement(clusters, fresh, status.get("schedulerObservingAffinityName") or "")
+
+
+#: the binding annotation where the federation records its last division (offsets, indices)
+PLACEMENT_RECORD = "caldera.io/placement"
+
+
+def _held_indices(record: object) -> dict[str, dict[str, tuple[int, ...]]]:
+    """cluster -> task -> global indices, from the binding's placement record (JSON text)."""
+    try:
+        data = json.loads(record) if isinstance(record, str) else None
+    except ValueError:
+        return {}
+    out: dict[str, dict[str, tuple[int, ...]]] = {}
+    clusters = data.get("clusters") if isinstance(data, dict) else None
+    for name, entry in (clusters or {}).items() if isinstance(clusters, dict) else ():
+        for task, share in ((entry or {}).get("tasks") or {}).items():
+            if not isinstance(share, dict) or "offset" not in share:
+                continue
+            if share.get("indices"):
+                indices = tuple(from_ranges(share["indices"]))
+            else:
+                start = int(share["offset"])
+                indices = tuple(range(start, start + int(share.get("replicas") or 0)))
+            out.setdefault(name, {})[task] = indices
+    return out
 
 
 def assumed_share(cluster: str, job: JobDemand, per_task: Mapping[str, int]) -> AssumedWorkload:

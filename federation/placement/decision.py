@@ -15,6 +15,9 @@ class TaskShare:
     replicas: int
     min_available: int
     offset: int  # global index of this share's first replica of the task
+    #: the share's global indices when they are not one range from ``offset`` (after a re-placement
+    #: that kept running pods' indices): half-open ranges; empty means ``[offset, offset + replicas)``
+    indices: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,10 @@ class PlacementDecision:
             "strategy": self.strategy,
             "reason": self.reason,
         }
+
+    def task_indices(self, cluster: str) -> dict[str, list[list[int]]]:
+        """``caldera.io/task-indices`` for the Work of ``cluster`` (only tasks not in one range)."""
+        return {task: [list(r) for r in ts.indices] for task, ts in self.shares[cluster].tasks.items() if ts.indices}
 
     def task_offsets(self, cluster: str) -> dict[str, int]:
         """``caldera.io/task-offsets`` for the Work of ``cluster``."""

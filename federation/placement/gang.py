@@ -10,6 +10,7 @@
   minimums add up to the job's.
 * **Offsets.** Per task, a cluster's offset is the number of replicas of that task placed in
   clusters before it in fill order: ``VC_TASK_INDEX = offset + i`` is unique across clusters.
+  After a re-placement a surviving share keeps its pods' indices (:mod:`.indices`).
 * **Verify.** Each share must fit as one whole component set on its cluster (first-fit on
   the node shapes, after assumed placements), not just by summed totals.
 """
@@ -20,6 +21,8 @@ from typing import Mapping, Sequence
 
 from federation.placement.decision import ClusterShare, TaskShare
 from federation.placement.estimate import Component
+from federation.placement.indices import Ranges, to_ranges
+from federation.placement.indices import assign as assign_indices
 from federation.placement.request import AssumedWorkload, JobDemand
 from federation.placement.table import ClusterTable
 from federation.placement.webster import allocate_by_weight
@@ -53,8 +56,10 @@ def split_tasks(job: JobDemand, totals: Mapping[str, int],
     return split
 
 
-def shares_from_split(job: JobDemand, split: TaskSplit, duplicated: bool = False) -> dict[str, ClusterShare]:
-    """Per-cluster sub-jobs with minimums and global offsets."""
+def shares_from_split(job: JobDemand, split: TaskSplit, duplicated: bool = False,
+                      previous: Mapping[str, Mapping[str, Sequence[int]]] | None = None) -> dict[str, ClusterShare]:
+    """Per-cluster sub-jobs with minimums and global indices (kept from ``previous`` where
+    they still hold: cluster -> task -> the indices its running pods have)."""
     clusters = [c for c in fill_order({c: sum(t.values()) for c, t in split.items()})]
     if duplicated:
         return {
@@ -74,27 +79,30 @@ def shares_from_split(job: JobDemand, split: TaskSplit, duplicated: bool = False
         job_min = {c: base[c] + more.get(c, 0) for c in clusters}
     else:  # the job asks for fewer pods than its tasks' minimums: shrink in proportion
         job_min = {c: allocate_by_weight(job.min_available, base, job.uid).get(c, 0) for c in clusters}
-    offsets: dict[str, dict[str, int]] = {c: {} for c in clusters}
+    ranges: dict[str, dict[str, Ranges]] = {c: {} for c in clusters}
     for task in job.tasks:
-        running = 0
-        for c in clusters:
-            n = split[c].get(task.name, 0)
-            if n:
-                offsets[c][task.name] = running
-                running += n
+        counts = {c: split[c].get(task.name, 0) for c in clusters}
+        held = {c: (previous or {}).get(c, {}).get(task.name, ()) for c in clusters}
+        for c, indices in assign_indices(clusters, counts, task.replicas, held).items():
+            if indices:
+                ranges[c][task.name] = to_ranges(indices)
     return {
         c: ClusterShare(
             c,
             sum(split[c].values()),
             job_min[c],
             {
-                t.name: TaskShare(split[c][t.name], task_min[t.name].get(c, 0), offsets[c][t.name])
+                t.name: _task_share(split[c][t.name], task_min[t.name].get(c, 0), ranges[c][t.name])
                 for t in job.tasks
                 if split[c].get(t.name, 0)
             },
         )
         for c in clusters
     }
+
+
+def _task_share(replicas: int, min_available: int, ranges: Ranges) -> TaskShare:
+    return TaskShare(replicas, min_available, ranges[0][0], ranges if len(ranges) > 1 else ())
 
 
 def components(job: JobDemand, per_task: Mapping[str, int]) -> list[Component]:

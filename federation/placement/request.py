@@ -190,6 +190,8 @@ class PreviousCluster:
     name: str
     replicas: int
     tasks: tuple[tuple[str, int], ...] = ()
+    #: per task, the global indices the share's pods have (from the binding's placement record)
+    indices: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ class Term:
         return self.decision
 
     def succeed(self, split: TaskSplit, path: str, reason: str) -> PlacementDecision:
-        self.decision.shares = shares_from_split(self.job, split)
+        self.decision.shares = shares_from_split(self.job, split, previous=self.previous_indices())
         self.decision.path = path  # type: ignore[assignment]
         self.decision.karmada_split = self.karmada
         unknown = self.unknown_names()
@@ -98,6 +98,9 @@ class Term:
             for n, (sets, partial, _) in zip(names, answers, strict=True):
                 self.avail[n] = sets * self.job.replicas + partial
         return self.avail
+
+    def previous_indices(self) -> dict[str, dict[str, tuple[int, ...]]]:
+        return {c.name: dict(c.indices) for c in self.request.previous.clusters if c.indices}
 
     def split(self, totals: dict[str, int]) -> TaskSplit:
         previous = {c.name: dict(c.tasks) for c in self.request.previous.clusters if c.tasks}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from aiohttp import web
@@ -29,15 +29,13 @@ from federation.status_api import (
     JOBS,
     LEASE_NAMESPACE,
     LEASES,
+    ListObjects,
     job_entry,
     status_document,
 )
 from federation.ui import data
 from federation.ui.paths import JOB_PAGE_PREFIX, PAGE_PATHS
 from policies.kinds import lookup
-
-if TYPE_CHECKING:
-    from federation.apiserver.app import ApiServerState
 
 EVENTS = lookup("v1", "Event")
 WORKS = lookup("work.karmada.io/v1alpha1", "Work")
@@ -53,13 +51,16 @@ def _json(doc: Any) -> web.Response:
                         headers={"Cache-Control": "no-store"})
 
 
-def add_routes(app: web.Application, state: "ApiServerState",
+def add_routes(app: web.Application, authenticate: Callable[[str], object | None], list_objects: ListObjects,
                clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    """Mount the dashboard. The API server passes its token check (``authenticate(token)``: the user,
+    or None) and its registry's lister (federation/apiserver/app.py), so this module needs no import
+    of the API server."""
     page = _static("index.html")
 
     def signed_in(request: web.Request) -> bool:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and bool(token.strip()) and state.auth.authenticate(token.strip()) is not None
+        return scheme.lower() == "bearer" and bool(token.strip()) and authenticate(token.strip()) is not None
 
     async def shell(request: web.Request) -> web.Response:
         if signed_in(request):
@@ -74,7 +75,7 @@ def add_routes(app: web.Application, state: "ApiServerState",
         return web.Response(body=_static(name), content_type=STATIC[name])
 
     def listed(info: Any, namespace: str | None = None) -> list[dict[str, Any]]:
-        return state.registry.list(info, namespace, None)
+        return list_objects(info, namespace)
 
     async def overview(_request: web.Request) -> web.Response:
         clusters = listed(CLUSTERS)

@@ -17,8 +17,9 @@ import asyncio
 import heapq
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional, Protocol
 
 from member_agent.cluster.clock import Clock, rfc3339
 from member_agent.cluster.gateway import (
@@ -29,9 +30,6 @@ from member_agent.cluster.gateway import (
     node_ready,
     pod_node,
 )
-
-if TYPE_CHECKING:
-    from member_agent.cluster.sim import SimCluster
 
 _GO_DURATION = re.compile(r"^((\d+(\.\d*)?|\.\d+)(ms|s|m|h))+$")
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
@@ -52,6 +50,19 @@ def parse_duration(text: object, default: float) -> float:
     return default
 
 
+class KubeletHost(Protocol):
+    """The cluster a kubelet runs pods for (:class:`member_agent.cluster.sim.SimCluster` implements
+    it): its nodes and pods, and the two writes a kubelet makes. A protocol, so the kubelet needs
+    no import of the cluster."""
+
+    nodes: dict[str, Obj]
+    pods: dict[str, Obj]
+
+    def modify_pod(self, key: str, change: Callable[[Obj], Any]) -> Obj: ...
+
+    def remove_pod(self, key: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class KubeletOptions:
     start_delay: float = 1.0
@@ -61,7 +72,7 @@ class KubeletOptions:
 
 
 class SimKubelet:
-    def __init__(self, cluster: "SimCluster", clock: Clock, options: KubeletOptions) -> None:
+    def __init__(self, cluster: KubeletHost, clock: Clock, options: KubeletOptions) -> None:
         self.cluster = cluster
         self.clock = clock
         self.options = options

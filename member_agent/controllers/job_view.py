@@ -46,9 +46,12 @@ class TaskView:
     #: The task's ``taskTopology`` as compact JSON (``None`` without one): the job controller puts it
     #: on the task's pods in ``volcano.sh/task-topology``, where the task-topology plugin reads it.
     task_topology: Optional[str] = None
+    #: The share's global indices when they are not one range from ``offset`` (a re-placement
+    #: kept its running pods' indices, ``caldera.io/task-indices``); empty otherwise.
+    indices: tuple[int, ...] = ()
 
     def global_index(self, local: int) -> int:
-        return self.offset + local
+        return self.indices[local] if self.indices else self.offset + local
 
     def local_indices(self) -> range:
         return range(self.replicas)
@@ -145,6 +148,36 @@ def _annotation_json(job: Job, key: str, errors: list[FieldError]) -> Optional[d
     return {str(k): int(v) for k, v in value.items()}
 
 
+def _annotation_ranges(job: Job, errors: list[FieldError]) -> dict[str, tuple[int, ...]]:
+    """``caldera.io/task-indices``: task -> list of half-open ``[start, end)`` ranges, as indices."""
+    raw = (job.metadata.annotations or {}).get(naming.TASK_INDICES)
+    if raw is None:
+        return {}
+    path = f"metadata.annotations[{naming.TASK_INDICES}]"
+    try:
+        value: Any = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        errors.append(FieldError(path, f"must be a JSON object of task name to [start, end) ranges: {exc.msg}"))
+        return {}
+    out: dict[str, tuple[int, ...]] = {}
+    if isinstance(value, dict):
+        for task, ranges in value.items():
+            ok = isinstance(ranges, list) and all(
+                isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                            for x in r) and 0 <= r[0] < r[1] for r in ranges)
+            if not ok:
+                break
+            indices = tuple(i for start, end in ranges for i in range(start, end))
+            if len(set(indices)) != len(indices):
+                break
+            out[str(task)] = indices
+        else:
+            return out
+    errors.append(FieldError(path, "must map task names to lists of non-overlapping [start, end) ranges "
+                                   "of non-negative integers"))
+    return {}
+
+
 def _task_max_retry(value: Optional[int]) -> int:
     # Volcano's TaskFailed check treats an unset or zero task maxRetry as the default 3.
     if value is None or value == 0:
@@ -157,6 +190,7 @@ def view_job(job: Job) -> JobView:
     errors: list[FieldError] = []
     offsets = _annotation_json(job, naming.TASK_OFFSETS, errors)
     totals = _annotation_json(job, naming.TASK_TOTALS, errors)
+    explicit = _annotation_ranges(job, errors)
     world_size: Optional[int] = None
     raw_world = (job.metadata.annotations or {}).get(naming.WORLD_SIZE)
     if raw_world is not None:
@@ -171,7 +205,15 @@ def view_job(job: Job) -> JobView:
         replicas = task.replicas or 0
         offset = (offsets or {}).get(name, 0)
         total = (totals or {}).get(name, offset + replicas)
-        if total < offset + replicas:
+        indices = explicit.get(name, ())
+        if indices:
+            if len(indices) != replicas or max(indices) >= total:
+                errors.append(FieldError(
+                    f"metadata.annotations[{naming.TASK_INDICES}]",
+                    f"task {name!r}: {len(indices)} indices (max {max(indices)}) for {replicas} replicas "
+                    f"of total {total}; need exactly one index per replica, each below the total",
+                ))
+        elif total < offset + replicas:
             errors.append(FieldError(
                 f"metadata.annotations[{naming.TASK_TOTALS}]",
                 f"task {name!r}: total {total} is smaller than offset {offset} + replicas {replicas}",
@@ -197,6 +239,7 @@ def view_job(job: Job) -> JobView:
             offset=offset,
             total=total,
             task_topology=_task_topology_json(task.task_topology),
+            indices=indices,
         ))
     if errors:
         raise ValidationFailed(job.ref(), errors)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 # a federated job's share (docs/protocol.md), re-exported for the job controller
+from policies.models.karmada_work import TASK_INDICES as TASK_INDICES
 from policies.models.karmada_work import TASK_OFFSETS as TASK_OFFSETS
 from policies.models.karmada_work import TASK_TOTALS as TASK_TOTALS
 from policies.models.karmada_work import WORLD_SIZE as WORLD_SIZE

@@ -7,6 +7,8 @@ A scenario is a STATE file (docs/scheduler.md) whose last document is an expecta
     bindings: {}                            # exact map ns/pod -> node of this session
     bindingCount: 3                         # or only how many pods bind
     bound: {default/job-a: 0}               # pods bound this session, per PodGroup
+    evicted: {default/job-b: 1}             # pods evicted this session, per PodGroup (all listed groups)
+    nominationsCleared: [ns/pod]            # exact list of pods whose nominatedNodeName is cleared
     evictions: []                           # exact list of ns/pod
     evictionReasons: {ns/pod: "priority 10 < 1000"}  # substring of the eviction reason
     devices: {ns/pod: [0, 1]}               # exact GPU ids chosen for pods bound this session
@@ -43,7 +45,8 @@ from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.state import load_documents, state_from_documents
 from policies.errors import CalderaError
 
-KNOWN_KEYS = frozenset({"kind", "description", "bindings", "bindingCount", "bound", "evictions", "pipelined",
+KNOWN_KEYS = frozenset({"kind", "description", "bindings", "bindingCount", "bound", "evicted", "evictions", "pipelined",
+                        "nominationsCleared",
                         "podGroups", "reasons", "conditions", "problems", "warnings", "logs", "error",
                         "evictionReasons", "devices", "annotations", "now"})
 
@@ -103,6 +106,14 @@ def _compare(outcome: Outcome, expect: dict[str, Any], result: CycleResult) -> N
         for group, count in (expect["bound"] or {}).items():
             if per_group.get(group, 0) != int(count):
                 fail(f"bound[{group}]: expected {count}, got {per_group.get(group, 0)}")
+    if "evicted" in expect:
+        per_group = _bound_per_group(result, result.evictions)
+        want = {g: int(n) for g, n in (expect["evicted"] or {}).items() if int(n)}
+        if want != dict(per_group):
+            fail(f"evicted: expected {dict(sorted(want.items()))}, got {dict(sorted(per_group.items()))}")
+    if "nominationsCleared" in expect and sorted(expect["nominationsCleared"] or []) != sorted(result.nominations_cleared):
+        fail(f"nominationsCleared: expected {sorted(expect['nominationsCleared'] or [])}, "
+             f"got {sorted(result.nominations_cleared)}")
     if "evictions" in expect and sorted(expect["evictions"] or []) != sorted(result.evictions):
         fail(f"evictions: expected {sorted(expect['evictions'] or [])}, got {sorted(result.evictions)}")
     if "pipelined" in expect:
@@ -151,11 +162,12 @@ def _compare_part2(fail: Any, expect: dict[str, Any], result: CycleResult) -> No
                 fail(f"annotations[{pod}][{key}]: expected {value!r}, got {got.get(key)!r}")
 
 
-def _bound_per_group(result: CycleResult) -> Counter[str]:
-    """Bindings of this session per PodGroup (pods map to groups through the job reports)."""
+def _bound_per_group(result: CycleResult, pods: Any = None) -> Counter[str]:
+    """Bindings (or the given pods) of this session per PodGroup (pods map to groups through
+    the job reports)."""
     counts: Counter[str] = Counter()
     owners = result.pod_owner
-    for pod in result.bindings:
+    for pod in result.bindings if pods is None else pods:
         group = owners.get(pod)
         if group:
             counts[group] += 1

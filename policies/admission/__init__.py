@@ -92,7 +92,7 @@ def _register_builtin() -> None:
 
 
 #: Rule modules; each exports ``ADMITTERS: dict[kind, Admitter]``.
-BUILTIN_MODULES: list[str] = ["karmada", "karmada_objects", "volcano_job", "volcano_vcjob", "volcano_queue", "volcano_podgroup", "volcano_flow", "priority_class", "kubeflow", "volcano_pod"]
+BUILTIN_MODULES: list[str] = ["karmada", "karmada_objects", "volcano_job", "volcano_vcjob", "volcano_queue", "volcano_podgroup", "volcano_flow", "priority_class", "kubeflow", "volcano_pod", "rbac"]
 
 
 def require(errors: list[FieldError], condition: bool, path: str, message: str) -> None:

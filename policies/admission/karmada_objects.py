@@ -53,6 +53,9 @@ def validate_cluster_status(cluster: Cluster) -> list[FieldError]:
     for i, gpu in enumerate(status.gpus or []):
         require(errors, gpu.free <= gpu.total, f"status.gpus[{i}].free",
                 f"free ({gpu.free}) must not exceed total ({gpu.total})")
+        if gpu.fragmented is not None:
+            require(errors, gpu.fragmented <= gpu.free, f"status.gpus[{i}].fragmented",
+                    f"fragmented ({gpu.fragmented}) must not exceed free ({gpu.free})")
     seen: set[str] = set()
     for i, queue in enumerate(status.queues or []):
         require(errors, queue.name not in seen, f"status.queues[{i}].name", f"queue {queue.name!r} listed twice")

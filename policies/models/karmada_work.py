@@ -34,6 +34,9 @@ JOB_UID = "caldera.io/job-uid"
 #: annotations on a share's Job: global index of its first replica per task, the whole job's
 #: replicas per task, and their sum (so indices, ranks and world size are global)
 TASK_OFFSETS = "caldera.io/task-offsets"
+#: annotation on a share's Job, only when a task's global indices are not one range from its
+#: offset (a re-placement kept running pods' indices): ``{task: [[start, end), ...]]}``
+TASK_INDICES = "caldera.io/task-indices"
 TASK_TOTALS = "caldera.io/task-totals"
 WORLD_SIZE = "caldera.io/world-size"
 
@@ -200,6 +203,10 @@ class GangStatus(K8sModel):
     phase: str
     reserved_until: Optional[str] = None
     reason: Optional[str] = None
+    #: a held share's reservation, pod ("ns/name") -> node, and the session's pod annotations
+    #: for it (GPU ids, NUMA): persisted so a restarted agent keeps holding the same nodes
+    reservations: Optional[dict[str, str]] = None
+    reservation_annotations: Optional[dict[str, dict[str, str]]] = None
 
 
 class WorkStatus(K8sModel):

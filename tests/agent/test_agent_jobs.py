@@ -163,3 +163,60 @@ async def test_held_share_with_session_scheduler_reserves_then_runs(real: Harnes
     real.federation.put_work(job_work("hs", replicas=2, placement=dict(held, hold=False)))
     await real.run_until(lambda: real.gang("hs").get("phase") == "Running")
     assert real.job_phase("hs") == "Running"
+
+
+def share_of(work: dict, generation: int, replicas: int, total: int, indices: list[list[int]] | None) -> dict:
+    """The Work re-rendered for ``generation``: ``replicas`` of a ``total``-worker job, kept indices."""
+    work = copy.deepcopy(work)
+    work["spec"]["placement"] = {"generation": generation, "hold": False, "clusters": 2, "reserveTimeoutSeconds": 60}
+    job = work["spec"]["workload"]["manifests"][0]
+    job["spec"]["tasks"][0]["replicas"] = job["spec"]["minAvailable"] = replicas
+    notes = job["metadata"]["annotations"]
+    notes.update({"caldera.io/task-offsets": json.dumps({"worker": (indices or [[2]])[0][0]}),
+                  "caldera.io/task-totals": json.dumps({"worker": total}), "caldera.io/world-size": str(total),
+                  "caldera.io/placement-generation": str(generation)})
+    if indices:
+        notes["caldera.io/task-indices"] = json.dumps({"worker": indices})
+    return work
+
+
+async def test_rescaled_share_keeps_its_running_pods(real: Harness) -> None:
+    # generation 1: workers 2-3 of 4 run here; generation 2 (the job scaled to 6): this share
+    # keeps 2-3 and takes 5; generation 3 (scaled down to 3): it keeps 2 only
+    base = job_work("el", replicas=2, duration="600s")
+    real.federation.put_work(share_of(base, 1, 2, 4, None))
+    await real.run_until(lambda: real.job_phase("el") == "Running")
+    running = {k: p["metadata"]["uid"] for k, p in real.pods("el").items()}
+    assert sorted(running) == ["team/el-worker-2", "team/el-worker-3"]
+    real.federation.put_work(share_of(base, 2, 3, 6, [[2, 4], [5, 6]]))
+    await real.run_until(lambda: len(real.pods("el")) == 3 and all(
+        p.get("status", {}).get("phase") == "Running" for p in real.pods("el").values()))
+    pods = real.pods("el")
+    assert sorted(pods) == ["team/el-worker-2", "team/el-worker-3", "team/el-worker-5"]
+    assert {k: pods[k]["metadata"]["uid"] for k in running} == running, "running pods were not restarted"
+    real.federation.put_work(share_of(base, 3, 1, 3, [[2, 3]]))
+    await real.run_until(lambda: sorted(real.pods("el")) == ["team/el-worker-2"])
+    assert real.pods("el")["team/el-worker-2"]["metadata"]["uid"] == running["team/el-worker-2"]
+
+
+async def test_held_share_reservation_survives_an_agent_restart(real: Harness) -> None:
+    held = {"generation": 2, "hold": True, "clusters": 2, "reserveTimeoutSeconds": 600}
+    real.federation.put_work(job_work("rs", replicas=2, placement=dict(held)))
+    await real.run_until(lambda: real.gang("rs").get("phase") == "Reserved")
+    reserved = dict(real.gang("rs")["reservations"])
+    assert sorted(reserved) == ["team/rs-worker-0", "team/rs-worker-1"]
+    until = real.gang("rs")["reservedUntil"]
+    await real.stop()
+    restarted = Harness(federation=real.federation, sim=real.sim, clock=real.clock, real_scheduler=True)
+    await restarted.start()
+    try:
+        await restarted.run_until(lambda: f"{NS}/team.rs" in restarted.agent.works)
+        await restarted.step(1.0)
+        gang = restarted.gang("rs")
+        assert gang["phase"] == "Reserved" and gang["reservations"] == reserved and gang["reservedUntil"] == until
+        restarted.federation.put_work(job_work("rs", replicas=2, placement=dict(held, hold=False)))
+        await restarted.run_until(lambda: restarted.gang("rs").get("phase") in ("Released", "Running"))
+        await restarted.run_until(lambda: all(p["spec"].get("nodeName") for p in restarted.pods("rs").values()))
+        assert {k: p["spec"]["nodeName"] for k, p in restarted.pods("rs").items()} == reserved
+    finally:
+        await restarted.stop()

@@ -93,3 +93,17 @@ async def test_failed_eviction_records_no_event() -> None:
     writes.evict("ns/p", "", POD)
     await settle()
     assert gateway.calls == [("evict", "ns/p", "evicted by the scheduler")]
+
+
+async def test_a_nomination_that_no_longer_holds_is_cleared_and_the_overlay_shows_it() -> None:
+    gateway = RecordingGateway()
+    writes = PodWrites(gateway)  # type: ignore[arg-type]
+    nominated = dict(POD, status={"phase": "Pending", "nominatedNodeName": "n1"})
+    writes.nominate("ns/p", None, nominated)
+    await settle()
+    assert "nominatedNodeName" not in writes.overlay("ns/p", nominated)["status"]
+    gateway.gate.set()
+    await settle()
+    assert gateway.calls == [("nominate", "ns/p", None)]
+    writes.settle({"ns/p": POD})  # the cache shows it cleared: nothing in flight
+    assert writes.overlay("ns/p", POD) is POD

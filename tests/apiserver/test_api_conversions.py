@@ -109,14 +109,15 @@ async def test_name_clash_with_a_foreign_job_is_a_conflict(server: ApiServer, ap
     assert server.store.rv == before and server.store.get("kubeflow.org/tfjobs", "default", "crud-tfj") is None
 
 
-async def test_job_missing_after_a_crash_is_made_at_start_up(tmp_path: Path) -> None:
-    config = ServerConfig(data_dir=tmp_path / "data")
+async def test_job_missing_after_a_crash_is_made_at_start_up(server_config: ServerConfig) -> None:
+    config = server_config
     source = copy.deepcopy(SAMPLES["MPIJob"])
     async with ApiServer(config) as first, api_client_from_dict(first.kubeconfig()) as api:
         await ResourceClient(api).create(_info(source), source)
         job = first.store.get(JOBS, "default", "crud-mpij")
         assert job is not None
-        first.store.delete(JOBS, job)  # as if the server died between the source's commit and the Job's
+        # as if the server died between the source's commit and the Job's
+        await first.store.remove(JOBS, job, int(job["metadata"]["resourceVersion"]))
     async with ApiServer(config) as second:
         again = second.store.get(JOBS, "default", "crud-mpij")
         assert again is not None and again["metadata"]["ownerReferences"][0]["kind"] == "MPIJob"

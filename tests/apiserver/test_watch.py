@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,13 +57,15 @@ async def test_watch_without_resource_version_starts_with_current_state(api: cli
     assert seen == [("ADDED", "old"), ("ADDED", "new")]
 
 
-async def test_expired_resource_version_is_410_then_relist_works(tmp_path: Path) -> None:
-    config = ServerConfig(data_dir=tmp_path, watch_history=5)
-    async with ApiServer(config) as server, api_client_from_dict(server.kubeconfig()) as api:
+async def test_expired_resource_version_is_410_then_relist_works(server_config: ServerConfig) -> None:
+    server_config.watch_history = 5
+    async with ApiServer(server_config) as server, api_client_from_dict(server.kubeconfig()) as api:
         rc = ResourceClient(api)
         first = await rc.create(CM, _cm("c0"))
         for i in range(1, 12):
             await rc.create(CM, _cm(f"c{i}"))
+        if server_config.etcd is not None:  # etcd keeps history until compacted (as kube-apiserver's does)
+            await server.store.conn.compact(server.store.rv)  # type: ignore[attr-defined]
         with pytest.raises(client.ApiException) as expired:
             await _collect(rc, 1, resource_version=first["metadata"]["resourceVersion"])
         assert expired.value.status == 410
@@ -103,9 +104,9 @@ async def test_unbound_pod_watch_sees_delete_on_bind(api: client.ApiClient) -> N
     assert seen == [("DELETED", "p", "n1")]
 
 
-async def test_bookmarks_and_timeout(tmp_path: Path) -> None:
-    config = ServerConfig(data_dir=tmp_path, bookmark_interval=0.05)
-    async with ApiServer(config) as server, api_client_from_dict(server.kubeconfig()) as api:
+async def test_bookmarks_and_timeout(server_config: ServerConfig) -> None:
+    server_config.bookmark_interval = 0.05
+    async with ApiServer(server_config) as server, api_client_from_dict(server.kubeconfig()) as api:
         rc = ResourceClient(api)
         made = await rc.create(CM, _cm("bm"))
         kinds = []

@@ -282,7 +282,24 @@ def test_share_uses_global_indices() -> None:
     assert world.pods["job-worker-5"].metadata.annotations[naming.TASK_INDEX] == "5"
 
 
+def test_share_with_kept_indices_runs_exactly_those_pods() -> None:
+    # a re-placed share that kept its running pods' indices 1-2 and took 5 (caldera.io/task-indices)
+    job = make_job({"tasks": [worker_task(replicas=3)], "minAvailable": 3},
+                   annotations={naming.TASK_OFFSETS: '{"worker": 1}', naming.TASK_TOTALS: '{"worker": 6}',
+                                naming.TASK_INDICES: '{"worker": [[1, 3], [5, 6]]}'})
+    world = World(job)
+    world.step()
+    world.set_pod_group_phase("Inqueue")
+    world.step()
+    assert sorted(world.pods) == ["job-worker-1", "job-worker-2", "job-worker-5"]
+    assert world.pods["job-worker-5"].metadata.annotations[naming.TASK_INDEX] == "5"
+
+
 @pytest.mark.parametrize(("annotations", "message"), [
+    ({naming.TASK_INDICES: '{"worker": [[0, 3]]}', naming.TASK_TOTALS: '{"worker": 6}'}, "need exactly one index"),
+    ({naming.TASK_INDICES: '{"worker": [[4, 6]]}', naming.TASK_TOTALS: '{"worker": 5}'}, "each below the total"),
+    ({naming.TASK_INDICES: '{"worker": [[0, 1], [0, 1]]}'}, "non-overlapping"),
+    ({naming.TASK_INDICES: '{"worker": "0-2"}'}, "ranges"),
     ({naming.TASK_OFFSETS: "not json"}, "JSON object"),
     ({naming.TASK_OFFSETS: '{"worker": -1}'}, "non-negative"),
     ({naming.TASK_OFFSETS: '{"worker": 5}', naming.TASK_TOTALS: '{"worker": 6}'}, "smaller than offset"),

@@ -100,3 +100,34 @@ async def test_duplicated_policy_copies_the_job_without_hold(fed: Fed) -> None:
         manifest = work["spec"]["workload"]["manifests"][0]
         assert manifest["spec"]["tasks"][0]["replicas"] == 8
         assert json.loads(manifest["metadata"]["annotations"]["caldera.io/task-offsets"]) == {"worker": 0}
+
+
+async def test_running_job_scaled_up_then_down_keeps_its_running_indices(fed: Fed) -> None:
+    from tests.controllers_fed.test_placement_dispatch import seed
+
+    await seed(fed, "job-gpu-dist-training")
+    works = await until(lambda: _works_of_generation(fed, "gpu-dist-training", 1, 2), "generation 1 Works")
+    for cluster in works:
+        await fed.gang(cluster, "gpu-dist-training", 1, "Running")
+    # scale the running job 8 -> 16 workers: static 1:2 gives a 5, b 11; the shares keep the
+    # indices their pods run (b 0-4, a 5-7) and the new ones come after
+    job = await fed.get(JOB_API, "Job", "gpu-dist-training", "default")
+    assert job is not None
+    tasks = job["spec"]["tasks"]
+    tasks[0]["replicas"] = 16
+    await fed.patch(JOB_API, "Job", "gpu-dist-training", {"spec": {"tasks": tasks, "minAvailable": 16}}, "default")
+    works = await until(lambda: _works_of_generation(fed, "gpu-dist-training", 2, 2), "generation 2 Works")
+    notes = {c: w["spec"]["workload"]["manifests"][0]["metadata"]["annotations"] for c, w in works.items()}
+    assert json.loads(notes["cluster-a"]["caldera.io/task-indices"]) == {"worker": [[5, 8], [14, 16]]}
+    assert json.loads(notes["cluster-b"]["caldera.io/task-indices"]) == {"worker": [[0, 5], [8, 14]]}
+    assert notes["cluster-a"]["caldera.io/world-size"] == "16"
+    rb = await fed.rb("gpu-dist-training")
+    assert {c["name"]: c["replicas"] for c in (rb or {})["spec"]["clusters"]} == {"cluster-a": 5, "cluster-b": 11}
+    # and down to 6: a 2, b 4; b keeps 0-3, a keeps 5 (the only one below 6) and takes 4
+    tasks[0]["replicas"] = tasks[0]["minAvailable"] = 6
+    await fed.patch(JOB_API, "Job", "gpu-dist-training", {"spec": {"tasks": tasks, "minAvailable": 6}}, "default")
+    works = await until(lambda: _works_of_generation(fed, "gpu-dist-training", 3, 2), "generation 3 Works")
+    notes = {c: w["spec"]["workload"]["manifests"][0]["metadata"]["annotations"] for c, w in works.items()}
+    assert json.loads(notes["cluster-a"]["caldera.io/task-offsets"]) == {"worker": 4}
+    assert json.loads(notes["cluster-b"]["caldera.io/task-offsets"]) == {"worker": 0}
+    assert "caldera.io/task-indices" not in notes["cluster-a"] and "caldera.io/task-indices" not in notes["cluster-b"]

@@ -4,6 +4,9 @@ every alert's ``for:`` and nothing else."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -46,3 +49,12 @@ def test_for_override_rewrites_only_the_for_durations(tmp_path: Path) -> None:
 def test_generated_config_passes_promtool_check_config(tmp_path: Path) -> None:
     done = promtool("check", "config", str(_config(tmp_path)))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_demo_prometheus_without_the_binary_refuses_before_starting_anything(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path)}  # no prometheus there
+    done = subprocess.run([sys.executable, "-m", "federation", "demo", "--prometheus", "--data-dir", str(tmp_path / "d")],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2
+    assert "--prometheus needs the 'prometheus' binary" in done.stderr
+    assert not (tmp_path / "d").exists()  # nothing was started

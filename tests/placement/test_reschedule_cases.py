@@ -21,11 +21,13 @@ CASES = load(PLACEMENT / "reschedule-cases.yaml")[0]
 
 def _previous(case: dict[str, Any]) -> PreviousPlacement:
     clusters = []
+    indices = case.get("previousIndices") or {}
     for name, held in (case.get("previous") or {}).items():
+        mine = tuple((t, tuple(ix)) for t, ix in (indices.get(name) or {}).items())
         if isinstance(held, dict):
-            clusters.append(PreviousCluster(name, sum(held.values()), tuple(held.items())))
+            clusters.append(PreviousCluster(name, sum(held.values()), tuple(held.items()), mine))
         else:
-            clusters.append(PreviousCluster(name, held))
+            clusters.append(PreviousCluster(name, held, (), mine))
     return PreviousPlacement(tuple(clusters), fresh=case.get("fresh", False))
 
 
@@ -52,5 +54,10 @@ def test_reschedule_case(case: dict[str, Any]) -> None:
     else:
         got = decision.replicas()
     assert got == expect, decision.reason
+    for name, tasks in (case.get("expectIndices") or {}).items():
+        for t, ranges in tasks.items():
+            ts = decision.shares[name].tasks[t]
+            got_ranges = [list(r) for r in ts.indices] or [[ts.offset, ts.offset + ts.replicas]]
+            assert got_ranges == ranges, (name, t, ts)
     if "path" in case:
         assert decision.path == case["path"], decision.reason

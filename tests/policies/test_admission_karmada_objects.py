@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from policies.admission import admit
 from policies.errors import ValidationFailed
@@ -78,3 +79,10 @@ def test_cluster_status_consistency() -> None:
         "nodeSummary": {"totalNum": 4, "readyNum": 5}, "gpus": [{"product": "A100", "total": 8, "free": 9}],
         "queues": [{"name": "q1"}, {"name": "q1"}]}})
     assert paths(bad) == ["status.nodeSummary.readyNum", "status.gpus[0].free", "status.queues[1].name"]
+    fragmented = Cluster.model_validate({"metadata": {"name": "a"}, "status": {
+        "gpus": [{"product": "A100", "total": 8, "free": 4, "fragmented": 5}]}})
+    assert paths(fragmented) == ["status.gpus[0].fragmented"]
+    negative = {"metadata": {"name": "a"}, "status": {"gpus": [{"product": "A100", "total": 8, "free": 4,
+                                                                   "fragmented": -1}]}}
+    with pytest.raises(ValidationError):
+        Cluster.model_validate(negative)

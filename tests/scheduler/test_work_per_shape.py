@@ -99,3 +99,14 @@ def test_full_evaluations_once_per_shape_then_only_changed_rows(per_job_cpu: boo
     assert len(placements) == len(set(placements)) <= 3
     if per_job_cpu:
         assert len(shapes) == 60 and len(placements) <= 3
+
+
+def test_bounded_shape_caches_give_the_same_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one shape per job; keeping only 2 shape caches (dropped ones rebuilt) must not change a decision
+    snapshot = build_snapshot(cluster(True))
+    unbounded = run_cycle(snapshot, CONF, FixedClock())
+    monkeypatch.setattr(node_search, "MAX_SHAPES", 2)
+    bounded = run_cycle(build_snapshot(cluster(True)), CONF, FixedClock())
+    assert len(unbounded.bindings) > 300
+    assert bounded.bindings == unbounded.bindings
+    assert bounded.pipelined == unbounded.pipelined and bounded.pod_groups == unbounded.pod_groups

@@ -16,7 +16,7 @@ from tests.federation_status.builders import cluster, work
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    async with ApiServer(ServerConfig(data_dir=tmp_path / "data", run_controllers=False)) as srv:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "data")) as srv:  # the API only: no controllers
         yield srv
 
 
@@ -96,3 +96,11 @@ def test_job_page_lists_pods_by_cluster_and_task_and_sorts_events() -> None:
     assert page["pods"] == [{"cluster": "cluster-b", "task": "worker", "phases": {"Running": 3, "Pending": 1},
                              "total": 4}]
     assert [e["reason"] for e in page["events"]] == ["Released", "Scheduled"]
+
+
+async def test_a_member_mode_server_has_no_dashboard(tmp_path: Path) -> None:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "member", member_mode=True)) as member:
+        status, body, _ = await _get(member, "/ui")
+        assert status == 401 and "<html" not in body  # the API's own 401: no page, no route behind it
+        status, _, _ = await _get(member, "/ui", member.admin_token)
+        assert status == 404

@@ -16,6 +16,8 @@ Per queue (in queue order):
    job; each such move is committed on its own.
 
 Evictions carry a reason: ``preempt: evicted (priority 10 < 1000) for ns/job``.
+With ``enableTopologyAwarePreemption: true`` step 1's per-node search is Volcano's
+topology-aware mode instead (:mod:`.preempt_topology`: dry runs, reprieve, best node).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections import deque
 from typing import Any, Callable
 
 from member_agent.scheduler.actions.pq import PriorityQueue
+from member_agent.scheduler.actions.preempt_topology import preempt_topology_aware
 from member_agent.scheduler.actions.victims import (
     EvictableIndex,
     FailureMemo,
@@ -69,11 +72,11 @@ class Preempt:
 
     def __init__(self, args: dict[str, Any]) -> None:
         self.topology_aware = bool(args["enableTopologyAwarePreemption"])
+        self.candidate_limits = (int(args["minCandidateNodesPercentage"]), int(args["minCandidateNodesAbsolute"]),
+                                 int(args["maxCandidateNodesAbsolute"]))
 
     def execute(self, ssn: Session) -> None:
         ssn.log(5, "Enter Preempt ...")
-        if self.topology_aware:
-            ssn.log(3, "enableTopologyAwarePreemption: candidate nodes are tried in score order (normal preemption)")
         with EvictableIndex(ssn, NAME, PREEMPTABLE_STATUSES) as index:
             self._run(ssn, index)
         ssn.log(5, "Leaving Preempt ...")
@@ -160,6 +163,8 @@ class Preempt:
             evictable = index.evictable([queue], below=task.job.priority)
         key = (task.spec.shape, task.job.uid if within_job else task.job.priority, queue, within_job)
         rows = self.memo.keep(key, candidate_rows(ssn, task, evictable))
+        if self.topology_aware:  # dry runs, reprieve, best node (preempt_topology.py)
+            return preempt_topology_aware(ssn, stmt, task, accept, rows.tolist(), self.candidate_limits)
         for row in ranked_rows(ssn, task, rows).tolist():
             preemptees = [t for t in ssn.node_tasks[row].values() if accept(t)]
             victims = guard(task, tiered_victims(ssn, Point.PREEMPTABLE, task, preemptees), lower_priority=True) if preemptees else []

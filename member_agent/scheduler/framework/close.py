@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from member_agent.scheduler.framework.dims import fits
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.result import CycleResult, JobReport
 from member_agent.scheduler.framework.session import Session
@@ -87,6 +88,12 @@ def short_reason(ssn: Session, job: JobInfo) -> str:
     return node_reason or ("" if ready else "not scheduled this session")
 
 
+def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
+    """The nominated node still exists and the pod fits its FutureIdle (victims still leaving)."""
+    row = ssn.nodes.index.get(task.spec.nominated_node)
+    return row is not None and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always)
+
+
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
@@ -113,6 +120,8 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
                     result.nominations[task.key] = task.evicted_for
             elif task.status in (S.PENDING, S.ALLOCATED):
                 pending += 1
+                if task.spec.nominated_node and not _nomination_holds(ssn, task):
+                    result.nominations_cleared.append(task.key)
         if pipelined_nodes:
             result.pipelined[job.uid] = sorted(pipelined_nodes)
         phase = pod_group_phase(ssn, job)

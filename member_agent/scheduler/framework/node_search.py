@@ -60,9 +60,12 @@ class ShapeCache:
             return
         # Checked dims one column at a time: 1-D comparisons are much cheaper than
         # ``all(axis=1)`` over a short second axis (np.take: fast row gathers).
-        idle = np.take(ssn.idle, rows, axis=0)
-        releasing = np.take(ssn.releasing, rows, axis=0)
-        pipelined = np.take(ssn.pipelined, rows, axis=0)
+        if len(rows) == len(self.codes):  # every row (a new shape): no gather needed
+            idle, releasing, pipelined = ssn.idle, ssn.releasing, ssn.pipelined
+        else:
+            idle = np.take(ssn.idle, rows, axis=0)
+            releasing = np.take(ssn.releasing, rows, axis=0)
+            pipelined = np.take(ssn.pipelined, rows, axis=0)
         fit_idle = np.ones(len(rows), dtype=bool)
         fit_future = np.ones(len(rows), dtype=bool)
         for d, lim in self.checked:
@@ -142,12 +145,24 @@ def dim_reason_codes(ssn: Session) -> np.ndarray:
     return ssn.insufficient_codes
 
 
+#: Shape caches kept per session, least recently used dropped first: with one shape per job a
+#: session would otherwise hold nodes x jobs cells (1.1 GiB at 20k nodes / 2.5k jobs). A
+#: dropped shape is rebuilt when used again, with the same answers (a cache is a function of
+#: the session's state), so results do not depend on the bound.
+MAX_SHAPES = 256
+
+
 def shape_cache(ssn: Session, task: TaskInfo) -> ShapeCache:
-    cache = ssn.shape_caches.get(task.spec.shape)
+    caches = ssn.shape_caches
+    key = task.spec.shape
+    cache = caches.pop(key, None)
     if cache is None:
-        cache = ssn.shape_caches[task.spec.shape] = ShapeCache(ssn, task)
+        cache = ShapeCache(ssn, task)
+        while len(caches) >= MAX_SHAPES:
+            del caches[next(iter(caches))]
     else:
         cache.refresh(ssn, task)
+    caches[key] = cache  # most recently used last
     return cache
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from member_agent.scheduler.framework import tiers as votes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
-from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.points import Point
 from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.scheduler_conf import PluginOption, SchedulerConf

@@ -236,11 +236,23 @@ class CapacityPlugin:
         if attr is None or not tasks:
             return True
         if attr.state != "Open":
+            self.ssn.log(3, f"Queue <{queue}> current state: {attr.state}, is not open state, can not reclaim")
             return False
         req = sum((t.spec.request for t in tasks), self.dims.zeros())
         if not self._fits_chain(queue, req, req, "allocate"):
             return False
-        return self._partly_within_deserved(attr, req)
+        if self._partly_within_deserved(attr, req):
+            return True
+        # ancestorReclaimLevel: an ancestor (not root) within the level still under its deserved
+        # on a requested dimension lets the queue reclaim although the queue itself is not
+        for ancestor in self._ancestors(queue)[1:self._level() + 1]:
+            if ancestor != ROOT and ancestor in self.attrs and self._partly_within_deserved(self.attrs[ancestor], req):
+                return True
+        return False
+
+    def _level(self) -> int:
+        """The ancestor levels reclaim checks: only with hierarchical queues."""
+        return self.ancestor_reclaim_level if self.hierarchical else 0
 
     def _partly_within_deserved(self, attr: Attr, req: Vector) -> bool:
         after = attr.allocated + req
@@ -248,7 +260,8 @@ class CapacityPlugin:
         return bool(np.any(relevant & (after < attr.deserved + 0.1)))
 
     def _reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
-        if self.not_ready or reclaimer.job.queue not in self.attrs:
+        own = self.attrs.get(reclaimer.job.queue)
+        if self.not_ready or own is None:
             return [], Vote.REJECT
         working: dict[str, Vector] = {}
         victims = []
@@ -263,12 +276,56 @@ class CapacityPlugin:
             allocated = working.setdefault(attr.name, attr.allocated.copy())
             if not fits(attr.guarantee, allocated - req, self.dims.always):
                 continue  # would drop the queue below its guarantee
-            relevant = (req > 0) & (attr.deserved >= 0.1)
-            immediate = not np.any((attr.deserved >= 0.1) & (req > 0) & ~self.dims.is_pods)
-            if immediate or bool(np.any(relevant & (allocated > attr.deserved))):
-                allocated -= req
-                victims.append(task)
+            if self._immediate(attr, req):
+                # no deserved on the victim's resources; with ancestor levels, not between
+                # relatives when the reclaimer has no deserved signal either (no real contention)
+                if self._level() > 0 and self._share_ancestor(own.name, attr.name) and self._immediate(own, reclaimer.spec.request):
+                    continue
+            elif not self._over_deserved(attr, allocated, req):
+                continue
+            checked = self._ancestors_to_check(own.name, attr.name)
+            for name in checked:
+                working.setdefault(name, self.attrs[name].allocated.copy())
+            if not all(self._immediate(self.attrs[n], req) or self._over_deserved(self.attrs[n], working[n], req)
+                       for n in checked):
+                continue  # an ancestor within the level is not over its deserved share
+            allocated -= req
+            for name in checked:
+                working[name] -= req
+            victims.append(task)
         return victims, Vote.PERMIT
+
+    def _immediate(self, attr: Attr, req: Vector) -> bool:
+        """No resource of ``req`` has a deserved amount in ``attr``."""
+        return not np.any((attr.deserved >= 0.1) & (req > 0) & ~self.dims.is_pods)
+
+    @staticmethod
+    def _over_deserved(attr: Attr, allocated: Vector, req: Vector) -> bool:
+        """Above deserved on some resource the victim holds and deserved defines."""
+        return bool(np.any((req > 0) & (attr.deserved >= 0.1) & (allocated > attr.deserved)))
+
+    def _share_ancestor(self, left: str, right: str) -> bool:
+        """A common non-root ancestor within ``ancestorReclaimLevel`` levels of both queues."""
+        level = self._level()
+        mine = set(self._ancestors(left)[1:level + 1]) - {ROOT}
+        return bool(mine & set(self._ancestors(right)[1:level + 1]))
+
+    def _ancestors_to_check(self, reclaimer: str, victim: str) -> list[str]:
+        """The victim's ancestors that must be over their deserved share too: levels
+        1..ancestorReclaimLevel, not root, not the reclaimer's own ancestor at that level."""
+        level = self._level()
+        if level <= 0:
+            return []
+        mine, theirs = self._ancestors(reclaimer), self._ancestors(victim)
+        out = []
+        for depth in range(1, level + 1):
+            if depth >= len(theirs) or theirs[depth] == ROOT:
+                continue
+            if depth < len(mine) and mine[depth] == theirs[depth]:
+                continue  # the same family at this level: not a boundary
+            if theirs[depth] in self.attrs:
+                out.append(theirs[depth])
+        return out
 
     def _enqueueable(self, job: JobInfo) -> Vote:
         if self.not_ready:

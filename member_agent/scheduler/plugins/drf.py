@@ -17,6 +17,8 @@ from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.status import Vote
+from member_agent.scheduler.plugins.drf_shares import DominantShares
+from member_agent.scheduler.plugins.hdrf import HierarchicalDrf
 from member_agent.scheduler.plugins.queue_usage import job_allocated
 
 NAME = "drf"
@@ -28,66 +30,47 @@ class DrfPlugin:
     name = NAME
 
     def __init__(self) -> None:
-        self.allocated: dict[str, Vector] = {}
-        self.share: dict[str, float] = {}
-        self.total: Vector = np.zeros(0)
-        self.dims_mask: np.ndarray = np.zeros(0, dtype=bool)
-        self.hierarchy: Any = None
-
-    def _share_of(self, allocated: Vector) -> float:
-        """max over cluster dims (total >= 0.1, pods included) of allocated / total."""
-        if not self.any_dim:
-            return 0.0
-        return float((allocated * self.inv_total).max())
+        self.shares = DominantShares(np.zeros(0))
+        self.hierarchy: HierarchicalDrf | None = None
 
     def on_session_open(self, ssn: Session) -> None:
-        self.total = ssn.total
-        self.dims_mask = self.total >= 0.1  # TotalResource.ResourceNames()
-        self.any_dim = bool(self.dims_mask.any())
-        self.inv_total = np.zeros_like(self.total)
-        self.inv_total[self.dims_mask] = 1.0 / self.total[self.dims_mask]
+        self.shares = DominantShares(ssn.total)
         zeros = ssn.dims.zeros()
         for job in ssn.jobs.values():
-            self.allocated[job.uid] = job_allocated(job, zeros)
-            self.share[job.uid] = self._share_of(self.allocated[job.uid])
+            self.shares.track(job.uid, job_allocated(job, zeros))
         ssn.add(Point.JOB_ORDER, NAME, self._job_order)
         ssn.add(Point.PREEMPTABLE, NAME, self._preemptable)
         ssn.add_event_handler(NAME, self._on_allocate, self._on_deallocate)
         option = next((p for t in ssn.conf.tiers for p in t.plugins if p.name == NAME), None)
         if option is not None and option.enabled("enableHierarchy"):
-            from member_agent.scheduler.plugins.hdrf import HierarchicalDrf
-
-            self.hierarchy = HierarchicalDrf(ssn, self)
+            self.hierarchy = HierarchicalDrf(ssn, self.shares)
             ssn.add(Point.QUEUE_ORDER, NAME, self.hierarchy.queue_order)
             ssn.add(Point.RECLAIMABLE, NAME, self.hierarchy.reclaimable)
 
     def _job_order(self, left: JobInfo, right: JobInfo) -> int:
-        ls, rs = self.share[left.uid], self.share[right.uid]
+        ls, rs = self.shares.share[left.uid], self.shares.share[right.uid]
         if ls == rs:
             return 0
         return -1 if ls < rs else 1
 
     def _preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
         job = preemptor.job
-        ls = self._share_of(self.allocated[job.uid] + preemptor.spec.request)
+        ls = self.shares.share_of(self.shares.allocated[job.uid] + preemptor.spec.request)
         working: dict[str, Vector] = {}
         victims = []
         for task in preemptees:
             uid = task.job.uid
-            if uid not in self.allocated:
+            if uid not in self.shares.allocated:
                 continue
-            alloc = working.setdefault(uid, self.allocated[uid].copy())
+            alloc = working.setdefault(uid, self.shares.allocated[uid].copy())
             alloc -= task.spec.request
-            rs = self._share_of(alloc)
+            rs = self.shares.share_of(alloc)
             if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                 victims.append(task)
         return victims, Vote.PERMIT
 
     def _update(self, task: TaskInfo, sign: float) -> None:
-        uid = task.job.uid
-        alloc = self.allocated[uid]
-        alloc += sign * task.spec.request
-        self.share[uid] = self._share_of(alloc)
+        alloc = self.shares.add(task.job.uid, sign * task.spec.request)
         if self.hierarchy is not None:
             self.hierarchy.update_job(task.job, alloc)
 

@@ -11,7 +11,6 @@ A queue without the annotation sits at ``root/<name>`` with its spec weight.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,9 +18,7 @@ from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.status import Vote
-
-if TYPE_CHECKING:
-    from member_agent.scheduler.plugins.drf import DrfPlugin
+from member_agent.scheduler.plugins.drf_shares import DominantShares
 
 HIERARCHY = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
@@ -41,9 +38,9 @@ class Node:
 
 
 class HierarchicalDrf:
-    def __init__(self, ssn: Session, drf: DrfPlugin) -> None:
+    def __init__(self, ssn: Session, shares: DominantShares) -> None:
         self.ssn = ssn
-        self.drf = drf
+        self.shares = shares
         zeros = ssn.dims.zeros()
         self.root = Node("root", 1.0, None, zeros.copy(), zeros.copy())
         self.leaves: dict[str, Node] = {}
@@ -53,7 +50,7 @@ class HierarchicalDrf:
             request = zeros.copy()
             for task in job.tasks:
                 request += task.spec.request
-            leaf = Node(job.uid, 1.0, parent, request, drf.allocated[job.uid].copy(), leaf=True)
+            leaf = Node(job.uid, 1.0, parent, request, shares.allocated[job.uid].copy(), leaf=True)
             parent.children[job.uid] = leaf
             self.leaves[job.uid] = leaf
         self._update(self.root)
@@ -90,10 +87,10 @@ class HierarchicalDrf:
         self._update_internal(node)
 
     def _update_leaf(self, node: Node) -> None:
-        total = self.drf.total
+        total = self.shares.total
         demanding = self.root.allocated < total
         alloc, req = node.allocated, node.request
-        node.share = self.drf._share_of(alloc)
+        node.share = self.shares.share_of(alloc)
         node.saturated = bool(
             np.any((alloc > 0) & (req > 0) & (alloc >= req)) or np.any((alloc > 0) & (req > 0) & ~demanding)
         )
@@ -111,7 +108,7 @@ class HierarchicalDrf:
             allocated += child.allocated if child.saturated else child.allocated * (mdr / child.share)
         node.allocated = allocated
         node.request = sum((c.request for c in children), np.zeros_like(node.request))
-        node.share = self.drf._share_of(allocated)
+        node.share = self.shares.share_of(allocated)
         node.saturated = bool(children) and all(c.saturated for c in children)
 
     def update_job(self, job: JobInfo, allocated: Vector) -> None:
@@ -146,14 +143,14 @@ class HierarchicalDrf:
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
         victims = []
         job = reclaimer.job
-        self.update_job(job, self.drf.allocated[job.uid] + reclaimer.spec.request)
+        self.update_job(job, self.shares.allocated[job.uid] + reclaimer.spec.request)
         try:
             for task in reclaimees:
                 owner = task.job
-                self.update_job(owner, self.drf.allocated[owner.uid] - task.spec.request)
+                self.update_job(owner, self.shares.allocated[owner.uid] - task.spec.request)
                 if self.compare(job.queue, owner.queue) < 0:
                     victims.append(task)
-                self.update_job(owner, self.drf.allocated[owner.uid])
+                self.update_job(owner, self.shares.allocated[owner.uid])
         finally:
-            self.update_job(job, self.drf.allocated[job.uid])
+            self.update_job(job, self.shares.allocated[job.uid])
         return victims, Vote.PERMIT

@@ -184,6 +184,9 @@ class ProportionPlugin:
         attr = self.attrs.get(queue)
         if attr is None or not tasks:
             return True
+        if attr.state != "Open":  # Volcano: "is not open state, can not reclaim"
+            self.ssn.log(3, f"Queue <{queue}> current state: {attr.state}, is not open state, can not reclaim")
+            return False
         assert self.dims is not None
         req = sum((t.spec.request for t in tasks), self.dims.zeros())
         return le_on_requested(attr.allocated + req, attr.deserved, req, self.dims.is_pods)

@@ -1,0 +1,381 @@
+"""The etcd v3 store: objects under ``--etcd-prefix``, resourceVersion = etcd revision.
+
+Keys are ``PREFIX/RESOURCE/NAMESPACE/NAME`` (NAMESPACE empty for cluster-scoped objects); the
+value is the object's JSON without ``metadata.resourceVersion``, which is the key's mod revision.
+
+Every replica keeps the whole prefix in memory (kube-apiserver's watch cache): loaded by one
+range read at start, then kept current by one etcd watch from the next revision. Every change
+reaches the cache, the listeners and so every watcher in etcd's order, so two replicas hand out
+the same events with the same resourceVersions. Writes are transactions that compare the key's
+create revision (create) or mod revision (update, delete) with what the caller read; a write
+returns once its revision is in this replica's cache. :meth:`consistent` (called before every
+request) reads etcd's current revision with a quorum read and waits for the cache to reach it, so
+what a replica answers is never older than what another replica already acknowledged. Without
+quorum that read fails and the request gets 503; a write whose answer never came back is not
+acknowledged (503, "may or may not have been committed").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import grpc.aio
+import orjson
+
+from federation.apiserver.etcd_client import (
+    EtcdConfig,
+    EtcdConnection,
+    compare_absent,
+    compare_mod,
+    op_delete,
+    op_get,
+    op_put,
+    prefix_end,
+)
+from federation.apiserver.storage import (
+    Expired,
+    HistorySink,
+    KeyExists,
+    Listener,
+    Obj,
+    ObjKey,
+    StaleWrite,
+    StorageUnavailable,
+)
+
+log = logging.getLogger("caldera.apiserver.etcd")
+PUT, DELETE = 0, 1  # mvccpb.Event.EventType
+
+
+def encode(obj: Obj) -> bytes:
+    meta = obj["metadata"]
+    if "resourceVersion" not in meta:
+        return orjson.dumps(obj)
+    return orjson.dumps(dict(obj, metadata={k: v for k, v in meta.items() if k != "resourceVersion"}))
+
+
+def decode(value: bytes, revision: int) -> Obj:
+    obj: Obj = orjson.loads(value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+    return obj
+
+
+class EtcdStore:
+    """:class:`federation.apiserver.storage.Storage` on etcd (call :meth:`start` first)."""
+
+    def __init__(self, config: EtcdConfig) -> None:
+        self.config = config
+        self.conn = EtcdConnection(config)  # checks the flags now: EtcdConfigError
+        self.prefix = config.prefix.rstrip("/").encode() + b"/"
+        self._objects: dict[str, dict[ObjKey, Obj]] = {}
+        self._listeners: list[Listener] = []
+        self.rv = 0
+        self.opened_rv = 0
+        #: the watch has delivered everything up to here (events or a progress answer)
+        self._seen = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._progress: asyncio.Queue[None] = asyncio.Queue()
+        self._watch_task: asyncio.Task[None] | None = None
+        self._compactor: asyncio.Task[None] | None = None
+        self.failure: BaseException | None = None
+        self.commits = 0
+        self.committed_writes = 0
+        self.describe = f"etcd {self.conn.describe} prefix {config.prefix}"
+
+    # -- start / stop --------------------------------------------------------------------
+
+    async def start(self) -> EtcdStore:
+        await self.conn.connect()
+        response = await self.conn.range(self.prefix, prefix_end(self.prefix))
+        for kv in response.kvs:
+            parsed = self._parse(kv.key)
+            if parsed is not None:
+                resource, key = parsed
+                self._objects.setdefault(resource, {})[key] = decode(kv.value, kv.mod_revision)
+        self.rv = self.opened_rv = self._seen = int(response.header.revision)
+        self._watch_task = asyncio.create_task(self._watch_loop(), name="etcd-cache-watch")
+        if self.config.compaction_interval > 0:
+            from federation.apiserver.etcd_compactor import run_compactor
+
+            self._compactor = asyncio.create_task(run_compactor(self), name="etcd-compactor")
+        return self
+
+    async def drain(self) -> None:
+        return None  # nothing is queued: every write was answered by etcd
+
+    async def aclose(self) -> None:
+        for task in (self._watch_task, self._compactor):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        await self.conn.close()
+
+    def close(self) -> None:
+        """Synchronous close is not possible for a gRPC channel: use :meth:`aclose`."""
+
+    # -- reads (cache) -------------------------------------------------------------------
+
+    def get(self, resource: str, namespace: str, name: str) -> Obj | None:
+        return self._objects.get(resource, {}).get((namespace, name))
+
+    def list(self, resource: str, namespace: str | None = None) -> list[Obj]:
+        items = self._objects.get(resource, {})
+        keys = sorted(k for k in items if namespace is None or k[0] == namespace)
+        return [items[k] for k in keys]
+
+    def iter_all(self) -> Iterator[tuple[str, Obj]]:
+        for resource, items in self._objects.items():
+            for obj in list(items.values()):
+                yield resource, obj
+
+    def count(self, resource: str) -> int:
+        return len(self._objects.get(resource, {}))
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    async def consistent(self) -> int:
+        """Wait until the cache holds everything etcd had committed when this was called."""
+        response = await self.conn.range(b"\0", count_only=True)
+        target = int(response.header.revision)
+        if target > self._seen:
+            self._progress.put_nowait(None)  # ask the watch where it is (writes outside the prefix)
+            await self._wait_seen(target, "read")
+        return self.rv
+
+    async def wait_durable(self, rv: int | None = None) -> None:
+        return None  # the cache holds only what etcd committed
+
+    async def list_at(self, resource: str, namespace: str | None, rv: int) -> list[Obj]:
+        if rv >= self.rv and rv <= self._seen:
+            return self.list(resource, namespace)
+        start = self._resource_prefix(resource, namespace)
+        try:
+            response = await self.conn.range(start, prefix_end(start), revision=rv)
+        except StorageUnavailable as exc:
+            if "compacted" in str(exc):
+                raise Expired(rv, 0) from None
+            raise
+        items = []
+        for kv in response.kvs:
+            if self._parse(kv.key) is not None:
+                items.append(decode(kv.value, kv.mod_revision))
+        items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+        return items
+
+    # -- writes --------------------------------------------------------------------------
+
+    async def create(self, resource: str, obj: Obj) -> Obj:
+        key = self._key(resource, obj)
+        response = await self.conn.txn([compare_absent(key)], [op_put(key, encode(obj))], [])
+        if not response.succeeded:
+            raise KeyExists(obj["metadata"]["name"])
+        return await self._written(obj, int(response.header.revision))
+
+    async def update(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
+        key = self._key(resource, obj)
+        response = await self.conn.txn([compare_mod(key, expect_rv)], [op_put(key, encode(obj))], [op_get(key)])
+        if not response.succeeded:
+            raise StaleWrite(self._current(response))
+        return await self._written(obj, int(response.header.revision))
+
+    async def remove(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
+        key = self._key(resource, obj)
+        response = await self.conn.txn([compare_mod(key, expect_rv)], [op_delete(key)], [op_get(key)])
+        if not response.succeeded:
+            raise StaleWrite(self._current(response))
+        gone = dict(obj, metadata=dict(obj["metadata"]))
+        return await self._written(gone, int(response.header.revision))
+
+    async def _written(self, obj: Obj, revision: int) -> Obj:
+        self.commits += 1
+        self.committed_writes += 1
+        obj["metadata"]["resourceVersion"] = str(revision)
+        try:
+            await self._wait_seen(revision, "write")
+        except StorageUnavailable:
+            # Committed: acknowledging it is right; this replica's cache catches up later.
+            log.warning("etcd watch is behind revision %d after a committed write", revision)
+        return obj
+
+    @staticmethod
+    def _current(response: Any) -> Obj | None:
+        for op in response.responses:
+            for kv in op.response_range.kvs:
+                return decode(kv.value, kv.mod_revision)
+        return None
+
+    # -- keys ----------------------------------------------------------------------------
+
+    def _resource_prefix(self, resource: str, namespace: str | None) -> bytes:
+        base = self.prefix + resource.encode() + b"/"
+        return base if namespace is None else base + namespace.encode() + b"/"
+
+    def _key(self, resource: str, obj: Obj) -> bytes:
+        meta = obj["metadata"]
+        return self._resource_prefix(resource, meta.get("namespace") or "") + meta["name"].encode()
+
+    def _parse(self, key: bytes) -> tuple[str, ObjKey] | None:
+        if not key.startswith(self.prefix):
+            return None
+        parts = key[len(self.prefix):].decode().rsplit("/", 2)
+        if len(parts) != 3:
+            return None  # e.g. the compactor's bookkeeping key
+        return parts[0], (parts[1], parts[2])
+
+    # -- the cache watch -----------------------------------------------------------------
+
+    async def _wait_seen(self, revision: int, what: str) -> None:
+        if revision <= self._seen:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((revision, future))
+        try:
+            await asyncio.wait_for(asyncio.shield(future), self.config.request_timeout)
+        except TimeoutError:
+            raise StorageUnavailable(f"the API server's view of etcd is behind revision {revision} "
+                                     f"(its watch does not advance); cannot serve the {what}") from None
+
+    def _advance(self, revision: int) -> None:
+        if revision <= self._seen:
+            return
+        self._seen = revision
+        still = []
+        for rev, future in self._waiters:
+            if future.done():
+                continue
+            if rev <= revision:
+                future.set_result(None)
+            else:
+                still.append((rev, future))
+        self._waiters = still
+
+    async def _watch_loop(self) -> None:
+        backoff = 0.1
+        while True:
+            try:
+                await self._follow()
+                backoff = 0.1
+            except asyncio.CancelledError:
+                raise
+            except (grpc.aio.AioRpcError, StorageUnavailable) as exc:
+                log.warning("etcd watch interrupted (%s); resuming from revision %d", _why(exc), self._seen + 1)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
+
+    async def _follow(self) -> None:
+        stream = self.conn.watch_stream(self.prefix, prefix_end(self.prefix), self._seen + 1, False, self._progress)
+        try:
+            async for response in stream:
+                if response.compact_revision:
+                    await self._relist()
+                    return
+                if response.canceled:
+                    raise StorageUnavailable(response.cancel_reason or "watch canceled")
+                if response.events:
+                    for event in response.events:
+                        self._apply(event)
+                elif response.header.revision and not response.created:
+                    self._advance(int(response.header.revision))  # a progress answer: nothing newer
+        finally:
+            stream.cancel()
+
+    def _apply(self, event: Any) -> None:
+        kv = event.kv
+        revision = int(kv.mod_revision)
+        if revision <= self.rv:
+            return  # already applied (a resumed stream repeats nothing, but be safe)
+        parsed = self._parse(kv.key)
+        if parsed is not None:
+            resource, key = parsed
+            items = self._objects.setdefault(resource, {})
+            previous = items.get(key)
+            if event.type == DELETE:
+                items.pop(key, None)
+                if previous is not None:
+                    gone = dict(previous, metadata=dict(previous["metadata"], resourceVersion=str(revision)))
+                    self.rv = revision
+                    self._notify("DELETED", resource, gone, previous)
+            else:
+                obj = decode(kv.value, revision)
+                items[key] = obj
+                self.rv = revision
+                self._notify("ADDED" if previous is None else "MODIFIED", resource, obj, previous)
+        self.rv = max(self.rv, revision)
+        self._advance(revision)
+
+    async def _relist(self) -> None:
+        """The watch fell behind a compaction: reload and tell listeners what changed meanwhile."""
+        response = await self.conn.range(self.prefix, prefix_end(self.prefix))
+        revision = int(response.header.revision)
+        fresh: dict[str, dict[ObjKey, Obj]] = {}
+        for kv in response.kvs:
+            parsed = self._parse(kv.key)
+            if parsed is not None:
+                fresh.setdefault(parsed[0], {})[parsed[1]] = decode(kv.value, kv.mod_revision)
+        old, self._objects = self._objects, fresh
+        self.rv = revision
+        for resource in sorted(set(old) | set(fresh)):
+            before, after = old.get(resource, {}), fresh.get(resource, {})
+            for key in sorted(set(before) | set(after)):
+                prev, now = before.get(key), after.get(key)
+                if now is None and prev is not None:
+                    self._notify("DELETED", resource, dict(prev, metadata=dict(prev["metadata"],
+                                                                            resourceVersion=str(revision))), prev)
+                elif now is not None and prev != now:
+                    self._notify("ADDED" if prev is None else "MODIFIED", resource, now, prev)
+        log.warning("etcd history was compacted past this replica's watch; reloaded at revision %d", revision)
+        self._advance(revision)
+
+    def _notify(self, event: str, resource: str, obj: Obj, previous: Obj | None) -> None:
+        for listener in self._listeners:
+            listener(event, resource, obj, previous)
+
+    # -- history for watches older than the cache -----------------------------------------
+
+    async def history(self, resource: str, namespace: str | None, since: int,
+                      sink: HistorySink) -> asyncio.Task[None] | None:
+        """Replay and follow ``resource`` from etcd itself, from revision ``since + 1``."""
+        start = self._resource_prefix(resource, namespace)
+        try:
+            await self.conn.range(start, prefix_end(start), revision=since + 1, count_only=True)
+        except StorageUnavailable as exc:
+            if "compacted" in str(exc):
+                raise Expired(since, 0) from None
+            raise
+        return asyncio.create_task(self._replay(resource, start, since, sink), name="etcd-history-watch")
+
+    async def _replay(self, resource: str, start: bytes, since: int, sink: HistorySink) -> None:
+        stream = self.conn.watch_stream(start, prefix_end(start), since + 1, True)
+        try:
+            async for response in stream:
+                if response.compact_revision or response.canceled:
+                    return  # the client re-watches and then hears 410 (or resumes elsewhere)
+                for event in response.events:
+                    if self._parse(event.kv.key) is None:
+                        continue
+                    revision = int(event.kv.mod_revision)
+                    prev = decode(event.prev_kv.value, event.prev_kv.mod_revision) if event.prev_kv.key else None
+                    if event.type == DELETE:
+                        if prev is not None:
+                            gone = dict(prev, metadata=dict(prev["metadata"], resourceVersion=str(revision)))
+                            sink("DELETED", resource, gone, prev)
+                    else:
+                        sink("MODIFIED" if prev is not None else "ADDED", resource,
+                             decode(event.kv.value, revision), prev)
+        except grpc.aio.AioRpcError as exc:
+            log.info("etcd history watch ended: %s", _why(exc))
+        finally:
+            stream.cancel()
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return f"{exc.code().name}: {exc.details()}"
+    return str(exc)

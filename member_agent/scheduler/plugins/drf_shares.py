@@ -1,0 +1,42 @@
+"""Dominant-resource shares: the arithmetic ``drf`` (between jobs) and its hierarchical mode
+``hdrf`` (between queues) both use, in one module below both.
+
+A share is the largest ``allocated / cluster total`` over every dimension whose cluster total is
+at least 0.1 (``pods`` included; Volcano's ``TotalResource.ResourceNames()``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from member_agent.scheduler.framework.dims import Vector
+
+
+class DominantShares:
+    """Each job's allocated vector and dominant share, kept current as tasks come and go."""
+
+    def __init__(self, total: Vector) -> None:
+        self.total = total
+        dims_mask = total >= 0.1
+        self.any_dim = bool(dims_mask.any())
+        self.inv_total = np.zeros_like(total)
+        self.inv_total[dims_mask] = 1.0 / total[dims_mask]
+        self.allocated: dict[str, Vector] = {}
+        self.share: dict[str, float] = {}
+
+    def share_of(self, allocated: Vector) -> float:
+        """max over the counted dimensions of allocated / total (0 when none counts)."""
+        if not self.any_dim:
+            return 0.0
+        return float((allocated * self.inv_total).max())
+
+    def track(self, uid: str, allocated: Vector) -> None:
+        self.allocated[uid] = allocated
+        self.share[uid] = self.share_of(allocated)
+
+    def add(self, uid: str, delta: Vector) -> Vector:
+        """Add ``delta`` to the job's allocation (in place); the new allocation."""
+        allocated = self.allocated[uid]
+        allocated += delta
+        self.share[uid] = self.share_of(allocated)
+        return allocated

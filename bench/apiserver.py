@@ -1,6 +1,10 @@
 """API server throughput: durable Job creates/s and watch fan-out events/s.
 
     python bench/apiserver.py [--creates 600] [--clients 1,10,50] [--watchers 100] [--events 400]
+    python bench/apiserver.py --backend etcd      # etcd figures printed beside SQLite's
+
+With ``--backend etcd`` a one-member etcd (fsync on, a temp data dir, a free loopback port) is started
+too, and the same rounds run against ``caldera serve --etcd-servers`` after the SQLite ones.
 
 Starts ``caldera serve`` (plain HTTP, no controllers, a fresh data dir: SQLite WAL with
 ``synchronous=FULL``, every 2xx committed) as a subprocess, then, from this process:
@@ -53,7 +57,7 @@ def job(name: str) -> dict[str, Any]:
 class Server:
     """``caldera serve`` in a subprocess on a free port."""
 
-    def __init__(self, data_dir: Path, profile: Path | None) -> None:
+    def __init__(self, data_dir: Path, profile: Path | None, extra: list[str] | None = None) -> None:
         cmd = [sys.executable]
         if profile is not None:
             cmd += ["-m", "cProfile", "-o", str(profile)]
@@ -61,7 +65,7 @@ class Server:
         else:
             cmd += ["-m", "federation"]
         cmd += ["serve", "--data-dir", str(data_dir), "--listen", "127.0.0.1:0", "--plain-http",
-                "--no-controllers"]
+                "--no-controllers", *(extra or [])]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert self.proc.stdout is not None
@@ -167,25 +171,53 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+async def run_backend(args: argparse.Namespace, backend: str, tmp: Path) -> dict[str, float]:
+    """Every round against one backend; prints each line and returns the figures by name."""
+    extra: list[str] = []
+    cluster = None
+    if backend == "etcd":
+        from tests.etcd_process import EtcdCluster
+
+        cluster = EtcdCluster(tmp / "etcd").start()
+        extra = ["--etcd-servers", ",".join(cluster.urls), "--etcd-compaction-interval", "0"]
+    figures: dict[str, float] = {}
+    server = Server(tmp / f"data-{backend}", Path(args.profile) if args.profile else None, extra)
+    try:
+        where = f"etcd {cluster.urls[0]} (fsync on)" if cluster else "WAL, synchronous=FULL"
+        print(f"[{backend}] caldera serve at {server.url}; durable store: {where}")
+        for clients in [int(c) for c in args.clients.split(",")]:
+            commits, writes = await commit_counts(server)
+            rate, lat = await creates(server, clients, args.creates, f"c{clients}")
+            commits2, writes2 = await commit_counts(server)
+            batch = (writes2 - writes) / max(commits2 - commits, 1)
+            figures[f"creates/s, {clients} clients"] = rate
+            figures[f"p99 ms, {clients} clients"] = percentile(lat, 0.99) * 1e3
+            print(f"[{backend}] creates  clients={clients:>3}  {args.creates} Jobs  {rate:8,.0f} creates/s  "
+                  f"p50 {statistics.median(lat) * 1e3:6.1f} ms  p99 {percentile(lat, 0.99) * 1e3:6.1f} ms  "
+                  f"{batch:5.1f} writes/commit")
+        if args.watchers:
+            delivered, written = await fan_out(server, args.watchers, args.events)
+            figures[f"watch events/s, {args.watchers} watchers"] = delivered
+            print(f"[{backend}] watch    watchers={args.watchers}  {args.events} events each  {delivered:8,.0f} "
+                  f"events/s delivered  (writer {written:,.0f} creates/s)")
+    finally:
+        server.stop()
+        if cluster is not None:
+            cluster.stop()
+    return figures
+
+
 async def main_async(args: argparse.Namespace) -> None:
+    backends = ["sqlite", "etcd"] if args.backend == "etcd" else ["sqlite"]
+    results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="caldera-bench-") as tmp:
-        server = Server(Path(tmp) / "data", Path(args.profile) if args.profile else None)
-        try:
-            print(f"caldera serve at {server.url}; durable store (WAL, synchronous=FULL) in {tmp}")
-            for clients in [int(c) for c in args.clients.split(",")]:
-                commits, writes = await commit_counts(server)
-                rate, lat = await creates(server, clients, args.creates, f"c{clients}")
-                commits2, writes2 = await commit_counts(server)
-                batch = (writes2 - writes) / max(commits2 - commits, 1)
-                print(f"creates  clients={clients:>3}  {args.creates} Jobs  {rate:8,.0f} creates/s  "
-                      f"p50 {statistics.median(lat) * 1e3:6.1f} ms  p99 {percentile(lat, 0.99) * 1e3:6.1f} ms  "
-                      f"{batch:5.1f} writes/commit")
-            if args.watchers:
-                delivered, written = await fan_out(server, args.watchers, args.events)
-                print(f"watch    watchers={args.watchers}  {args.events} events each  {delivered:8,.0f} events/s "
-                      f"delivered  (writer {written:,.0f} creates/s)")
-        finally:
-            server.stop()
+        for backend in backends:
+            results[backend] = await run_backend(args, backend, Path(tmp))
+    if len(results) > 1:
+        print(f"\n{'':34} {'sqlite':>10} {'etcd':>10} {'etcd/sqlite':>12}")
+        for name, value in results["sqlite"].items():
+            other = results["etcd"].get(name, 0.0)
+            print(f"{name:34} {value:10,.1f} {other:10,.1f} {other / value if value else 0:12.2f}")
     if args.profile:
         import pstats
 
@@ -199,6 +231,8 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=100, help="concurrent watches (0 skips the fan-out)")
     parser.add_argument("--events", type=int, default=400, help="Jobs created while the watchers watch")
     parser.add_argument("--profile", default="", help="run the server under cProfile, write stats here")
+    parser.add_argument("--backend", choices=["sqlite", "etcd"], default="sqlite",
+                        help="etcd: also run every round on etcd and print the figures beside SQLite's")
     asyncio.run(main_async(parser.parse_args()))
 
 

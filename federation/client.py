@@ -73,8 +73,12 @@ def ca_file(data_b64: str) -> Path:
     return path
 
 
-def api_client_from_dict(kubeconfig: dict[str, Any]) -> k8s.ApiClient:
-    return k8s.ApiClient(configuration=configuration_from_dict(kubeconfig))
+def api_client_from_dict(kubeconfig: dict[str, Any], user_agent: str = "caldera") -> k8s.ApiClient:
+    """An ApiClient whose User-Agent names Caldera: the API server records this program name as the
+    field manager of its writes (managedFields), as kube does for clients that send no fieldManager."""
+    api = k8s.ApiClient(configuration=configuration_from_dict(kubeconfig))
+    api.user_agent = f"{user_agent}/kubernetes-asyncio"
+    return api
 
 
 def load_kubeconfig(path: Path | str) -> dict[str, Any]:

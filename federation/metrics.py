@@ -165,3 +165,8 @@ class _Bridge(Collector):
 def expose_in(registry: CollectorRegistry) -> None:
     """Make ``registry`` (e.g. an API server's) also serve the federation metrics."""
     registry.register(_Bridge(REGISTRY))
+
+#: client-go's leader-election gauge: 1 while this process holds the Lease ``name``
+LEADER = Gauge(
+    "leader_election_master_status", "1 while this process leads (holds the Lease), else 0",
+    ["name", "identity"], registry=REGISTRY)

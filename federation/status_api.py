@@ -9,6 +9,7 @@ clusters (readiness, lease age, taints, GPUs free/total by model, queues), feder
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -146,6 +147,24 @@ def status_document(clusters: Iterable[Obj], leases: Iterable[Obj], jobs: Iterab
     }
 
 
+def controller_leader(leases: list[dict[str, Any]], now: datetime) -> dict[str, Any]:
+    """Who runs the controllers: the holder of Lease caldera-system/caldera-controllers, if still fresh."""
+    lease = next((obj for obj in leases if obj["metadata"]["name"] == "caldera-controllers"), None)
+    if lease is None:
+        return {"leaderElection": False, "leader": None}
+    spec = lease.get("spec") or {}
+    renewed = spec.get("renewTime")
+    age = None
+    if renewed:
+        with contextlib.suppress(ValueError):
+            age = (now - datetime.fromisoformat(renewed.replace("Z", "+00:00"))).total_seconds()
+    duration = float(spec.get("leaseDurationSeconds") or 0)
+    holder = spec.get("holderIdentity") or None
+    return {"leaderElection": True, "leader": holder if holder and age is not None and age <= duration else None,
+            "holderIdentity": holder, "renewTime": renewed, "leaseDurationSeconds": duration,
+            "leaseTransitions": spec.get("leaseTransitions") or 0}
+
+
 def add_routes(app: web.Application, list_objects: ListObjects, metrics_registry: CollectorRegistry,
                clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
     """Mount ``GET /status`` and serve the federation metrics on the server's ``/metrics``.
@@ -160,6 +179,7 @@ def add_routes(app: web.Application, list_objects: ListObjects, metrics_registry
         doc = status_document(list_objects(CLUSTERS, None), list_objects(LEASES, LEASE_NAMESPACE),
                               list_objects(JOBS, None), list_objects(BINDINGS, None), clock(),
                               metrics.placement_latency_summary())
+        doc["controllers"] = controller_leader(list_objects(LEASES, "caldera-system"), clock())
         return web.Response(body=orjson.dumps(doc), content_type="application/json")
 
     app.router.add_get("/status", status)

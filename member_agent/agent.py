@@ -21,6 +21,9 @@ them from the Works (whose status seeds the Job status) and the pods.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import gc
 import json
 import logging
 import os
@@ -29,6 +32,7 @@ from typing import Any, Optional
 
 from member_agent import cycle_apply
 from member_agent.capacity import NodeState, cluster_status, pod_request
+from member_agent.changes import Changes, SessionGate
 from member_agent.cluster.cache import ClusterCache
 from member_agent.cluster.clock import Clock
 from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
@@ -38,6 +42,7 @@ from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import EVICT_GRACE, PodWrites
 from member_agent.scheduler.framework.result import CycleResult
+from member_agent.scheduler.scheduler_cache import ObjectSync, SchedulerCache
 from member_agent.work_state import WorkState
 from member_agent.works import (
     GENERATION_LABEL,
@@ -74,6 +79,12 @@ class Agent:
         self.gateway = gateway
         self.clock = clock
         self.cache = ClusterCache(gateway, clock)
+        #: every change a session or the capacity report could see (sync's status loop subscribes)
+        self.changes = Changes()
+        self.cache.listeners.append(self.changes.bump)
+        self.session_gate = SessionGate(options.schedule_period)
+        #: The scheduler's incremental cache, fed what changed between passes (issue 12).
+        self.snapshot_sync = ObjectSync(SchedulerCache(scheduler_names=("volcano", "caldera")))
         self.metrics = AgentMetrics()
         self.works: dict[str, WorkState] = {}
         self.generations: dict[str, int] = {}  # Work uid -> highest placement generation seen
@@ -105,6 +116,8 @@ class Agent:
         if mtime == self._conf_mtime:
             return
         self._conf_mtime = mtime
+        if hasattr(self, "changes"):
+            self.changes.bump()
         try:
             with open(path, encoding="utf-8") as handle:
                 self.conf = parse_scheduler_conf(handle.read())
@@ -156,12 +169,14 @@ class Agent:
         else:
             state.run.update_spec(record)
         self.work_changed.set()
+        self.changes.bump()
 
     def forget_work(self, key: str) -> None:
         state = self.works.get(key)
         if state is not None:
             state.deleted = True
             self.work_changed.set()
+            self.changes.bump()
 
     def prune_works(self, live_keys: set[str]) -> None:
         """After a full list of the Works: forget the ones gone (the list is authoritative)."""
@@ -171,6 +186,8 @@ class Agent:
         self.works_listed = True
 
     def set_scheduling_inputs(self, queues: list[Obj], priority_classes: list[Obj]) -> None:
+        if (queues, priority_classes) != (self.queues, self.priority_classes):
+            self.changes.bump()
         self.queues, self.priority_classes = queues, priority_classes
 
     # ------------------------------------------------------------------ views
@@ -362,6 +379,8 @@ class Agent:
 
     def apply_cycle(self, result: CycleResult) -> None:
         cycle_apply.apply_cycle(self, result)
+        if result.bindings or result.evictions or result.nominations:
+            self.changes.bump()  # reservations and writes in flight change the next snapshot
 
     # ------------------------------------------------------------------ loops
     async def controller_loop(self) -> None:
@@ -382,11 +401,34 @@ class Agent:
             await self.clock.sleep(self.options.controller_period / 5)
 
     async def schedule_loop(self) -> None:
+        """A session when something changed since the last one, or a period passed with pending work
+        (:class:`member_agent.changes.SessionGate`): an idle agent runs none."""
         await self.cache.synced.wait()
         while True:
             self.load_conf()
-            await self.schedule_pass()
+            version = self.changes.version
+            if not cycle_apply.has_scheduling_objects(self):
+                self.session_gate.skip()  # no pod or PodGroup of ours: a session could do nothing
+            elif self.session_gate.due(self.clock.monotonic(), version, cycle_apply.has_pending_work(self)):
+                self.session_gate.ran(self.clock.monotonic(), version)
+                await self.schedule_pass()
+            else:
+                self.session_gate.skip()
+            if self.session_gate.went_idle(IDLE_TRIM_PERIODS):
+                release_memory()
             await self.clock.sleep(self.options.schedule_period)
+
+
+#: periods without a session after which the agent hands its freed heap back to the OS once
+IDLE_TRIM_PERIODS = 30
+
+
+def release_memory() -> None:
+    """Collect garbage and return the freed heap to the OS (glibc ``malloc_trim``), so an agent
+    that ran jobs goes back to a small footprint when it is idle again."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _generation(pod: Obj) -> int:

@@ -28,7 +28,12 @@ log = logging.getLogger("caldera.agent")
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", required=True, help="member cluster name (Cluster object, karmada-es-<name>)")
-    parser.add_argument("--kubeconfig", required=True, help="kubeconfig of the federation API (an agent token)")
+    parser.add_argument("--kubeconfig", required=True,
+                        help="kubeconfig of the federation API (an agent token); with several clusters listed, "
+                             "the agent fails over between them")
+    parser.add_argument("--server", action="append", default=[], metavar="URL",
+                        help="a federation API replica, with the kubeconfig's credentials (repeatable: the agent "
+                             "moves to the next with backoff when one fails)")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--sim", metavar="CLUSTER.yaml", help="simulate the member cluster from a cluster file")
     target.add_argument("--member-kubeconfig", metavar="FILE", help="kubeconfig of a real member cluster API server")
@@ -43,11 +48,15 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--default-duration", type=float, default=30.0,
                         help="sim: seconds a pod runs without a caldera.io/sim-duration annotation")
     parser.add_argument("--lease-period", type=float, default=10.0, help="seconds between Lease renewals")
-    parser.add_argument("--status-period", type=float, default=3.0,
-                        help="seconds between checks for a changed Cluster status")
+    parser.add_argument("--status-period", type=float, default=0.5,
+                        help="debounce of Cluster status reports: a change is reported this many seconds after it "
+                             "(one report for a burst); unchanged status is re-sent every 30 s")
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    from member_agent.leader import add_flags
+
+    add_flags(parser)
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -58,10 +67,15 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    from member_agent.federation_api import KubeFederationAPI
+    from member_agent.federation_failover import FailoverFederationAPI
 
     if not args.speed > 0:
         raise CalderaError(f"--speed must be positive, got {args.speed}")
+    from member_agent import leader
+
+    why = leader.check(args)
+    if why:
+        raise CalderaError(why)
     clock = RealClock()
     sim: Optional[SimCluster] = None
     gateway: ClusterGateway
@@ -78,7 +92,10 @@ async def serve(args: argparse.Namespace) -> int:
         from member_agent.cluster.kube import KubeGateway
 
         gateway = await KubeGateway.from_kubeconfig(args.member_kubeconfig)
-    federation = await KubeFederationAPI.from_kubeconfig(args.kubeconfig)
+    try:
+        federation = await FailoverFederationAPI.from_kubeconfig(args.kubeconfig, args.server)
+    except (OSError, ValueError, KeyError) as exc:
+        raise CalderaError(f"--kubeconfig {args.kubeconfig}: {exc}") from None
     options = AgentOptions(cluster=args.cluster, schedule_period=args.schedule_period,
                            scheduler_conf_path=args.scheduler_conf, use_real_scheduler=not args.stand_in_scheduler,
                            cluster_spec=cluster_spec, kubernetes_version=version)
@@ -91,9 +108,17 @@ async def serve(args: argparse.Namespace) -> int:
     await site.start()
     bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port  # type: ignore[union-attr]
     print(f"caldera agent {args.cluster} listening on http://{host}:{bound}", flush=True)
-    loops = [agent.cache.run(), agent.controller_loop(), agent.schedule_loop(), sync.run()]
+    acting = [agent.controller_loop, agent.schedule_loop, sync.run]
     if sim is not None:
-        loops.append(sim.kubelet.run())
+        acting.append(sim.kubelet.run)
+
+    async def act() -> None:
+        await asyncio.gather(*(loop() for loop in acting))
+
+    if args.leader_elect:  # only the Lease holder schedules and writes; losing it ends the process
+        loops = [agent.cache.run(), leader.lead_while_elected(args, gateway.api_client, act)]  # type: ignore[attr-defined]
+    else:
+        loops = [agent.cache.run(), act()]
     tasks = [asyncio.ensure_future(loop) for loop in loops]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -111,7 +136,8 @@ async def serve(args: argparse.Namespace) -> int:
     await gateway.close()
     await federation.close()
     log.info("agent %s stopped", args.cluster)
-    return 0
+    lost = args.leader_elect and tasks[1] in done
+    return 1 if lost else 0  # a deposed leader exits non-zero: its Deployment restarts it as a standby
 
 
 def run(args: argparse.Namespace) -> int:

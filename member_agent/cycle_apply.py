@@ -28,7 +28,7 @@ from typing import Optional, Protocol
 from member_agent import scheduling
 from member_agent.cluster.cache import ClusterCache
 from member_agent.cluster.clock import Clock
-from member_agent.cluster.gateway import Obj, pod_node
+from member_agent.cluster.gateway import Obj, pod_managed, pod_node, pod_terminal, pod_terminating
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import PodWrites, format_devices, with_placement
 from member_agent.scheduler.framework.result import CycleResult
@@ -95,6 +95,27 @@ def snapshot_objects(agent: Agent) -> list[Obj]:
     return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *agent.queues, *agent.priority_classes]
 
 
+def has_scheduling_objects(agent: Agent) -> bool:
+    """Whether a session has anything to act on: a pod of ours or a PodGroup (an agent without
+    jobs never runs one, and never loads the session scheduler)."""
+    return any(pod_managed(p) for p in agent.cache.pods.values()) or any(
+        s.podgroup and not s.deleted for s in agent.works.values())
+
+
+def has_pending_work(agent: Agent) -> bool:
+    """Whether a session could do something even if nothing changed: a pod of ours waiting for a
+    node, or a PodGroup still to enqueue or to start (Pending/Inqueue)."""
+    for pod in agent.cache.pods.values():
+        if pod_managed(pod) and not pod_node(pod) and not pod_terminal(pod) and not pod_terminating(pod):
+            return True
+    for state in agent.works.values():
+        group = state.podgroup
+        if group and not state.deleted and ((group.get("status") or {}).get("phase") or "Pending") in (
+                "Pending", "Inqueue"):
+            return True
+    return False
+
+
 async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
     if not agent.cache.synced.is_set():
         return None
@@ -102,7 +123,7 @@ async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
     started = time.perf_counter()
     try:
         result = await asyncio.to_thread(scheduling.run_once, objects, agent.conf, agent.clock,
-                                         agent.options.use_real_scheduler)
+                                         agent.options.use_real_scheduler, agent.snapshot_sync)
     except Exception:  # noqa: BLE001 - one bad cycle must not stop the agent
         log.exception("scheduling cycle failed")
         agent.metrics.attempts.labels("error").inc()

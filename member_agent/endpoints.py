@@ -36,6 +36,7 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
         "boundPods": sum(1 for p in agent.cache.pods.values() if pod_node(p)),
         "synced": agent.cache.synced.is_set(),
         "federationConnected": bool(sync and sync.connected),
+        "federationEndpoint": getattr(sync.api, "current", None) if sync else None,
         "leaseRenewals": sync.lease_renewals if sync else 0,
         "lastCycle": agent.last_cycle,
         "schedulerActions": list(agent.conf.actions),

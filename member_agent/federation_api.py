@@ -1,7 +1,9 @@
 """The federation objects the agent reads and writes, over the federation's Kubernetes-style API.
 
 :class:`FederationAPI` is the protocol :mod:`member_agent.sync` drives (tests use an in-memory
-fake); :class:`KubeFederationAPI` implements it with kubernetes-asyncio, every object as a wire
+fake); :class:`member_agent.federation_rest.RestFederationAPI` (what ``caldera agent`` uses) implements
+it on plain aiohttp; :class:`KubeFederationAPI` implements it with kubernetes-asyncio (imported
+only when one is built: it costs the agent ~40 MiB), every object as a wire
 dict through ``CustomObjectsApi`` (which serves any ``/apis/<group>/<version>`` path, core
 groups included). Mind the traps of reference/ecosystem.md §1: ``watch=True`` casing is the
 server's problem, a watch's 410 arrives as an ``ApiException(410)`` the caller must answer by
@@ -13,13 +15,10 @@ There are no retries here: they live in :mod:`member_agent.sync` only.
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any, AsyncIterator, Protocol
 
 import aiohttp
-from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio import watch as k8s_watch
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from member_agent.cluster.gateway import AlreadyExists, Gone, NotFound, Obj, Unavailable, WatchEvent
 from policies.errors import Conflict
@@ -53,7 +52,8 @@ class FederationAPI(Protocol):
 
 def translate(exc: BaseException, what: str) -> Exception:
     """Our error tree for a client failure (so sync.py retries only what may succeed later)."""
-    if isinstance(exc, ApiException):
+    exceptions = sys.modules.get("kubernetes_asyncio.client.exceptions")
+    if exceptions is not None and isinstance(exc, exceptions.ApiException):
         if exc.status == 404:
             return NotFound(f"{what}: not found")
         if exc.status == 409:
@@ -70,13 +70,17 @@ def translate(exc: BaseException, what: str) -> Exception:
 
 
 class KubeFederationAPI:
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    def __init__(self, api_client: Any) -> None:
+        from kubernetes_asyncio import client as k8s
+
         self.api_client = api_client
         self.custom = k8s.CustomObjectsApi(api_client)
         self.core = k8s.CoreV1Api(api_client)
 
     @classmethod
     async def from_kubeconfig(cls, path: str) -> "KubeFederationAPI":
+        from kubernetes_asyncio import config as k8s_config
+
         api_client = await k8s_config.new_client_from_config(config_file=path)
         return cls(api_client)
 
@@ -127,6 +131,8 @@ class KubeFederationAPI:
         return list(listing.get("items") or []), str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
     async def watch_works(self, namespace: str, resource_version: str) -> AsyncIterator[WatchEvent]:
+        from kubernetes_asyncio import watch as k8s_watch
+
         g, v, p = WORK
         try:
             async with k8s_watch.Watch() as w:

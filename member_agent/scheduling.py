@@ -42,12 +42,18 @@ def real_scheduler() -> Optional[tuple[RunCycle, Callable[..., Any]]]:
     return run_cycle, build_snapshot
 
 
-def run_once(objects: Sequence[Obj], conf: SchedulerConf, clock: Any, use_real: bool = True) -> CycleResult:
+def run_once(objects: Sequence[Obj], conf: SchedulerConf, clock: Any, use_real: bool = True,
+             sync: Any = None) -> CycleResult:
+    """One session over ``objects``; with ``sync`` (a ``member_agent.scheduler.scheduler_cache.ObjectSync``) the
+    snapshot comes from the incremental cache instead of a from-scratch build."""
     started = time.perf_counter()
     real = real_scheduler() if use_real else None
     if real is not None:
         run_cycle, build_snapshot = real
-        snapshot = build_snapshot(objects, scheduler_names=("volcano", "caldera"))
+        if sync is not None:
+            snapshot = sync.snapshot(objects)
+        else:
+            snapshot = build_snapshot(objects, scheduler_names=("volcano", "caldera"))
         result = run_cycle(snapshot, conf, clock)
     else:
         result = standin_cycle(objects)

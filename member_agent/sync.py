@@ -4,7 +4,9 @@
 * :meth:`lease_loop` renews ``Lease karmada-cluster/<cluster>`` every 10 s (duration 40 s),
   replacing with the resourceVersion it read, as Kubernetes leader election does;
 * :meth:`status_loop` publishes the Cluster status (capacity, node shapes, GPUs, NUMA, queues)
-  when it changes — checked every few seconds — and at least every ``status_heartbeat``;
+  when it changes: woken by the agent's change counter (:mod:`member_agent.changes`: the cluster
+  cache, the Works, a session's writes), debounced by ``status_period`` so a burst of pod events
+  is one report, never recomputed while nothing changed; and at least every ``status_heartbeat``;
 * :meth:`works_loop` lists the Works of ``karmada-es-<cluster>`` then watches from the list's
   resourceVersion; a 410 (or any broken watch) means list again, and Works missing from a
   new list are forgotten;
@@ -45,7 +47,7 @@ def micro_time(epoch: float) -> str:
 
 class FederationSync:
     def __init__(self, agent: Agent, api: FederationAPI, clock: Clock, *, lease_period: float = 10.0,
-                 lease_duration: int = 40, status_period: float = 3.0, status_heartbeat: float = 30.0,
+                 lease_duration: int = 40, status_period: float = 0.5, status_heartbeat: float = 30.0,
                  inputs_period: float = 5.0, attempts: int = 5) -> None:
         self.agent = agent
         self.api = api
@@ -132,12 +134,22 @@ class FederationSync:
         return True
 
     async def status_loop(self) -> None:
+        changed = self.agent.changes.subscribe()
+        seen = -1
         while True:
-            try:
-                await self.publish_status()
-            except Exception as exc:  # noqa: BLE001
-                log.warning("publishing Cluster %s status failed: %s", self.cluster, exc)
-            await self.clock.sleep(self.status_period)
+            due = self.clock.monotonic() - self._published_at >= self.status_heartbeat
+            if self.agent.changes.version != seen or due or self._published is None:
+                changed.clear()
+                seen = self.agent.changes.version
+                try:
+                    await self.publish_status()
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("publishing Cluster %s status failed: %s", self.cluster, exc)
+                    seen = -1  # try again after the debounce
+            left = self.status_heartbeat - (self.clock.monotonic() - self._published_at)
+            if seen == self.agent.changes.version:
+                await _first(changed.wait(), self.clock.sleep(max(0.0, left)))
+            await self.clock.sleep(self.status_period)  # debounce: one report for a burst of changes
 
     # ------------------------------------------------------------------ Lease
     async def renew_lease(self) -> None:

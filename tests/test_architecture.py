@@ -86,6 +86,18 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     assert {"asyncio", "aiohttp"} <= imported_modules(bad)
 
 
+def test_nothing_imports_the_simulator() -> None:
+    """``simulator`` is a composition root (issue 12): it imports the planes, never the reverse."""
+    offenders = {
+        f"{path.relative_to(ROOT)} imports {name}"
+        for package in ("policies", "federation", "member_agent")
+        for path in python_files(package)
+        for name in imported_modules(path)
+        if _matches(name, {"simulator"})
+    }
+    assert not offenders, sorted(offenders)
+
+
 # -- the module graph is acyclic -------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -12,9 +13,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from federation.apiserver import keys, openapi, paths
 from federation.apiserver import status as st
+from federation.apiserver.audit import Exchange, events, request_info, request_verb
 from federation.apiserver.auth import with_default_groups
 from federation.apiserver.bodies import json_response
-from federation.apiserver.rbac.authorizer import attributes
+from federation.apiserver.rbac.authorizer import DECISION, attributes
 from federation.apiserver.routes import Handlers
 from federation.apiserver.state import STATE_KEY, ApiServerState
 from federation.apiserver.storage import StorageUnavailable, StoreFailed
@@ -59,6 +61,44 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
                               code, time.perf_counter() - started)
 
 
+AUDIT_ID: web.RequestKey[str] = web.RequestKey("caldera_audit_id", str)
+
+
+@web.middleware
+async def audit_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """One audit Event per request (federation/apiserver/audit.py), written once it is answered."""
+    log = request.app[STATE_KEY].audit
+    if log is None:
+        return await handler(request)
+    request[AUDIT_ID] = request.headers.get("Audit-ID") or log.new_id()
+    DECISION.set(None)
+    received = log.clock()
+    response: web.StreamResponse | None = None
+    try:
+        response = await handler(request)
+        return response
+    finally:
+        body = None
+        if request.method in ("POST", "PUT", "PATCH") and request.body_exists:
+            with contextlib.suppress(Exception):
+                body = await request.read()
+        exchange = Exchange(request.path, request.path_qs, request.method,
+                            request.get(keys.VERB) or request_verb(request.method, request_info(request.path),
+                                                                   request.query.get("watch") in ("true", "1")),
+                            request.get(keys.USER),
+                            request.remote or "", request.headers.get("User-Agent", ""),
+                            response.status if response is not None else 500, received, body,
+                            response.body if isinstance(response, web.Response) and isinstance(
+                                response.body, bytes) else None, DECISION.get())
+        for event in events(log, request[AUDIT_ID], exchange):
+            log.emit(event)
+
+
+async def _audit_id_header(request: web.Request, response: web.StreamResponse) -> None:
+    if AUDIT_ID in request:
+        response.headers["Audit-Id"] = request[AUDIT_ID]
+
+
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.path in PUBLIC_PATHS or (not request.app[STATE_KEY].member_mode and is_public_ui_path(request.path)):
@@ -69,17 +109,21 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     if scheme.lower() != "bearer" or not token.strip():
         raise st.unauthorized()
     user = state.auth.authenticate(token.strip())
+    if user is None and state.sa_tokens is not None:
+        user = state.sa_tokens.authenticate(token.strip())
     if user is None:
         raise st.unauthorized()
     user = with_default_groups(user)
     request[keys.USER] = user
-    if not paths.is_resource_path(request.path):  # discovery, OpenAPI, /status: kube's non-resource URLs
+    if not paths.is_resource_path(request.path):  # discovery, OpenAPI, /status, /ui: kube's non-resource URLs
         state.authorizer.check(attributes(user, request.method.lower(), path=request.path))
     return await handler(request)
 
 
 def build_app(state: ApiServerState) -> web.Application:
-    app = web.Application(middlewares=[errors_and_metrics, authenticate], client_max_size=state.max_body)
+    app = web.Application(middlewares=[audit_requests, errors_and_metrics, authenticate],
+                          client_max_size=state.max_body)
+    app.on_response_prepare.append(_audit_id_header)
     app[STATE_KEY] = state
     handlers = Handlers(state)
 

@@ -46,9 +46,11 @@ def role_groups(role: str) -> str:
         return "caldera:admin,system:masters"
     if role == "viewer":
         return "caldera:viewer"
+    if role == "controller-manager":  # bound to cluster-admin by the bootstrap policy
+        return "caldera:controllers"
     if role.startswith("agent:") and len(role) > len("agent:"):
         return "caldera:" + role
-    raise ValueError(f"unknown role {role!r}: use admin, viewer or agent:<cluster>")
+    raise ValueError(f"unknown role {role!r}: use admin, viewer, controller-manager or agent:<cluster>")
 
 
 def parse_token_file(text: str) -> dict[str, User]:

@@ -55,9 +55,7 @@ async def read_body(request: web.Request, patch: bool = False, info: KindInfo | 
     if is_protobuf(base) and not patch and not _protobuf_served(request, info):
         raise st.unsupported_media(content_type, BODY_TYPES[:2])
     if patch:
-        if base == APPLY:
-            raise st.unsupported_media(content_type, PATCH_TYPES)  # server-side apply is not served
-        if base not in PATCH_TYPES:
+        if base not in PATCH_TYPES and base != APPLY:
             raise st.unsupported_media(content_type, PATCH_TYPES)
     elif (base not in JSON_TYPES and base not in YAML_TYPES and not is_protobuf(base)
           and not (request.method == "DELETE" and not base)):
@@ -75,7 +73,7 @@ async def read_body(request: web.Request, patch: bool = False, info: KindInfo | 
             return protobuf.decode(raw)
         except protobuf.ProtobufError as exc:
             raise st.bad_request(f"the request body is not a valid protobuf object: {exc}") from None
-    if base in YAML_TYPES:
+    if base in YAML_TYPES or base == APPLY:
         try:
             return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
         except yaml.YAMLError as exc:

@@ -85,6 +85,8 @@ class EtcdStore:
         self.failure: BaseException | None = None
         self.commits = 0
         self.committed_writes = 0
+        #: reads at an older revision are possible (list_at, history)
+        self.keeps_history = True
         self.describe = f"etcd {self.conn.describe} prefix {config.prefix}"
 
     # -- start / stop --------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from federation.apiserver.apply.fields import MAP_LISTS, SET_LISTS
 from policies.kinds import KINDS, KindInfo
 
 Obj = dict[str, Any]
@@ -61,7 +62,7 @@ def _clean(node: Any, ref_prefix: str, defs_prefix: str) -> Any:
                 if out["x-kubernetes-int-or-string"] is None:
                     del out["x-kubernetes-int-or-string"]
         elif key in ("properties", "patternProperties"):
-            out[key] = {k: _clean(v, ref_prefix, defs_prefix) for k, v in value.items()}
+            out[key] = {k: _list_markers(k, _clean(v, ref_prefix, defs_prefix)) for k, v in value.items()}
         elif key == "type" and isinstance(value, list):
             types = [t for t in value if t != "null"]
             if len(types) == 1:
@@ -74,6 +75,15 @@ def _clean(node: Any, ref_prefix: str, defs_prefix: str) -> Any:
         ref = out.pop("$ref")
         out["allOf"] = [{"$ref": ref}]
     return out
+
+
+def _list_markers(name: str, schema: Obj) -> Obj:
+    """Server-side apply's list semantics (federation/apiserver/apply/fields.py) on array properties."""
+    if schema.get("type") != "array":
+        return schema
+    if name in MAP_LISTS:
+        return dict(schema, **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(MAP_LISTS[name])})
+    return dict(schema, **{"x-kubernetes-list-type": "set" if name in SET_LISTS else "atomic"})
 
 
 def kind_schemas(info: KindInfo, ref_prefix: str) -> dict[str, Obj]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from federation.apiserver.status import path_not_found
 from policies.kinds import KindInfo, by_resource
 
-SUBRESOURCES = {"status", "binding", "eviction", "finalize"}
+SUBRESOURCES = {"status", "binding", "eviction", "finalize", "token"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ def parse(group: str, version: str, rest: list[str], path: str) -> Target:
             allowed |= {"binding", "eviction"}
         if info.kind == "Namespace":
             allowed.add("finalize")
+        if info.kind == "ServiceAccount":
+            allowed.add("token")
         if sub not in allowed:
             raise path_not_found(path)
         return sub

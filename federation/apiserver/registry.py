@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
+from federation.apiserver import apply as field_managers
 from federation.apiserver import conversion
 from federation.apiserver import status as st
+from federation.apiserver.objects import copy_obj, resource_key, timestamp
 from federation.apiserver.patch import apply_patch
 from federation.apiserver.selectors import Predicate
 from federation.apiserver.storage import KeyExists, Obj, StaleWrite, Storage
@@ -42,22 +42,8 @@ for _info in KINDS:
         _BY_KIND.setdefault(_info.kind, _info)
 
 
-def resource_key(info: KindInfo) -> str:
-    return f"{info.group}/{info.plural}" if info.group else info.plural
-
-
-def copy_obj(obj: Obj) -> Obj:
-    """A deep copy of a JSON object (orjson round trip: much faster than copy.deepcopy)."""
-    copied: Obj = orjson.loads(orjson.dumps(obj))
-    return copied
-
-
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def timestamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _spec_part(obj: Obj) -> Obj:
@@ -266,6 +252,7 @@ class Registry:
             await conversion.check(self, info, obj)  # the Job it becomes must be admissible too
         for check in self.write_checks:
             check(info, obj, None)
+        field_managers.record(info, None, obj, timestamp(self.clock()))
         if dry_run:
             return obj
         try:
@@ -312,7 +299,6 @@ class Registry:
                     new_meta[kept] = old["metadata"][kept]
                 else:
                     new_meta.pop(kept, None)
-            new_meta.pop("managedFields", None)
             if info.has_status:
                 if "status" in old:
                     new["status"] = old["status"]
@@ -328,6 +314,10 @@ class Registry:
         new["metadata"]["resourceVersion"] = old_rv
         for check in self.write_checks:
             check(info, new, old)
+        if subresource == "status" and (body["metadata"].get("managedFields") or None) not in (
+                None, old["metadata"].get("managedFields")):
+            new["metadata"]["managedFields"] = body["metadata"]["managedFields"]  # a status apply's ownership
+        field_managers.record(info, old, new, timestamp(self.clock()), subresource)
         if new == old:
             return old  # a no-op write: no new resourceVersion, no event (like kube-apiserver)
         if dry_run:
@@ -345,6 +335,9 @@ class Registry:
 
     async def patch(self, info: KindInfo, namespace: str, name: str, content_type: str, patch: Any,
                     subresource: str = "", dry_run: bool = False) -> Obj:
+        if content_type.split(";")[0].strip().lower() == field_managers.APPLY_TYPE:
+            return await field_managers.server_side_apply(self, info, namespace, name, patch,
+                                                          field_managers.FORCE.get(), subresource, dry_run)
         wanted = _patch_precondition(patch)
 
         async def attempt() -> Obj:

@@ -7,7 +7,7 @@
 * ``authentication.k8s.io/v1`` SelfSubjectReview (``kubectl auth whoami``).
 
 Each is a create-only resource: the answer is the request with ``status`` filled in (201),
-nothing is stored. kubectl sends them as protobuf (see :mod:`federation.apiserver.protobuf`).
+nothing is stored. kubectl sends them as protobuf (:mod:`federation.apiserver.protobuf`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from federation.apiserver.auth import User
 from federation.apiserver.bodies import json_response, read_body
 from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.rbac.evaluator import Attributes
+from policies.kinds import KindInfo
 
 if TYPE_CHECKING:
     from federation.apiserver.state import ApiServerState
@@ -37,6 +38,10 @@ REVIEWS: dict[tuple[str, str], tuple[str, bool]] = {
     (AUTHN, "selfsubjectreviews"): ("SelfSubjectReview", False),
 }
 SERVED = {(AUTHZ, "v1"), (AUTHN, "v1")}
+
+#: KindInfo stand-ins, so that read_body takes the reviews' protobuf bodies (kubectl sends them so)
+REVIEW_INFO = {kind: KindInfo(group, "v1", kind, plural, namespaced, "", has_status=False)
+               for (group, plural), (kind, namespaced) in REVIEWS.items()}
 
 for (_group, _plural), (_kind, _namespaced) in REVIEWS.items():
     discovery.register(_group, "v1", [{"name": _plural, "singularName": _kind.lower(), "namespaced": _namespaced,
@@ -98,7 +103,7 @@ async def serve(request: web.Request, state: "ApiServerState", group: str, rest:
         raise st.method_not_allowed(request.method, request.path)
     user: User = request[keys.USER]
     state.authorizer.check(attributes(user, "create", group, rest[0], namespace))
-    body = await read_body(request)
+    body = await read_body(request, info=REVIEW_INFO[kind])
     if not isinstance(body, dict):
         raise st.bad_request(f"the request body must be a JSON object describing a {kind}")
     body = dict(body, apiVersion=f"{group}/v1", kind=kind)

@@ -15,8 +15,10 @@ from aiohttp import web
 
 from federation.apiserver import discovery, keys, params, paths, protobuf, reviews, table
 from federation.apiserver import status as st
+from federation.apiserver.apply import FIELD_MANAGER, FORCE, manager_for
 from federation.apiserver.auth import User
 from federation.apiserver.bodies import json_response, negotiated_response, read_body
+from federation.apiserver.patch import APPLY
 from federation.apiserver.protobuf.media import preference
 from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.registry import PODS, resource_key
@@ -124,6 +126,7 @@ class Handlers:
             if verb in ("get", "list", "watch"):
                 raise
             raise StorageUnavailable(f"{exc}; the {verb} was not attempted: nothing changed") from None
+        self._field_manager(request, verb, target)
         registry = self.state.registry
         dry_run = verb in ("create", "update", "patch") and params.dry_run(request.query.getall("dryRun", []), verb)
         if target.special == "bindings":
@@ -143,6 +146,8 @@ class Handlers:
                 await registry.bind(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                       "code": 201}, 201)
+            if target.subresource == "token" and self.state.sa_tokens is not None:
+                return json_response(self.state.sa_tokens.request(ns or "", target.name, body), 201)
             if target.subresource == "eviction":
                 await registry.evict(ns or "", target.name, body)
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -157,8 +162,11 @@ class Handlers:
                                                                      target.subresource, dry_run))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
+            creates = (content_type.split(";")[0].strip().lower() == APPLY and not target.subresource
+                       and self.state.store.get(resource_key(info), ns or "", target.name) is None)
             return self._object(request, info, await registry.patch(info, ns or "", target.name, content_type,
-                                                                    body, target.subresource, dry_run))
+                                                                    body, target.subresource, dry_run),
+                                201 if creates else 200)
         if verb in ("delete", "deletecollection"):
             options, dry_run = params.delete_options(body, request.query.get("propagationPolicy"),
                                                      request.query.getall("dryRun", []))
@@ -177,6 +185,20 @@ class Handlers:
                     continue
             return json_response(self._list_doc(info, deleted, {}))
         raise st.method_not_allowed(request.method, request.path)
+
+    def _field_manager(self, request: web.Request, verb: str, target: paths.Target) -> None:
+        """Who owns what this write sets (managedFields): ``?fieldManager=`` or the client program."""
+        query = request.query
+        is_apply = request.headers.get("Content-Type", "").split(";")[0].strip().lower() == APPLY
+        if _flag(query.get("force")) and not is_apply:
+            raise st.ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be '
+                                              "specified for non-apply patch")
+        if is_apply and not query.get("fieldManager"):
+            FIELD_MANAGER.set(None)
+        else:
+            FIELD_MANAGER.set(manager_for(query.get("fieldManager"), request.headers.get("User-Agent", ""),
+                                          target.subresource))
+        FORCE.set(_flag(query.get("force")))
 
     def _authorize(self, user: User, verb: str, target: paths.Target, object_name: str) -> None:
         """RBAC on kube's request attributes (a create names no object: RBAC cannot restrict it by
@@ -215,10 +237,12 @@ class Handlers:
         limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
         if token:
-            # Every page of one list is read at the revision of its first page (410 once compacted).
-            after, at = params.decode_continue(token, self.state.hub.floor)
+            # Every page of one list is read at the revision of its first page (410 once compacted;
+            # a store without history, SQLite, pages through the current state while its hub reaches).
+            store = self.state.store
+            after, at = params.decode_continue(token, 0 if store.keeps_history else self.state.hub.floor)
             try:
-                items = await self.state.store.list_at(resource_key(info), ns, at)
+                items = await store.list_at(resource_key(info), ns, at)
             except Expired:
                 raise st.ApiError(410, "Expired", "The provided continue parameter is too old to display a "
                                                   "consistent list result. You can start a new list without "

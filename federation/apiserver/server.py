@@ -37,7 +37,7 @@ from federation.apiserver.watch import WatchHub
 if TYPE_CHECKING:
     from federation.apiserver.etcd_client import EtcdConfig
 
-FEDERATION_NAMESPACES = ("default", "kube-system", "karmada-cluster")
+FEDERATION_NAMESPACES = ("default", "kube-system", "karmada-cluster", "caldera-system")
 MEMBER_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -60,6 +60,16 @@ class ServerConfig:
     agent_kubeconfigs: list[str] = field(default_factory=list)
     #: store objects in etcd (``--etcd-servers``) instead of DIR/caldera.db
     etcd: EtcdConfig | None = None
+    #: ServiceAccount tokens: issuer (also the audience they must carry), RS256 signing key
+    #: (default DIR/sa-signing.key, generated), shortest TokenRequest lifetime (kube: 10 minutes)
+    service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
+    service_account_key_file: Path | None = None
+    service_account_min_expiration: int = 600
+    #: audit log (kube's --audit-log-path, "-" = stdout; None = off), its policy file, rotation
+    audit_log_path: Path | str | None = None
+    audit_policy_file: Path | None = None
+    audit_log_maxsize: int = 0
+    audit_log_maxbackup: int = 0
 
 
 async def open_store(cfg: ServerConfig, data_dir: Path) -> Storage:
@@ -102,8 +112,13 @@ class ApiServer:
             self.admin_token = auth.token_for("admin") or auth.mint("admin", "admin")
         else:
             self.admin_token = auth.token_for("admin") or ""
-        state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth,
-                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode)
+        from federation.apiserver.serviceaccounts import ServiceAccountTokens, load_or_create_key
+
+        sa_key = load_or_create_key(Path(cfg.service_account_key_file or self.data_dir / "sa-signing.key"))
+        sa_tokens = ServiceAccountTokens(store, sa_key, cfg.service_account_issuer, cfg.service_account_min_expiration)
+        state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth, sa_tokens=sa_tokens,
+                               bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode,
+                               audit=self._audit_log())
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
             await registry.ensure_namespace(namespace)
@@ -139,6 +154,15 @@ class ApiServer:
             self.write_kubeconfig(self.data_dir / f"agent-{cluster}.kubeconfig", f"agent:{cluster}")
         return self
 
+    def _audit_log(self) -> Any:
+        cfg = self.config
+        if cfg.audit_log_path is None:
+            return None
+        from federation.apiserver.audit import AuditLog, load_policy
+
+        policy = load_policy(Path(cfg.audit_policy_file)) if cfg.audit_policy_file else None
+        return AuditLog(cfg.audit_log_path, policy, cfg.audit_log_maxsize, cfg.audit_log_maxbackup)
+
     async def stop(self) -> None:
         if self.state is not None:
             self.state.stopping = True
@@ -150,6 +174,8 @@ class ApiServer:
             with contextlib.suppress(Exception):
                 await self.state.store.drain()
             await self.state.store.aclose()
+            if self.state.audit is not None:
+                self.state.audit.close()
             self.state = None
 
     async def __aenter__(self) -> "ApiServer":

@@ -12,10 +12,12 @@ from typing import Any
 
 from aiohttp import web
 
+from federation.apiserver.audit import AuditLog
 from federation.apiserver.auth import TokenAuthenticator
 from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.rbac import Authorizer
 from federation.apiserver.registry import Registry
+from federation.apiserver.serviceaccounts import ServiceAccountTokens
 from federation.apiserver.storage import Storage
 from federation.apiserver.watch import WatchHub
 
@@ -36,8 +38,12 @@ class ApiServerState:
     stopping: bool = False
     member_mode: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
-    #: RBAC (federation.apiserver.rbac.install); built over the store when not given
+    #: RBAC (federation.apiserver.rbac.install); built over the registry when not given
     authorizer: Authorizer = None  # type: ignore[assignment]
+    #: ServiceAccount JWTs (TokenRequest and their authentication); None: static tokens only
+    sa_tokens: ServiceAccountTokens | None = None
+    #: the audit log (--audit-log-path); None: requests are not audited
+    audit: AuditLog | None = None
 
     def __post_init__(self) -> None:
         if self.authorizer is None:

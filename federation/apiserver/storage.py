@@ -85,6 +85,8 @@ class Storage(Protocol):
     committed_writes: int
     #: a short description for logs and /readyz ("sqlite /path", "etcd http://...")
     describe: str
+    #: reads at an older revision are possible (etcd's MVCC history until compacted)
+    keeps_history: bool
 
     # reads from the cache (shared objects: callers copy before changing them)
     def get(self, resource: str, namespace: str, name: str) -> Obj | None: ...

@@ -92,6 +92,8 @@ class Store:
         #: commits and the writes they carried (for /metrics and the benchmark)
         self.commits = 0
         self.committed_writes = 0
+        #: reads at an older revision are possible (list_at, history)
+        self.keeps_history = False
         self.describe = f"sqlite {self.path}"
 
     # -- reads ---------------------------------------------------------------------------

@@ -28,6 +28,13 @@ AGENT_COMMANDS: dict[str, str] = {
     "schedule": "dry-run one scheduling session on a cluster-state file",
 }
 
+#: Commands handed to another package's ``python -m`` (name -> (module, one-line help));
+#: ``simulate`` composes both planes, so it lives in the top-level ``simulator`` package.
+EXEC_COMMANDS: dict[str, tuple[str, str]] = {
+    **{name: ("member_agent", text) for name, text in AGENT_COMMANDS.items()},
+    "simulate": ("simulator", "replay a job trace in virtual time through Caldera's scheduler"),
+}
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -40,16 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.register(command)
         command.set_defaults(_run=module.run)
-    for name, help_text in AGENT_COMMANDS.items():
+    for name, (_module, help_text) in EXEC_COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] in AGENT_COMMANDS:
-        # Hand over to the agent's own CLI in a fresh interpreter (no shared imports).
-        cmd = [sys.executable, "-m", "member_agent", *args_list]
+    if args_list and args_list[0] in EXEC_COMMANDS:
+        # Hand over to the agent's (or simulator's) own CLI in a fresh interpreter (no shared imports).
+        module = EXEC_COMMANDS[args_list[0]][0]
+        rest = args_list if module == "member_agent" else args_list[1:]
+        cmd = [sys.executable, "-m", module, *rest]
         if argv is not None:
             import subprocess
 

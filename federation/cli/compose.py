@@ -36,8 +36,10 @@ class FederationServer(ApiServer):
 
     def __init__(self, config: ServerConfig, controllers: Sequence[Controller] | None = None, *,
                  run_controllers: bool = True, controller_options: dict[str, Any] | None = None,
-                 gate: Gate = always_lead) -> None:
+                 gate: Gate = always_lead, election: Any = None) -> None:
         super().__init__(config)
+        #: an ElectionConfig: lead only while holding the controllers' Lease (federation/controllers/leader_election.py)
+        self.election = election
         self.controllers = controllers
         self.run_controllers = run_controllers and not config.member_mode
         self.controller_options = dict(controller_options or {})
@@ -48,9 +50,10 @@ class FederationServer(ApiServer):
         await super().start()
         if self.run_controllers:
             try:
-                self.manager = ControllerManager(self.kubeconfig("admin", token=self.admin_token), self.controllers,
-                                                 data_dir=self.data_dir, options=self.controller_options,
-                                                 gate=self.gate)
+                kubeconfig = self.kubeconfig("admin", token=self.admin_token)
+                self.manager = ControllerManager(kubeconfig, self.controllers, data_dir=self.data_dir,
+                                                 options=self.controller_options,
+                                                 gate=election_gate(kubeconfig, self.election, self.gate))
                 await self.manager.start()
             except BaseException:
                 await super().stop()
@@ -63,6 +66,14 @@ class FederationServer(ApiServer):
         if manager is not None:
             await manager.stop()
         await super().stop()
+
+
+def election_gate(kubeconfig: dict[str, Any], election: Any, default: Gate = always_lead) -> Gate:
+    if election is None:
+        return default
+    from federation.controllers.leader_election import leader_gate
+
+    return leader_gate(kubeconfig, election)[0]
 
 
 async def wait_for_signal() -> None:
@@ -93,9 +104,12 @@ async def serve_forever(server: ApiServer, announce: Announce = print) -> int:
 
 
 async def controllers_forever(kubeconfig: dict[str, Any], data_dir: Path, options: dict[str, Any],
-                              announce: Announce = print) -> int:
+                              announce: Announce = print, election: Any = None) -> int:
     """``caldera controllers``: run every registered controller against ``kubeconfig`` until a signal."""
-    manager = ControllerManager(kubeconfig, data_dir=data_dir, options=options)
+    manager = ControllerManager(kubeconfig, data_dir=data_dir, options=options,
+                                gate=election_gate(kubeconfig, election))
+    if election is not None:
+        announce(f"leader election on Lease caldera-system/caldera-controllers as {election.identity}")
     await manager.start()
     names = ", ".join(getattr(c, "__name__", str(c)).removesuffix("_controller") for c in manager.controllers)
     announce(f"caldera controller manager running {len(manager.controllers)} controllers ({names}) "

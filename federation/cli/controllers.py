@@ -23,6 +23,9 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     add_health_flags(parser)
     add_feature_gates_flag(parser)
+    from federation.cli.leader_flags import add_leader_election_flags
+
+    add_leader_election_flags(parser, default=True)  # kube-controller-manager's default
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --kubeconfig {path}: {exc}", file=sys.stderr)
         return 1
     data_dir = args.data_dir if args.data_dir is not None else path.parent
+    from federation.cli.leader_flags import election_config
+
     return asyncio.run(controllers_forever(kubeconfig, data_dir,
                                            {**health_options(args), **feature_gate_options(args, "controllers")},
-                                           lambda line: print(line, flush=True)))
+                                           lambda line: print(line, flush=True), election=election_config(args)))

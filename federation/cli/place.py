@@ -6,13 +6,12 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from federation.placement.adapters import build_request, timestamp, wire
-from federation.placement.decision import PlacementDecision
-from federation.placement.place import fmt_split, place
+if TYPE_CHECKING:  # the placement core imports scipy: only `caldera place` pays for it, when it runs
+    from federation.placement.decision import PlacementDecision
 
 NAME = "place"
 HELP = "dry-run the federation's placement of one Job under a PropagationPolicy on given Clusters"
@@ -48,6 +47,8 @@ def _load(paths: list[str]) -> list[dict[str, Any]]:
     result = admit_all(decode_paths(paths))
     if result.errors:
         raise InputError("\n".join(err.describe() for err in result.errors))
+    from federation.placement.adapters import wire
+
     return [wire(item.obj) for item in result.objects]
 
 
@@ -110,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
             if len(bindings) != 1:
                 raise InputError(f"{args.previous}: expected one ResourceBinding, found {len(bindings)}")
             previous = bindings[0]
+        from federation.placement.adapters import build_request, timestamp
+
         now = timestamp(args.now) if args.now else time.time()
         request = build_request(job, policy, clusters, previous, now=now or 0.0)
     except (InputError, OSError) as err:
@@ -118,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
     except Exception as err:  # ValidationFailed and friends carry the object and field path
         print(f"caldera place: {err}", file=sys.stderr)
         return 2
+    from federation.placement.place import place
+
     decision = place(request)
     if args.output == "json":
         if decision.ok:
@@ -139,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_table(decision: PlacementDecision, policy: str) -> str:
+def render_table(decision: "PlacementDecision", policy: str) -> str:
+    from federation.placement.place import fmt_split
+
     lines = [f"job {decision.job}   policy {policy}   strategy {decision.strategy}"
              + (f"   affinity {decision.affinity_name}" if decision.affinity_name else "")]
     header = ("CLUSTER", "VERDICT", "WEIGHT", "CAPACITY", "KARMADA", "PLACED", "TASKS (replicas/min @offset)", "WHY")

@@ -39,11 +39,22 @@ def register(parser: argparse.ArgumentParser) -> None:
     etcd.add_argument("--etcd-keyfile", type=Path, default=None, help="private key of --etcd-certfile")
     etcd.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
                       help="compact etcd's history this often (default 300; 0 never)")
+    parser.add_argument("--audit-log-path", default=None, metavar="FILE",
+                        help="write one audit.k8s.io/v1 Event per request to FILE as JSON lines ('-' = stdout)")
+    parser.add_argument("--audit-policy-file", type=Path, default=None,
+                        help="kube audit Policy (audit.k8s.io/v1); default: every request at Metadata level")
+    parser.add_argument("--audit-log-maxsize", type=int, default=0, metavar="MB",
+                        help="rotate the audit log when it reaches MB megabytes (default 0: never)")
+    parser.add_argument("--audit-log-maxbackup", type=int, default=0, metavar="N",
+                        help="rotated audit files to keep (default 0: all)")
     from federation.feature_gates import add_feature_gates_flag
     from federation.health_options import add_health_flags
 
     add_health_flags(parser)
     add_feature_gates_flag(parser)
+    from federation.cli.leader_flags import add_leader_election_flags
+
+    add_leader_election_flags(parser, default=False)  # one embedded replica by default; true for HA
 
 
 def etcd_config(args: argparse.Namespace) -> object | None:
@@ -63,15 +74,19 @@ def etcd_config(args: argparse.Namespace) -> object | None:
 def run(args: argparse.Namespace) -> int:
     from federation.apiserver.server import ServerConfig
     from federation.cli.compose import FederationServer, serve_forever
+    from federation.cli.leader_flags import election_config
     from federation.feature_gates import feature_gate_options
     from federation.health_options import health_options
 
     config = ServerConfig(data_dir=args.data_dir, listen=args.listen, token_file=args.token_file,
                           tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
                           self_signed_tls=not args.plain_http, member_mode=args.member_mode,
-                          agent_kubeconfigs=list(args.agent_token), etcd=etcd_config(args))  # type: ignore[arg-type]
+                          agent_kubeconfigs=list(args.agent_token), etcd=etcd_config(args),  # type: ignore[arg-type]
+                          audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file,
+                          audit_log_maxsize=args.audit_log_maxsize, audit_log_maxbackup=args.audit_log_maxbackup)
     server = FederationServer(config, run_controllers=not args.no_controllers,
-                              controller_options={**health_options(args), **feature_gate_options(args, "serve")})
+                              controller_options={**health_options(args), **feature_gate_options(args, "serve")},
+                              election=election_config(args))
     from federation.apiserver.etcd_client import EtcdConfigError
 
     try:

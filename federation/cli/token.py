@@ -15,7 +15,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default="caldera-data", type=Path, help="the data dir of `caldera serve`")
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--agent", metavar="CLUSTER", help="an agent token for CLUSTER")
-    who.add_argument("--role", choices=["admin", "viewer"], help="an admin or viewer token")
+    who.add_argument("--role", choices=["admin", "viewer", "controller-manager"],
+                     help="an admin, viewer or controller-manager (group caldera:controllers) token")
     parser.add_argument("--server", default=None,
                         help="API URL for the kubeconfig (default: the one in DIR/admin.kubeconfig)")
     parser.add_argument("-o", "--output", type=Path, default=None,

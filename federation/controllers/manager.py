@@ -35,8 +35,9 @@ Lead = Callable[[asyncio.Event], Awaitable[None]]
 #: ``await gate(lead, stop)``: call ``lead`` while this replica may lead; return once ``stop`` is set
 Gate = Callable[[Lead, asyncio.Event], Awaitable[None]]
 
-#: how long the controllers may take to return on their own once their stop event is set
-STOP_GRACE = 2.0
+#: how long the controllers may take to return on their own once their stop event is set, before
+#: they are cancelled (short: controllers are cancellation-safe, and some only look at stop now and then)
+STOP_GRACE = 0.1
 #: how long a controller still running after that may take to finish once cancelled
 STOP_TIMEOUT = 5.0
 
@@ -80,8 +81,9 @@ async def always_lead(lead: Lead, stop: asyncio.Event) -> None:
 class ControllerManager:
     def __init__(self, kubeconfig: dict[str, Any], controllers: Sequence[Controller] | None = None, *,
                  data_dir: Path | str = ".", options: dict[str, Any] | None = None,
-                 gate: Gate = always_lead) -> None:
+                 gate: Gate = always_lead, stop_grace: float = STOP_GRACE) -> None:
         self.kubeconfig = kubeconfig
+        self.stop_grace = stop_grace
         self.url = server_url(kubeconfig)
         self.controllers = list(controllers) if controllers is not None else registered_controllers()
         self.data_dir = Path(data_dir)
@@ -106,7 +108,7 @@ class ControllerManager:
             for waiting in waits:
                 waiting.cancel()
             if tasks:
-                _, running = await asyncio.wait(tasks, timeout=STOP_GRACE)
+                _, running = await asyncio.wait(tasks, timeout=self.stop_grace)
                 for task in running:
                     task.cancel()
                 for task in running:

@@ -45,13 +45,11 @@ from federation.controllers import binding_priority, failover, preempting, reque
 from federation.controllers import common as c
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
+from federation.controllers.placement_queue import QueuedPlacement, with_priority
 from federation.controllers.poison import PoisonGuard, Reported, describe
 from federation.controllers.runner import QueueController, cancel_all, is_not_found, run_controller
 from federation.controllers.sched_queue import (
-    BACKOFF_FLUSH_PERIOD,
-    LEFTOVER_FLUSH_PERIOD,
     Outcome,
-    SchedulingQueue,
 )
 from federation.controllers.triggers import Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
@@ -71,7 +69,7 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 
-class PlacementController(QueueController):
+class PlacementController(QueuedPlacement, QueueController):
     def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
         super().__init__(api, options)
         self.jobs = self.informer(c.JOBS, self._on_job)
@@ -90,13 +88,7 @@ class PlacementController(QueueController):
         self.attempts: dict[Key, Attempt] = {}
         self.assumed = AssumedShares(self.works.get)
         self.works.handlers.append(self.assumed.on_work_event)
-        opts = self.options
-        self.schedq = SchedulingQueue(self.clock, opts.queue_initial_backoff_seconds, opts.queue_max_backoff_seconds,
-                                      opts.queue_max_unschedulable_seconds)
-        #: keys popped from the scheduling queue, handed to a reconcile worker, with the event the
-        #: scheduling loop waits on until that attempt is over
-        self._permits: dict[Key, asyncio.Event] = {}
-        self._wake: asyncio.Event | None = None
+        self._init_queue(self.options)
         #: when each job last preempted (it waits for its victims' clusters to report before again)
         self.preempted_at: dict[Key, float] = {}
 
@@ -124,20 +116,6 @@ class PlacementController(QueueController):
                 self.queue.add((ns, job))
         self._move(requeue_events.cluster_event(kind, obj, old))
 
-    def _move(self, reason: str | None) -> None:
-        """An event that could make a waiting job fit: every unschedulable job goes back to activeQ."""
-        if reason is None:
-            return
-        moved = self.schedq.move_all_to_active(reason)
-        if moved:
-            log.info("%d unschedulable job(s) back to the active queue: %s", moved, reason)
-            metrics.QUEUE_MOVES.inc(moved)
-            self._signal()
-
-    def _signal(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
-
     def _on_binding(self, _type: str, obj: Obj, _old: Obj | None) -> None:
         resource = (obj.get("spec") or {}).get("resource") or {}
         if resource.get("kind") == "Job" and resource.get("name"):
@@ -154,33 +132,6 @@ class PlacementController(QueueController):
                                  self._guard)
         finally:
             await cancel_all([loop])
-
-    async def _schedule_loop(self, stop: asyncio.Event) -> None:
-        """Hand the scheduling queue's head to a reconcile worker, one job at a time, in the queue's
-        order (priority, then age); flush the backoffQ every second and the unschedulable leftovers
-        every 30 s (Karmada's periods)."""
-        assert self._wake is not None
-        last_leftover = self.clock()
-        while not stop.is_set():
-            now = self.clock()
-            self.schedq.flush_backoff()
-            if now - last_leftover >= LEFTOVER_FLUSH_PERIOD:
-                last_leftover = now
-                self.schedq.flush_leftover()
-            key = self.schedq.pop()
-            if key is None:
-                self._wake.clear()
-                await _wait_any(self._wake, stop, BACKOFF_FLUSH_PERIOD)
-                continue
-            if self._guard.skip(key, self._job_version(key)):
-                self.schedq.forget(key)  # poisoned: its next change enqueues it again (reconcile runs then)
-                continue
-            done = asyncio.Event()
-            self._permits[key] = done  # type: ignore[index]
-            self.queue.add(key)
-            await _wait_any(done, stop, None)
-            if self.schedq.where(key) == "inflight":  # the attempt raised (the worker retries it too)
-                self.schedq.done(key, "error")
 
     def _job_version(self, key: Key) -> Any:
         """What a poisoned Job must change to be placed again: its uid or spec (generation)."""
@@ -255,21 +206,6 @@ class PlacementController(QueueController):
 
     # ------------------------------------------------------------------ reconcile
 
-    async def reconcile(self, key: Key) -> None:
-        permit = self._permits.pop(key, None)
-        try:
-            await self._reconcile(key, permit is not None)
-            if permit is not None and self.schedq.where(key) == "inflight":
-                self.schedq.done(key, "dropped")  # popped but nothing to place any more
-        finally:
-            if permit is not None:
-                permit.set()
-
-    def _enqueue(self, job: Obj, priority: int) -> None:
-        """Queue the job for placement (the scheduling loop hands it back to a worker in order)."""
-        self.schedq.push(_ns_name(job), priority, c.parse_time(job["metadata"].get("creationTimestamp")))
-        self._signal()
-
     async def _reconcile(self, key: Key, permitted: bool) -> None:
         namespace, name = key
         job = self.jobs.get(namespace, name)
@@ -311,10 +247,6 @@ class PlacementController(QueueController):
         self.schedq.done(key, outcome)
         if outcome == "unschedulable":
             metrics.QUEUE_UNSCHEDULABLE.inc()
-
-    def _priority(self, policy: Obj, job: Obj) -> binding_priority.ResolvedPriority:
-        classes = {pc["metadata"]["name"]: pc for pc in self.priority_classes.items()}
-        return binding_priority.resolve(policy, job, classes)
 
     async def _place(self, job: Obj, rb: Obj | None, match: Match, trigger: str, previous: Obj | None,
                      now: float, priority: binding_priority.ResolvedPriority) -> Outcome:
@@ -369,7 +301,7 @@ class PlacementController(QueueController):
                 return "preempted"
             return "error" if decision.failure.condition == "SchedulerError" else "unschedulable"
         body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)
-        rb = await self._write_binding(rb, _with_priority(body, priority))
+        rb = await self._write_binding(rb, with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "True",
                                      "Success", f"{trigger}: {decision.reason}" + (f" [{notes}]" if notes else ""),
                                      now)
@@ -401,7 +333,7 @@ class PlacementController(QueueController):
         had = bool(((rb or {}).get("spec") or {}).get("clusters"))
         new_gen = generation + 1 if (clear and had) else generation
         body = b.binding_body(job, match.policy, rb, [] if clear else None, new_gen, None, now, placed=clear and had)
-        rb = await self._write_binding(rb, _with_priority(body, priority))
+        rb = await self._write_binding(rb, with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
                                      reason, message, now)
         conditions = self._conflict_conditions(conditions, match, now)
@@ -413,18 +345,6 @@ class PlacementController(QueueController):
             await self._event(job, "FailedScheduling", f"{reason}: {message}", "Warning")
         if priority is not None:
             await self._priority_event(rb, priority)
-
-    async def _priority_event(self, rb: Obj | None, priority: binding_priority.ResolvedPriority) -> None:
-        """The policy's PriorityClass was missing: say on the binding what it fell back to (once per note)."""
-        if rb is None or not priority.fallback:
-            return
-        if c.annotations_of(rb).get(PRIORITY_NOTE) == priority.fallback:
-            return
-        await self._event(rb, "SchedulePriorityFallback", priority.fallback, "Warning")
-        meta = rb["metadata"]
-        patched = await self.rc.patch(c.BINDINGS, meta["name"], {"metadata": {"annotations": {
-            PRIORITY_NOTE: priority.fallback}}}, meta["namespace"])
-        self.bindings.remember(patched)
 
     async def _end(self, job: Obj, rb: Obj | None, match: Match, ending: failover.Failover, now: float) -> None:
         """A lost cluster ended the job under its policies: withdraw every share (dispatch deletes
@@ -527,27 +447,6 @@ class PlacementController(QueueController):
             await record_event(self.api, job, reason, message[:1000], type_, component="caldera-placement")
         except Exception as err:  # events are best effort
             log.debug("event %s for %s not recorded: %s", reason, _ns_name(job), err)
-
-
-#: the schedulePriority fallback already reported by an Event (so it is reported once)
-PRIORITY_NOTE = "caldera.io/schedule-priority-fallback"
-
-
-def _with_priority(body: Obj, priority: binding_priority.ResolvedPriority | None) -> Obj:
-    """The binding body with the resolved ``spec.schedulePriority`` (unset when the policy sets none)."""
-    if priority is not None:
-        body["spec"]["schedulePriority"] = priority.spec()
-    return body
-
-
-async def _wait_any(event: asyncio.Event, stop: asyncio.Event, timeout: float | None) -> None:
-    """Until ``event`` or ``stop`` is set, or ``timeout`` seconds passed."""
-    waits = {asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())}
-    try:
-        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for fut in waits:
-            fut.cancel()
 
 
 def _count(decision: PlacementDecision, schedule_type: str, seconds: float) -> None:

@@ -27,6 +27,8 @@ class ClusterCache:
         self.pods: dict[str, Obj] = {}
         self.changed = asyncio.Event()
         self.synced = asyncio.Event()
+        #: called after every change (the agent counts them, see member_agent/changes.py)
+        self.listeners: list[Callable[[], None]] = []
         self._requests: dict[str, dict[str, float]] = {}
         self._listed: set[str] = set()
 
@@ -77,6 +79,8 @@ class ClusterCache:
 
     def _touch(self, kind: str) -> None:
         self.changed.set()
+        for listener in self.listeners:
+            listener()
         self._listed.add(kind)
         if len(self._listed) == 2:
             self.synced.set()

@@ -20,6 +20,7 @@ from policies.models.karmada_work import (
     EXECUTION_NAMESPACE_PREFIX,
     GANG_PHASES,
     HEALTH_VALUES,
+    PLACEMENT_GENERATION,
     ResourceBinding,
     Work,
 )
@@ -132,12 +133,32 @@ class ClusterAdmitter:
         return errors
 
 
+def _annotated_generation(obj: Any) -> int | None:
+    value = (obj.metadata.annotations or {}).get(PLACEMENT_GENERATION)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def never_back(errors: list[FieldError], path: str, old: int | None, new: int | None) -> None:
+    """Fencing: a placement generation only moves forward, so a controller that lost its lease and
+    writes what it computed from an older placement is refused instead of undoing the new leader's."""
+    if old is not None and new is not None and new < old:
+        errors.append(FieldError(path, f"placement generation may not go back from {old} to {new} "
+                                       "(a write computed from an older placement)"))
+
+
 class BindingAdmitter:
     def mutate(self, obj: Any, ctx: AdmissionContext, creating: bool) -> Any:
         return obj
 
     def validate(self, obj: Any, old: Any | None, ctx: AdmissionContext) -> list[FieldError]:
-        return validate_binding(obj)
+        errors = validate_binding(obj)
+        if old is not None:
+            never_back(errors, f"metadata.annotations[{PLACEMENT_GENERATION}]", _annotated_generation(old),
+                       _annotated_generation(obj))
+        return errors
 
 
 class WorkAdmitter:
@@ -145,7 +166,11 @@ class WorkAdmitter:
         return obj
 
     def validate(self, obj: Any, old: Any | None, ctx: AdmissionContext) -> list[FieldError]:
-        return validate_work(obj)
+        errors = validate_work(obj)
+        if old is not None and old.spec.placement is not None and obj.spec.placement is not None:
+            never_back(errors, "spec.placement.generation", old.spec.placement.generation,
+                       obj.spec.placement.generation)
+        return errors
 
 
 ADMITTERS: dict[str, Any] = {

@@ -23,7 +23,7 @@ from member_agent.cluster.clock import RealClock
 from member_agent.cluster.pools import pool_nodes
 from member_agent.cluster.sim import SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions
-from member_agent.federation_api import KubeFederationAPI
+from member_agent.federation_rest import RestFederationAPI
 from member_agent.sync import FederationSync
 
 WORK = ("work.karmada.io", "v1alpha1", "works")
@@ -65,7 +65,7 @@ async def running_agent(kubeconfig: str, cluster: str = "cluster-a", gateway: An
     if gateway is None:
         sim = sim or SimCluster(small_cluster(), clock, KubeletOptions(start_delay=0.1, default_duration=1.0))
         gateway = SimGateway(sim)
-    federation = await KubeFederationAPI.from_kubeconfig(kubeconfig)
+    federation = await RestFederationAPI.from_kubeconfig(kubeconfig)
     agent = Agent(AgentOptions(cluster, schedule_period=0.1, controller_period=0.1), gateway, clock)
     sync = FederationSync(agent, federation, clock, lease_period=0.3, status_period=0.2, inputs_period=1.0)
     loops = [agent.cache.run(), agent.controller_loop(), agent.schedule_loop(), sync.run()]

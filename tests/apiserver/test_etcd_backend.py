@@ -137,6 +137,7 @@ def test_a_bad_etcd_flag_fails_at_start_naming_it(tmp_path: Path, flags: list[st
     assert not (tmp_path / "caldera.db").exists(), "nothing was started on SQLite instead"
 
 
+@pytest.mark.slow
 def test_the_cli_prints_one_line_for_an_unreachable_etcd(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "federation", "serve", "--plain-http", "--listen", "127.0.0.1:0",
                           "--data-dir", str(tmp_path), *BAD_FLAGS[0][0]], capture_output=True, text=True,
@@ -157,3 +158,24 @@ async def test_a_plain_etcd_given_certificates_names_the_tls_flags(etcd_cluster:
     with pytest.raises(EtcdConfigError) as err:
         await ApiServer(config).start()
     assert str(err.value).startswith("--etcd-cafile/--etcd-certfile/--etcd-keyfile: cannot use etcd at https://")
+
+
+async def test_the_compactor_claims_a_round_and_old_pages_then_expire(etcd_cluster: EtcdCluster,
+                                                                      tmp_path: Path) -> None:
+    from federation.apiserver.etcd_compactor import compact_once
+
+    async with AsyncExitStack() as stack:
+        (one_server, one), (two_server, _) = await _replicas(stack, etcd_cluster, tmp_path, 2)
+        for i in range(3):
+            await one.create(CM, _cm(f"k{i}"))
+        page = await one.list(CM, "default", limit=1)
+        version, seen = await compact_once(one_server.store, 0, 0)  # type: ignore[arg-type]
+        assert version == 1, "round 0 claimed: nothing to compact yet, the revision noted"
+        lost_version, _ = await compact_once(two_server.store, 0, seen)  # type: ignore[arg-type]
+        assert lost_version == 1, "the other replica lost round 0 and learns the round"
+        await one.create(CM, _cm("k9"))
+        version, _ = await compact_once(one_server.store, version, seen)  # type: ignore[arg-type]
+        assert version == 2
+        with pytest.raises(client.ApiException) as gone:
+            await one.list(CM, "default", limit=1, _continue=page["metadata"]["continue"])
+        assert gone.value.status == 410 and "continue parameter is too old" in gone.value.body

@@ -187,3 +187,11 @@ async def test_system_masters_cannot_be_locked_out(teams: ApiServer) -> None:
     assert status == 200
     status, _ = await request(teams, "GET", _jobs("team-a"))
     assert status == 200
+
+
+async def test_controller_manager_identity_may_do_everything(teams: ApiServer) -> None:
+    token = teams.mint_token("controller-manager", "caldera:controller-manager")
+    status, body = await request(teams, "DELETE", "/api/v1/namespaces/team-b", token=token)
+    assert status == 200, body
+    status, body = await request(teams, "GET", "/status", token=token)
+    assert status == 200

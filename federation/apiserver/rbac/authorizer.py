@@ -24,6 +24,8 @@ MASTERS = "system:masters"
 VIEWER_HINT = "viewers may only get, list and watch"
 #: The user of the request being served (escalation checks run deep inside the registry).
 CURRENT_USER: ContextVar["User | None"] = ContextVar("caldera_current_user", default=None)
+#: (allowed, reason) of the request's last authorization, for the audit log's annotations.
+DECISION: ContextVar["tuple[bool, str] | None"] = ContextVar("caldera_authz_decision", default=None)
 
 
 def forbidden_message(attrs: Attributes) -> str:
@@ -82,6 +84,7 @@ class Authorizer:
     def check(self, attrs: Attributes, object_name: str = "") -> None:
         """Raise the 403 kube would give, or return when ``attrs`` is allowed."""
         decision = self.decide(attrs)
+        DECISION.set((decision.allowed, decision.reason))
         if not decision.allowed:
             reason = decision.reason
             if not reason and "caldera:viewer" in attrs.groups and attrs.verb not in ("get", "list", "watch"):

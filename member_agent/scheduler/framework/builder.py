@@ -357,8 +357,10 @@ class _Builder:
         tasks_by_job: dict[str, list[TaskSpec]] = {}
         residents: list[TaskSpec] = []
         shadow: dict[str, Mapping[str, Any]] = {}
+        seen: dict[tuple[float, ...], int] = {}
         for pod, (request, nz) in zip(self.pods, requests, strict=True):
             task = self.task(pod, dims, request, nz)
+            seen[task.request_list] = seen.get(task.request_list, 0) + 1
             self._account(nodes, task)
             if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) and not task.job:
                 continue
@@ -396,7 +398,7 @@ class _Builder:
             arr.setflags(write=False)
         total = nodes.allocatable.sum(axis=0) if len(nodes) else dims.zeros()
         return Snapshot(dims, nodes, tuple(jobs), queues, dict(self.priority_classes), tuple(self.problems), total,
-                        tuple(sorted(residents, key=lambda t: t.uid)))
+                        tuple(sorted(residents, key=lambda t: t.uid)), workload=tuple(sorted(seen.items())))
 
     @staticmethod
     def _resident(residents: list[TaskSpec], task: TaskSpec) -> None:

@@ -158,6 +158,28 @@ class QueueSpec:
 
 
 @dataclass(frozen=True)
+class DeviceUsage:
+    """Per physical GPU of one node: memory (GB) and cores (%) in use, holders, exclusivity."""
+
+    memory_used: tuple[float, ...]
+    cores_used: tuple[float, ...]
+    holders: tuple[int, ...]
+    exclusive: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class DeviceArrays:
+    """``device_usage`` of every node as (nodes × GPUs) arrays (the cache keeps them current)."""
+
+    count: np.ndarray  # (N,) GPUs per node
+    memory: np.ndarray  # (N, G) GB per GPU
+    memory_used: np.ndarray
+    cores_used: np.ndarray
+    holders: np.ndarray
+    exclusive: np.ndarray
+
+
+@dataclass(frozen=True)
 class Snapshot:
     dims: Dimensions
     nodes: NodeTable
@@ -171,6 +193,13 @@ class Snapshot:
     #: scheduler's, a missing PodGroup or queue). Their resources are already in the node
     #: accounting; device plugins read them so the GPUs they hold count too.
     residents: tuple[TaskSpec, ...] = ()
+    #: Per row, GPU use of pods folded into the node by the incremental cache (residents whose
+    #: ``volcano.sh/gpu-index`` is known), or None. Device plugins start from it.
+    device_usage: tuple[DeviceUsage | None, ...] = ()
+    #: The observed request distribution: (request vector as a tuple, number of pods seen),
+    #: one entry per distinct request (for fragmentation-aware scoring, plugins/fgd.py).
+    workload: tuple[tuple[tuple[float, ...], int], ...] = ()
+    device_arrays: DeviceArrays | None = None
 
     @property
     def task_count(self) -> int:

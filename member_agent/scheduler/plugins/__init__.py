@@ -10,6 +10,7 @@ from member_agent.scheduler.plugins import (
     deadline,
     deviceshare,
     drf,
+    fgd,
     gang,
     nodeorder,
     numa_aware,
@@ -25,5 +26,5 @@ from member_agent.scheduler.plugins import (
 REGISTRY = Registry(
     "plugin",
     [priority, gang, conformance, predicates, nodeorder, binpack, drf, proportion, capacity, overcommit,
-     numa_aware, task_topology, deviceshare, sla, deadline, tdm],
+     numa_aware, task_topology, deviceshare, fgd, sla, deadline, tdm],
 )

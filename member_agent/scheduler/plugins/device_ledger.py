@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from member_agent.scheduler.framework.infos import TaskInfo
+from member_agent.scheduler.framework.snapshot import DeviceUsage
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import (
     GPU_INDEX_ANNOTATION,
     TOPOLOGY_DECISION_ANNOTATION,
     NodeTopology,
 )
+from member_agent.scheduler.plugins.gpu_matrix import GpuMatrix
 from member_agent.scheduler.plugins.numa_hints import Decision, decide
 
 if TYPE_CHECKING:
@@ -87,6 +89,24 @@ class NodeDevices:
         self.gpu_numa = [g.numa for g in topology.gpus]
         self._signature: tuple[object, ...] | None = None
 
+    def start_from(self, usage: DeviceUsage) -> None:
+        """Take the GPU use the cache folded into the node (same GPU count, else ignored)."""
+        if len(usage.holders) == len(self.holders):
+            self.memory_used = list(usage.memory_used)
+            self.cores_used = list(usage.cores_used)
+            self.holders = list(usage.holders)
+            self.exclusive = list(usage.exclusive)
+            self._signature = None
+
+    def usage(self) -> DeviceUsage:
+        return DeviceUsage(tuple(self.memory_used), tuple(self.cores_used), tuple(self.holders), tuple(self.exclusive))
+
+    def free_fraction(self, g: int) -> float:
+        """Free part of GPU ``g`` in 0..1 (by cores; a GPU held whole or with full memory: 0)."""
+        if self.exclusive[g] or (self.memory[g] and self.memory_used[g] >= self.memory[g] - 1e-9):
+            return 0.0
+        return max(0.0, 1.0 - self.cores_used[g] / 100.0)
+
     def signature(self) -> tuple[object, ...]:
         """Equal for nodes of one layout in the same state (memo key of decisions)."""
         if self._signature is None:
@@ -137,9 +157,8 @@ class NodeDevices:
             self.cpu_pinned[numa] += sign * count
 
 
-def task_demand(ssn: Session, task: TaskInfo, pin_cpus: bool) -> Demand:
-    req = task.spec.request_list
-    index = ssn.dims.index
+def gpu_demand(req: tuple[float, ...], index: Mapping[str, int], cpus: int = 0) -> Demand:
+    """The GPU demand of a request vector (``framework/dims.py`` units, milli)."""
 
     def amount(name: str) -> float:
         i = index.get(name)
@@ -148,14 +167,19 @@ def task_demand(ssn: Session, task: TaskInfo, pin_cpus: bool) -> Demand:
     memory, cores, gpus = amount(GPU_MEMORY), amount(GPU_CORES), amount(GPU)
     shared = memory > 0 or cores > 0
     count = max(1, int(gpus)) if shared else int(gpus)
+    if count == 0 and cpus == 0:
+        return NO_DEMAND
+    return Demand(count, memory, cores, shared, cpus)
+
+
+def task_demand(ssn: Session, task: TaskInfo, pin_cpus: bool) -> Demand:
+    req = task.spec.request_list
     cpus = 0
     if pin_cpus and task.spec.extras.guaranteed:
         milli = req[0]
         if milli > 0 and milli % 1000 == 0:
             cpus = int(milli // 1000)
-    if count == 0 and cpus == 0:
-        return NO_DEMAND
-    return Demand(count, memory, cores, shared, cpus)
+    return gpu_demand(req, ssn.dims.index, cpus)
 
 
 class DeviceLedger:
@@ -168,12 +192,17 @@ class DeviceLedger:
         #: CPUs are pinned to NUMA nodes only when numa-aware is configured (kubelet's static policy).
         self.numa_enabled = any(p.name == "numa-aware" for tier in ssn.conf.tiers for p in tier.plugins)
         self.gpu_policy = ""  # "", "binpack" or "spread" (deviceshare.SchedulePolicy)
+        self.usage = ssn.snapshot.device_usage
+        #: Set by a scoring plugin (fgd) to pick the GPU of a one-GPU shared request on a row
+        #: among the eligible ones; None keeps ``gpu_policy``'s order.
+        self.shared_chooser: Callable[[int, TaskInfo, list[int]], int] | None = None
+        self._matrix: GpuMatrix | None = None
         self._demands: dict[str, Demand] = {}
         #: Memos keyed by a node's layout+state signature: nodes of one pool in the same state
         #: share every answer, so a session evaluates distinct states, not nodes.
         self._decisions: dict[tuple[object, ...], Decision] = {}
         self._choices: dict[tuple[object, ...], tuple[int, ...] | None] = {}
-        for row, tasks in enumerate(self._occupants(ssn)):
+        for row, tasks in sorted(self._occupants(ssn).items()):
             if self.topology[row] is None:
                 continue
             for task in sorted(tasks, key=lambda t: GPU_INDEX_ANNOTATION not in t.spec.extras.annotations):
@@ -182,16 +211,22 @@ class DeviceLedger:
         ssn.add_event_handler("device-ledger", self._on_allocate, self._on_deallocate)
 
     @staticmethod
-    def _occupants(ssn: Session) -> list[list[TaskInfo]]:
-        """Per row, every pod on the node: the session's tasks and the snapshot's residents
-        (pods of no job, which hold devices all the same)."""
-        rows: list[list[TaskInfo]] = [list(tasks.values()) for tasks in ssn.node_tasks]
+    def _occupants(ssn: Session) -> dict[int, list[TaskInfo]]:
+        """Per occupied row, every pod on the node: the session's tasks and the snapshot's
+        residents (pods of no job, which hold devices all the same)."""
+        rows: dict[int, list[TaskInfo]] = {r: list(tasks.values()) for r, tasks in enumerate(ssn.node_tasks) if tasks}
         index = ssn.nodes.index
         for spec in ssn.snapshot.residents:
             row = index.get(spec.node) if spec.node else None
             if row is not None:
-                rows[row].append(TaskInfo(spec, None, row, 0))  # type: ignore[arg-type]  # no job
+                rows.setdefault(row, []).append(TaskInfo(spec, None, row, 0))  # type: ignore[arg-type]  # no job
         return rows
+
+    def matrix(self) -> GpuMatrix:
+        """The ledger as (nodes × GPUs) arrays, kept in step from the first call on."""
+        if self._matrix is None:
+            self._matrix = GpuMatrix(self.topology, self.ssn.snapshot.device_arrays, list(self.nodes), self.node)
+        return self._matrix
 
     # ------------------------------------------------------------------ queries
     def node(self, row: int) -> NodeDevices | None:
@@ -201,6 +236,9 @@ class DeviceLedger:
             if topology is None:
                 return None
             found = self.nodes[row] = NodeDevices(topology)
+            usage = self.usage[row] if row < len(self.usage) else None
+            if usage is not None:
+                found.start_from(usage)
         return found
 
     def demand(self, task: TaskInfo) -> Demand:
@@ -245,20 +283,27 @@ class DeviceLedger:
             memo.clear()
         memo[key] = value
 
-    def choose_gpus(self, node: NodeDevices, demand: Demand, prefer: tuple[int, ...] = ()) -> tuple[int, ...] | None:
-        """Device ids for ``demand`` on ``node``, or None when it does not fit."""
+    def choose_gpus(self, node: NodeDevices, demand: Demand, prefer: tuple[int, ...] = (),
+                    row: int = -1, task: TaskInfo | None = None) -> tuple[int, ...] | None:
+        """Device ids for ``demand`` on ``node``, or None when it does not fit. With ``row`` (a
+        placement of ``task``, not a feasibility question) a ``shared_chooser`` picks the GPU."""
         if demand.gpus == 0:
             return ()
-        key = (demand, prefer, self.gpu_policy, node.signature())
+        chooser = self.shared_chooser if demand.shared and demand.gpus == 1 and not prefer and task is not None else None
+        key = (demand, prefer, self.gpu_policy, node.signature(),
+               (row, task.spec.request_list) if chooser and task is not None else None)
         if key in self._choices:
             return self._choices[key]
-        chosen = self._choose(node, demand, prefer)
+        chosen = self._choose(node, demand, prefer, (row, task) if chooser and task is not None else None)
         self._remember(self._choices, key, chosen)
         return chosen
 
-    def _choose(self, node: NodeDevices, demand: Demand, prefer: tuple[int, ...]) -> tuple[int, ...] | None:
+    def _choose(self, node: NodeDevices, demand: Demand, prefer: tuple[int, ...],
+                placing: tuple[int, TaskInfo] | None = None) -> tuple[int, ...] | None:
         if demand.shared:
             eligible = [g for g in range(len(node.holders)) if node.shareable(g, demand)]
+            if placing is not None and self.shared_chooser is not None and eligible:
+                return (self.shared_chooser(placing[0], placing[1], eligible),)
             if self.gpu_policy == "binpack":
                 eligible.sort(key=lambda g: (-node.memory_used[g], -g))
             elif self.gpu_policy == "spread":
@@ -296,7 +341,7 @@ class DeviceLedger:
         if decision is not None and not decision.admitted:
             return None
         prefer = decision.numa_ids if decision is not None else ()
-        gpus = self.choose_gpus(node, demand, prefer)
+        gpus = self.choose_gpus(node, demand, prefer, row, task)
         if gpus is None:
             return None
         numa, cpus = self._pin(node, demand, prefer) if decision is not None else ((), ())
@@ -359,6 +404,8 @@ class DeviceLedger:
             return
         node.apply(assignment, 1)
         self.held[task.key] = assignment
+        if self._matrix is not None:
+            self._matrix.refresh(assignment.row, node)
 
     def _on_allocate(self, task: TaskInfo) -> None:
         if task.key in self.held or task.node is None or self.topology[task.node] is None:
@@ -380,6 +427,8 @@ class DeviceLedger:
         node = self.node(assignment.row)
         if node is not None:
             node.apply(assignment, -1)
+            if self._matrix is not None:
+                self._matrix.refresh(assignment.row, node)
         if task.status == S.RELEASING:
             self.released[task.key] = assignment
 

@@ -82,9 +82,15 @@ class DeviceSharePlugin:
 
     def _predicate(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         assert self.ledger is not None
-        if not self.ledger.demand(task).any_gpu:
+        demand = self.ledger.demand(task)
+        if not demand.any_gpu:
             return np.zeros(len(rows), dtype=np.int32)
-        return np.fromiter((self._predicate_row(task, r) for r in rows.tolist()), dtype=np.int32, count=len(rows))
+        if self.ledger.numa_enabled or demand.cpus:  # NUMA admission is decided node by node
+            return np.fromiter((self._predicate_row(task, r) for r in rows.tolist()), dtype=np.int32, count=len(rows))
+        matrix = self.ledger.matrix()
+        miss = self.no_shared if demand.shared else self.no_whole
+        codes = np.where(matrix.fits(demand, rows), 0, miss)
+        return np.where(matrix.count[rows] == 0, self.no_devices, codes).astype(np.int32)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ score
     def _score_row(self, task: TaskInfo, row: int) -> float:

@@ -1,0 +1,131 @@
+"""Trace-replay benchmarks (issue 12): the openb FGD protocol and the incremental cache.
+
+    python bench/simulate.py session      # one-pod session on the full 1,213-node openb cluster
+    python bench/simulate.py fgd [--conf examples/scheduler-conf/gpu-packing.conf] [--seed 42]
+
+``session`` fills the cluster through the cache with the whole openb pod list (bound by one
+replay), then times a snapshot + one-pod session (median of 20) against a from-scratch
+``build_snapshot`` of the same objects. ``fgd`` replays openb to 130 % load and prints
+allocation, rejections, wall seconds and peak RSS. Traces are read from ../shared/traces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from member_agent.scheduler.cycle import run_cycle
+from member_agent.scheduler.framework.builder import build_snapshot
+from member_agent.scheduler.framework.clock import FixedClock
+from member_agent.scheduler.framework.session import SessionOptions
+from member_agent.scheduler.scheduler_cache import SchedulerCache
+from policies.scheduler_conf import parse_scheduler_conf
+from simulator.fgd_mode import run_fgd
+from simulator.openb import node_object, pod_object, read_nodes, read_pods
+
+TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
+CONFS = Path(__file__).resolve().parents[1] / "examples" / "scheduler-conf"
+
+
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def session(conf_path: str) -> None:
+    conf = parse_scheduler_conf(Path(conf_path).read_text())
+    nodes = read_nodes(str(TRACES / "openb_node_list_gpu_node.csv"))
+    pods, _ = read_pods(str(TRACES / "openb_pod_list_default.csv"))
+    cache = SchedulerCache(resources=("nvidia.com/gpu", "nvidia.com/gpucores"))
+    objects = [node_object(n) for n in nodes]
+    for obj in objects:
+        cache.upsert(obj)
+    cache.snapshot()
+    stamp = "2023-11-14T22:13:20+00:00"
+    filled = 0
+    for start in range(0, len(pods), 200):  # bind the trace 200 pods a session, as the agent would
+        batch = [pod_object(pod, f"fill-{start + i:05d}", stamp) for i, pod in enumerate(pods[start:start + 200])]
+        for obj in batch:
+            cache.upsert(obj)
+        result = run_cycle(cache.snapshot(), conf, FixedClock())
+        for obj in batch:
+            key = f"openb/{obj['metadata']['name']}"
+            node = result.bindings.get(key)
+            if node is None:
+                cache.delete(obj)
+                continue
+            obj["spec"]["nodeName"] = node
+            obj["status"]["phase"] = "Running"
+            gpus = result.device_allocations.get(key, {}).get("gpus")
+            if gpus:
+                obj["metadata"]["annotations"]["volcano.sh/gpu-index"] = ",".join(map(str, gpus))
+            cache.upsert(obj)
+            objects.append(obj)
+            filled += 1
+    probe = pod_object(pods[0], "probe", stamp)
+    times, snaps = [], []
+    profile = None
+    if os.environ.get("PROFILE"):
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
+    for _ in range(20):
+        cache.upsert(probe)
+        started = time.perf_counter()
+        snap = cache.snapshot()
+        middle = time.perf_counter()
+        run_cycle(snap, conf, FixedClock())
+        times.append(time.perf_counter() - started)
+        snaps.append(middle - started)
+        cache.delete(probe)
+    if profile is not None:
+        import pstats
+
+        profile.disable()
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+    started = time.perf_counter()
+    build_snapshot([*objects, probe])
+    full = time.perf_counter() - started
+    print(f"one-pod session on {len(nodes)} nodes with {filled} running pods ({Path(conf_path).name}): "
+          f"median {1000 * statistics.median(times):.1f} ms (snapshot {1000 * statistics.median(snaps):.2f} ms); "
+          f"from-scratch build_snapshot {1000 * full:.0f} ms; peak RSS {_rss_mib():.0f} MiB")
+
+
+def fgd(conf_path: str, seed: int, batch: int, pct: int) -> None:
+    conf = parse_scheduler_conf(Path(conf_path).read_text())
+    nodes = read_nodes(str(TRACES / "openb_node_list_gpu_node.csv"))
+    pods, _ = read_pods(str(TRACES / "openb_pod_list_default.csv"))
+    run = run_fgd(nodes, pods, conf, seed=seed, batch=batch, options=SessionOptions(percentage_nodes_to_find=pct))
+    eight = run.first_rejection_by_gpus.get("8")
+    print(f"openb FGD {Path(conf_path).name} seed {seed}: {run.pods} pods, {run.rejected} rejected; "
+          f"allocation {100 * (run.allocation_at(1.0) or 0):.2f} % at 100 % arrived, "
+          f"{100 * run.series[-1][1]:.2f} % at {100 * run.series[-1][0]:.1f} %; first 8-GPU rejection at "
+          f"{'-' if eight is None else f'{100 * eight:.2f} %'}; {run.sessions} sessions, "
+          f"{run.wall_seconds:.1f} s wall, peak RSS {_rss_mib():.0f} MiB")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("what", choices=("session", "fgd"))
+    p.add_argument("--conf", default=str(CONFS / "gpu-packing.conf"))
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--batch", type=int, default=50)
+    p.add_argument("--percentage-nodes-to-find", type=int, default=0)
+    args = p.parse_args()
+    if not (TRACES / "openb_pod_list_default.csv").exists():
+        print(f"openb traces not found under {TRACES}", file=sys.stderr)
+        return 1
+    if args.what == "session":
+        session(args.conf)
+    else:
+        fgd(args.conf, args.seed, args.batch, args.percentage_nodes_to_find)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

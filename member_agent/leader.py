@@ -1,0 +1,76 @@
+"""Two (or more) agent replicas per member cluster: one leads, the others wait.
+
+The replicas campaign for the Lease ``caldera-system/caldera-agent-<cluster>`` in the *member*
+cluster with kubernetes-asyncio's own leader election (client-go's algorithm on a
+coordination.k8s.io/v1 Lease) and kube-controller-manager's flag names and defaults. Only the
+leader schedules, runs the job controller and talks to the federation; a standby keeps nothing but
+its process warm. A leader that loses the Lease exits (as kube-scheduler does) and its Deployment
+restarts it as a standby, so a deposed agent never goes on binding pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("caldera.agent.leader")
+LEASE_NAMESPACE = "caldera-system"
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+
+
+def duration(text: str) -> float:
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (like 15s, 500ms, 1m)")
+    return float(match.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[match.group(2)]
+
+
+def boolean(text: str) -> bool:
+    if text.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
+        return text.strip().lower() in ("true", "1", "yes")
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("leader election (kube-controller-manager's flags; needs --member-kubeconfig)")
+    group.add_argument("--leader-elect", type=boolean, nargs="?", const=True, default=False, metavar="BOOL",
+                       help="act only while holding the Lease caldera-system/caldera-agent-CLUSTER (default false)")
+    group.add_argument("--leader-elect-lease-duration", type=duration, default=15.0, metavar="DURATION")
+    group.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0, metavar="DURATION")
+    group.add_argument("--leader-elect-retry-period", type=duration, default=2.0, metavar="DURATION")
+    group.add_argument("--leader-elect-identity", default="", metavar="ID",
+                       help="holder identity (default: hostname plus a random suffix)")
+
+
+def check(args: argparse.Namespace) -> str | None:
+    """Why the flags cannot work together, or None."""
+    if not args.leader_elect:
+        return None
+    if not args.member_kubeconfig:
+        return "--leader-elect needs --member-kubeconfig (the Lease lives in the member cluster)"
+    if not args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period:
+        return "--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period is required"
+    return None
+
+
+async def lead_while_elected(args: argparse.Namespace, api_client: Any,
+                             lead: Callable[[], Awaitable[None]]) -> None:
+    """Campaign; run ``lead()`` while leading; return when the Lease is lost (the caller exits)."""
+    from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
+    from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
+
+    identity = args.leader_elect_identity or f"{socket.gethostname()}_{secrets.token_hex(8)}"
+    lock = LeaseLock(f"caldera-agent-{args.cluster}", LEASE_NAMESPACE, identity, api_client)
+
+    async def stopped() -> None:
+        log.warning("agent %s lost Lease %s/caldera-agent-%s; exiting", identity, LEASE_NAMESPACE, args.cluster)
+
+    log.info("agent %s campaigning for Lease %s/caldera-agent-%s", identity, LEASE_NAMESPACE, args.cluster)
+    config = electionconfig.Config(lock, args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
+                                   args.leader_elect_retry_period, lead, stopped)
+    await leaderelection.LeaderElection(config).run()

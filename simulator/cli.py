@@ -1,0 +1,130 @@
+"""``caldera simulate`` (``python -m simulator``): arguments, progress bar, outputs.
+
+    caldera simulate --trace PODS.csv --nodes NODES.csv --mode fgd --scheduler-conf CONF \\
+        [--seed S] [--load 1.3] [--batch N] [--compare CONF ...] -o DIR
+
+See docs/simulate.md for the protocol, the outputs and the limits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from member_agent.scheduler.framework.session import SessionOptions
+from policies.errors import CalderaError
+from policies.scheduler_conf import DEFAULT_CONF, SchedulerConf, parse_scheduler_conf
+from simulator.errors import TraceError
+from simulator.fgd_mode import FgdRun, run_fgd
+from simulator.openb import read_nodes, read_pods
+from simulator.report import fgd_summary, plot_allocation, write_fgd
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="caldera simulate",
+                                description="replay a job trace in virtual time through Caldera's scheduler")
+    p.add_argument("--trace", required=True, metavar="FILE", help="the trace (openb pod list csv for --mode fgd)")
+    p.add_argument("--nodes", metavar="FILE", help="openb node list csv (the cluster for --mode fgd)")
+    p.add_argument("--mode", choices=("fgd",), default="fgd",
+                   help="fgd: pods arrive in order and never leave until the load reaches --load")
+    p.add_argument("--scheduler-conf", metavar="CONF", help="volcano-scheduler.conf (default: Volcano's default)")
+    p.add_argument("--compare", nargs="+", metavar="CONF", help="run the trace under each conf and print one table")
+    p.add_argument("--seed", type=int, default=42, help="chooses the sample of pods (default 42)")
+    p.add_argument("--load", type=float, default=1.3, help="arrived GPU request to stop at, × cluster GPUs (1.3)")
+    p.add_argument("--batch", type=int, default=50, help="pods arriving per scheduling session (50)")
+    p.add_argument("--percentage-nodes-to-find", type=int, default=0, metavar="PCT",
+                   help="the scheduler's --percentage-nodes-to-find (0: Volcano's adaptive default)")
+    p.add_argument("--skip-bad", action="store_true", help="skip unreadable trace rows (counted in the summary)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-wall-clock", action="store_true", help="write wallSeconds as null (byte-identical summary)")
+    p.add_argument("--clusters", nargs="+", metavar="FILE", help="not yet supported (multi-cluster replay)")
+    p.add_argument("--policy", metavar="PP.yaml", help="not yet supported (multi-cluster replay)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for summary.json, plots, HTML")
+    return p
+
+
+def _conf(path: str | None) -> SchedulerConf:
+    if not path:
+        return DEFAULT_CONF
+    with open(path, encoding="utf-8") as handle:
+        return parse_scheduler_conf(handle.read())
+
+
+def _run(args: argparse.Namespace, conf_path: str | None, console: Console) -> tuple[FgdRun, dict[str, Any]]:
+    nodes = read_nodes(args.nodes)
+    pods, bad = read_pods(args.trace, skip_bad=args.skip_bad)
+    conf = _conf(conf_path)
+    label = os.path.basename(conf_path) if conf_path else "volcano default"
+    options = SessionOptions(percentage_nodes_to_find=args.percentage_nodes_to_find)
+    with Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=args.no_progress, transient=False) as progress:
+        task = progress.add_task(label, total=None)
+
+        def tick(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        run = run_fgd(nodes, pods, conf, seed=args.seed, load=args.load, batch=args.batch, options=options,
+                      progress=tick)
+    inputs = {"trace": os.path.basename(args.trace), "nodes": os.path.basename(args.nodes), "seed": args.seed,
+              "load": args.load, "batch": args.batch, "schedulerConf": label,
+              "percentageNodesToFind": args.percentage_nodes_to_find,
+              "badRows": {"count": len(bad), "rows": [b.to_json() for b in bad[:100]]}}
+    return run, fgd_summary(run, inputs=inputs, wall_clock=not args.no_wall_clock)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    console = Console(stderr=True)
+    if args.clusters or args.policy:
+        print("error: --clusters/--policy (multi-cluster replay) is not implemented yet", file=sys.stderr)
+        return 2
+    if args.mode == "fgd" and not args.nodes:
+        print("error: --mode fgd needs --nodes NODES.csv (the openb node list)", file=sys.stderr)
+        return 2
+    if args.batch < 1 or args.load <= 0:
+        print("error: --batch must be >= 1 and --load > 0", file=sys.stderr)
+        return 2
+    confs = args.compare or [args.scheduler_conf]
+    results = []
+    try:
+        for conf_path in confs:
+            run, summary = _run(args, conf_path, console)
+            out = args.output if len(confs) == 1 else os.path.join(args.output, _slug(conf_path))
+            write_fgd(out, run, summary, summary["inputs"]["schedulerConf"])
+            results.append((summary["inputs"]["schedulerConf"], run, summary))
+    except (TraceError, CalderaError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if len(results) > 1:
+        plot_allocation({label: run.series for label, run, _ in results}, os.path.join(args.output, "allocation.png"))
+    _print_table(results)
+    return 0
+
+
+def _slug(path: str | None) -> str:
+    return os.path.splitext(os.path.basename(path))[0] if path else "volcano-default"
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{100 * value:.2f} %"
+
+
+def _print_table(results: list[tuple[str, FgdRun, dict[str, Any]]]) -> None:
+    table = Table(title="openb, FGD protocol")
+    for column in ("conf", "pods", "rejected", "alloc @100 % arrived", "alloc @end", "arrived @end",
+                   "first rejection", "first 8-GPU rejection", "wall s"):
+        table.add_column(column)
+    for label, run, s in results:
+        first = s["firstRejection"]
+        eight = s["firstRejectionByGpus"].get("8")
+        table.add_row(label, str(s["pods"]), str(s["rejected"]), _pct(s["allocationAtFullLoad"]),
+                      _pct(s["gpuAllocationRatio"]), _pct(s["arrivedLoadRatio"]),
+                      f"{_pct(first['allocationRatio'])} ({first['gpus']:g} GPU)" if first else "-",
+                      _pct(eight), f"{run.wall_seconds:.1f}")
+    Console().print(table)

@@ -25,7 +25,7 @@ from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.scheduler_cache import SchedulerCache
 from policies.scheduler_conf import parse_scheduler_conf
-from simulator.fgd_mode import run_fgd
+from simulator.fgd_mode import commit_binding, run_fgd
 from simulator.openb import node_object, pod_object, read_nodes, read_pods
 
 TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
@@ -53,19 +53,9 @@ def session(conf_path: str) -> None:
             cache.upsert(obj)
         result = run_cycle(cache.snapshot(), conf, FixedClock())
         for obj in batch:
-            key = f"openb/{obj['metadata']['name']}"
-            node = result.bindings.get(key)
-            if node is None:
-                cache.delete(obj)
-                continue
-            obj["spec"]["nodeName"] = node
-            obj["status"]["phase"] = "Running"
-            gpus = result.device_allocations.get(key, {}).get("gpus")
-            if gpus:
-                obj["metadata"]["annotations"]["volcano.sh/gpu-index"] = ",".join(map(str, gpus))
-            cache.upsert(obj)
-            objects.append(obj)
-            filled += 1
+            if commit_binding(cache, obj, result):
+                objects.append(obj)
+                filled += 1
     probe = pod_object(pods[0], "probe", stamp)
     times, snaps = [], []
     profile = None

@@ -50,14 +50,20 @@ SUMMARY_GAUGES = (
 )
 
 
-def _time(text: Any) -> float | None:
+def parse_time(text: Any) -> datetime | None:
+    """An RFC 3339 timestamp of an object (UTC when it names no zone), or None when absent or bad."""
     if not text:
         return None
     try:
         parsed = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
         return None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _time(text: Any) -> float | None:
+    parsed = parse_time(text)
+    return None if parsed is None else parsed.timestamp()
 
 
 def _ready(cluster: Obj) -> bool:

@@ -20,7 +20,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from federation import metrics
-from federation.fleet_metrics import FleetCollector
+from federation.fleet_metrics import FleetCollector, parse_time
 from policies.kinds import KindInfo, lookup
 
 Obj = dict[str, Any]
@@ -32,16 +32,6 @@ JOBS = lookup("batch.volcano.sh/v1alpha1", "Job")
 BINDINGS = lookup("work.karmada.io/v1alpha2", "ResourceBinding")
 LEASE_NAMESPACE = "karmada-cluster"
 STATUS_VERSION = "caldera.io/status/v1"
-
-
-def _parse(text: Any) -> datetime | None:
-    if not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _condition(obj: Obj | None, type_: str) -> Obj:
@@ -61,7 +51,7 @@ def _int(value: Any) -> int:
 def cluster_entry(cluster: Obj, lease: Obj | None, now: datetime) -> Obj:
     meta, spec, status = cluster.get("metadata") or {}, cluster.get("spec") or {}, cluster.get("status") or {}
     ready = _condition(cluster, "Ready")
-    renewed = _parse(((lease or {}).get("spec") or {}).get("renewTime"))
+    renewed = parse_time(((lease or {}).get("spec") or {}).get("renewTime"))
     taints = [{"key": t.get("key"), "effect": t.get("effect")} for t in spec.get("taints") or []
               if isinstance(t, dict)]
     gpus = [g for g in status.get("gpus") or [] if isinstance(g, dict)]
@@ -92,9 +82,9 @@ def job_entry(job: Obj, binding: Obj | None) -> Obj:
     meta, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
     state = status.get("state") or {}
     phase = state.get("phase") or "Pending"
-    created = _parse(meta.get("creationTimestamp"))
+    created = parse_time(meta.get("creationTimestamp"))
     scheduled = _condition(binding, "Scheduled")
-    scheduled_at = _parse(scheduled.get("lastTransitionTime")) if scheduled.get("status") == "True" else None
+    scheduled_at = parse_time(scheduled.get("lastTransitionTime")) if scheduled.get("status") == "True" else None
     latency = (scheduled_at - created).total_seconds() if created and scheduled_at else None
     waiting = None
     if phase in ("Pending", "Restarting"):

@@ -76,6 +76,24 @@ def _stamp(t: float) -> str:
     return datetime.fromtimestamp(EPOCH + t, UTC).isoformat()
 
 
+def commit_binding(cache: SchedulerCache, obj: dict[str, Any], result: Any) -> bool:
+    """What the kubelet would make of one pending pod after a session: bound and Running on its node
+    (with the GPU ids deviceshare chose), or gone when the session placed it nowhere (FGD protocol:
+    a pod that fits nowhere is skipped). True when it was bound."""
+    key = f"openb/{obj['metadata']['name']}"
+    node = result.bindings.get(key)
+    if node is None:
+        cache.delete(obj)
+        return False
+    obj["spec"]["nodeName"] = node
+    obj["status"]["phase"] = "Running"
+    gpus = result.device_allocations.get(key, {}).get("gpus")
+    if gpus:
+        obj["metadata"]["annotations"][GPU_INDEX_ANNOTATION] = ",".join(map(str, gpus))
+    cache.upsert(obj)
+    return True
+
+
 def run_fgd(nodes: list[NodeRow], pods: list[PodRow], conf: SchedulerConf, *, seed: int, load: float = 1.3,
             batch: int = 1, options: SessionOptions = SessionOptions(), workload_from_trace: bool = False,
             progress: Callable[[int, int], None] | None = None) -> FgdRun:
@@ -101,19 +119,9 @@ def run_fgd(nodes: list[NodeRow], pods: list[PodRow], conf: SchedulerConf, *, se
         result = run_cycle(cache.snapshot(), conf, clock, options=options)
         run.sessions += 1
         for i, pod in chunk:
-            obj = objects[i]
-            key = f"openb/{obj['metadata']['name']}"
-            node = result.bindings.get(key)
-            if node is None:
+            if not commit_binding(cache, objects[i], result):
                 _reject(run, pod)
-                cache.delete(obj)
                 continue
-            obj["spec"]["nodeName"] = node
-            obj["status"]["phase"] = "Running"
-            gpus = result.device_allocations.get(key, {}).get("gpus")
-            if gpus:
-                obj["metadata"]["annotations"][GPU_INDEX_ANNOTATION] = ",".join(map(str, gpus))
-            cache.upsert(obj)
             run.placed += 1
             run.allocated_gpus += pod.gpus
         run.series.append((run.ratio(run.arrived_gpus), run.ratio(run.allocated_gpus)))

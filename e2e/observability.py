@@ -9,6 +9,7 @@ import asyncio
 import json
 import shutil
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -80,8 +81,12 @@ def poll(probe: Callable[[], Optional[T]], timeout: float, what: str, system: Op
 def prom_get(base: str, path: str, **params: str) -> Any:
     """GET Prometheus's HTTP API; the ``data`` of a successful answer (an error raises with its message)."""
     url = f"{base}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback only
-        body = json.load(response)
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback only
+            body = json.load(response)
+    except urllib.error.HTTPError as exc:  # e.g. 503 while Prometheus starts; close the connection it holds
+        with exc:
+            raise OSError(f"{url}: HTTP {exc.code}: {exc.read()[:300]!r}") from None
     if body.get("status") != "success":
         raise AssertionError(f"{url}: {body.get('errorType')}: {body.get('error')}")
     return body["data"]

@@ -119,10 +119,12 @@ def test_agent_metrics_need_a_token_over_tls(demo: Demo) -> None:
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(urllib.request.Request(secure + "/metrics", headers=headers),  # noqa: S310
                                    timeout=10, context=context)
-        assert refused.value.code == 401, headers
+        with refused.value:  # an HTTPError holds its connection open until closed
+            assert refused.value.code == 401, headers
     with pytest.raises(urllib.error.HTTPError) as gone:
         urllib.request.urlopen(plain + "/metrics", timeout=10)  # noqa: S310 - loopback
-    assert gone.value.code == 404 and b"--metrics-bind-address" in gone.value.read()
+    with gone.value:
+        assert gone.value.code == 404 and b"--metrics-bind-address" in gone.value.read()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")

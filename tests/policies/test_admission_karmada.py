@@ -150,6 +150,8 @@ CASES: list[tuple[str, dict[str, Any] | None, dict[str, Any], str, str]] = [
     ("conflict", None, {"conflictResolution": "Merge"}, "spec.conflictResolution", "'Abort', 'Overwrite'"),
     ("purge mode", None, {"failover": {"application": {"purgeMode": "Graciously"}}},
      "spec.failover.application.purgeMode", "'Gracefully', 'Directly', 'Never'"),
+    ("removed purge mode named", None, {"failover": {"application": {"purgeMode": "Immediately"}}},
+     "spec.failover.application.purgeMode", "'Immediately' is now 'Directly' (the old name was removed in Karmada v1.19)"),
     ("grace without gracefully", None, {"failover": {"application": {"purgeMode": "Directly", "gracePeriodSeconds": 5}}},
      "spec.failover.application.gracePeriodSeconds", "only allowed"),
     ("cluster purge", None, {"failover": {"cluster": {"purgeMode": "Never"}}},

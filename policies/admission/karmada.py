@@ -46,6 +46,7 @@ from policies.models.karmada_policy import (
 from policies.models.meta import LabelSelector
 
 DEFAULT_FAILOVER_GRACE_PERIOD_SECONDS = 600
+DEFAULT_FAILOVER_TOLERATION_SECONDS = 300
 #: Application purge modes Karmada deprecated and removed in v1.19, with their current names.
 REMOVED_PURGE_MODES = {"Immediately": "Directly", "Graciously": "Gracefully"}
 RESERVED_NAMESPACES = ("karmada-system", "karmada-cluster")
@@ -86,6 +87,8 @@ def default_propagation(spec: PropagationSpec, namespace: Optional[str]) -> None
             app.purge_mode = "Gracefully"
         if app.purge_mode == "Gracefully" and app.grace_period_seconds is None:
             app.grace_period_seconds = DEFAULT_FAILOVER_GRACE_PERIOD_SECONDS
+        if app.decision_conditions is not None and app.decision_conditions.toleration_seconds is None:
+            app.decision_conditions.toleration_seconds = DEFAULT_FAILOVER_TOLERATION_SECONDS  # the CRD default
 
 
 def _default_selectors(selectors: Optional[list[ResourceSelector]], namespace: Optional[str]) -> None:

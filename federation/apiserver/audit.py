@@ -6,10 +6,6 @@ audit Policy (rules matched in order: ``users``, ``userGroups``, ``verbs``, ``re
 ``nonResourceURLs``; the first match sets the level ``None``/``Metadata``/``Request``/
 ``RequestResponse``; ``omitStages`` top level and per rule). Without a policy file every request
 is logged at ``Metadata`` with the ``RequestReceived`` stage omitted, so one line per request.
-Long-running requests (watches, and the ``attach``/``exec``/``log``/``portforward``/``proxy``
-subresources, as kube's ``LongRunningRequestCheck`` names them) also get ``ResponseStarted`` once
-their headers are sent: RequestReceived and ResponseStarted are written then, ResponseComplete
-when the stream ends; short requests never get ResponseStarted.
 The file is rotated when it would grow past ``--audit-log-maxsize`` MB, keeping
 ``--audit-log-maxbackup`` old files named ``<name>-<timestamp>.<ext>`` as kube's (lumberjack) are.
 """
@@ -31,9 +27,6 @@ import yaml
 Obj = dict[str, Any]
 LEVELS = ("None", "Metadata", "Request", "RequestResponse")
 STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")
-#: kube-apiserver's long-running requests: verbs, and subresources whatever the verb
-LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
-LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
 
 
 class AuditPolicyError(ValueError):
@@ -300,70 +293,55 @@ class Exchange:
     decision: tuple[bool, str] | None = None
 
 
-def is_long_running(verb: str, path: str) -> bool:
-    """kube's long-running check: these requests get a ResponseStarted stage."""
-    return verb in LONG_RUNNING_VERBS or request_info(path).subresource in LONG_RUNNING_SUBRESOURCES
+#: the stages of a short request; a long-running one (a watch) adds ResponseStarted between them, written
+#: when its headers go out, because its ResponseComplete may come hours later (kube-apiserver does the same)
+SHORT_REQUEST_STAGES = ("RequestReceived", "ResponseComplete")
 
 
-def _base(log: AuditLog, audit_id: str, exchange: Exchange) -> tuple[Obj | None, tuple[str, ...], RequestInfo]:
-    """The fields every stage's Event shares, the omitted stages, and the request's info (None: level None)."""
+def is_long_running(verb: str) -> bool:
+    """kube-apiserver's long-running requests that Caldera serves: watches."""
+    return verb == "watch"
+
+
+def events(log: AuditLog, audit_id: str, exchange: Exchange,
+           stages: tuple[str, ...] = SHORT_REQUEST_STAGES) -> list[Obj]:
+    """The audit Events of ``stages`` for one exchange under ``log.policy`` (none at level None)."""
     info = request_info(exchange.path)
     user = exchange.user
     name, groups = (user.name, tuple(user.groups)) if user is not None else ("", ())
     level, omitted = log.policy.level(name, groups, exchange.verb, info, exchange.path)
     if level == "None":
-        return None, omitted, info
-    base: Obj = {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level, "auditID": audit_id,
-                 "requestURI": exchange.uri, "verb": exchange.verb, "user": _user(user),
-                 "sourceIPs": [exchange.source_ip] if exchange.source_ip else [], "userAgent": exchange.user_agent}
-    if info.resource_request:
-        base["objectRef"] = _object_ref(info, _json(exchange.response_body), exchange.verb)
-    if exchange.decision is not None:
-        allowed, reason = exchange.decision
-        base["annotations"] = {"authorization.k8s.io/decision": "allow" if allowed else "forbid",
-                               "authorization.k8s.io/reason": reason}
-    return base, omitted, info
-
-
-def _received(base: Obj, exchange: Exchange) -> Obj:
-    received = micro_time(exchange.received)
-    return {**base, "stage": "RequestReceived", "requestReceivedTimestamp": received, "stageTimestamp": received}
-
-
-def started_events(log: AuditLog, audit_id: str, exchange: Exchange) -> list[Obj]:
-    """RequestReceived and ResponseStarted of a long-running request, once its headers are sent."""
-    base, omitted, _info = _base(log, audit_id, exchange)
-    if base is None:
-        return []
-    out = [] if "RequestReceived" in omitted else [_received(base, exchange)]
-    if "ResponseStarted" not in omitted:
-        out.append({**base, "stage": "ResponseStarted", "responseStatus": {"metadata": {}, "code": exchange.code},
-                    "requestReceivedTimestamp": micro_time(exchange.received),
-                    "stageTimestamp": micro_time(log.clock())})
-    return out
-
-
-def events(log: AuditLog, audit_id: str, exchange: Exchange, started: bool = False) -> list[Obj]:
-    """The audit Events for one exchange under ``log.policy`` (none at level None); ``started``: the
-    request's RequestReceived was already written with its ResponseStarted (:func:`started_events`)."""
-    base, omitted, _info = _base(log, audit_id, exchange)
-    if base is None:
         return []
     response_obj = _json(exchange.response_body)
     status: Obj = {"metadata": {}, "code": exchange.code}
     if exchange.code >= 400 and isinstance(response_obj, dict) and response_obj.get("kind") == "Status":
         status.update({k: response_obj[k] for k in ("status", "message", "reason") if k in response_obj})
+    base: Obj = {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level, "auditID": audit_id,
+                 "requestURI": exchange.uri, "verb": exchange.verb, "user": _user(user),
+                 "sourceIPs": [exchange.source_ip] if exchange.source_ip else [], "userAgent": exchange.user_agent}
+    if info.resource_request:
+        base["objectRef"] = _object_ref(info, response_obj, exchange.verb)
+    if exchange.decision is not None:
+        allowed, reason = exchange.decision
+        base["annotations"] = {"authorization.k8s.io/decision": "allow" if allowed else "forbid",
+                               "authorization.k8s.io/reason": reason}
+    received = micro_time(exchange.received)
+    wanted = {stage for stage in stages if stage not in omitted}
     out = []
-    if "RequestReceived" not in omitted and not started:
-        out.append(_received(base, exchange))
-    if "ResponseComplete" not in omitted:
+    if "RequestReceived" in wanted:
+        out.append({**base, "stage": "RequestReceived", "requestReceivedTimestamp": received,
+                    "stageTimestamp": received})
+    if "ResponseStarted" in wanted:
+        out.append({**base, "stage": "ResponseStarted", "responseStatus": status,
+                    "requestReceivedTimestamp": received, "stageTimestamp": micro_time(log.clock())})
+    if "ResponseComplete" in wanted:
         done: Obj = {**base, "stage": "ResponseComplete", "responseStatus": status,
-                     "requestReceivedTimestamp": micro_time(exchange.received), "stageTimestamp": micro_time(log.clock())}
-        if base["level"] in ("Request", "RequestResponse") and exchange.request_body:
+                     "requestReceivedTimestamp": received, "stageTimestamp": micro_time(log.clock())}
+        if level in ("Request", "RequestResponse") and exchange.request_body:
             request_obj = _json(exchange.request_body)
             if request_obj is not None:
                 done["requestObject"] = request_obj
-        if base["level"] == "RequestResponse" and response_obj is not None:
+        if level == "RequestResponse" and response_obj is not None:
             done["responseObject"] = response_obj
         out.append(done)
     return out

@@ -77,9 +77,12 @@ class Workload:
     def mass(self, cpu_free: np.ndarray, mem_free: np.ndarray) -> np.ndarray:
         """(R, J): the share of each class whose CPU and memory fit each row (memoised per
         distinct free CPU/memory pair: nodes of one type in one state share the answer)."""
-        keys = list(zip(cpu_free.tolist(), mem_free.tolist(), strict=True))
+        # Distinct states first (np.unique on cpu + i·mem): the Python work is per distinct
+        # free CPU/memory pair, not per row.
+        keys, inverse = np.unique(cpu_free + 1j * mem_free, return_inverse=True)
         memo = self._mass
-        missing = sorted({k for k in keys if k not in memo})
+        pairs = list(zip(keys.real.tolist(), keys.imag.tolist(), strict=True))
+        missing = [k for k in pairs if k not in memo]
         if missing:
             cpu = np.array([k[0] for k in missing])
             mem = np.array([k[1] for k in missing])
@@ -88,7 +91,8 @@ class Workload:
             if len(memo) > 200_000:
                 memo.clear()
             memo.update(zip(missing, rows, strict=True))
-        return np.array([memo[k] for k in keys]).reshape(len(keys), self.share.shape[1])
+        table = np.array([memo[k] for k in pairs]).reshape(len(pairs), self.share.shape[1])
+        return table[inverse.reshape(-1)]  # type: ignore[no-any-return]
 
     def gpu_fit(self, top: np.ndarray, full: np.ndarray) -> np.ndarray:
         """(…, J): whether a class's GPU demand fits, given the largest free part and whole free GPUs."""
@@ -159,13 +163,15 @@ class FgdPlugin:
             self._fresh[rows[stale]] = True
         return self._cached[rows]  # type: ignore[no-any-return]
 
-    def _deltas(self, task: TaskInfo, rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    def _deltas(self, task: TaskInfo, rows: list[int], placed: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(R,) smallest Δ per row and (R, G) Δ per GPU candidate (inf: not a candidate).
-        Rows the task cannot go to (CPU, memory or GPUs short) get Δ 0 without the work."""
+        Rows the task cannot go to (CPU, memory or GPUs short) get Δ 0 without the work.
+        ``placed``: the task's CPU and memory are already taken from the rows (the GPU is
+        chosen after the session placed the task), so they are given back for the measure."""
         ssn, work = self.ssn, self.work
         index = np.asarray(rows, dtype=np.int64)
         req = task.spec.request_list
-        idle = ssn.idle[index]
+        idle = ssn.idle[index] + (np.asarray(req) if placed else 0.0)
         demand = self.ledger.demand(task)
         can = (idle[:, Dimensions.CPU] + 0.1 >= req[Dimensions.CPU]) & (idle[:, Dimensions.MEMORY] + 0.1 >= req[Dimensions.MEMORY])
         if demand.any_gpu:
@@ -177,7 +183,7 @@ class FgdPlugin:
         sub = index[can]
         u = self._free(sub.tolist())
         cpu, mem = idle[can, Dimensions.CPU], idle[can, Dimensions.MEMORY]
-        before = self._before(sub, u, cpu, mem)
+        before = work.fragmentation(u, cpu, mem) if placed else self._before(sub, u, cpu, mem)
         cpu2, mem2 = cpu - req[Dimensions.CPU], mem - req[Dimensions.MEMORY]
         if not demand.shared or demand.gpus != 1:
             d = work.fragmentation(self._take_whole(u, demand), cpu2, mem2) - before
@@ -245,7 +251,7 @@ class FgdPlugin:
 
     def _choose(self, row: int, task: TaskInfo, eligible: list[int]) -> int:
         """The eligible GPU of ``row`` with the smallest Δ (ties: the highest index, as HAMi)."""
-        _, per_gpu = self._deltas(task, [row])
+        _, per_gpu = self._deltas(task, [row], placed=task.node == row)
         width = per_gpu.shape[1]
         return min(eligible, key=lambda g: (float(per_gpu[0, g]) if g < width else np.inf, -g))
 

@@ -34,6 +34,9 @@ ARGUMENTS = (
     Argument("fgd.popularity", str, "pods"),
     # Adds this × the node's allocated GPU share after the placement (best-fit among equals).
     Argument("fgd.binpackWeight", int, 0),
+    # Among nodes of equal Δ: "bestfit" prefers the node left with the least free CPU (then the
+    # first in visiting order); "none" keeps the visiting order alone.
+    Argument("fgd.tieBreak", str, "none"),
 )
 MAX_NODE_SCORE = 100.0
 EPS = 1e-9
@@ -117,6 +120,7 @@ class FgdPlugin:
         self.popularity = str(args["fgd.popularity"])
         self.by_gpus = self.popularity == "gpus"
         self.binpack = int(args["fgd.binpackWeight"])
+        self.tie_break = str(args["fgd.tieBreak"])
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -244,6 +248,11 @@ class FgdPlugin:
             free = self._free(rows.tolist()).sum(axis=1)
             amount = demand.cores / 100.0 if demand.shared else demand.gpus
             score = score + self.binpack * (count - free + amount) / count
+        if self.tie_break == "bestfit":
+            # Rounded so float noise in Δ does not hide a tie; the term stays below one step.
+            idle = self.ssn.idle[rows, Dimensions.CPU]
+            cap = np.maximum(self.ssn.node_allocatable[rows, Dimensions.CPU], 1.0)
+            score = np.round(score, 6) + 1e-7 * (1.0 - idle / cap)
         return score  # type: ignore[no-any-return]
 
     def _score_row(self, task: TaskInfo, row: int) -> float:

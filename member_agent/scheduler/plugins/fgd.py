@@ -248,11 +248,18 @@ class FgdPlugin:
             free = self._free(rows.tolist()).sum(axis=1)
             amount = demand.cores / 100.0 if demand.shared else demand.gpus
             score = score + self.binpack * (count - free + amount) / count
-        if self.tie_break == "bestfit":
+        if self.tie_break in ("bestfit", "gpufit"):
             # Rounded so float noise in Δ does not hide a tie; the term stays below one step.
-            idle = self.ssn.idle[rows, Dimensions.CPU]
+            req = task.spec.request_list[Dimensions.CPU]
+            idle = self.ssn.idle[rows, Dimensions.CPU] - req
             cap = np.maximum(self.ssn.node_allocatable[rows, Dimensions.CPU], 1.0)
-            score = np.round(score, 6) + 1e-7 * (1.0 - idle / cap)
+            tie = 1.0 - idle / cap
+            if self.tie_break == "gpufit":
+                count = np.maximum(self.ledger.matrix().count[rows], 1)
+                free = self._free(rows.tolist()).sum(axis=1)
+                amount = demand.cores / 100.0 if demand.shared else demand.gpus
+                tie = 2.0 * (1.0 - (free - amount) / count) + 0.5 * tie
+            score = np.round(score, 6) + 1e-7 * tie
         return score  # type: ignore[no-any-return]
 
     def _score_row(self, task: TaskInfo, row: int) -> float:

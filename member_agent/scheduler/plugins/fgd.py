@@ -34,8 +34,8 @@ ARGUMENTS = (
     Argument("fgd.popularity", str, "pods"),
     # Adds this × the node's allocated GPU share after the placement (best-fit among equals).
     Argument("fgd.binpackWeight", int, 0),
-    # Among nodes of equal Δ: "bestfit" prefers the node left with the least free CPU (then the
-    # first in visiting order); "none" keeps the visiting order alone.
+    # Among nodes of equal Δ: "gpufit" prefers the node left with the smallest free GPU share,
+    # then free CPU share; "bestfit" the free CPU share alone; "none" the visiting order alone.
     Argument("fgd.tieBreak", str, "none"),
 )
 MAX_NODE_SCORE = 100.0

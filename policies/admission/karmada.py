@@ -46,6 +46,9 @@ from policies.models.karmada_policy import (
 from policies.models.meta import LabelSelector
 
 DEFAULT_FAILOVER_GRACE_PERIOD_SECONDS = 600
+DEFAULT_FAILOVER_TOLERATION_SECONDS = 300
+#: Application purge modes Karmada deprecated and removed in v1.19, with their current names.
+REMOVED_PURGE_MODES = {"Immediately": "Directly", "Graciously": "Gracefully"}
 RESERVED_NAMESPACES = ("karmada-system", "karmada-cluster")
 RESERVED_NAMESPACE_PREFIX = "karmada-es-"
 TOLERATION_OPERATORS = ("Exists", "Equal")
@@ -84,6 +87,8 @@ def default_propagation(spec: PropagationSpec, namespace: Optional[str]) -> None
             app.purge_mode = "Gracefully"
         if app.purge_mode == "Gracefully" and app.grace_period_seconds is None:
             app.grace_period_seconds = DEFAULT_FAILOVER_GRACE_PERIOD_SECONDS
+        if app.decision_conditions is not None and app.decision_conditions.toleration_seconds is None:
+            app.decision_conditions.toleration_seconds = DEFAULT_FAILOVER_TOLERATION_SECONDS  # the CRD default
 
 
 def _default_selectors(selectors: Optional[list[ResourceSelector]], namespace: Optional[str]) -> None:
@@ -241,6 +246,10 @@ def validate_propagation(spec: PropagationSpec, cluster_scoped: bool) -> list[Fi
         app, cluster = spec.failover.application, spec.failover.cluster
         if app is not None:
             one_of(errors, app.purge_mode, APPLICATION_PURGE_MODES, "spec.failover.application.purgeMode")
+            renamed = REMOVED_PURGE_MODES.get(app.purge_mode or "")
+            if renamed:  # say what the old name became
+                errors[-1] = FieldError(errors[-1].path, f"{errors[-1].message}; {app.purge_mode!r} is now "
+                                        f"{renamed!r} (the old name was removed in Karmada v1.19)")
             seconds = app.decision_conditions.toleration_seconds if app.decision_conditions else None
             require(errors, seconds is None or seconds >= 0,
                     "spec.failover.application.decisionConditions.tolerationSeconds", "must be >= 0")

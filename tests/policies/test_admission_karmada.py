@@ -72,6 +72,14 @@ def test_defaults_keep_what_the_user_wrote() -> None:
     assert out.spec.failover.application.grace_period_seconds is None
 
 
+def test_failover_toleration_defaults_to_300_seconds() -> None:
+    for written, expected in (({}, 300), ({"tolerationSeconds": 0}, 0), ({"tolerationSeconds": 45}, 45)):
+        out = admit(policy({}, failover={"application": {"decisionConditions": written}}))
+        assert isinstance(out, PropagationPolicy) and out.spec.failover and out.spec.failover.application
+        conditions = out.spec.failover.application.decision_conditions
+        assert conditions is not None and conditions.toleration_seconds == expected
+
+
 def test_duplicated_gets_no_division_preference() -> None:
     out = admit(policy({"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}))
     assert isinstance(out, PropagationPolicy) and out.spec.placement is not None
@@ -150,6 +158,8 @@ CASES: list[tuple[str, dict[str, Any] | None, dict[str, Any], str, str]] = [
     ("conflict", None, {"conflictResolution": "Merge"}, "spec.conflictResolution", "'Abort', 'Overwrite'"),
     ("purge mode", None, {"failover": {"application": {"purgeMode": "Graciously"}}},
      "spec.failover.application.purgeMode", "'Gracefully', 'Directly', 'Never'"),
+    ("removed purge mode named", None, {"failover": {"application": {"purgeMode": "Immediately"}}},
+     "spec.failover.application.purgeMode", "'Immediately' is now 'Directly' (the old name was removed in Karmada v1.19)"),
     ("grace without gracefully", None, {"failover": {"application": {"purgeMode": "Directly", "gracePeriodSeconds": 5}}},
      "spec.failover.application.gracePeriodSeconds", "only allowed"),
     ("cluster purge", None, {"failover": {"cluster": {"purgeMode": "Never"}}},

@@ -15,8 +15,8 @@ would cover the request), in row order, until ``numCandidates`` nodes have a vic
 ``numCandidates = clamp(N * minCandidateNodesPercentage / 100, minCandidateNodesAbsolute,
 maxCandidateNodesAbsolute)`` of the N candidate nodes. The node is chosen as kube-scheduler's
 ``pickOneNodeForPreemption`` does: the lowest highest-victim priority, then the lowest sum of
-``priority + 2^31``, then the fewest victims, then the latest start among the highest-priority
-victims, then the first in row order. The victims are then evicted and the preemptor pipelined
+``priority + 2^31``, then the fewest victims, then the latest of the earliest starts among each
+node's highest-priority victims, then the first in row order. The victims are then evicted and the preemptor pipelined
 there in one statement, which is undone if the queue or the predicates still refuse it.
 
 Deviations: candidates are visited from the first row, not a random offset (results are
@@ -82,8 +82,10 @@ def minimal_victims(ssn: Session, preemptor: TaskInfo, row: int, victims: list[T
 def _rank(preemptor: TaskInfo, victims: list[TaskInfo], row: int) -> tuple[int, int, int, float, int]:
     priorities = [victim_priority(v, preemptor) for v in victims]
     highest = max(priorities)
-    latest_start = max(v.spec.creation for v, p in zip(victims, priorities, strict=True) if p == highest)
-    return highest, sum(p + OFFSET for p in priorities), len(victims), -latest_start, row
+    # kube-scheduler's GetEarliestPodStartTime: the earliest start among the highest-priority
+    # victims; the node where that is latest wins (the least work lost).
+    earliest_start = min(v.spec.creation for v, p in zip(victims, priorities, strict=True) if p == highest)
+    return highest, sum(p + OFFSET for p in priorities), len(victims), -earliest_start, row
 
 
 def preempt_topology_aware(ssn: Session, stmt: Statement, task: TaskInfo, accept: Filter, rows: list[int],

@@ -5,6 +5,11 @@ nodes, node selector and required node affinity (incl. ``matchFields`` on the no
 GFD labels such as ``nvidia.com/gpu.product``), and NoSchedule/NoExecute taints. The
 label/taint part depends only on the task shape, so it is evaluated once per shape over
 all nodes (vectorised) and indexed afterwards.
+
+The pod count is the one Volcano's predicate reads from its k8s NodeInfo, which the plugin's
+event handlers keep in step with the session: a task pipelined onto a node in this session
+counts there, a task evicted in this session (Releasing) no longer does, so evicting a
+BestEffort pod frees a pod slot for a preemptor.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from member_agent.scheduler.framework.snapshot import (
     TaskSpec,
     Toleration,
 )
-from member_agent.scheduler.framework.status import Code
+from member_agent.scheduler.framework.status import Code, TaskStatus
 
 NAME = "predicates"
 ARGUMENTS = (
@@ -107,7 +112,31 @@ class PredicatesPlugin:
         self.pod_number = ssn.reasons.code(POD_NUMBER_EXCEEDED, Code.UNSCHEDULABLE)
         self.unschedulable = ssn.reasons.code(UNSCHEDULABLE, Code.UNRESOLVABLE)
         self.mismatch = ssn.reasons.code(AFFINITY_MISMATCH, Code.UNRESOLVABLE)
+        self.pod_delta = np.zeros(len(ssn.node_names), dtype=np.int64)
+        self.delta_of: dict[str, tuple[int, int]] = {}  # task key -> (row, +1 pipelined / -1 evicted)
         ssn.add(Point.PREDICATE, NAME, self._predicate, row=self._predicate_row)
+        ssn.add_event_handler(NAME, self._on_allocate, self._on_deallocate)
+
+    def _shift(self, task: TaskInfo, row: int, delta: int) -> None:
+        self.delta_of[task.key] = (row, delta)
+        self.pod_delta[row] += delta
+
+    def _unshift(self, task: TaskInfo) -> bool:
+        entry = self.delta_of.pop(task.key, None)
+        if entry is not None:
+            self.pod_delta[entry[0]] -= entry[1]
+        return entry is not None
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        # Pipelined: counts on the node (Allocated is in ``pod_count`` already); an undone
+        # eviction (Releasing -> Running) counts again.
+        if not self._unshift(task) and task.status == TaskStatus.PIPELINED and task.node is not None:
+            self._shift(task, task.node, 1)
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        # An undone pipeline leaves; an in-session eviction stops counting.
+        if not self._unshift(task) and task.status == TaskStatus.RELEASING and task.node is not None:
+            self._shift(task, task.node, -1)
 
     def _static_codes(self, task: TaskInfo) -> np.ndarray:
         """Selector, affinity, unschedulable and taints: a function of the shape alone."""
@@ -158,13 +187,13 @@ class PredicatesPlugin:
 
     def _predicate_row(self, task: TaskInfo, row: int) -> int:
         code = int(self._static_codes(task)[row])
-        if code == 0 and self.ssn.pod_count[row] >= self.ssn.nodes.max_pods[row]:
+        if code == 0 and self.ssn.pod_count[row] + self.pod_delta[row] >= self.ssn.nodes.max_pods[row]:
             code = self.pod_number
         return code
 
     def _predicate(self, task: TaskInfo, rows: np.ndarray) -> Any:
         codes = self._static_codes(task)[rows].copy()
-        full = self.ssn.pod_count[rows] >= self.ssn.nodes.max_pods[rows]
+        full = self.ssn.pod_count[rows] + self.pod_delta[rows] >= self.ssn.nodes.max_pods[rows]
         codes[(codes == 0) & full] = self.pod_number
         return codes
 

@@ -40,8 +40,8 @@ from typing import Any
 from kubernetes_asyncio import client as k8s
 
 from federation import metrics
+from federation.controllers import app_failover, binding_priority, failover, preempting, requeue_events
 from federation.controllers import binding as b
-from federation.controllers import binding_priority, failover, preempting, requeue_events
 from federation.controllers import common as c
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
@@ -51,7 +51,7 @@ from federation.controllers.runner import QueueController, cancel_all, is_not_fo
 from federation.controllers.sched_queue import (
     Outcome,
 )
-from federation.controllers.triggers import Attempt, placement_trigger
+from federation.controllers.triggers import APPLICATION_FAILURE, Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
 from federation.events import record_event
 from federation.placement.adapters import build_request
@@ -88,6 +88,7 @@ class PlacementController(QueuedPlacement, QueueController):
         self.attempts: dict[Key, Attempt] = {}
         self.assumed = AssumedShares(self.works.get)
         self.works.handlers.append(self.assumed.on_work_event)
+        self.works.handlers.append(self._on_work)
         self._init_queue(self.options)
         #: when each job last preempted (it waits for its victims' clusters to report before again)
         self.preempted_at: dict[Key, float] = {}
@@ -115,6 +116,23 @@ class PlacementController(QueuedPlacement, QueueController):
                     ((rb.get("spec") or {}).get("resource") or {}).get("name", "")
                 self.queue.add((ns, job))
         self._move(requeue_events.cluster_event(kind, obj, old))
+
+    def _on_work(self, _type: str, obj: Obj, old: Obj | None) -> None:
+        # a share turning unhealthy (or healthy again) starts or stops application failover's clock
+        if app_failover.unhealthy(obj) == app_failover.unhealthy(old) and \
+                app_failover.share_state(obj) == app_failover.share_state(old):
+            return
+        ns, _, name = ((obj.get("metadata") or {}).get("labels") or {}).get(c.JOB_LABEL, "").partition(".")
+        if ns and name:
+            self.queue.add((ns, name))
+
+    def _job_works(self, job: Obj, rb: Obj | None) -> dict[str, Obj]:
+        """The job's Works by cluster, only for a binding with application failover (a walk over Works)."""
+        if app_failover.application(rb) is None:
+            return {}
+        uid = job["metadata"].get("uid", "")
+        return {(w.get("metadata") or {}).get("namespace", "")[len("karmada-es-"):]: w for w in self.works.items()
+                if ((w.get("metadata") or {}).get("labels") or {}).get(c.JOB_UID_LABEL) == uid}
 
     def _on_binding(self, _type: str, obj: Obj, _old: Obj | None) -> None:
         resource = (obj.get("spec") or {}).get("resource") or {}
@@ -225,7 +243,8 @@ class PlacementController(QueuedPlacement, QueueController):
             return
         clusters = {o["metadata"]["name"]: o for o in self.clusters.items()}
         trigger, previous, delay, wake = placement_trigger(
-            job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now, queued=permitted)
+            job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now, queued=permitted,
+            works=self._job_works(job, rb))
         if wake is not None:  # a tolerationSeconds runs out later: look again then
             self.queue.add(key, max(0.05, wake - now))
         if trigger is None:
@@ -255,7 +274,8 @@ class PlacementController(QueuedPlacement, QueueController):
         uid = job["metadata"].get("uid", "")
         generation = b.generation_of(rb) if rb is not None else self._dispatched_generation(job)
         old_clusters = ((rb or {}).get("spec") or {}).get("clusters") or []
-        replace = trigger.startswith("cluster lost") or trigger == "reservation cancelled"
+        replace = trigger.startswith(("cluster lost", APPLICATION_FAILURE)) or trigger == "reservation cancelled"
+        evicted = app_failover.evicted_clusters(previous)  # Karmada's scheduler skips a task's fromCluster
         excluded = excluded_clusters(rb, now)
         notes = "; ".join(exclusion_note(name, cap, now) for name, cap in excluded.items())
         async with self.lock:
@@ -263,8 +283,8 @@ class PlacementController(QueuedPlacement, QueueController):
             try:
                 assumed = self.assumed.others(uid) + reserve_caps(job, rb, now)
                 states = self._usable(match.policy, now)
-                if excluded:  # failed to reserve too often in a row: this job does not count on them
-                    states = tuple(s for s in states if s.name not in excluded)
+                if excluded or evicted:  # failed to reserve too often in a row, or evicted: left out
+                    states = tuple(s for s in states if s.name not in excluded and s.name not in evicted)
                 request = build_request(job, match.policy, states, previous, now=now,
                                         assumed=assumed, options=self.options.placement,
                                         priority_classes={pc["metadata"]["name"]: pc
@@ -301,6 +321,8 @@ class PlacementController(QueuedPlacement, QueueController):
                 return "preempted"
             return "error" if decision.failure.condition == "SchedulerError" else "unschedulable"
         body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)
+        if app_failover.tasks_of(previous):
+            body["spec"]["gracefulEvictionTasks"] = app_failover.tasks_of(previous)
         rb = await self._write_binding(rb, with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "True",
                                      "Success", f"{trigger}: {decision.reason}" + (f" [{notes}]" if notes else ""),

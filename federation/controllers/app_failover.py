@@ -18,7 +18,7 @@ keeps the cluster out of the new placement and tells dispatch when the old Work 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from federation.controllers import common as c
@@ -51,6 +51,15 @@ def tasks_of(rb: Obj | None) -> list[Obj]:
 
 def evicted_clusters(rb: Obj | None) -> set[str]:
     return {str(t.get("fromCluster")) for t in tasks_of(rb)}
+
+
+def works_of(rb: Obj | None, uid: str, works: Callable[[], Iterable[Obj]]) -> dict[str, Obj]:
+    """The job's Works by cluster; only read (a walk over every Work) when the binding has
+    application failover."""
+    if application(rb) is None:
+        return {}
+    return {(w.get("metadata") or {}).get("namespace", "")[len("karmada-es-"):]: w for w in works()
+            if ((w.get("metadata") or {}).get("labels") or {}).get(c.JOB_UID_LABEL) == uid}
 
 
 def _manifest(work: Obj | None) -> Obj:

@@ -126,14 +126,6 @@ class PlacementController(QueuedPlacement, QueueController):
         if ns and name:
             self.queue.add((ns, name))
 
-    def _job_works(self, job: Obj, rb: Obj | None) -> dict[str, Obj]:
-        """The job's Works by cluster, only for a binding with application failover (a walk over Works)."""
-        if app_failover.application(rb) is None:
-            return {}
-        uid = job["metadata"].get("uid", "")
-        return {(w.get("metadata") or {}).get("namespace", "")[len("karmada-es-"):]: w for w in self.works.items()
-                if ((w.get("metadata") or {}).get("labels") or {}).get(c.JOB_UID_LABEL) == uid}
-
     def _on_binding(self, _type: str, obj: Obj, _old: Obj | None) -> None:
         resource = (obj.get("spec") or {}).get("resource") or {}
         if resource.get("kind") == "Job" and resource.get("name"):
@@ -244,7 +236,7 @@ class PlacementController(QueuedPlacement, QueueController):
         clusters = {o["metadata"]["name"]: o for o in self.clusters.items()}
         trigger, previous, delay, wake = placement_trigger(
             job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now, queued=permitted,
-            works=self._job_works(job, rb))
+            works=app_failover.works_of(rb, uid, self.works.items))
         if wake is not None:  # a tolerationSeconds runs out later: look again then
             self.queue.add(key, max(0.05, wake - now))
         if trigger is None:
@@ -316,7 +308,8 @@ class PlacementController(QueuedPlacement, QueueController):
                     await self._event(job, "Preempting", f"preempting {victims} on cluster {preemption.cluster}")
             wake = min(float(cap.get("until") or 0) for cap in excluded.values()) if excluded else None
             await self._failed(job, rb, match, decision.failure.condition, message, version,
-                               now, clear=replace or not old_clusters, wake=wake, priority=priority)
+                               now, clear=replace or not old_clusters, wake=wake, priority=priority,
+                               tasks=app_failover.tasks_of(previous))
             if preemption is not None:
                 return "preempted"
             return "error" if decision.failure.condition == "SchedulerError" else "unschedulable"
@@ -343,7 +336,10 @@ class PlacementController(QueuedPlacement, QueueController):
 
     async def _failed(self, job: Obj, rb: Obj | None, match: Match, reason: str, message: str, version: int,
                       now: float, clear: bool, wake: float | None = None,
-                      priority: binding_priority.ResolvedPriority | None = None) -> None:
+                      priority: binding_priority.ResolvedPriority | None = None,
+                      tasks: list[Obj] | None = None) -> None:
+        """``tasks``: application failover's eviction tasks to record even though nothing fits (the
+        evicted cluster stays excluded and its old Work is purged as the task says)."""
         key = _ns_name(job)
         previous = self.attempts.get(key)
         failures = (previous.failures if previous else 0) + 1
@@ -355,6 +351,8 @@ class PlacementController(QueuedPlacement, QueueController):
         had = bool(((rb or {}).get("spec") or {}).get("clusters"))
         new_gen = generation + 1 if (clear and had) else generation
         body = b.binding_body(job, match.policy, rb, [] if clear else None, new_gen, None, now, placed=clear and had)
+        if tasks:
+            body["spec"]["gracefulEvictionTasks"] = tasks
         rb = await self._write_binding(rb, with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
                                      reason, message, now)

@@ -124,11 +124,14 @@ def _cluster(name: str, nodes: int) -> dict[str, Any]:
                        "nodeShapes": [{"count": nodes, "free": {"cpu": "64", "memory": "256Gi", "pods": "110"}}]}}
 
 
-def _policy(application: dict[str, Any]) -> dict[str, Any]:
-    weights = [{"targetCluster": {"clusterNames": [n]}, "weight": 1} for n in ("cluster-a", "cluster-b", "cluster-c")]
+ABC = ("cluster-a", "cluster-b", "cluster-c")
+
+
+def _policy(application: dict[str, Any], names: tuple[str, ...] = ABC) -> dict[str, Any]:
+    weights = [{"targetCluster": {"clusterNames": [n]}, "weight": 1} for n in names]
     return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "af"},
             "spec": {"resourceSelectors": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}],
-                     "placement": {"clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b", "cluster-c"]},
+                     "placement": {"clusterAffinity": {"clusterNames": list(names)},
                                    "replicaScheduling": {"replicaSchedulingType": "Divided",
                                                          "replicaDivisionPreference": "Weighted",
                                                          "weightPreference": {"staticWeightList": weights}}},
@@ -255,3 +258,27 @@ async def test_never_keeps_the_old_work_until_suppression_is_lifted(fed: Fed) ->
     await fed.patch("work.karmada.io/v1alpha2", "ResourceBinding", "never-job",
                     {"spec": {"gracefulEvictionTasks": [{**task, "suppressDeletion": False}]}}, "default")
     assert await until(lambda: _no_tasks_and_a_gone(fed, "never"), "old Work removed once suppression is lifted")
+
+
+async def test_an_evicted_cluster_stays_excluded_when_nothing_else_fits(fed: Fed) -> None:
+    for n in ABC:
+        await fed.apply(_cluster(n, 4))
+    await fed.apply(_policy({"decisionConditions": {"tolerationSeconds": 10}, "purgeMode": "Gracefully",
+                             "gracePeriodSeconds": 600}, ("cluster-a",)))
+    await fed.apply(_job("alone"))
+    await until(lambda: _generation(fed, "alone", 1, {"cluster-a"}), "generation 1 on cluster-a")
+    await _fail(fed, "cluster-a", "alone", CLOCK())
+    CLOCK.now += 11
+    await fed.patch("cluster.karmada.io/v1alpha1", "Cluster", "cluster-a", {"metadata": {"labels": {"poke": "1"}}})
+
+    async def unplaced() -> dict[str, Any] | None:
+        rb = await fed.rb("alone")
+        scheduled = next((c for c in (rb or {}).get("status", {}).get("conditions") or [] if c["type"] == "Scheduled"),
+                         {})
+        done = rb and not rb["spec"]["clusters"] and rb["spec"].get("gracefulEvictionTasks")
+        return rb if done and scheduled.get("status") == "False" else None
+
+    rb = await until(unplaced, "the binding unplaced with its eviction task")
+    assert [t["fromCluster"] for t in rb["spec"]["gracefulEvictionTasks"]] == ["cluster-a"]
+    # the old (failed) Work stays for the grace period, as Gracefully says
+    assert "cluster-a" in await fed.works("alone")

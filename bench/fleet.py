@@ -64,7 +64,7 @@ def job(name: str, pods: int, gpus: int, duration: float, tier: str) -> dict[str
     note = {"caldera.io/sim-duration": f"{duration:g}s"}
     template = {"metadata": {"annotations": note}, "spec": {"restartPolicy": "Never", "containers": [{
         "name": "train", "image": "bench", "resources": {"requests": {
-            "nvidia.com/gpu": str(gpus), "cpu": "1", "memory": "1Gi"}}}]}}
+            "nvidia.com/gpu": str(gpus), "cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": str(gpus)}}}]}}
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": name, "namespace": "default", "labels": {"tier": tier}, "annotations": note},
             "spec": {"minAvailable": pods, "schedulerName": "volcano", "queue": "default",

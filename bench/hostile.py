@@ -1,5 +1,6 @@
 """Replay issue 13's hostile-client requests (``tests/apiserver/hostile_cases.py``) against
-``caldera serve`` and count the answers: as kube-apiserver would answer, another 4xx, 2xx
+``caldera serve`` and count the answers: as kube-apiserver would answer (status code, reason, the field among the
+causes, the rule in the message), another 4xx or another Status, 2xx
 (accepted although kube refuses it), 5xx, and hangs (no answer within the client timeout).
 
     python bench/hostile.py                                   # starts caldera serve from this tree
@@ -48,7 +49,7 @@ def classify(client: Client, case: dict[str, Any]) -> str:
     try:
         for setup_path, obj in setup:
             client.call("POST", setup_path, obj)
-        status, _answer = client.call(case["method"], path, body, case.get("type", "application/json"),
+        status, answer = client.call(case["method"], path, body, case.get("type", "application/json"),
                                      stream="watch=true" in path)
     except Hang:
         return "hang"
@@ -56,7 +57,17 @@ def classify(client: Client, case: dict[str, Any]) -> str:
         return "5xx"
     if status < 400:
         return "2xx"
-    return "as kube" if status == case["code"] else f"other 4xx ({status} for {case['code']})"
+    if status != case["code"]:
+        return f"other 4xx ({status} for {case['code']})"
+    return "as kube" if _status_matches(answer, case) else f"other Status ({str(answer)[:160]})"
+
+
+def _status_matches(answer: Any, case: dict[str, Any]) -> bool:
+    """The Status names kube's reason, the case's field among its causes and the rule in its message."""
+    if not isinstance(answer, dict) or answer.get("kind") != "Status" or answer.get("reason") != case["reason"]:
+        return False
+    causes = [c.get("field") for c in answer.get("details", {}).get("causes", [])]
+    return ("field" not in case or case["field"] in causes) and case.get("says", "") in answer.get("message", "")
 
 
 def main() -> int:

@@ -86,11 +86,23 @@ def session(conf_path: str) -> None:
           f"from-scratch build_snapshot {1000 * full:.0f} ms; peak RSS {_rss_mib():.0f} MiB")
 
 
-def fgd(conf_path: str, seed: int, batch: int, pct: int) -> None:
+def fgd(conf_path: str, seed: int, batch: int, pct: int, trace_workload: bool = False, profile: bool = False) -> None:
     conf = parse_scheduler_conf(Path(conf_path).read_text())
     nodes = read_nodes(str(TRACES / "openb_node_list_gpu_node.csv"))
     pods, _ = read_pods(str(TRACES / "openb_pod_list_default.csv"))
-    run = run_fgd(nodes, pods, conf, seed=seed, batch=batch, options=SessionOptions(percentage_nodes_to_find=pct))
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    run = run_fgd(nodes, pods, conf, seed=seed, batch=batch, options=SessionOptions(percentage_nodes_to_find=pct),
+                  workload_from_trace=trace_workload)
+    if prof is not None:
+        import pstats
+
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
     eight = run.first_rejection_by_gpus.get("8")
     print(f"openb FGD {Path(conf_path).name} seed {seed}: {run.pods} pods, {run.rejected} rejected; "
           f"allocation {100 * (run.allocation_at(1.0) or 0):.2f} % at 100 % arrived, "
@@ -106,6 +118,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--batch", type=int, default=50)
     p.add_argument("--percentage-nodes-to-find", type=int, default=0)
+    p.add_argument("--trace-workload", action="store_true",
+                   help="start the observed workload from the whole pod list (the paper's target workload)")
+    p.add_argument("--profile", action="store_true", help="cProfile the replay (top 25 by own time)")
     args = p.parse_args()
     if not (TRACES / "openb_pod_list_default.csv").exists():
         print(f"openb traces not found under {TRACES}", file=sys.stderr)
@@ -113,7 +128,7 @@ def main() -> int:
     if args.what == "session":
         session(args.conf)
     else:
-        fgd(args.conf, args.seed, args.batch, args.percentage_nodes_to_find)
+        fgd(args.conf, args.seed, args.batch, args.percentage_nodes_to_find, args.trace_workload, args.profile)
     return 0
 
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import shutil
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from typing import Any, Optional, TypeVar
 from e2e.harness import AGENT_ARGS, SPEED, api, seed_clusters
 from federation.demo.manifests import NAMESPACE, demo_plan
 from federation.demo.processes import ClusterSpec, System
-from federation.demo.prometheus import fix_agent_ports
+from federation.demo.prometheus import secure_agent_metrics
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -29,16 +30,17 @@ SERVE_ARGS = ["--cluster-lease-grace", "4", "--cluster-failover-grace", "600", "
 T = TypeVar("T")
 
 
-def demo_clusters() -> list[ClusterSpec]:
-    """The seed's clusters, each agent on a fixed port so Prometheus's targets survive a restart."""
+def demo_clusters(data_dir: Path) -> list[ClusterSpec]:
+    """The seed's clusters, each agent on fixed ports (Prometheus's targets survive a restart) and
+    serving /metrics over HTTPS with token review, as ``caldera demo --prometheus`` runs them."""
     clusters = seed_clusters()
-    fix_agent_ports(clusters)
+    secure_agent_metrics(clusters, data_dir)
     return clusters
 
 
 def start_system(data_dir: Path) -> System:
     """A federation and the seed's two agents, with fast cluster health."""
-    system = System(data_dir, demo_clusters(), speed=SPEED, serve_args=list(SERVE_ARGS), agent_args=list(AGENT_ARGS))
+    system = System(data_dir, demo_clusters(data_dir), speed=SPEED, serve_args=list(SERVE_ARGS), agent_args=list(AGENT_ARGS))
     return system.start()
 
 
@@ -79,8 +81,12 @@ def poll(probe: Callable[[], Optional[T]], timeout: float, what: str, system: Op
 def prom_get(base: str, path: str, **params: str) -> Any:
     """GET Prometheus's HTTP API; the ``data`` of a successful answer (an error raises with its message)."""
     url = f"{base}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback only
-        body = json.load(response)
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback only
+            body = json.load(response)
+    except urllib.error.HTTPError as exc:  # e.g. 503 while Prometheus starts; close the connection it holds
+        with exc:
+            raise OSError(f"{url}: HTTP {exc.code}: {exc.read()[:300]!r}") from None
     if body.get("status") != "success":
         raise AssertionError(f"{url}: {body.get('errorType')}: {body.get('error')}")
     return body["data"]

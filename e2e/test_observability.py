@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import ssl
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,9 +18,18 @@ from typing import Any
 import pytest
 
 from e2e.harness import Miss
-from e2e.observability import CHROMIUM, alerts, apply_demo, launch_chromium, poll, query, start_system
+from e2e.observability import (
+    CHROMIUM,
+    alerts,
+    apply_demo,
+    launch_chromium,
+    poll,
+    prom_get,
+    query,
+    start_system,
+)
 from federation.demo.processes import System, leftover_processes
-from federation.demo.prometheus import PrometheusProcess, agent_urls, mint_viewer_token
+from federation.demo.prometheus import PrometheusProcess, agent_metrics_urls, agent_urls, mint_viewer_token
 from tests.monitoring.test_metrics_exposition import lint_findings
 from tests.monitoring.tools import GRAFANA_DIR, PROMTOOL, dashboard_queries
 
@@ -31,6 +41,9 @@ SCREENSHOT = REPO / "docs" / "dashboard.png"
 CLUSTERS = {"cluster-a", "cluster-b"}
 #: queues with a GPU capability in the seed (queue-ai-training.yaml, queue-inference.yaml)
 GPU_QUEUES = {"ai-training", "inference"}
+#: Every wait in the browser: generous, for a loaded 2-core CI machine (Chromium's first paint alone
+#: can take tens of seconds there); each wait ends as soon as what it waits for is on the page.
+BROWSER_WAIT_MS = 90_000
 
 
 @dataclass
@@ -59,6 +72,11 @@ def test_prometheus_sees_every_target_cluster_and_queue(demo: Demo) -> None:
     base = demo.prometheus.url
     up = poll(lambda: (r := query(base, "up == 1")) and len(r) == 3 and r, 45, "3 targets up", demo.system)
     assert {s["metric"]["job"] for s in up} == {"caldera-federation", "caldera-agents"}
+    # every target scraped over TLS with the viewer token (the agents' --metrics-bind-address)
+    targets = prom_get(base, "/api/v1/targets", state="active")["activeTargets"]
+    agents = {t["labels"]["cluster"]: t for t in targets if t["labels"]["job"] == "caldera-agents"}
+    assert set(agents) == CLUSTERS, targets
+    assert all(t["scrapeUrl"].startswith("https://") and t["health"] == "up" for t in targets), targets
     ready = poll(lambda: (r := query(base, "cluster_ready_state == 1")) and len(r) == 2 and r, 30,
                  "both clusters Ready in cluster_ready_state", demo.system)
     assert {s["metric"]["cluster_name"] for s in ready} == CLUSTERS
@@ -80,14 +98,33 @@ def test_prometheus_sees_every_target_cluster_and_queue(demo: Demo) -> None:
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus')")
 def test_live_expositions_pass_promtool_check_metrics(demo: Demo) -> None:
-    context = ssl.create_default_context(cafile=str(demo.system.data_dir / "tls" / "apiserver.crt"))
-    urls = {"federation": demo.system.url, **agent_urls(demo.system)}
+    tls = demo.system.data_dir
+    urls = {"federation": demo.system.url, **agent_metrics_urls(demo.system)}
+    assert all(url.startswith("https://") for url in urls.values()), urls
     for name, url in sorted(urls.items()):
-        with urllib.request.urlopen(url + "/metrics", timeout=10,  # noqa: S310 - loopback only
-                                    context=context if url.startswith("https") else None) as response:
+        ca = tls / ("tls" if name == "federation" else "tls-agents") / "apiserver.crt"
+        context = ssl.create_default_context(cafile=str(ca))
+        request = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {demo.viewer}"})
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310 - loopback
             text = response.read().decode()
         unexpected = lint_findings(text)
         assert not unexpected, f"{name}: " + "\n".join(unexpected)
+
+
+def test_agent_metrics_need_a_token_over_tls(demo: Demo) -> None:
+    """Without a token 401, with a made-up one 401 (the federation reviews it), plain /metrics gone."""
+    context = ssl.create_default_context(cafile=str(demo.system.data_dir / "tls-agents" / "apiserver.crt"))
+    secure, plain = agent_metrics_urls(demo.system)["cluster-a"], agent_urls(demo.system)["cluster-a"]
+    for headers in ({}, {"Authorization": "Bearer not-a-token"}):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(secure + "/metrics", headers=headers),  # noqa: S310
+                                   timeout=10, context=context)
+        with refused.value:  # an HTTPError holds its connection open until closed
+            assert refused.value.code == 401, headers
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(plain + "/metrics", timeout=10)  # noqa: S310 - loopback
+    with gone.value:
+        assert gone.value.code == 404 and b"--metrics-bind-address" in gone.value.read()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")
@@ -97,7 +134,8 @@ def test_dashboard_shows_clusters_and_jobs_in_chromium(demo: Demo, tmp_path: Pat
         browser = launch_chromium(pw)
         try:
             page = browser.new_context(ignore_https_errors=True, viewport={"width": 1400, "height": 1000}).new_page()
-            page.set_default_timeout(45_000)
+            page.set_default_timeout(BROWSER_WAIT_MS)
+            page.set_default_navigation_timeout(BROWSER_WAIT_MS)
             try:
                 browse(page, demo, tmp_path)
             except Exception as exc:  # say what the page showed; keep its picture for the CI log
@@ -127,26 +165,29 @@ def browse(page: Any, demo: Demo, tmp_path: Path) -> None:
     """Sign in (a wrong token first), find every cluster and demo Job, open a job's page."""
     response = page.goto(demo.system.url + "/ui")
     assert response is not None and response.status == 401  # no token yet: the sign-in form
-    assert page.is_visible("#login") and "caldera token --role viewer" in page.inner_text("#login")
+    page.wait_for_selector("#login:not([hidden])")  # app.js has run and attached the form's handler
+    assert "caldera token --role viewer" in page.inner_text("#login")
     page.fill("#token", "not-a-token")  # a wrong token: back to the form, saying so
     page.click("#login-form button[type=submit]")
-    page.wait_for_selector("#login-error:has-text('did not accept this token')", timeout=45_000)
+    page.wait_for_selector("#login-error:has-text('did not accept this token')")
     page.fill("#token", demo.viewer)
     page.click("#login-form button[type=submit]")
-    page.wait_for_selector("body[data-loaded=true]", timeout=45_000)
+    page.wait_for_selector("body[data-loaded=true]")
     for cluster in sorted(CLUSTERS):
-        page.wait_for_selector(f'#clusters tr[data-cluster="{cluster}"]', timeout=45_000)
+        page.wait_for_selector(f'#clusters tr[data-cluster="{cluster}"]')
     for job in demo.jobs:  # every demo Job, listed as the page refreshes itself
-        page.wait_for_selector(f'#jobs tr[data-job="default/{job}"]', timeout=45_000)
+        page.wait_for_selector(f'#jobs tr[data-job="default/{job}"]')
     assert demo.viewer not in page.content()  # the token is never written into the page
-    page.wait_for_selector("#queues tr[data-queue=ai-training]", timeout=45_000)
+    page.wait_for_selector("#queues tr[data-queue=ai-training]")
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
     if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):
         page.screenshot(path=str(SCREENSHOT))
+    # the overview re-renders its rows every refresh; the click re-finds the link if one is replaced
     page.click(f'#jobs tr[data-job="default/{demo.jobs[0]}"] a')
-    page.wait_for_selector("#job:not([hidden])", timeout=45_000)
+    page.wait_for_url(f"**/ui/jobs/default/{demo.jobs[0]}")
+    page.wait_for_selector("#job:not([hidden])")
     assert page.inner_text("#job-title") == f"Job default/{demo.jobs[0]}"
-    page.wait_for_selector("#job-shares tr[data-cluster]", timeout=45_000)
+    page.wait_for_selector("#job-shares tr[data-cluster]")
     page.screenshot(path=str(tmp_path / "job.png"), full_page=True)
 
 

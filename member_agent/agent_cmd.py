@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
+import ssl
 import sys
 from typing import Any, Optional
 
@@ -44,6 +46,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between scheduling sessions")
     parser.add_argument("--listen", default="127.0.0.1:8090",
                         help="HOST:PORT for /healthz, /readyz, /metrics, /status (port 0: any free port)")
+    parser.add_argument("--metrics-bind-address", metavar="HOST:PORT",
+                        help="also serve /metrics over HTTPS here, each scrape's bearer token checked by the "
+                             "federation (a viewer token suffices); /metrics then leaves --listen. Needs "
+                             "--tls-cert-file and --tls-private-key-file")
+    parser.add_argument("--tls-cert-file", metavar="FILE", help="PEM certificate of --metrics-bind-address")
+    parser.add_argument("--tls-private-key-file", metavar="FILE", help="PEM private key of --metrics-bind-address")
     parser.add_argument("--start-delay", type=float, default=1.0, help="sim: seconds from bind to Running")
     parser.add_argument("--default-duration", type=float, default=30.0,
                         help="sim: seconds a pod runs without a caldera.io/sim-duration annotation")
@@ -59,11 +67,56 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_flags(parser)
 
 
-def _host_port(text: str) -> tuple[str, int]:
+def _host_port(text: str, flag: str = "--listen") -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
-        raise CalderaError(f"--listen must be HOST:PORT, got {text!r}")
+        raise CalderaError(f"{flag} must be HOST:PORT, got {text!r}")
     return host, int(port)
+
+
+def _check_metrics_flags(args: argparse.Namespace) -> None:
+    tls = (args.tls_cert_file, args.tls_private_key_file)
+    if args.metrics_bind_address is None:
+        if any(tls):
+            raise CalderaError("--tls-cert-file and --tls-private-key-file serve --metrics-bind-address; give it too")
+        return
+    _host_port(args.metrics_bind_address, "--metrics-bind-address")
+    if not all(tls):
+        raise CalderaError("--metrics-bind-address serves HTTPS only: give --tls-cert-file and "
+                           "--tls-private-key-file (PEM files)")
+
+
+async def _start_site(runner: web.AppRunner, address: str, flag: str,
+                      context: Optional[ssl.SSLContext] = None) -> int:
+    host, port = _host_port(address, flag)
+    site = web.TCPSite(runner, host, port, ssl_context=context)
+    await site.start()
+    sockets = site._server.sockets if site._server else None  # type: ignore[union-attr]
+    return int(sockets[0].getsockname()[1]) if sockets else port
+
+
+async def _metrics_runner(args: argparse.Namespace, agent: Agent, clock: RealClock) -> Optional[web.AppRunner]:
+    """The secure metrics listener (member_agent.metrics_server), or None without --metrics-bind-address."""
+    if args.metrics_bind_address is None:
+        return None
+    from member_agent.federation_failover import endpoint_kubeconfigs
+    from member_agent.federation_rest import kubeconfig_parts
+    from member_agent.metrics_server import ScrapeAuth, build_metrics_app, federation_review, server_context
+
+    try:
+        context = server_context(args.tls_cert_file, args.tls_private_key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise CalderaError(f"--tls-cert-file/--tls-private-key-file: {exc}") from None
+    base = os.path.dirname(os.path.abspath(args.kubeconfig))
+    endpoints = [(server, tls) for server, _, tls in (kubeconfig_parts(c, base)
+                                                     for c in endpoint_kubeconfigs(args.kubeconfig, args.server))]
+    auth = ScrapeAuth(federation_review(endpoints), clock.monotonic)
+    runner = web.AppRunner(build_metrics_app(agent.metrics.render, auth), access_log=None)
+    await runner.setup()
+    bound = await _start_site(runner, args.metrics_bind_address, "--metrics-bind-address", context)
+    host = args.metrics_bind_address.rpartition(":")[0]
+    print(f"caldera agent {args.cluster} serving metrics on https://{host}:{bound}/metrics", flush=True)
+    return runner
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -76,6 +129,7 @@ async def serve(args: argparse.Namespace) -> int:
     why = leader.check(args)
     if why:
         raise CalderaError(why)
+    _check_metrics_flags(args)
     clock = RealClock()
     sim: Optional[SimCluster] = None
     gateway: ClusterGateway
@@ -101,13 +155,12 @@ async def serve(args: argparse.Namespace) -> int:
                            cluster_spec=cluster_spec, kubernetes_version=version)
     agent = Agent(options, gateway, clock)
     sync = FederationSync(agent, federation, clock, lease_period=args.lease_period, status_period=args.status_period)
-    runner = web.AppRunner(build_app(agent, sync, sim), access_log=None)
+    secure = args.metrics_bind_address is not None
+    runner = web.AppRunner(build_app(agent, sync, sim, plain_metrics=not secure), access_log=None)
     await runner.setup()
-    host, port = _host_port(args.listen)
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port  # type: ignore[union-attr]
-    print(f"caldera agent {args.cluster} listening on http://{host}:{bound}", flush=True)
+    bound = await _start_site(runner, args.listen, "--listen")
+    metrics_runner = await _metrics_runner(args, agent, clock)  # announced first: "listening" means all are up
+    print(f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}", flush=True)
     acting = [agent.controller_loop, agent.schedule_loop, sync.run]
     if sim is not None:
         acting.append(sim.kubelet.run)
@@ -133,6 +186,8 @@ async def serve(args: argparse.Namespace) -> int:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await runner.cleanup()
+    if metrics_runner is not None:
+        await metrics_runner.cleanup()
     await gateway.close()
     await federation.close()
     log.info("agent %s stopped", args.cluster)

@@ -48,7 +48,9 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
     }
 
 
-def build_app(agent: Agent, sync: Optional[FederationSync], sim: Optional[SimCluster]) -> web.Application:
+def build_app(agent: Agent, sync: Optional[FederationSync], sim: Optional[SimCluster],
+              plain_metrics: bool = True) -> web.Application:
+    """The plain-HTTP endpoints; ``plain_metrics`` False when /metrics is served securely elsewhere."""
     app = web.Application()
 
     async def healthz(_: web.Request) -> web.Response:
@@ -59,6 +61,8 @@ def build_app(agent: Agent, sync: Optional[FederationSync], sim: Optional[SimClu
         return web.Response(text="ok" if ready else "not ready", status=200 if ready else 503)
 
     async def metrics(_: web.Request) -> web.Response:
+        if not plain_metrics:
+            return web.Response(status=404, text="/metrics is served over HTTPS at --metrics-bind-address\n")
         return web.Response(body=agent.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
     async def status(_: web.Request) -> web.Response:

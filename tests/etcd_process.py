@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,9 @@ class EtcdMember:
         try:
             with urllib.request.urlopen(self.url + "/health", timeout=1) as resp:  # noqa: S310 (loopback)
                 return b'"true"' in resp.read()
+        except urllib.error.HTTPError as exc:  # 503 while there is no leader: the error holds the socket
+            exc.close()
+            return False
         except OSError:
             return False
 

@@ -13,7 +13,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from federation.apiserver import keys, openapi, paths
 from federation.apiserver import status as st
-from federation.apiserver.audit import Exchange, events, request_info, request_verb
+from federation.apiserver.audit import (
+    SHORT_REQUEST_STAGES,
+    Exchange,
+    events,
+    is_long_running,
+    request_info,
+    request_verb,
+)
 from federation.apiserver.auth import with_default_groups
 from federation.apiserver.bodies import json_response
 from federation.apiserver.rbac.authorizer import DECISION, attributes
@@ -62,17 +69,33 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
 
 
 AUDIT_ID: web.RequestKey[str] = web.RequestKey("caldera_audit_id", str)
+AUDIT_RECEIVED: web.RequestKey[Any] = web.RequestKey("caldera_audit_received", object)
+#: set once a long-running request's RequestReceived and ResponseStarted stages are written
+AUDIT_STARTED: web.RequestKey[bool] = web.RequestKey("caldera_audit_started", bool)
+
+
+def _exchange(request: web.Request, response: web.StreamResponse | None, body: bytes | None) -> Exchange:
+    return Exchange(request.path, request.path_qs, request.method, _verb(request), request.get(keys.USER),
+                    request.remote or "", request.headers.get("User-Agent", ""),
+                    response.status if response is not None else 500, request[AUDIT_RECEIVED], body,
+                    response.body if isinstance(response, web.Response) and isinstance(
+                        response.body, bytes) else None, DECISION.get())
+
+
+def _verb(request: web.Request) -> str:
+    return request.get(keys.VERB) or request_verb(request.method, request_info(request.path),
+                                                  request.query.get("watch") in ("true", "1"))
 
 
 @web.middleware
 async def audit_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """One audit Event per request (federation/apiserver/audit.py), written once it is answered."""
+    """The audit Events of each request (federation/apiserver/audit.py), written once it is answered."""
     log = request.app[STATE_KEY].audit
     if log is None:
         return await handler(request)
     request[AUDIT_ID] = request.headers.get("Audit-ID") or log.new_id()
     DECISION.set(None)
-    received = log.clock()
+    request[AUDIT_RECEIVED] = log.clock()
     response: web.StreamResponse | None = None
     try:
         response = await handler(request)
@@ -82,21 +105,22 @@ async def audit_requests(request: web.Request, handler: Handler) -> web.StreamRe
         if request.method in ("POST", "PUT", "PATCH") and request.body_exists:
             with contextlib.suppress(Exception):
                 body = await request.read()
-        exchange = Exchange(request.path, request.path_qs, request.method,
-                            request.get(keys.VERB) or request_verb(request.method, request_info(request.path),
-                                                                   request.query.get("watch") in ("true", "1")),
-                            request.get(keys.USER),
-                            request.remote or "", request.headers.get("User-Agent", ""),
-                            response.status if response is not None else 500, received, body,
-                            response.body if isinstance(response, web.Response) and isinstance(
-                                response.body, bytes) else None, DECISION.get())
-        for event in events(log, request[AUDIT_ID], exchange):
+        stages = ("ResponseComplete",) if request.get(AUDIT_STARTED) else SHORT_REQUEST_STAGES
+        for event in events(log, request[AUDIT_ID], _exchange(request, response, body), stages):
             log.emit(event)
 
 
-async def _audit_id_header(request: web.Request, response: web.StreamResponse) -> None:
-    if AUDIT_ID in request:
-        response.headers["Audit-Id"] = request[AUDIT_ID]
+async def _audit_response_started(request: web.Request, response: web.StreamResponse) -> None:
+    """Send the Audit-Id header; a watch's first two audit stages are written as its headers go out."""
+    if AUDIT_ID not in request:
+        return
+    response.headers["Audit-Id"] = request[AUDIT_ID]
+    log = request.app[STATE_KEY].audit
+    if log is not None and is_long_running(_verb(request)) and not request.get(AUDIT_STARTED):
+        request[AUDIT_STARTED] = True
+        for event in events(log, request[AUDIT_ID], _exchange(request, response, None),
+                            ("RequestReceived", "ResponseStarted")):
+            log.emit(event)
 
 
 @web.middleware
@@ -123,7 +147,7 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 def build_app(state: ApiServerState) -> web.Application:
     app = web.Application(middlewares=[audit_requests, errors_and_metrics, authenticate],
                           client_max_size=state.max_body)
-    app.on_response_prepare.append(_audit_id_header)
+    app.on_response_prepare.append(_audit_response_started)
     app[STATE_KEY] = state
     handlers = Handlers(state)
 

@@ -293,8 +293,19 @@ class Exchange:
     decision: tuple[bool, str] | None = None
 
 
-def events(log: AuditLog, audit_id: str, exchange: Exchange) -> list[Obj]:
-    """The audit Events for one exchange under ``log.policy`` (none at level None)."""
+#: the stages of a short request; a long-running one (a watch) adds ResponseStarted between them, written
+#: when its headers go out, because its ResponseComplete may come hours later (kube-apiserver does the same)
+SHORT_REQUEST_STAGES = ("RequestReceived", "ResponseComplete")
+
+
+def is_long_running(verb: str) -> bool:
+    """kube-apiserver's long-running requests that Caldera serves: watches."""
+    return verb == "watch"
+
+
+def events(log: AuditLog, audit_id: str, exchange: Exchange,
+           stages: tuple[str, ...] = SHORT_REQUEST_STAGES) -> list[Obj]:
+    """The audit Events of ``stages`` for one exchange under ``log.policy`` (none at level None)."""
     info = request_info(exchange.path)
     user = exchange.user
     name, groups = (user.name, tuple(user.groups)) if user is not None else ("", ())
@@ -315,11 +326,15 @@ def events(log: AuditLog, audit_id: str, exchange: Exchange) -> list[Obj]:
         base["annotations"] = {"authorization.k8s.io/decision": "allow" if allowed else "forbid",
                                "authorization.k8s.io/reason": reason}
     received = micro_time(exchange.received)
+    wanted = {stage for stage in stages if stage not in omitted}
     out = []
-    if "RequestReceived" not in omitted:
+    if "RequestReceived" in wanted:
         out.append({**base, "stage": "RequestReceived", "requestReceivedTimestamp": received,
                     "stageTimestamp": received})
-    if "ResponseComplete" not in omitted:
+    if "ResponseStarted" in wanted:
+        out.append({**base, "stage": "ResponseStarted", "responseStatus": status,
+                    "requestReceivedTimestamp": received, "stageTimestamp": micro_time(log.clock())})
+    if "ResponseComplete" in wanted:
         done: Obj = {**base, "stage": "ResponseComplete", "responseStatus": status,
                      "requestReceivedTimestamp": received, "stageTimestamp": micro_time(log.clock())}
         if level in ("Request", "RequestResponse") and exchange.request_body:

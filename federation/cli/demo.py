@@ -90,9 +90,9 @@ def run(args: argparse.Namespace) -> int:
     system = System(data_dir, clusters, speed=args.speed)
     prometheus = None
     if args.prometheus:
-        from federation.demo.prometheus import PrometheusProcess, fix_agent_ports
+        from federation.demo.prometheus import PrometheusProcess, secure_agent_metrics
 
-        fix_agent_ports(clusters)  # restarted agents keep their scrape address
+        secure_agent_metrics(clusters, data_dir)  # HTTPS + token; restarted agents keep their scrape address
         prometheus = PrometheusProcess(system, interval="5s")
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored

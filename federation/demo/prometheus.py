@@ -2,7 +2,9 @@
 
 :func:`prometheus_config` writes the scrape configuration: the federation over HTTPS (its
 self-signed certificate as the CA, a viewer token as the bearer credential) and every agent's
-``/metrics`` with a ``cluster`` target label. The rule files are ``deploy/prometheus/*.yaml``;
+secure ``/metrics`` (``--metrics-bind-address``, HTTPS with a certificate made by
+:func:`secure_agent_metrics`, the same viewer token, which the agent has the federation review)
+with a ``cluster`` target label. The rule files are ``deploy/prometheus/*.yaml``;
 ``for_override`` rewrites every ``for:`` (the e2e test wants alerts within seconds, not minutes).
 :class:`PrometheusProcess` runs ``prometheus`` on loopback as a :class:`ManagedProcess`.
 """
@@ -30,6 +32,7 @@ from federation.demo.processes import (
 
 REPO = Path(__file__).resolve().parents[2]
 RULES_DIR = REPO / "deploy" / "prometheus"
+AGENT_METRICS = re.compile(r"caldera agent (\S+) serving metrics on (https://\S+)/metrics")
 READY = re.compile(r"Server is ready to receive web requests")
 FOR_LINE = re.compile(r"^(\s*for:\s*)\S+\s*$", re.MULTILINE)
 
@@ -40,6 +43,22 @@ def fix_agent_ports(clusters: list[ClusterSpec]) -> None:
         spec.agent_args = [*spec.agent_args, "--listen", f"127.0.0.1:{free_port()}"]
 
 
+def agent_tls_files(data_dir: Path) -> tuple[Path, Path]:
+    """(certificate, key) the demo's agents serve metrics with; the certificate is Prometheus's CA."""
+    from federation.apiserver.tls import ensure_self_signed
+
+    return ensure_self_signed(data_dir / "tls-agents", "127.0.0.1")
+
+
+def secure_agent_metrics(clusters: list[ClusterSpec], data_dir: Path) -> None:
+    """Fixed ports for every agent (a restart keeps its targets) and ``/metrics`` over HTTPS."""
+    cert, key = agent_tls_files(data_dir)
+    fix_agent_ports(clusters)
+    for spec in clusters:
+        spec.agent_args = [*spec.agent_args, "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+                           "--tls-cert-file", str(cert), "--tls-private-key-file", str(key)]
+
+
 def agent_urls(system: System) -> dict[str, str]:
     """cluster -> the agent's ``http://host:port`` as it announced it (restarts may move it)."""
     found = {}
@@ -47,6 +66,17 @@ def agent_urls(system: System) -> dict[str, str]:
         match = AGENT_LISTENING.search(slot.output())
         if match:
             found[name] = match.group(1)
+    return found
+
+
+def agent_metrics_urls(system: System) -> dict[str, str]:
+    """cluster -> the ``https://host:port`` of the agent's secure metrics listener, as announced;
+    agents without one (no ``--metrics-bind-address``) fall back to their plain listener."""
+    found = agent_urls(system)
+    for name, slot in system.agents.items():
+        match = AGENT_METRICS.search(slot.output())
+        if match:
+            found[name] = match.group(2)
     return found
 
 
@@ -65,9 +95,17 @@ def copy_rules(target: Path, for_override: Optional[str] = None) -> list[Path]:
 
 
 def prometheus_config(federation_url: str, agents: dict[str, str], token_file: Path, ca_file: Optional[Path],
-                      rule_files: list[Path], interval: str = "15s", evaluation: Optional[str] = None) -> dict[str, Any]:
+                      rule_files: list[Path], interval: str = "15s", evaluation: Optional[str] = None,
+                      agent_ca_file: Optional[Path] = None) -> dict[str, Any]:
     fed = urlsplit(federation_url)
     tls: dict[str, Any] = {"ca_file": str(ca_file)} if ca_file else {"insecure_skip_verify": True}
+    schemes = {urlsplit(url).scheme for url in agents.values()} or {"https"}
+    if len(schemes) > 1:
+        raise ValueError(f"agents serve metrics over both http and https: {sorted(agents.items())}")
+    agent_job: dict[str, Any] = {"job_name": "caldera-agents", "scheme": schemes.pop(), "metrics_path": "/metrics"}
+    if agent_job["scheme"] == "https":
+        agent_job["authorization"] = {"type": "Bearer", "credentials_file": str(token_file)}
+        agent_job["tls_config"] = {"ca_file": str(agent_ca_file)} if agent_ca_file else {"insecure_skip_verify": True}
     return {
         "global": {"scrape_interval": interval, "evaluation_interval": evaluation or interval,
                    "scrape_timeout": interval if _seconds(interval) < 10 else "10s"},
@@ -76,9 +114,8 @@ def prometheus_config(federation_url: str, agents: dict[str, str], token_file: P
             {"job_name": "caldera-federation", "scheme": fed.scheme or "https", "metrics_path": "/metrics",
              "authorization": {"type": "Bearer", "credentials_file": str(token_file)}, "tls_config": tls,
              "static_configs": [{"targets": [fed.netloc]}]},
-            {"job_name": "caldera-agents", "metrics_path": "/metrics",
-             "static_configs": [{"targets": [urlsplit(url).netloc], "labels": {"cluster": name}}
-                                for name, url in sorted(agents.items())]},
+            dict(agent_job, static_configs=[{"targets": [urlsplit(url).netloc], "labels": {"cluster": name}}
+                                            for name, url in sorted(agents.items())]),
         ],
     }
 
@@ -124,8 +161,10 @@ class PrometheusProcess:
             token_file.chmod(0o600)
         ca = self.system.data_dir / "tls" / "apiserver.crt"
         rules = copy_rules(self.home / "rules", self.for_override)
-        config = prometheus_config(self.system.url, agent_urls(self.system), token_file, ca if ca.exists() else None,
-                                   rules, self.interval)
+        agent_ca = self.system.data_dir / "tls-agents" / "apiserver.crt"
+        config = prometheus_config(self.system.url, agent_metrics_urls(self.system), token_file,
+                                   ca if ca.exists() else None, rules, self.interval,
+                                   agent_ca_file=agent_ca if agent_ca.exists() else None)
         path = self.home / "prometheus.yml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path

@@ -78,6 +78,10 @@ def _container_resources(container: Container, path: str) -> list[FieldError]:
                 errors.append(FieldError(key_path(f"{path}.{field}", name), f"Invalid value: {value!r}: {problem}"))
     for name, request in (resources.requests or {}).items():
         if name not in limits:
+            if is_extended_resource(name):
+                # Kubernetes: a non-overcommitable resource must name its limit (the request is that limit).
+                errors.append(FieldError(key_path(f"{path}.limits", name),
+                                         "Required value: Limit must be set for non overcommitable resources"))
             continue
         wanted, limit = Quantity.parse(request).value, Quantity.parse(limits[name]).value
         if is_extended_resource(name) and wanted != limit:

@@ -177,15 +177,17 @@ def job_work(name: str, replicas: int = 2, min_available: int | None = None, cpu
     if exit_code is not None:
         annotations["caldera.io/sim-exit-code"] = exit_code
     requests = {"cpu": cpu, "memory": "1Gi"}
-    if gpu:
+    resources: dict = {"requests": requests}
+    if gpu:  # an extended resource's request is its limit (Kubernetes refuses a request without one)
         requests["nvidia.com/gpu"] = str(gpu)
+        resources["limits"] = {"nvidia.com/gpu": str(gpu)}
     job = {
         "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
         "metadata": {"name": name, "namespace": "team", "annotations": annotations},
         "spec": {"minAvailable": replicas if min_available is None else min_available,
                  "tasks": [{"name": "worker", "replicas": replicas,
                             "template": {"spec": {"restartPolicy": "Never", "containers": [
-                                {"name": "main", "image": "busybox", "resources": {"requests": requests}}]}}}]},
+                                {"name": "main", "image": "busybox", "resources": resources}]}}}]},
     }
     work = {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
             "metadata": {"name": f"team.{name}", "namespace": NS},

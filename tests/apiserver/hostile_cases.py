@@ -101,6 +101,8 @@ BODY_CASES: list[Case] = [
     _invalid("gpu-milli", JOBS, job(resources={"requests": {GPU: "1m"}}), REQUESTS, "must be an integer"),
     _invalid("gpu-request-below-limit", JOBS, job(resources={"limits": {GPU: 2}, "requests": {GPU: 1}}), REQUESTS,
              "must be equal to nvidia.com/gpu limit"),
+    _invalid("gpu-request-without-limit", JOBS, job(resources={"requests": {GPU: 1}}), LIMITS,
+             "Limit must be set for non overcommitable resources"),
     _invalid("other-extended-fraction", JOBS, job(resources={"limits": {"example.com/fpga": "0.5"}}),
              f"{TASK0}.template.spec.containers[0].resources.limits[example.com/fpga]", "must be an integer"),
     _invalid("podgroup-gpu-fraction", PODGROUPS, podgroup(minResources={GPU: "2.5"}), f"spec.minResources[{GPU}]",

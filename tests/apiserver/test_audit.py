@@ -157,3 +157,32 @@ def test_bad_policy_files(tmp_path: Path, text: str, names: str) -> None:
     with pytest.raises(AuditPolicyError) as err:
         load_policy(path)
     assert names in str(err.value) and str(path) in str(err.value)
+
+
+# (omitStages of the policy, request, the stages its events must carry, in order)
+STAGE_CASES = [
+    ("[]", "watch", ["RequestReceived", "ResponseStarted", "ResponseComplete"]),
+    ("[]", "get", ["RequestReceived", "ResponseComplete"]),
+    ("[ResponseStarted]", "watch", ["RequestReceived", "ResponseComplete"]),
+    ("[RequestReceived]", "watch", ["ResponseStarted", "ResponseComplete"]),
+]
+
+
+@pytest.mark.parametrize(("omit", "request_kind", "stages"), STAGE_CASES,
+                         ids=[f"{kind}-omit{omit}" for omit, kind, _ in STAGE_CASES])
+async def test_a_watch_gets_a_response_started_stage(tmp_path: Path, omit: str, request_kind: str,
+                                                     stages: list[str]) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f"apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: {omit}\nrules:\n- level: Metadata\n")
+    log = tmp_path / "audit.log"
+    config = ServerConfig(data_dir=tmp_path / "data", audit_log_path=log, audit_policy_file=policy)
+    async with ApiServer(config) as server:
+        path = CM + ("?watch=true&timeoutSeconds=1" if request_kind == "watch" else "")
+        status, audit_id = await _call(server, "GET", path, server.admin_token)
+        assert status == 200
+    mine = [e for e in _lines(log) if e["auditID"] == audit_id]
+    assert [e["stage"] for e in mine] == stages
+    assert {e["verb"] for e in mine} == {"watch" if request_kind == "watch" else "list"}
+    times = [e["stageTimestamp"] for e in mine]
+    assert times == sorted(times)
+    assert all(e["responseStatus"]["code"] == 200 for e in mine if e["stage"] != "RequestReceived")

@@ -199,3 +199,34 @@ async def test_caldera_clients_write_as_the_caldera_manager(server: ApiServer) -
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"},
             "data": {"a": "b"}})
     assert [(e["manager"], e["operation"]) for e in created["metadata"]["managedFields"]] == [("caldera", "Update")]
+
+
+# container ports are a map keyed by (containerPort, protocol), protocol defaulting to TCP, as in kube:
+# (live ports, applied ports, merged ports)
+PORT_MERGES = [
+    ([{"containerPort": 80}], [{"containerPort": 80, "protocol": "TCP", "name": "http"}],
+     [{"containerPort": 80, "name": "http", "protocol": "TCP"}]),
+    ([{"containerPort": 53, "protocol": "TCP"}], [{"containerPort": 53, "protocol": "UDP"}],
+     [{"containerPort": 53, "protocol": "TCP"}, {"containerPort": 53, "protocol": "UDP"}]),
+    ([{"containerPort": 80}], [{"containerPort": 81}], [{"containerPort": 80}, {"containerPort": 81}]),
+]
+
+
+@pytest.mark.parametrize(("live", "applied", "merged"), PORT_MERGES)
+def test_container_ports_merge_by_port_and_protocol(live: list[Any], applied: list[Any], merged: list[Any]) -> None:
+    assert merge({"ports": live}, {"ports": applied}) == {"ports": merged}
+
+
+def test_container_port_paths_name_the_defaulted_protocol() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}}
+    paths = {path_string(p) for p in field_set(pod)}
+    assert '.spec.containers[name="c"].ports[containerPort=80,protocol="TCP"].containerPort' in paths
+
+
+async def test_openapi_publishes_the_container_port_keys(server: ApiServer) -> None:
+    status, doc = await request(server, "GET", "/openapi/v3/api/v1")
+    assert status == 200
+    ports = doc["components"]["schemas"]["io.caldera.core.v1.Pod.Container"]["properties"]["ports"]
+    assert ports["x-kubernetes-list-type"] == "map"
+    assert ports["x-kubernetes-list-map-keys"] == ["containerPort", "protocol"]

@@ -31,7 +31,8 @@ def options() -> ControllerOptions:
 
 def job(name: str, tier: str, gpus: int = 8) -> dict[str, Any]:
     template = {"spec": {"containers": [{"name": "c", "image": "x",
-                                         "resources": {"requests": {"nvidia.com/gpu": str(gpus), "cpu": "1"}}}]}}
+                                         "resources": {"requests": {"nvidia.com/gpu": str(gpus), "cpu": "1"},
+                                                       "limits": {"nvidia.com/gpu": str(gpus)}}}]}}
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": name, "namespace": "default", "labels": {"tier": tier}},
             "spec": {"minAvailable": 1, "schedulerName": "volcano",

@@ -36,6 +36,9 @@ def test_monitoring_kustomization_renders_the_operator_objects() -> None:
     assert (endpoint["scheme"], endpoint["path"], endpoint["authorization"]["type"]) == ("https", "/metrics", "Bearer")
     (pod_endpoint,) = objects[("PodMonitor", "caldera-agent")]["spec"]["podMetricsEndpoints"]
     assert pod_endpoint["relabelings"][0]["targetLabel"] == "cluster"
+    assert (pod_endpoint["scheme"], pod_endpoint["authorization"]["type"]) == ("https", "Bearer")
+    assert pod_endpoint["tlsConfig"]["ca"]["secret"]["key"] == "agent-ca.crt"
+    assert pod_endpoint["port"] == "https-metrics"  # the agent Deployment's --metrics-bind-address port
 
 
 @pytest.mark.parametrize("source", sorted(PROMETHEUS_DIR.glob("*.yaml")), ids=lambda p: p.name)

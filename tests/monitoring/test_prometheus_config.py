@@ -9,19 +9,29 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from federation.demo.prometheus import RULES_DIR, copy_rules, prometheus_config
 from tests.monitoring.tools import needs_promtool, promtool
 
 
+def _agent_ca_pem(directory: Path) -> str:
+    from federation.apiserver.tls import ensure_self_signed
+
+    cert, _ = ensure_self_signed(directory, "127.0.0.1")
+    return cert.read_text()
+
+
 def _config(tmp_path: Path) -> Path:
     token = tmp_path / "viewer.token"
     token.write_text("secret\n")
     rules = copy_rules(tmp_path / "rules", "2s")
-    config = prometheus_config("https://127.0.0.1:7443", {"cluster-b": "http://127.0.0.1:9002",
-                                                          "cluster-a": "http://127.0.0.1:9001"},
-                               token, None, rules, interval="1s")
+    ca = tmp_path / "agents-ca.crt"
+    ca.write_text(_agent_ca_pem(tmp_path / "tls"))
+    config = prometheus_config("https://127.0.0.1:7443", {"cluster-b": "https://127.0.0.1:9002",
+                                                          "cluster-a": "https://127.0.0.1:9001"},
+                               token, None, rules, interval="1s", agent_ca_file=ca)
     path = tmp_path / "prometheus.yml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -33,8 +43,16 @@ def test_config_scrapes_the_federation_over_tls_with_a_token_and_labels_each_age
     assert fed["scheme"] == "https" and fed["static_configs"] == [{"targets": ["127.0.0.1:7443"]}]
     assert fed["authorization"] == {"type": "Bearer", "credentials_file": str(tmp_path / "viewer.token")}
     assert "secret" not in yaml.safe_dump(config)  # the token stays in its file
+    assert agents["scheme"] == "https" and agents["authorization"] == fed["authorization"]
+    assert agents["tls_config"] == {"ca_file": str(tmp_path / "agents-ca.crt")}
     assert agents["static_configs"] == [{"targets": ["127.0.0.1:9001"], "labels": {"cluster": "cluster-a"}},
                                         {"targets": ["127.0.0.1:9002"], "labels": {"cluster": "cluster-b"}}]
+
+
+def test_agents_on_both_schemes_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="both http and https"):
+        prometheus_config("https://127.0.0.1:7443", {"a": "https://127.0.0.1:1", "b": "http://127.0.0.1:2"},
+                          tmp_path / "t", None, [])
 
 
 def test_for_override_rewrites_only_the_for_durations(tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ def test_cpu_that_does_not_fit_makes_every_gpu_a_fragment() -> None:
 
 
 def test_gradient_fills_the_hole_rather_than_breaking_a_whole_gpu() -> None:
-    plugin = FgdPlugin({"fgd.weight": 1, "fgd.popularity": "pods", "fgd.binpackWeight": 0})
+    plugin = FgdPlugin({"fgd.weight": 1, "fgd.popularity": "pods", "fgd.binpackWeight": 0, "fgd.tieBreak": "none"})
     plugin.work = EXAMPLE
     u = np.array([(1.0, 0.3)])
     before = EXAMPLE.fragmentation(u, BIG, BIG)
@@ -103,3 +103,13 @@ tiers:
     result = run_cycle(build_snapshot(objs), conf, FixedClock())
     assert any("fgd.popularity 'tasks' is not one of pods, gpus" in w for w in result.warnings)
     assert result.bindings == {"w/new": "n-a"}
+
+
+def test_gpu_choice_measures_the_node_before_the_pods_own_cpu() -> None:
+    """The GPU is chosen after the session took the pod's CPU: a pod taking nearly all the CPU
+    left must still go into the hole (GPU 0), not onto the idle GPU by HAMi's order."""
+    objs = [node("n-a", 2), pod("old", {"nvidia.com/gpucores": "70"}, "n-a", "0"),
+            pod("new", {"cpu": "30", "nvidia.com/gpucores": "20"})]
+    result = run_cycle(build_snapshot(objs), CONF, FixedClock())
+    assert result.bindings == {"w/new": "n-a"}
+    assert result.device_allocations["w/new"]["gpus"] == [0]

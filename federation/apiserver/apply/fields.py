@@ -20,9 +20,12 @@ Obj = dict[str, Any]
 MAP_LISTS: dict[str, tuple[str, ...]] = {
     "containers": ("name",), "initContainers": ("name",), "ephemeralContainers": ("name",),
     "tasks": ("name",), "env": ("name",), "volumes": ("name",), "volumeMounts": ("mountPath",),
-    "ports": ("containerPort",), "conditions": ("type",), "imagePullSecrets": ("name",),
+    "ports": ("containerPort", "protocol"), "conditions": ("type",), "imagePullSecrets": ("name",),
     "flows": ("name",), "ownerReferences": ("uid",),
 }
+#: a map key an item may leave out, and the value kube defaults it to before merging
+#: (container ports are keyed by containerPort and protocol, protocol defaulting to TCP)
+KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
 #: list fields that are sets of scalars (x-kubernetes-list-type: set)
 SET_LISTS = frozenset({"finalizers"})
 #: metadata the server owns: never part of anyone's field set
@@ -37,9 +40,17 @@ def _dumps(value: Any) -> str:
 def item_key(list_name: str, item: Any) -> str | None:
     """``k:{...}`` for an item of a map list (None if the item lacks its keys: the list is atomic)."""
     keys = MAP_LISTS.get(list_name)
-    if not keys or not isinstance(item, dict) or any(k not in item for k in keys):
+    if not keys or not isinstance(item, dict) or any(k not in item and k not in KEY_DEFAULTS for k in keys):
         return None
-    return "k:" + _dumps({k: item[k] for k in keys})
+    return "k:" + _dumps({k: _key_value(item, k) for k in keys})
+
+
+def _key_value(item: Obj, key: str) -> Any:
+    return item.get(key, KEY_DEFAULTS.get(key))
+
+
+def _has_key(item: Any, wanted: Obj) -> bool:
+    return isinstance(item, dict) and all(_key_value(item, k) == v for k, v in wanted.items())
 
 
 def _list_kind(name: str, items: list[Any]) -> str:
@@ -106,8 +117,7 @@ def get(obj: Any, path: Path) -> tuple[bool, Any]:
             node = node[rest]
         elif kind == "k" and isinstance(node, list):
             wanted = orjson.loads(rest)
-            node = next((i for i in node if isinstance(i, dict) and all(i.get(k) == v for k, v in wanted.items())),
-                        _MISSING)
+            node = next((i for i in node if _has_key(i, wanted)), _MISSING)
             if node is _MISSING:
                 return False, None
         elif kind == "v" and isinstance(node, list):
@@ -133,7 +143,7 @@ def remove(obj: Any, path: Path) -> None:
         parent.pop(rest, None)
     elif kind == "k" and isinstance(parent, list):
         wanted = orjson.loads(rest)
-        parent[:] = [i for i in parent if not (isinstance(i, dict) and all(i.get(k) == v for k, v in wanted.items()))]
+        parent[:] = [i for i in parent if not _has_key(i, wanted)]
     elif kind == "v" and isinstance(parent, list):
         value = orjson.loads(rest)
         parent[:] = [i for i in parent if i != value]

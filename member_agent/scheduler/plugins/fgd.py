@@ -34,6 +34,9 @@ ARGUMENTS = (
     Argument("fgd.popularity", str, "pods"),
     # Adds this × the node's allocated GPU share after the placement (best-fit among equals).
     Argument("fgd.binpackWeight", int, 0),
+    # Among nodes of equal Δ: "gpufit" prefers the node left with the smallest free GPU share,
+    # then free CPU share; "bestfit" the free CPU share alone; "none" the visiting order alone.
+    Argument("fgd.tieBreak", str, "none"),
 )
 MAX_NODE_SCORE = 100.0
 EPS = 1e-9
@@ -77,9 +80,12 @@ class Workload:
     def mass(self, cpu_free: np.ndarray, mem_free: np.ndarray) -> np.ndarray:
         """(R, J): the share of each class whose CPU and memory fit each row (memoised per
         distinct free CPU/memory pair: nodes of one type in one state share the answer)."""
-        keys = list(zip(cpu_free.tolist(), mem_free.tolist(), strict=True))
+        # Distinct states first (np.unique on cpu + i·mem): the Python work is per distinct
+        # free CPU/memory pair, not per row.
+        keys, inverse = np.unique(cpu_free + 1j * mem_free, return_inverse=True)
         memo = self._mass
-        missing = sorted({k for k in keys if k not in memo})
+        pairs = list(zip(keys.real.tolist(), keys.imag.tolist(), strict=True))
+        missing = [k for k in pairs if k not in memo]
         if missing:
             cpu = np.array([k[0] for k in missing])
             mem = np.array([k[1] for k in missing])
@@ -88,7 +94,8 @@ class Workload:
             if len(memo) > 200_000:
                 memo.clear()
             memo.update(zip(missing, rows, strict=True))
-        return np.array([memo[k] for k in keys]).reshape(len(keys), self.share.shape[1])
+        table = np.array([memo[k] for k in pairs]).reshape(len(pairs), self.share.shape[1])
+        return table[inverse.reshape(-1)]  # type: ignore[no-any-return]
 
     def gpu_fit(self, top: np.ndarray, full: np.ndarray) -> np.ndarray:
         """(…, J): whether a class's GPU demand fits, given the largest free part and whole free GPUs."""
@@ -113,6 +120,7 @@ class FgdPlugin:
         self.popularity = str(args["fgd.popularity"])
         self.by_gpus = self.popularity == "gpus"
         self.binpack = int(args["fgd.binpackWeight"])
+        self.tie_break = str(args["fgd.tieBreak"])
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -159,13 +167,15 @@ class FgdPlugin:
             self._fresh[rows[stale]] = True
         return self._cached[rows]  # type: ignore[no-any-return]
 
-    def _deltas(self, task: TaskInfo, rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    def _deltas(self, task: TaskInfo, rows: list[int], placed: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(R,) smallest Δ per row and (R, G) Δ per GPU candidate (inf: not a candidate).
-        Rows the task cannot go to (CPU, memory or GPUs short) get Δ 0 without the work."""
+        Rows the task cannot go to (CPU, memory or GPUs short) get Δ 0 without the work.
+        ``placed``: the task's CPU and memory are already taken from the rows (the GPU is
+        chosen after the session placed the task), so they are given back for the measure."""
         ssn, work = self.ssn, self.work
         index = np.asarray(rows, dtype=np.int64)
         req = task.spec.request_list
-        idle = ssn.idle[index]
+        idle = ssn.idle[index] + (np.asarray(req) if placed else 0.0)
         demand = self.ledger.demand(task)
         can = (idle[:, Dimensions.CPU] + 0.1 >= req[Dimensions.CPU]) & (idle[:, Dimensions.MEMORY] + 0.1 >= req[Dimensions.MEMORY])
         if demand.any_gpu:
@@ -177,7 +187,7 @@ class FgdPlugin:
         sub = index[can]
         u = self._free(sub.tolist())
         cpu, mem = idle[can, Dimensions.CPU], idle[can, Dimensions.MEMORY]
-        before = self._before(sub, u, cpu, mem)
+        before = work.fragmentation(u, cpu, mem) if placed else self._before(sub, u, cpu, mem)
         cpu2, mem2 = cpu - req[Dimensions.CPU], mem - req[Dimensions.MEMORY]
         if not demand.shared or demand.gpus != 1:
             d = work.fragmentation(self._take_whole(u, demand), cpu2, mem2) - before
@@ -238,6 +248,18 @@ class FgdPlugin:
             free = self._free(rows.tolist()).sum(axis=1)
             amount = demand.cores / 100.0 if demand.shared else demand.gpus
             score = score + self.binpack * (count - free + amount) / count
+        if self.tie_break in ("bestfit", "gpufit"):
+            # Rounded so float noise in Δ does not hide a tie; the term stays below one step.
+            req = task.spec.request_list[Dimensions.CPU]
+            idle = self.ssn.idle[rows, Dimensions.CPU] - req
+            cap = np.maximum(self.ssn.node_allocatable[rows, Dimensions.CPU], 1.0)
+            tie = 1.0 - idle / cap
+            if self.tie_break == "gpufit":
+                count = np.maximum(self.ledger.matrix().count[rows], 1)
+                free = self._free(rows.tolist()).sum(axis=1)
+                amount = demand.cores / 100.0 if demand.shared else demand.gpus
+                tie = 2.0 * (1.0 - (free - amount) / count) + 0.5 * tie
+            score = np.round(score, 6) + 1e-7 * tie
         return score  # type: ignore[no-any-return]
 
     def _score_row(self, task: TaskInfo, row: int) -> float:
@@ -245,7 +267,7 @@ class FgdPlugin:
 
     def _choose(self, row: int, task: TaskInfo, eligible: list[int]) -> int:
         """The eligible GPU of ``row`` with the smallest Δ (ties: the highest index, as HAMi)."""
-        _, per_gpu = self._deltas(task, [row])
+        _, per_gpu = self._deltas(task, [row], placed=task.node == row)
         width = per_gpu.shape[1]
         return min(eligible, key=lambda g: (float(per_gpu[0, g]) if g < width else np.inf, -g))
 

@@ -18,7 +18,7 @@ keeps the cluster out of the new placement and tells dispatch when the old Work 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from federation.controllers import common as c
@@ -53,13 +53,19 @@ def evicted_clusters(rb: Obj | None) -> set[str]:
     return {str(t.get("fromCluster")) for t in tasks_of(rb)}
 
 
-def works_of(rb: Obj | None, uid: str, works: Callable[[], Iterable[Obj]]) -> dict[str, Obj]:
-    """The job's Works by cluster; only read (a walk over every Work) when the binding has
-    application failover."""
+def works_of(rb: Obj | None, key: tuple[str, str], uid: str,
+             work: Callable[[str, str], Obj | None]) -> dict[str, Obj]:
+    """The job's Works on the binding's clusters, by cluster (looked up by name, as the assumed-shares
+    cache does); empty unless the binding has application failover."""
     if application(rb) is None:
         return {}
-    return {(w.get("metadata") or {}).get("namespace", "")[len("karmada-es-"):]: w for w in works()
-            if ((w.get("metadata") or {}).get("labels") or {}).get(c.JOB_UID_LABEL) == uid}
+    out: dict[str, Obj] = {}
+    for target in ((rb or {}).get("spec") or {}).get("clusters") or []:
+        cluster = target.get("name", "")
+        found = work(c.execution_ns(cluster), c.work_name(*key))
+        if found is not None and ((found.get("metadata") or {}).get("labels") or {}).get(c.JOB_UID_LABEL) == uid:
+            out[cluster] = found
+    return out
 
 
 def _manifest(work: Obj | None) -> Obj:

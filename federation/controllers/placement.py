@@ -236,7 +236,7 @@ class PlacementController(QueuedPlacement, QueueController):
         clusters = {o["metadata"]["name"]: o for o in self.clusters.items()}
         trigger, previous, delay, wake = placement_trigger(
             job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now, queued=permitted,
-            works=app_failover.works_of(rb, uid, self.works.items))
+            works=app_failover.works_of(rb, key, uid, self.works.get))
         if wake is not None:  # a tolerationSeconds runs out later: look again then
             self.queue.add(key, max(0.05, wake - now))
         if trigger is None:
@@ -314,8 +314,8 @@ class PlacementController(QueuedPlacement, QueueController):
                 return "preempted"
             return "error" if decision.failure.condition == "SchedulerError" else "unschedulable"
         body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)
-        if app_failover.tasks_of(previous):
-            body["spec"]["gracefulEvictionTasks"] = app_failover.tasks_of(previous)
+        if tasks := app_failover.tasks_of(previous):
+            body["spec"]["gracefulEvictionTasks"] = tasks
         rb = await self._write_binding(rb, with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "True",
                                      "Success", f"{trigger}: {decision.reason}" + (f" [{notes}]" if notes else ""),

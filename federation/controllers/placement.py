@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from kubernetes_asyncio import client as k8s
@@ -45,15 +44,17 @@ from federation.controllers import binding as b
 from federation.controllers import common as c
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
+from federation.controllers.placement_outcomes import PlacementOutcomes
 from federation.controllers.placement_queue import QueuedPlacement, with_priority
+from federation.controllers.placement_view import ClusterView
+from federation.controllers.placement_writes import _ns_name
 from federation.controllers.poison import PoisonGuard, Reported, describe
-from federation.controllers.runner import QueueController, cancel_all, is_not_found, run_controller
+from federation.controllers.runner import QueueController, cancel_all, run_controller
 from federation.controllers.sched_queue import (
     Outcome,
 )
 from federation.controllers.triggers import APPLICATION_FAILURE, Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
-from federation.events import record_event
 from federation.placement.adapters import build_request
 from federation.placement.decision import PlacementDecision
 from federation.placement.place import Placer, place
@@ -69,7 +70,7 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 
-class PlacementController(QueuedPlacement, QueueController):
+class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, QueueController):
     def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
         super().__init__(api, options)
         self.jobs = self.informer(c.JOBS, self._on_job)
@@ -174,47 +175,6 @@ class PlacementController(QueuedPlacement, QueueController):
         permit = self._permits.pop(key, None)
         if permit is not None:
             permit.set()
-
-    def cluster_states(self) -> tuple[ClusterState, ...]:
-        """One tuple per cluster snapshot (the Placer caches by its identity)."""
-        if self._snapshot is None or self._snapshot[0] != self.cluster_version:
-            states = []
-            for cluster in sorted(self.clusters.items(), key=lambda o: o["metadata"]["name"]):
-                try:
-                    states.append(b.cluster_snapshot(cluster, self.options.placement))
-                except Exception as err:  # a malformed status must not stop placement elsewhere
-                    log.warning("cluster %s skipped: %s", cluster["metadata"]["name"], err)
-            self._snapshot = (self.cluster_version, tuple(states))
-        return self._snapshot[1]
-
-    def _usable(self, policy: Mapping[str, Any], now: float) -> tuple[ClusterState, ...]:
-        """The snapshot minus clusters whose NoExecute taint this policy tolerates no longer
-        (``tolerationSeconds`` ran out; the core itself ignores tolerationSeconds)."""
-        states = self.cluster_states()
-        tolerations = ((policy.get("spec") or {}).get("placement") or {}).get("clusterTolerations") or []
-        expired = set()
-        for cluster in self.clusters.items():
-            for taint in (cluster.get("spec") or {}).get("taints") or []:
-                if taint.get("effect") == "NoExecute" and tolerations:
-                    until = b.tolerated_until(taint, tolerations)
-                    if until is not None and until <= now:
-                        expired.add(cluster["metadata"]["name"])
-        return tuple(s for s in states if s.name not in expired) if expired else states
-
-    def policies_for(self, namespace: str) -> list[Obj]:
-        return [p for p in self.pps.items() if p["metadata"].get("namespace") == namespace] + self.cpps.items()
-
-    def _dispatched_generation(self, job: Obj) -> int:
-        """The newest generation among the job's Works: a binding deleted by hand must not restart
-        the count, or agents would fence the new Works off as older than what they hold."""
-        uid = job["metadata"].get("uid", "")
-        newest = 0
-        for work in self.works.items():
-            if ((work.get("metadata") or {}).get("labels") or {}).get(c.JOB_UID_LABEL) == uid:
-                newest = max(newest, int(((work.get("spec") or {}).get("placement") or {}).get("generation") or 0))
-        return newest
-
-    # ------------------------------------------------------------------ reconcile
 
     async def _reconcile(self, key: Key, permitted: bool) -> None:
         namespace, name = key
@@ -334,141 +294,6 @@ class PlacementController(QueuedPlacement, QueueController):
         await self._priority_event(rb, priority)
         return "scheduled"
 
-    async def _failed(self, job: Obj, rb: Obj | None, match: Match, reason: str, message: str, version: int,
-                      now: float, clear: bool, wake: float | None = None,
-                      priority: binding_priority.ResolvedPriority | None = None,
-                      tasks: list[Obj] | None = None) -> None:
-        """``tasks``: application failover's eviction tasks to record even though nothing fits (the
-        evicted cluster stays excluded and its old Work is purged as the task says)."""
-        key = _ns_name(job)
-        previous = self.attempts.get(key)
-        failures = (previous.failures if previous else 0) + 1
-        delay = c.backoff(failures, self.options.retry_base_seconds, self.options.retry_max_seconds)
-        self.attempts[key] = Attempt(failures, now + delay, version, message, wake)
-        if wake is not None:  # an exclusion lapses then: look again even if no Cluster changes
-            self.queue.add(key, max(0.05, wake - now + 0.05))
-        generation = b.generation_of(rb)
-        had = bool(((rb or {}).get("spec") or {}).get("clusters"))
-        new_gen = generation + 1 if (clear and had) else generation
-        body = b.binding_body(job, match.policy, rb, [] if clear else None, new_gen, None, now, placed=clear and had)
-        if tasks:
-            body["spec"]["gracefulEvictionTasks"] = tasks
-        rb = await self._write_binding(rb, with_priority(body, priority))
-        conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
-                                     reason, message, now)
-        conditions = self._conflict_conditions(conditions, match, now)
-        await self._write_status(rb, {"conditions": conditions,
-                                      "schedulerObservedGeneration": int(job["metadata"].get("generation") or 1)})
-        if clear:
-            self.assumed.forget(job["metadata"].get("uid", ""))
-        if previous is None or previous.message != message:
-            await self._event(job, "FailedScheduling", f"{reason}: {message}", "Warning")
-        if priority is not None:
-            await self._priority_event(rb, priority)
-
-    async def _end(self, job: Obj, rb: Obj | None, match: Match, ending: failover.Failover, now: float) -> None:
-        """A lost cluster ended the job under its policies: withdraw every share (dispatch deletes
-        the Works of a binding without clusters) and say how it ended, for the status aggregator."""
-        generation = b.generation_of(rb)
-        body = b.binding_body(job, match.policy, rb, [], generation + 1, None, now, placed=True)
-        body["metadata"]["annotations"][c.ENDED] = c.canonical_json(
-            {"phase": ending.phase, "action": ending.action, "message": ending.message})
-        rb = await self._write_binding(rb, body)
-        conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
-                                     ending.phase, ending.message, now)
-        await self._write_status(rb, {"conditions": conditions,
-                                      "schedulerObservedGeneration": int(job["metadata"].get("generation") or 1)})
-        self.assumed.forget(job["metadata"].get("uid", ""))
-        self.attempts.pop(_ns_name(job), None)
-        await self._event(job, ending.phase, ending.message, "Warning")
-
-    async def _no_policy(self, job: Obj, rb: Obj | None, now: float) -> None:
-        """No policy selects the job: a binding with Scheduled=False/NoPolicy. A job already placed
-        keeps its placement (as in Karmada, unbinding a policy does not withdraw resources)."""
-        if (rb or {}).get("spec", {}).get("clusters"):
-            return
-        message = "no PropagationPolicy or ClusterPropagationPolicy selects this job"
-        scheduled = c.condition(rb, "Scheduled")
-        if scheduled is not None and scheduled.get("reason") == "NoPolicy":
-            return
-        rb = await self._write_binding(rb, b.binding_body(job, None, rb, [], 0, None, now, placed=False))
-        conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
-                                     "NoPolicy", message, now)
-        await self._write_status(rb, {"conditions": conditions})
-        await self._event(job, "FailedScheduling", f"NoPolicy: {message}", "Warning")
-
-    def _conflict_conditions(self, conditions: list[dict[str, Any]], match: Match, now: float) -> list[dict[str, Any]]:
-        if match.conflicts:
-            return c.set_condition(conditions, "PolicyConflict", "True", "PolicyConflict", match.conflict_message(), now)
-        return c.drop_condition(conditions, "PolicyConflict")
-
-    async def _note_conflict(self, job: Obj, rb: Obj | None, match: Match, now: float) -> None:
-        current = c.condition(rb, "PolicyConflict")
-        if bool(match.conflicts) == (current is not None) and (
-                current is None or current.get("message") == match.conflict_message()):
-            return
-        conditions = self._conflict_conditions(((rb or {}).get("status") or {}).get("conditions") or [], match, now)
-        await self._write_status(rb, {"conditions": conditions})
-        if match.conflicts:
-            await self._event(job, "PolicyConflict", match.conflict_message(), "Warning")
-
-    async def _forget(self, key: Key, job: Obj | None, rb: Obj | None) -> None:
-        self.attempts.pop(key, None)
-        self.preempted_at.pop(key, None)
-        self.assumed.forget_job(key, None if job is None else job["metadata"].get("uid"))
-        if rb is not None:
-            await self._delete_binding(key[0], c.rb_name(key[1]))
-
-    # ------------------------------------------------------------------ writes
-
-    async def _write_binding(self, rb: Obj | None, body: Obj) -> Obj:
-        meta = body["metadata"]
-        if rb is None:
-            try:
-                created: Obj = await self.rc.create(c.BINDINGS, body, meta["namespace"])
-                self.bindings.remember(created)
-                return created
-            except k8s.ApiException as err:
-                if err.status != 409:
-                    raise
-                rb = await self.rc.get(c.BINDINGS, meta["name"], meta["namespace"])
-        assert rb is not None
-        current = {"metadata": {k: rb["metadata"].get(k) for k in ("labels", "annotations", "ownerReferences")},
-                   "spec": rb.get("spec") or {}}
-        desired = {"metadata": {k: body["metadata"].get(k) for k in ("labels", "annotations", "ownerReferences")},
-                   "spec": body["spec"]}
-        patch = c.merge_diff(current, desired)
-        if not patch:
-            return rb
-        patched: Obj = await self.rc.patch(c.BINDINGS, meta["name"], patch, meta["namespace"])
-        self.bindings.remember(patched)
-        return patched
-
-    async def _write_status(self, rb: Obj | None, status: dict[str, Any]) -> None:
-        if rb is None:
-            return
-        patch = c.merge_diff({k: (rb.get("status") or {}).get(k) for k in status}, status)
-        if not patch:
-            return
-        meta = rb["metadata"]
-        patched = await self.rc.patch(c.BINDINGS, meta["name"], {"status": patch}, meta["namespace"], "status")
-        self.bindings.remember(patched)
-
-    async def _delete_binding(self, namespace: str, name: str) -> None:
-        try:
-            await self.rc.delete(c.BINDINGS, name, namespace)
-        except k8s.ApiException as err:
-            if not is_not_found(err):
-                raise
-        self.bindings.store.pop((namespace, name), None)
-
-    async def _event(self, job: Obj, reason: str, message: str, type_: str = "Normal") -> None:
-        try:
-            await record_event(self.api, job, reason, message[:1000], type_, component="caldera-placement")
-        except Exception as err:  # events are best effort
-            log.debug("event %s for %s not recorded: %s", reason, _ns_name(job), err)
-
-
 def _count(decision: PlacementDecision, schedule_type: str, seconds: float) -> None:
     """Placements by result, Karmada's scheduler metrics and optimizer runs by outcome (federation.metrics)."""
     failure = decision.failure
@@ -481,10 +306,6 @@ def _count(decision: PlacementDecision, schedule_type: str, seconds: float) -> N
         metrics.OPTIMIZER_CALLS.labels(outcome="infeasible" if not solved else "solved" if optimal
                                        else "fallback").inc()
 
-
-def _ns_name(obj: Obj) -> Key:
-    meta = obj.get("metadata") or {}
-    return (meta.get("namespace") or "", meta.get("name") or "")
 
 
 async def placement_controller(ctx: Any, options: c.ControllerOptions | None = None) -> None:

@@ -148,13 +148,49 @@ async def drive(system: System, args: argparse.Namespace, names: list[str]) -> d
             timeline.submitted(("Job", name), time.time())
             tiers[name] = tier
         deadline = time.monotonic() + args.timeout
+        reports: dict[str, list[float]] = {}  # cluster -> when its reported GPU use was seen to drop
+        used: dict[str, int] = {}
         while time.monotonic() < deadline:
             snap = await snapshot(rc)
             timeline.observe(snap, TERMINAL)
+            for view in snap.clusters:
+                if view.gpus_used < used.get(view.name, 0):
+                    reports.setdefault(view.name, []).append(snap.at)
+                used[view.name] = view.gpus_used
             if all(timeline.jobs.get(("Job", n)) and timeline.jobs[("Job", n)].finished for n, _ in plan):
                 break
             await asyncio.sleep(args.poll)
-    return {"timeline": timeline, "tiers": tiers, "submit_start": submit_start, "ready_at": ready_at}
+    return {"timeline": timeline, "tiers": tiers, "submit_start": submit_start, "ready_at": ready_at,
+            "reports": reports}
+
+
+def handover_breakdown(moments: dict[str, Any], reports: dict[str, list[float]], duration: float,
+                       poll: float) -> dict[str, float]:
+    """Where the time goes when a Job takes over a cluster another Job just left (one-cluster Jobs):
+    the predecessor's pods end (seen running + duration) -> the cluster's status report shows the
+    GPUs free -> the next Job's Work is seen -> its pods are seen running. Each figure is a p50 over
+    the hand-overs, to the resolution of ``poll``."""
+    hops: dict[str, list[float]] = {"end_to_report": [], "report_to_placed": [], "placed_to_running": [],
+                                    "end_to_next_running": []}
+    by_cluster: dict[str, list[Any]] = {}
+    for m in moments.values():
+        if m.running and len(m.shares) == 1:
+            by_cluster.setdefault(m.shares[0].cluster, []).append(m)
+    for cluster, runs in by_cluster.items():
+        runs.sort(key=lambda m: m.running)
+        for before, after in zip(runs, runs[1:], strict=False):
+            if after.submitted > before.running + duration:  # it did not wait for this cluster
+                continue
+            end = before.running + duration
+            report = next((r for r in reports.get(cluster, []) if r >= end - poll), None)
+            if report is None or report > after.placed + poll:
+                continue
+            hops["end_to_report"].append(max(0.0, report - end))
+            hops["report_to_placed"].append(max(0.0, after.placed - report))
+            hops["placed_to_running"].append(max(0.0, after.running - after.placed))
+            hops["end_to_next_running"].append(max(0.0, after.running - end))
+    return {name: round(percentile(values, 0.5), 2) for name, values in hops.items()} | {
+        "handovers": len(hops["end_to_report"])}
 
 
 def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) -> dict[str, Any]:
@@ -205,6 +241,7 @@ def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) ->
                                   "max_s": round(max(v), 1)} for t, v in sorted(per_tier.items())},
         "priority_pairs_waiting_together": pairs, "priority_inversions": inversions,
         "ready_after_start_s": round(result["ready_at"] - result["started"], 1),
+        "handover_p50_s": handover_breakdown(moments, result["reports"], args.duration, args.poll),
     }
 
 
@@ -250,6 +287,10 @@ def main() -> int:
     print(f"  GPU-time used       {100 * figures['gpu_time_utilisation']:.1f} %")
     print(f"  freed -> next place p50 {figures['freed_to_next_placement_p50_s']} s, "
           f"p99 {figures['freed_to_next_placement_p99_s']} s ({figures['freed_samples']} samples)")
+    hand = figures["handover_p50_s"]
+    print(f"  hand-over p50       pods end -> report {hand['end_to_report']} s -> Work seen "
+          f"{hand['report_to_placed']} s -> running {hand['placed_to_running']} s "
+          f"(end -> next running {hand['end_to_next_running']} s, {hand['handovers']} hand-overs)")
     for tier, times in figures["start_by_priority"].items():
         print(f"  start ({tier:8s})    mean +{times['mean_s']} s, median +{times['median_s']} s, max +{times['max_s']} s")
     if args.high_jobs:

@@ -67,6 +67,8 @@ class AgentOptions:
     cluster: str
     schedule_period: float = 1.0
     controller_period: float = 0.5
+    #: how long a change waits for the rest of its burst before the session it triggers
+    session_settle: float = 0.05
     scheduler_conf_path: Optional[str] = None
     use_real_scheduler: bool = True
     cluster_spec: dict[str, Any] = field(default_factory=dict)
@@ -288,9 +290,12 @@ class Agent:
         stale = [p for p in pods if not pod_node(p) and _generation(p) < record.placement.generation]
         run.deleted_by_us.update(p["metadata"]["name"] for p in stale)
         await self.writes.delete_all(stale, "older placement generation")
+        had_group = run.pod_group is not None
         plan = run.plan(record, [p for p in pods if p not in stale], now, self.controller_config, priorities)
         if plan is not None:
             await self._carry_out(state, plan)
+            if not had_group and run.pod_group is not None:
+                self.changes.bump()  # a PodGroup to enqueue: the next session need not wait for a period
             if run.pending_followup:
                 self.work_changed.set()  # e.g. the PodGroup was just made: the next pass may create pods
         self.evaluate_gang(state, state.session_reason, now)
@@ -401,10 +406,13 @@ class Agent:
             await self.clock.sleep(self.options.controller_period / 5)
 
     async def schedule_loop(self) -> None:
-        """A session when something changed since the last one, or a period passed with pending work
-        (:class:`member_agent.changes.SessionGate`): an idle agent runs none."""
+        """A session when something changed since the last one (woken by the change, not by the
+        next period), or a period passed with pending work (:class:`member_agent.changes.SessionGate`):
+        an idle agent runs none."""
         await self.cache.synced.wait()
+        changed = self.changes.subscribe()
         while True:
+            changed.clear()
             self.load_conf()
             version = self.changes.version
             if not cycle_apply.has_scheduling_objects(self):
@@ -416,7 +424,11 @@ class Agent:
                 self.session_gate.skip()
             if self.session_gate.went_idle(IDLE_TRIM_PERIODS):
                 release_memory()
-            await self.clock.sleep(self.options.schedule_period)
+            # Event-driven: a change (a Work's pods created, a PodGroup enqueued, capacity freed)
+            # starts the next session once its burst settled; the period only paces pending work.
+            await _first(changed.wait(), self.clock.sleep(self.options.schedule_period))
+            if changed.is_set():
+                await self.clock.sleep(self.options.session_settle)
 
 
 #: periods without a session after which the agent hands its freed heap back to the OS once

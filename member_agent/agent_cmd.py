@@ -43,7 +43,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="volcano-scheduler.conf (YAML; reloaded when it changes); default: Volcano's built-in")
     parser.add_argument("--speed", type=float, default=1.0,
                         help="simulated pods run this many times faster (start delay, duration, grace)")
-    parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between scheduling sessions")
+    parser.add_argument("--schedule-period", type=float, default=1.0,
+                        help="seconds between scheduling sessions while work is pending; a change (new pods, an "
+                             "enqueued PodGroup, freed capacity) starts a session at once")
     parser.add_argument("--listen", default="127.0.0.1:8090",
                         help="HOST:PORT for /healthz, /readyz, /metrics, /status (port 0: any free port)")
     parser.add_argument("--metrics-bind-address", metavar="HOST:PORT",
@@ -57,8 +59,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="sim: seconds a pod runs without a caldera.io/sim-duration annotation")
     parser.add_argument("--lease-period", type=float, default=10.0, help="seconds between Lease renewals")
     parser.add_argument("--status-period", type=float, default=0.5,
-                        help="debounce of Cluster status reports: a change is reported this many seconds after it "
-                             "(one report for a burst); unchanged status is re-sent every 30 s")
+                        help="Cluster status reports come at most this often: a change after a quiet spell is "
+                             "reported at once (once its burst settled, 50 ms), one report covers a burst; "
+                             "unchanged status is re-sent every 30 s")
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])

@@ -48,7 +48,7 @@ def micro_time(epoch: float) -> str:
 class FederationSync:
     def __init__(self, agent: Agent, api: FederationAPI, clock: Clock, *, lease_period: float = 10.0,
                  lease_duration: int = 40, status_period: float = 0.5, status_heartbeat: float = 30.0,
-                 inputs_period: float = 5.0, attempts: int = 5) -> None:
+                 inputs_period: float = 5.0, attempts: int = 5, status_settle: float = 0.05) -> None:
         self.agent = agent
         self.api = api
         self.clock = clock
@@ -58,6 +58,8 @@ class FederationSync:
         self.lease_duration = lease_duration
         self.status_period = status_period
         self.status_heartbeat = status_heartbeat
+        #: how long a change waits for the rest of its burst (e.g. a gang's pods ending together)
+        self.status_settle = status_settle
         self.inputs_period = inputs_period
         self.attempts = attempts
         self.lease_renewals = 0
@@ -149,7 +151,11 @@ class FederationSync:
             left = self.status_heartbeat - (self.clock.monotonic() - self._published_at)
             if seen == self.agent.changes.version:
                 await _first(changed.wait(), self.clock.sleep(max(0.0, left)))
-            await self.clock.sleep(self.status_period)  # debounce: one report for a burst of changes
+            # Debounce with a leading edge: a change after a quiet spell is reported once its burst
+            # has settled (capacity freed reaches the federation at once, not a period later);
+            # reports never come closer together than status_period.
+            since = self.clock.monotonic() - self._published_at
+            await self.clock.sleep(max(self.status_settle, self.status_period - since))
 
     # ------------------------------------------------------------------ Lease
     async def renew_lease(self) -> None:

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from member_agent.changes import SessionGate
-from tests.agent.agent_fakes import Harness, settle
+from tests.agent.agent_fakes import Harness, job_work, settle
 
 GATE_CASES = [
     # (name, steps [(now, version, pending)], expected due per step)
@@ -115,3 +115,59 @@ def test_an_idle_spell_is_noted_once_after_sessions() -> None:
         gate.skip()
         noted.append(gate.went_idle(3))
     assert noted == [False, False, True, False, False, False]
+
+
+async def test_a_change_starts_the_sessions_a_job_needs_without_waiting_for_a_period() -> None:
+    """A Work's PodGroup is enqueued and its pods bound by sessions the changes start: with a
+    scheduling period of an hour, the pods are bound within seconds of the Work arriving."""
+    h = Harness()
+    h.agent.options.schedule_period = 3600.0
+    h.agent.session_gate.period = 3600.0
+    await h.start()
+    h.tasks += [asyncio.create_task(h.agent.schedule_loop()), asyncio.create_task(h.agent.controller_loop())]
+    for _ in range(10):  # the loops start and find nothing to do
+        h.clock.advance(0.05)
+        await settle()
+    h.federation.put_work(job_work("train", replicas=2, cpu="2"))
+
+    def bound() -> bool:
+        pods = h.pods("train")
+        return len(pods) == 2 and all(p["spec"].get("nodeName") for p in pods.values())
+
+    for _ in range(200):  # at most 10 s of the manual clock, far below the period
+        if bound():
+            break
+        h.clock.advance(0.05)
+        await settle()
+    assert bound(), f"pods not bound: {h.pods('train')}"
+    await h.stop()
+
+
+async def test_freed_capacity_after_a_quiet_spell_is_reported_at_once_then_rate_limited() -> None:
+    h = Harness()
+    h.sync.status_period = 5.0
+    await h.start()
+    h.tasks.append(asyncio.create_task(h.sync.status_loop()))
+    await settle()
+    assert h.sync.status_writes == 1
+    for _ in range(20):  # 10 s of nothing: longer than status_period
+        h.clock.advance(0.5)
+        await settle()
+    before = free_gpus(h)
+    h.sim.create_pod(pod("a", 4))
+    for _ in range(20):  # at most 1 s of the manual clock, well inside status_period
+        if h.sync.status_writes == 2:
+            break
+        h.clock.advance(0.05)
+        await settle()
+    assert (h.sync.status_writes, free_gpus(h)) == (2, before - 4)
+    h.sim.create_pod(pod("b", 1))  # a second change right after a report waits for status_period
+    for _ in range(10):
+        h.clock.advance(0.2)
+        await settle()
+    assert h.sync.status_writes == 2
+    for _ in range(20):
+        h.clock.advance(0.5)
+        await settle()
+    assert (h.sync.status_writes, free_gpus(h)) == (3, before - 5)
+    await h.stop()

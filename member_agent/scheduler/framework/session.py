@@ -42,9 +42,14 @@ def klog_level(v: int) -> int:
 class SessionOptions:
     """Scheduler flags that are not part of the configuration file (Volcano's CLI flags)."""
 
+    #: ``--minimum-feasible-nodes``, ``--minimum-percentage-nodes-to-find``,
+    #: ``--percentage-nodes-to-find`` (0: adaptive), with Volcano's defaults.
     minimum_feasible_nodes: int = 100
     minimum_percentage_nodes_to_find: int = 5
     percentage_nodes_to_find: int = 0
+    #: Where the node search starts (Volcano's ``lastProcessedNodeIndex``): pass the previous
+    #: session's ``CycleResult.last_processed_node_index`` so the start keeps rotating.
+    last_processed_node_index: int = 0
     #: klog verbosity of the lines kept in the result (and sent to logging).
     verbosity: int = 0
 
@@ -105,6 +110,8 @@ class Session:
         #: session kept every session alive through the value's back reference.
         self.shared: dict[str, Any] = {}
         self.changes: list[int] = []
+        #: The rotating start of node searches, shared by every action (``NodeSearch.start``).
+        self.node_cursor = options.last_processed_node_index % len(nodes) if len(nodes) else 0
         self.shape_caches: dict[Any, Any] = {}
         self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use
         self.insufficient_codes: np.ndarray | None = None  # "Insufficient <dim>" code per dim

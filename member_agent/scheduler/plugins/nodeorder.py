@@ -24,6 +24,7 @@ from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.node_index import NodeIndex, node_index
+from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.plugins.predicates import term_mask, tolerated
 
@@ -75,12 +76,12 @@ class NodeOrderPlugin:
     # ------------------------------------------------------------------ row-local
     def _resource_scores(self, task: TaskInfo, rows: np.ndarray) -> Any:
         ssn = self.ssn
-        # np.take: row gathers of 2-D arrays are several times faster than fancy indexing
-        alloc = np.take(self.alloc2, rows, axis=0)
-        zero = np.take(self.zero2, rows, axis=0)
-        requested = (np.take(ssn.nonzero_used, rows, axis=0) + np.array(task.spec.nonzero)).astype(np.int64)
+        sel = selector(rows)  # a contiguous span is read as views
+        alloc = take(self.alloc2, sel)
+        zero = take(self.zero2, sel)
+        requested = (take(ssn.nonzero_used, sel) + np.array(task.spec.nonzero)).astype(np.int64)
         total = np.zeros(len(rows))
-        safe = np.take(self.safe2, rows, axis=0)
+        safe = take(self.safe2, sel)
         if self.least:
             per = np.where(zero | (requested > alloc), 0, ((alloc - requested) * MAX) // safe)
             total += ((per[:, 0] * 50 + per[:, 1] * 50) // 100) * self.least
@@ -89,7 +90,7 @@ class NodeOrderPlugin:
             per = np.where(zero, 0, (capped * MAX) // safe)
             total += ((per[:, 0] + per[:, 1]) // 2) * self.most
         if self.balanced:
-            total += self._balanced(task, rows) * self.balanced
+            total += self._balanced(task, sel, len(rows)) * self.balanced
         return total
 
     def _resource_score_row(self, task: TaskInfo, row: int) -> float:
@@ -123,16 +124,16 @@ class NodeOrderPlugin:
                 total += math.floor((1 - std) * MAX) * self.balanced
         return total
 
-    def _balanced(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    def _balanced(self, task: TaskInfo, rows: slice | np.ndarray, size: int) -> np.ndarray:
         ssn = self.ssn
         cols = self.balanced_cols
         req = task.spec.request[cols]
         if not np.any(req > 0):
-            return np.zeros(len(rows))
+            return np.zeros(size)
         # Column by column on 1-D arrays (reductions over a short axis 1 are slow in numpy);
         # the sums run left to right exactly like ``sum(axis=1)``.
-        used = np.take(ssn.used, rows, axis=0)
-        pipelined = np.take(ssn.pipelined, rows, axis=0)
+        used = take(ssn.used, rows)
+        pipelined = take(ssn.pipelined, rows)
         fractions, presents = [], []
         for j, c in enumerate(self.balanced_cols_list):
             present = self.present_b[:, j][rows]

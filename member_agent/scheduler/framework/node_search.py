@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.status import Code
 from policies.resources import TOLERANCE
 
@@ -41,7 +42,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "missing")
+                 "evaluated", "scored", "missing")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -57,6 +58,7 @@ class ShapeCache:
         self._ok_rows: np.ndarray | None = None  # sorted rows where ``ok`` (None: recompute)
         self.score = np.zeros(n, dtype=np.float64)
         self.evaluated = np.zeros(n, dtype=bool)  # rows whose entries are current
+        self.scored = np.zeros(n, dtype=bool)  # evaluated rows whose ``score`` is current
         self.missing = n  # rows never evaluated (0: every row is current)
         self.pos = len(ssn.changes)
 
@@ -114,50 +116,66 @@ class ShapeCache:
         self._evaluate(ssn, task, rows)
 
     def _evaluate(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
-        """Evaluate ``rows`` (sorted, unique, none of them current)."""
+        """Evaluate ``rows`` (sorted, unique, none of them current); scores only where the
+        task could go (the rest are scored on demand by :meth:`scores`)."""
         if len(rows) == 0:
             return
-        self.evaluated[rows] = True
         self.missing -= len(rows)
         if len(rows) <= SMALL_ROWS:
+            self.evaluated[rows] = True
             for row in rows.tolist():
                 self._evaluate_row(ssn, task, row)
             return
-        contiguous = int(rows[-1]) - int(rows[0]) + 1 == len(rows)
+        sel = selector(rows)  # a contiguous span: views and slice writes, no gathers
+        self.evaluated[sel] = True
         # Checked dims one column at a time: 1-D comparisons are much cheaper than
-        # ``all(axis=1)`` over a short second axis (a contiguous span is a view, not a gather).
-        if contiguous:
-            span = slice(int(rows[0]), int(rows[-1]) + 1)
-            idle, releasing, pipelined = ssn.idle[span], ssn.releasing[span], ssn.pipelined[span]
-        else:
-            idle = np.take(ssn.idle, rows, axis=0)
-            releasing = np.take(ssn.releasing, rows, axis=0)
-            pipelined = np.take(ssn.pipelined, rows, axis=0)
-        fit_idle = np.ones(len(rows), dtype=bool)
-        fit_future = np.ones(len(rows), dtype=bool)
+        # ``all(axis=1)`` over a short second axis.
+        idle, releasing, pipelined = take(ssn.idle, sel), take(ssn.releasing, sel), take(ssn.pipelined, sel)
+        fit_idle: np.ndarray | bool = True
+        fit_future: np.ndarray | bool = True
         for d, lim in self.checked:
             column = idle[:, d]
-            fit_idle &= column > lim
-            fit_future &= (column + releasing[:, d] - pipelined[:, d]) > lim
-        self.fit_idle[rows] = fit_idle
-        self.fit_future[rows] = fit_future
+            fit_idle = fit_idle & (column > lim)
+            fit_future = fit_future & ((column + releasing[:, d] - pipelined[:, d]) > lim)
+        self.fit_idle[sel] = fit_idle
+        self.fit_future[sel] = fit_future
         codes: np.ndarray | None = None
         for fn, _ in ssn.predicate_fns:
             if codes is None:
                 codes = np.array(fn(task, rows), dtype=np.int32)
                 continue
             pending = codes == 0
-            if pending.any():
+            if pending.all():
+                codes = np.array(fn(task, rows), dtype=np.int32)
+            elif pending.any():
                 codes[pending] = fn(task, rows[pending])
         if codes is None:
             codes = np.zeros(len(rows), dtype=np.int32)
-        self.codes[rows] = codes
-        self.ok[rows] = (codes == 0) & fit_future
+        self.codes[sel] = codes
+        ok = (codes == 0) & fit_future
+        self.ok[sel] = ok
         self._ok_rows = None
+        self.scored[sel] = False
+        if ok.all():
+            self._score_rows(ssn, task, rows)
+        elif ok.any():
+            self._score_rows(ssn, task, rows[ok])
+
+    def _score_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
         score: np.ndarray | float = 0.0
         for fn, _ in ssn.node_order_fns:
             score = score + np.asarray(fn(task, rows), dtype=np.float64)
-        self.score[rows] = score
+        sel = selector(rows)
+        self.score[sel] = score
+        self.scored[sel] = True
+
+    def scores(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """The row-local scores of evaluated ``rows`` (in their order), computing those not
+        scored yet (rows where the task did not fit: preemption ranks them too)."""
+        unscored = rows[~self.scored[rows]]
+        if len(unscored):
+            self._score_rows(ssn, task, np.unique(unscored))
+        return self.score[rows]
 
     def _evaluate_row(self, ssn: Session, task: TaskInfo, row: int) -> None:
         """The same evaluation for one node, in scalar code (numpy per-call overhead dominates)."""
@@ -184,6 +202,7 @@ class ShapeCache:
         for fn, row_fn in ssn.node_order_fns:
             score += float(row_fn(task, row)) if row_fn is not None else float(fn(task, np.array([row]))[0])
         self.score[row] = score
+        self.scored[row] = True
 
     def insufficient_reasons(self, ssn: Session, rows: np.ndarray) -> np.ndarray:
         """Reason codes ("Insufficient <resource>") for rows whose FutureIdle is short."""
@@ -369,7 +388,7 @@ class NodeSearch:
             group = candidates
         if len(group) == 1:
             return int(group[0])
-        scores = cache.score[group]
+        scores = cache.scores(ssn, task, group)
         for fn in ssn.batch_node_order_fns:
             scores = scores + fn(task, group)
         return int(group[int(np.argmax(scores))])

@@ -21,8 +21,8 @@ import numpy as np
 from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
-from member_agent.scheduler.framework.rows import selector
 from member_agent.scheduler.framework.node_index import NodeIndex, node_index
+from member_agent.scheduler.framework.rows import selector
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import (
     NodeSelectorTerm,

@@ -37,7 +37,7 @@ class ShapeCache:
     """Per-shape predicate codes, fits and scores of the node rows evaluated so far.
 
     Evaluation is lazy: a search evaluates only the rows it visits (:meth:`ensure_span`); a row
-    evaluated once is kept current (evaluated again when touched, on the shape's next use).
+    touched since it was evaluated is evaluated again (see :meth:`refresh`).
     :func:`shape_cache` (callers that read every row) completes the evaluation first.
     """
 
@@ -59,7 +59,7 @@ class ShapeCache:
         self.score = np.zeros(n, dtype=np.float64)
         self.evaluated = np.zeros(n, dtype=bool)  # rows whose entries are current
         self.scored = np.zeros(n, dtype=bool)  # evaluated rows whose ``score`` is current
-        self.missing = n  # rows never evaluated (0: every row is current)
+        self.missing = n  # rows not current (0: every row is)
         self.pos = len(ssn.changes)
 
     @property
@@ -93,19 +93,21 @@ class ShapeCache:
                 self._evaluate(ssn, task, np.unique(missing))
 
     def refresh(self, ssn: Session, task: TaskInfo) -> None:
-        """Evaluate again the evaluated rows touched since the last use (a few in scalar code:
-        the common case is the previous task of the same job just placed). Rows never
-        evaluated stay so until a search visits them."""
+        """Bring the rows touched since the last use up to date. A few (the common case: the
+        previous task of the same job was just placed, behind the search start) are marked
+        unevaluated and evaluated again only if a search visits them; many at once are
+        evaluated again now, in one vectorised pass."""
         changes = ssn.changes
         count = len(changes) - self.pos
         if count == 0:
             return
         if count <= SMALL_ROWS:
-            touched = sorted(set(changes[self.pos:])) if count > 1 else [changes[-1]]
+            evaluated = self.evaluated
+            for row in changes[self.pos:]:
+                if evaluated[row]:
+                    evaluated[row] = False
+                    self.missing += 1
             self.pos = len(changes)
-            for row in touched:
-                if self.evaluated[row]:
-                    self._evaluate_row(ssn, task, row)
             return
         rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
         self.pos = len(changes)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from member_agent.scheduler.framework.node_classes import ClassScorer
 from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.status import Code
 from policies.resources import TOLERANCE
@@ -165,8 +166,13 @@ class ShapeCache:
 
     def _score_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
         score: np.ndarray | float = 0.0
-        for fn, _ in ssn.node_order_fns:
-            score = score + np.asarray(fn(task, rows), dtype=np.float64)
+        classes: ClassScorer | None = None
+        for (fn, _), by_resources in zip(ssn.node_order_fns, ssn.node_order_by_resources, strict=True):
+            if by_resources:
+                classes = classes or ClassScorer(ssn, rows)
+                score = score + classes.values(fn, task)
+            else:
+                score = score + np.asarray(fn(task, rows), dtype=np.float64)
         sel = selector(rows)
         self.score[sel] = score
         self.scored[sel] = True

@@ -56,7 +56,7 @@ class BinpackPlugin:
         self.weights_list = self.weights.tolist()
         self.configured_list = self.configured.tolist()
         if self.weight != 0:
-            ssn.add(Point.NODE_ORDER, NAME, self._score, row=self._score_row)
+            ssn.add(Point.NODE_ORDER, NAME, self._score, row=self._score_row, by_resources=True)
 
     def _score(self, task: TaskInfo, rows: np.ndarray) -> Any:
         req = task.spec.request

@@ -69,7 +69,7 @@ class NodeOrderPlugin:
         self.denom_b = np.asfortranarray(np.where(self.present_b, alloc_b, 1.0))
         self.count_b = self.present_b.sum(axis=1)
         if self.least or self.most or self.balanced:
-            ssn.add(Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row)
+            ssn.add(Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row, by_resources=True)
         if self.affinity or self.taint:
             ssn.add(Point.BATCH_NODE_ORDER, NAME, self._normalised_scores)
 

@@ -1,0 +1,81 @@
+"""Node rows in the same resource state, so a resource-only scorer runs once per state.
+
+A cluster is mostly pools of identical machines, and most nodes a task visits are still in
+the state the session opened with (a node the session placed a pod on is often full after
+binpack, so it is no candidate). Scorers whose value on a row depends only on that row's
+allocatable, used, pipelined and non-zero requests (``nodeorder``'s resource scores,
+``binpack``; registered with ``by_resources=True``) are evaluated on one row per class and
+the values copied to the rest: identical inputs give identical floats, so scores are exactly
+those of a row-by-row evaluation.
+
+Classes are computed once per session from those arrays; a touched row gets a class of its own
+(it may equal another state again, but sharing is only an optimisation, never a requirement).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from member_agent.scheduler.framework.infos import TaskInfo
+    from member_agent.scheduler.framework.session import Session
+
+#: Below this many rows, or when classes save less than half the rows, rows are scored directly.
+MIN_ROWS = 64
+
+
+class NodeClasses:
+    __slots__ = ("ids", "next_id")
+
+    def __init__(self, ssn: Session) -> None:
+        state = np.hstack([ssn.node_allocatable, ssn.used, ssn.pipelined, ssn.nonzero_used])
+        if len(state):
+            _, ids = np.unique(state, axis=0, return_inverse=True)
+            self.ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        else:
+            self.ids = np.zeros(0, dtype=np.int64)
+        self.next_id = int(self.ids.max()) + 1 if len(self.ids) else 0
+
+    def touched(self, row: int) -> None:
+        self.ids[row] = self.next_id
+        self.next_id += 1
+
+
+def node_classes(ssn: Session) -> NodeClasses:
+    if ssn.node_classes is None:
+        ssn.node_classes = NodeClasses(ssn)
+    classes: NodeClasses = ssn.node_classes
+    return classes
+
+
+class ClassScorer:
+    """Evaluates resource-only scorers on one representative row per class of ``rows``."""
+
+    __slots__ = ("rows", "representatives", "spread")
+
+    def __init__(self, ssn: Session, rows: np.ndarray) -> None:
+        self.rows = rows
+        self.representatives: np.ndarray | None = None
+        self.spread: tuple[np.ndarray, np.ndarray] | None = None
+        if len(rows) < MIN_ROWS:
+            return
+        ids = node_classes(ssn).ids[rows]
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        if 2 * len(first) > len(rows):
+            return
+        order = np.argsort(first)  # representatives in row order (rows are sorted)
+        self.representatives = rows[first[order]]
+        place = np.empty(len(order), dtype=np.int64)
+        place[order] = np.arange(len(order))
+        self.spread = (place, inverse.reshape(-1))
+
+    def values(self, fn: Callable[..., Any], task: TaskInfo) -> np.ndarray:
+        if self.representatives is None or self.spread is None:
+            return np.asarray(fn(task, self.rows), dtype=np.float64)
+        per_rep = np.asarray(fn(task, self.representatives), dtype=np.float64)
+        if per_rep.ndim == 0:
+            return per_rep
+        place, inverse = self.spread
+        return per_rep[place[inverse]]

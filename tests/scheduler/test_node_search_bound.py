@@ -24,6 +24,7 @@ from member_agent.scheduler.framework import node_classes, node_search
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.session import Session, SessionOptions
+from member_agent.scheduler.plugins import nodeorder
 from policies.scheduler_conf import parse_scheduler_conf
 
 CONF = parse_scheduler_conf("""
@@ -175,25 +176,35 @@ def test_lazy_evaluation_gives_the_eager_answers(percentage: int, monkeypatch: p
     assert lazy.last_processed_node_index == eager.last_processed_node_index
 
 
-def test_scores_per_node_state_equal_scores_per_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    shared = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(),
-                       options=SessionOptions(percentage_nodes_to_find=100))
-    calls: list[int] = []
-    scorer = node_classes.ClassScorer.__init__
+@pytest.mark.parametrize("memo", [True, False], ids=["memo-per-shape", "classes-per-call"])
+def test_scores_per_node_state_equal_scores_per_row(memo: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not memo:
+        monkeypatch.setattr(node_classes, "MAX_MEMO_CLASSES", 0)
+    options = SessionOptions(percentage_nodes_to_find=100)
+    scored: list[int] = []
+    plugin_rows: list[int] = []
+    score_rows = node_search.ShapeCache._score_rows
+    resource_scores = nodeorder.NodeOrderPlugin._resource_scores
 
-    def spy(self: Any, ssn: Session, rows: np.ndarray) -> None:
-        scorer(self, ssn, rows)
-        if self.representatives is not None:
-            calls.append(len(rows) - len(self.representatives))
+    def spy_cache(self: Any, ssn: Session, task: Any, rows: np.ndarray) -> None:
+        scored.append(len(rows))
+        score_rows(self, ssn, task, rows)
 
-    monkeypatch.setattr(node_classes.ClassScorer, "__init__", spy)
-    again = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(),
-                      options=SessionOptions(percentage_nodes_to_find=100))
-    assert sum(calls) > 0  # rows really were scored through a representative
+    def spy_plugin(self: Any, task: Any, rows: np.ndarray) -> Any:
+        plugin_rows.append(len(rows))
+        return resource_scores(self, task, rows)
+
+    monkeypatch.setattr(node_search.ShapeCache, "_score_rows", spy_cache)
+    monkeypatch.setattr(nodeorder.NodeOrderPlugin, "_resource_scores", spy_plugin)
+    shared = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(), options=options)
+    # 3 pools of identical nodes: most rows are scored through one representative of their state
+    assert sum(plugin_rows) < sum(scored) / 2
     monkeypatch.setattr(node_classes, "MIN_ROWS", 10**9)  # every row scored by itself
-    per_row = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(),
-                        options=SessionOptions(percentage_nodes_to_find=100))
-    assert shared.bindings == again.bindings == per_row.bindings
+    plugin_rows.clear()
+    scored.clear()
+    per_row = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(), options=options)
+    assert sum(plugin_rows) == sum(scored)
+    assert len(shared.bindings) > 150 and shared.bindings == per_row.bindings
 
 
 # ---------------------------------------------------------------- the flags

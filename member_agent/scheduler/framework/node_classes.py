@@ -27,7 +27,7 @@ MIN_ROWS = 64
 
 
 class NodeClasses:
-    __slots__ = ("ids", "next_id")
+    __slots__ = ("ids", "next_id", "opening")
 
     def __init__(self, ssn: Session) -> None:
         state = np.hstack([ssn.node_allocatable, ssn.used, ssn.pipelined, ssn.nonzero_used])
@@ -37,6 +37,7 @@ class NodeClasses:
         else:
             self.ids = np.zeros(0, dtype=np.int64)
         self.next_id = int(self.ids.max()) + 1 if len(self.ids) else 0
+        self.opening = self.next_id  # ids below: states the session opened with
 
     def touched(self, row: int) -> None:
         self.ids[row] = self.next_id
@@ -48,6 +49,68 @@ def node_classes(ssn: Session) -> NodeClasses:
         ssn.node_classes = NodeClasses(ssn)
     classes: NodeClasses = ssn.node_classes
     return classes
+
+
+#: Per-shape memo of class values is kept when the session opened with at most this many
+#: distinct node states (8 bytes per state, scorer and shape); beyond, classes are found per call.
+MAX_MEMO_CLASSES = 4096
+
+
+def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.ndarray] | None) -> np.ndarray:
+    """The summed NODE_ORDER scores of ``rows`` (sorted, unique), each scorer added in
+    registration order as a row-by-row evaluation adds them. ``memo`` (from :func:`new_memo`)
+    keeps one shape's by-resources values per class the session opened with."""
+    if memo is None or len(rows) < MIN_ROWS:
+        return _score_by_call(ssn, task, rows)
+    classes = node_classes(ssn)
+    ids = classes.ids[rows]
+    opening = ids < classes.opening
+    same = rows[opening]  # rows still in a state the session opened with
+    same_ids = ids[opening]
+    changed = rows[~opening]  # touched since: a class of their own each
+    total: np.ndarray | float = 0.0
+    for i, ((fn, _), by_resources) in enumerate(zip(ssn.node_order_fns, ssn.node_order_by_resources, strict=True)):
+        if not by_resources:
+            total = total + np.asarray(fn(task, rows), dtype=np.float64)
+            continue
+        known = memo[i]
+        values = known[same_ids]
+        missing = np.isnan(values)
+        if missing.any():  # one representative row per class this shape has not scored yet
+            unique_ids, first = np.unique(same_ids[missing], return_index=True)
+            representatives = np.sort(same[missing][first])
+            known[classes.ids[representatives]] = np.asarray(fn(task, representatives), dtype=np.float64)
+            values = known[same_ids]
+        column = np.empty(len(rows))
+        column[opening] = values
+        if len(changed):
+            column[~opening] = np.asarray(fn(task, changed), dtype=np.float64)
+        total = total + column
+    return total if isinstance(total, np.ndarray) else np.full(len(rows), total)
+
+
+def _score_by_call(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    total: np.ndarray | float = 0.0
+    classes: ClassScorer | None = None
+    for (fn, _), by_resources in zip(ssn.node_order_fns, ssn.node_order_by_resources, strict=True):
+        if by_resources:
+            classes = classes or ClassScorer(ssn, rows)
+            total = total + classes.values(fn, task)
+        else:
+            total = total + np.asarray(fn(task, rows), dtype=np.float64)
+    return total if isinstance(total, np.ndarray) else np.full(len(rows), total)
+
+
+def new_memo(ssn: Session) -> list[np.ndarray] | None:
+    """Per by-resources scorer, a value per opening class (NaN: not computed); None when the
+    session has no such scorer or too many distinct node states."""
+    if not any(ssn.node_order_by_resources):
+        return None
+    classes = node_classes(ssn)
+    opened = classes.opening
+    if opened > MAX_MEMO_CLASSES:
+        return None
+    return [np.full(opened, np.nan) if by else np.zeros(0) for by in ssn.node_order_by_resources]
 
 
 class ClassScorer:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from member_agent.scheduler.framework.node_classes import ClassScorer
+from member_agent.scheduler.framework.node_classes import new_memo, score_rows
 from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.status import Code
 from policies.resources import TOLERANCE
@@ -43,7 +43,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing")
+                 "evaluated", "scored", "missing", "memo")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -62,6 +62,8 @@ class ShapeCache:
         self.scored = np.zeros(n, dtype=bool)  # evaluated rows whose ``score`` is current
         self.missing = n  # rows not current (0: every row is)
         self.pos = len(ssn.changes)
+        #: By-resources scores per node class the session opened with (node_classes.new_memo).
+        self.memo: list[np.ndarray] | None = None
 
     @property
     def ok_rows(self) -> np.ndarray:
@@ -165,14 +167,9 @@ class ShapeCache:
             self._score_rows(ssn, task, rows[ok])
 
     def _score_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
-        score: np.ndarray | float = 0.0
-        classes: ClassScorer | None = None
-        for (fn, _), by_resources in zip(ssn.node_order_fns, ssn.node_order_by_resources, strict=True):
-            if by_resources:
-                classes = classes or ClassScorer(ssn, rows)
-                score = score + classes.values(fn, task)
-            else:
-                score = score + np.asarray(fn(task, rows), dtype=np.float64)
+        if self.memo is None:
+            self.memo = new_memo(ssn) or []
+        score = score_rows(ssn, task, rows, self.memo or None)
         sel = selector(rows)
         self.score[sel] = score
         self.scored[sel] = True

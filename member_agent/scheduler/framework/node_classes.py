@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 #: Below this many rows, or when classes save less than half the rows, rows are scored directly.
 MIN_ROWS = 64
+#: Up to this many rows outside the opening classes are scored with the scalar row functions.
+ROW_BY_ROW = 8
 
 
 class NodeClasses:
@@ -69,7 +71,8 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
     same_ids = ids[opening]
     changed = rows[~opening]  # touched since: a class of their own each
     total: np.ndarray | float = 0.0
-    for i, ((fn, _), by_resources) in enumerate(zip(ssn.node_order_fns, ssn.node_order_by_resources, strict=True)):
+    for i, ((fn, row_fn), by_resources) in enumerate(zip(ssn.node_order_fns, ssn.node_order_by_resources,
+                                                          strict=True)):
         if not by_resources:
             total = total + np.asarray(fn(task, rows), dtype=np.float64)
             continue
@@ -83,7 +86,9 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
             values = known[same_ids]
         column = np.empty(len(rows))
         column[opening] = values
-        if len(changed):
+        if 0 < len(changed) <= ROW_BY_ROW and row_fn is not None:  # numpy's per-call overhead dominates
+            column[~opening] = [row_fn(task, row) for row in changed.tolist()]
+        elif len(changed):
             column[~opening] = np.asarray(fn(task, changed), dtype=np.float64)
         total = total + column
     return total if isinstance(total, np.ndarray) else np.full(len(rows), total)

@@ -200,6 +200,7 @@ def test_scores_per_node_state_equal_scores_per_row(memo: bool, monkeypatch: pyt
     # 3 pools of identical nodes: most rows are scored through one representative of their state
     assert sum(plugin_rows) < sum(scored) / 2
     monkeypatch.setattr(node_classes, "MIN_ROWS", 10**9)  # every row scored by itself
+    monkeypatch.setattr(node_classes, "MEMO_MIN_ROWS", 10**9)
     plugin_rows.clear()
     scored.clear()
     per_row = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(), options=options)

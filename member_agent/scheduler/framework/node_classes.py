@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 #: Below this many rows, or when classes save less than half the rows, rows are scored directly.
 MIN_ROWS = 64
+#: From this many rows the per-shape memo is used (a lookup is far cheaper than a scorer call).
+MEMO_MIN_ROWS = 2
 #: Up to this many rows outside the opening classes are scored with the scalar row functions.
 ROW_BY_ROW = 8
 
@@ -62,7 +64,7 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
     """The summed NODE_ORDER scores of ``rows`` (sorted, unique), each scorer added in
     registration order as a row-by-row evaluation adds them. ``memo`` (from :func:`new_memo`)
     keeps one shape's by-resources values per class the session opened with."""
-    if memo is None or len(rows) < MIN_ROWS:
+    if memo is None or len(rows) < MEMO_MIN_ROWS:
         return _score_by_call(ssn, task, rows)
     classes = node_classes(ssn)
     ids = classes.ids[rows]

@@ -66,6 +66,8 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
     keeps one shape's by-resources values per class the session opened with."""
     if memo is None or len(rows) < MEMO_MIN_ROWS:
         return _score_by_call(ssn, task, rows)
+    if len(memo) == 1 and all(ssn.node_order_by_resources):
+        return _score_combined(ssn, task, rows, memo[0])
     classes = node_classes(ssn)
     ids = classes.ids[rows]
     opening = ids < classes.opening
@@ -96,6 +98,45 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
     return total if isinstance(total, np.ndarray) else np.full(len(rows), total)
 
 
+def _score_combined(ssn: Session, task: TaskInfo, rows: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """:func:`score_rows` when every scorer is by-resources: ``known`` memoises their sum."""
+    classes = node_classes(ssn)
+    ids = classes.ids[rows]
+    opening = ids < classes.opening
+    if opening.all():
+        values = known[ids]
+        missing = np.isnan(values)
+        if missing.any():
+            _, first = np.unique(ids[missing], return_index=True)
+            representatives = np.sort(rows[missing][first])
+            known[classes.ids[representatives]] = _total(ssn, task, representatives)
+            values = known[ids]
+        return values
+    column = np.empty(len(rows))
+    same = rows[opening]
+    if len(same):
+        column[opening] = _score_combined(ssn, task, same, known)
+    column[~opening] = _total(ssn, task, rows[~opening])
+    return column
+
+
+def _total(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    """Every NODE_ORDER scorer on ``rows``, added in registration order."""
+    fns = ssn.node_order_fns
+    if len(rows) <= ROW_BY_ROW and all(row_fn is not None for _, row_fn in fns):
+        totals = []
+        for row in rows.tolist():
+            score = 0.0
+            for _, row_fn in fns:
+                score += float(row_fn(task, row))  # type: ignore[misc]
+            totals.append(score)
+        return np.array(totals)
+    total: np.ndarray | float = 0.0
+    for fn, _ in fns:
+        total = total + np.asarray(fn(task, rows), dtype=np.float64)
+    return total if isinstance(total, np.ndarray) else np.full(len(rows), total)
+
+
 def _score_by_call(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
     total: np.ndarray | float = 0.0
     classes: ClassScorer | None = None
@@ -117,6 +158,8 @@ def new_memo(ssn: Session) -> list[np.ndarray] | None:
     opened = classes.opening
     if opened > MAX_MEMO_CLASSES:
         return None
+    if all(ssn.node_order_by_resources):  # one memo of their sum
+        return [np.full(opened, np.nan)]
     return [np.full(opened, np.nan) if by else np.zeros(0) for by in ssn.node_order_by_resources]
 
 

@@ -62,6 +62,8 @@ class NodeOrderPlugin:
         # Per-node constants of the vectorised scorers (allocatable never changes in a session).
         alloc = ssn.node_allocatable
         self.alloc2 = alloc[:, :2].astype(np.int64)
+        self.alloc_rows = alloc.tolist()  # the scalar scorer reads Python floats and ints
+        self.alloc2_rows = [(int(a), int(b)) for a, b in (row[:2] for row in self.alloc_rows)]
         self.safe2 = np.where(self.alloc2 == 0, 1, self.alloc2)
         self.zero2 = self.alloc2 == 0
         alloc_b = alloc[:, self.balanced_cols]
@@ -96,11 +98,12 @@ class NodeOrderPlugin:
     def _resource_score_row(self, task: TaskInfo, row: int) -> float:
         """:meth:`_resource_scores` for one node, in scalar (integer) arithmetic."""
         ssn = self.ssn
-        alloc_row = ssn.node_allocatable[row].tolist()
-        nz = ssn.nonzero_used[row].tolist()
+        alloc_row = self.alloc_rows[row]
+        nz_used = ssn.nonzero_used[row]
+        nz = task.spec.nonzero
         total = 0.0
-        allocs = (int(alloc_row[0]), int(alloc_row[1]))
-        requested = (int(nz[0] + task.spec.nonzero[0]), int(nz[1] + task.spec.nonzero[1]))
+        allocs = self.alloc2_rows[row]
+        requested = (int(float(nz_used[0]) + nz[0]), int(float(nz_used[1]) + nz[1]))
         if self.least:
             per = [0 if a == 0 or r > a else ((a - r) * MAX) // a for a, r in zip(allocs, requested, strict=True)]
             total += ((per[0] * 50 + per[1] * 50) // 100) * self.least

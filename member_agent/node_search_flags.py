@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+from typing import Callable
 
 from member_agent.scheduler.framework.session import SessionOptions
 
 DEFAULTS = SessionOptions()
 
 
-def _bounded(flag: str, upper: int | None) -> object:
+def _bounded(flag: str, upper: int | None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)

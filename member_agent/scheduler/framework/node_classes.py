@@ -111,7 +111,8 @@ def _score_combined(ssn: Session, task: TaskInfo, rows: np.ndarray, known: np.nd
             representatives = np.sort(rows[missing][first])
             known[classes.ids[representatives]] = _total(ssn, task, representatives)
             values = known[ids]
-        return values
+        result: np.ndarray = values
+        return result
     column = np.empty(len(rows))
     same = rows[opening]
     if len(same):
@@ -191,4 +192,5 @@ class ClassScorer:
         if per_rep.ndim == 0:
             return per_rep
         place, inverse = self.spread
-        return per_rep[place[inverse]]
+        spread: np.ndarray = per_rep[place[inverse]]
+        return spread

@@ -180,7 +180,8 @@ class ShapeCache:
         unscored = rows[~self.scored[rows]]
         if len(unscored):
             self._score_rows(ssn, task, np.unique(unscored))
-        return self.score[rows]
+        scores: np.ndarray = self.score[rows]
+        return scores
 
     def _evaluate_row(self, ssn: Session, task: TaskInfo, row: int) -> None:
         """The same evaluation for one node, in scalar code (numpy per-call overhead dominates)."""
@@ -236,7 +237,7 @@ def shape_cache(ssn: Session, task: TaskInfo, lazy: bool = False) -> ShapeCache:
     the caller evaluates what it reads with ``ensure_*``)."""
     caches = ssn.shape_caches
     key = task.spec.shape
-    cache = caches.pop(key, None)
+    cache: ShapeCache | None = caches.pop(key, None)
     if cache is None:
         cache = ShapeCache(ssn, task)
         while len(caches) >= MAX_SHAPES:

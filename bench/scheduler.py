@@ -8,21 +8,27 @@ build time, session seconds, pods bound per second and peak RSS for each size.
     python bench/scheduler.py                 # 1k, 2k and 5k nodes, 2 pending pods per node
     python bench/scheduler.py --nodes 5000 --pods 10000
     python bench/scheduler.py --nodes 5000 --shapes per-job   # every job its own request
+    python bench/scheduler.py --shapes per-job --nodes 1000 --nodes 5000 --nodes 20000 --isolate
+                                              # one process per size: per-size peak RSS, growth exponents
     python bench/scheduler.py --workload preempt --nodes 5000  # full cluster: gangs preempt (scheduler_evictions.py)
     python bench/scheduler.py --workload reclaim --nodes 5000  # full cluster: gangs reclaim from another queue
 
 ``--shapes templates`` (default) draws pod requests from six templates, so the session sees
 six distinct task shapes; ``--shapes per-job`` gives every job its own cpu request (one shape
 per job, hundreds in all) to show the cost growing with nodes x distinct shapes, not pods.
-Peak RSS is the process's high-water mark: run one size per process for per-size figures.
+Peak RSS is the process's high-water mark: ``--isolate`` runs each size in its own process
+and prints the growth exponents of session CPU time and peak RSS against nodes.
+``--percentage-nodes-to-find`` etc. are the scheduler's flags (default: Volcano's adaptive bound).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import resource
+import subprocess
 import sys
 import time
 from typing import Any
@@ -118,7 +124,8 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False) -> tuple[float, float]:
+def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False,
+        options: SessionOptions = SessionOptions()) -> tuple[float, float]:
     rng = random.Random(seed)
     print(f"[{nodes} nodes, {pods} pending pods] generating objects ...", flush=True)
     objects = cluster(nodes, rng) + jobs(pods, rng, per_job_shapes)
@@ -129,7 +136,7 @@ def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False) -> tuple
     print(f"  snapshot built in {build:.2f}s ({len(snapshot.jobs)} jobs, {shapes} distinct task shapes); "
           "running the session ...", flush=True)
     cpu0 = time.process_time()
-    result = run_cycle(snapshot, CONF, Clock(), options=SessionOptions(verbosity=0))
+    result = run_cycle(snapshot, CONF, Clock(), options=options)
     cpu = time.process_time() - cpu0
     bound = len(result.bindings)
     secs = result.session_seconds
@@ -140,16 +147,38 @@ def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False) -> tuple
     return cpu, peak_rss_mib()
 
 
-def growth(sizes: list[int], cpu: list[float]) -> None:
-    """The log-log slope of session CPU time against nodes between consecutive sizes
-    (1 = linear). Peak RSS is a process high-water mark: run one size per process for it."""
+def growth(sizes: list[int], figures: list[float], what: str = "CPU time") -> None:
+    """The log-log slope of a figure against nodes between consecutive sizes (1 = linear)."""
     for i in range(1, len(sizes)):
-        n0, c0, n1, c1 = sizes[i - 1], cpu[i - 1], sizes[i], cpu[i]
+        n0, c0, n1, c1 = sizes[i - 1], figures[i - 1], sizes[i], figures[i]
         if n1 > n0 and c0 > 0 and c1 > 0:
-            print(f"  growth {n0} -> {n1} nodes: CPU time ~ nodes^{math.log(c1 / c0) / math.log(n1 / n0):.2f}")
+            print(f"  growth {n0} -> {n1} nodes: {what} ~ nodes^{math.log(c1 / c0) / math.log(n1 / n0):.2f}")
+
+
+def isolated(args: argparse.Namespace, sizes: list[int]) -> None:
+    """Each size in a fresh process (peak RSS per size), then the growth exponents."""
+    cpu, rss = [], []
+    for nodes in sizes:
+        argv = [sys.executable, __file__, "--nodes", str(nodes), "--seed", str(args.seed), "--shapes", args.shapes,
+                "--percentage-nodes-to-find", str(args.percentage_nodes_to_find),
+                "--minimum-feasible-nodes", str(args.minimum_feasible_nodes),
+                "--minimum-percentage-nodes-to-find", str(args.minimum_percentage_nodes_to_find), "--figures-json"]
+        if args.pods:
+            argv += ["--pods", str(args.pods)]
+        out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
+        print("\n".join(line for line in out if not line.startswith("{")), flush=True)
+        figures = json.loads(next(line for line in out if line.startswith("{")))
+        cpu.append(figures["cpu"])
+        rss.append(figures["rss"])
+    print(f"shapes={args.shapes}: " + ", ".join(f"{n} nodes {c:.2f} s CPU / {r:.0f} MiB"
+                                                for n, c, r in zip(sizes, cpu, rss, strict=True)))
+    growth(sizes, cpu)
+    growth(sizes, rss, "peak RSS")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from member_agent import node_search_flags
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, action="append", help="cluster size (repeatable; default 1000, 2000, 5000)")
     parser.add_argument("--pods", type=int, help="pending pods (default: 2 per node)")
@@ -159,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", choices=("allocate", "preempt", "reclaim"), default="allocate",
                         help="allocate (default): pending gangs on an empty cluster; preempt/reclaim: a full cluster "
                              "where pending gangs must evict (bench/scheduler_evictions.py; --pods default nodes/5)")
+    parser.add_argument("--isolate", action="store_true", help="run each size in its own process (per-size peak RSS)")
+    parser.add_argument("--figures-json", action="store_true", help=argparse.SUPPRESS)
+    node_search_flags.add_flags(parser)
     args = parser.parse_args(argv)
     if args.workload != "allocate":
         from scheduler_evictions import run_eviction_workload
@@ -167,7 +199,13 @@ def main(argv: list[str] | None = None) -> int:
             run_eviction_workload(args.workload, nodes, args.pods or nodes // 5, args.seed)
         return 0
     sizes = args.nodes or [1000, 2000, 5000]
-    cpu = [run(nodes, args.pods or 2 * nodes, args.seed, args.shapes == "per-job")[0] for nodes in sizes]
+    if args.isolate:
+        isolated(args, sizes)
+        return 0
+    options = node_search_flags.session_options(args)
+    cpu = [run(nodes, args.pods or 2 * nodes, args.seed, args.shapes == "per-job", options)[0] for nodes in sizes]
+    if args.figures_json:
+        print(json.dumps({"cpu": cpu[-1], "rss": peak_rss_mib()}))
     growth(sizes, cpu)
     return 0
 

@@ -42,6 +42,7 @@ from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import EVICT_GRACE, PodWrites
 from member_agent.scheduler.framework.result import CycleResult
+from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.scheduler_cache import ObjectSync, SchedulerCache
 from member_agent.work_state import WorkState
 from member_agent.works import (
@@ -71,6 +72,8 @@ class AgentOptions:
     session_settle: float = 0.05
     scheduler_conf_path: Optional[str] = None
     use_real_scheduler: bool = True
+    #: Volcano's node-search flags (``--percentage-nodes-to-find`` ...), see node_search_flags.
+    session_options: SessionOptions = field(default_factory=SessionOptions)
     cluster_spec: dict[str, Any] = field(default_factory=dict)
     kubernetes_version: str = "v1.30.0"
 
@@ -96,6 +99,8 @@ class Agent:
         self.conf: SchedulerConf = DEFAULT_CONF
         self._conf_mtime: Optional[float] = None
         self.last_cycle: Optional[float] = None
+        #: Where the next session's node search starts (Volcano's lastProcessedNodeIndex).
+        self.last_processed_node_index = 0
         self.work_changed = asyncio.Event()
         self.status_changed = asyncio.Event()
         self.controller_config = ControllerConfig()

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from aiohttp import web
 
+from member_agent import node_search_flags
 from member_agent.agent import Agent, AgentOptions
 from member_agent.cluster.clock import RealClock
 from member_agent.cluster.gateway import ClusterGateway
@@ -65,6 +66,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    node_search_flags.add_flags(parser)
     from member_agent.leader import add_flags
 
     add_flags(parser)
@@ -155,6 +157,7 @@ async def serve(args: argparse.Namespace) -> int:
         raise CalderaError(f"--kubeconfig {args.kubeconfig}: {exc}") from None
     options = AgentOptions(cluster=args.cluster, schedule_period=args.schedule_period,
                            scheduler_conf_path=args.scheduler_conf, use_real_scheduler=not args.stand_in_scheduler,
+                           session_options=node_search_flags.session_options(args),
                            cluster_spec=cluster_spec, kubernetes_version=version)
     agent = Agent(options, gateway, clock)
     sync = FederationSync(agent, federation, clock, lease_period=args.lease_period, status_period=args.status_period)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from typing import Optional, Protocol
 
 from member_agent import scheduling
@@ -32,6 +33,7 @@ from member_agent.cluster.gateway import Obj, pod_managed, pod_node, pod_termina
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import PodWrites, format_devices, with_placement
 from member_agent.scheduler.framework.result import CycleResult
+from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.work_state import WorkState
 from policies.scheduler_conf import SchedulerConf
 
@@ -41,6 +43,9 @@ log = logging.getLogger("caldera.agent")
 class SchedulingOptions(Protocol):
     @property
     def use_real_scheduler(self) -> bool: ...
+
+    @property
+    def session_options(self) -> SessionOptions: ...
 
 
 class Agent(Protocol):
@@ -55,6 +60,7 @@ class Agent(Protocol):
     conf: SchedulerConf
     metrics: AgentMetrics
     last_cycle: Optional[float]
+    last_processed_node_index: int
     work_changed: asyncio.Event
 
     @property
@@ -121,13 +127,16 @@ async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
         return None
     objects = snapshot_objects(agent)
     started = time.perf_counter()
+    # The node search resumes where the previous session stopped, as Volcano's does.
+    options = replace(agent.options.session_options, last_processed_node_index=agent.last_processed_node_index)
     try:
         result = await asyncio.to_thread(scheduling.run_once, objects, agent.conf, agent.clock,
-                                         agent.options.use_real_scheduler, agent.snapshot_sync)
+                                         agent.options.use_real_scheduler, agent.snapshot_sync, options)
     except Exception:  # noqa: BLE001 - one bad cycle must not stop the agent
         log.exception("scheduling cycle failed")
         agent.metrics.attempts.labels("error").inc()
         return None
+    agent.last_processed_node_index = result.last_processed_node_index
     agent.apply_cycle(result)
     agent.metrics.observe_cycle(result, (time.perf_counter() - started) * 1000.0)
     agent.last_cycle = agent.clock.now()

@@ -1,6 +1,7 @@
 """``caldera schedule``: dry-run one Volcano scheduling session on a cluster-state file.
 
     caldera schedule -f STATE.yaml [-f MORE.yaml] [-o json|table] [--conf FILE] [-v N]
+        [--percentage-nodes-to-find PCT] [--minimum-feasible-nodes N] [--minimum-percentage-nodes-to-find PCT]
 
 STATE holds Kubernetes objects as ``kubectl get -o yaml`` prints them (Nodes, Pods,
 PodGroups, Queues, PriorityClasses and optionally the scheduler ConfigMap). Nothing is
@@ -16,6 +17,7 @@ import logging
 import sys
 from typing import Any, TextIO
 
+from member_agent import node_search_flags
 from member_agent.cluster.clock import RealClock
 from member_agent.scheduler import SessionOptions, run_cycle
 from member_agent.scheduler.framework.result import CycleResult
@@ -37,6 +39,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="volcano-scheduler.conf to use instead of the ConfigMap in STATE (or the default)")
     parser.add_argument("-v", "--verbosity", type=int, default=0, metavar="N",
                         help="klog-style verbosity of the scheduler log on stderr (3: decisions, 5: everything)")
+    node_search_flags.add_flags(parser)
 
 
 def _read(path: str) -> str:
@@ -101,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         state = load_state(args.filename, args.conf)
         result = run_cycle(state.snapshot, state.conf, RealClock(),
-                           options=SessionOptions(verbosity=max(0, args.verbosity)))
+                           options=node_search_flags.session_options(
+                               args, SessionOptions(verbosity=max(0, args.verbosity))))
     except (CalderaError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

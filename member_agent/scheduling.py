@@ -26,6 +26,7 @@ from member_agent.cluster.gateway import (
     pod_terminal,
 )
 from member_agent.scheduler.framework.result import CycleResult, JobReport
+from member_agent.scheduler.framework.session import SessionOptions
 from policies.scheduler_conf import SchedulerConf
 
 log = logging.getLogger("caldera.agent.scheduling")
@@ -43,7 +44,7 @@ def real_scheduler() -> Optional[tuple[RunCycle, Callable[..., Any]]]:
 
 
 def run_once(objects: Sequence[Obj], conf: SchedulerConf, clock: Any, use_real: bool = True,
-             sync: Any = None) -> CycleResult:
+             sync: Any = None, options: Optional[SessionOptions] = None) -> CycleResult:
     """One session over ``objects``; with ``sync`` (a ``member_agent.scheduler.scheduler_cache.ObjectSync``) the
     snapshot comes from the incremental cache instead of a from-scratch build."""
     started = time.perf_counter()
@@ -54,7 +55,7 @@ def run_once(objects: Sequence[Obj], conf: SchedulerConf, clock: Any, use_real: 
             snapshot = sync.snapshot(objects)
         else:
             snapshot = build_snapshot(objects, scheduler_names=("volcano", "caldera"))
-        result = run_cycle(snapshot, conf, clock)
+        result = run_cycle(snapshot, conf, clock, options=options or SessionOptions())
     else:
         result = standin_cycle(objects)
     if not result.session_seconds:

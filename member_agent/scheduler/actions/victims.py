@@ -264,7 +264,7 @@ def ranked_rows(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
     if len(rows) <= 1:
         return rows
     cache = shape_cache(ssn, task)
-    scores = cache.score[rows].copy()
+    scores = cache.scores(ssn, task, rows)
     for fn in ssn.batch_node_order_fns:
         scores = scores + np.asarray(fn(task, rows), dtype=np.float64)
     return rows[np.argsort(-scores, kind="stable")]

@@ -97,7 +97,8 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
-    result = CycleResult(session_uid=ssn.uid, problems=list(ssn.snapshot.problems), warnings=list(ssn.warnings))
+    result = CycleResult(session_uid=ssn.uid, problems=list(ssn.snapshot.problems), warnings=list(ssn.warnings),
+                         last_processed_node_index=ssn.node_cursor)
     names = ssn.node_names
     for task, reason in ssn.evictions:
         result.evictions.append(task.key)

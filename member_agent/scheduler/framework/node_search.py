@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from member_agent.scheduler.framework.node_classes import new_memo, score_rows
+from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.status import Code
 from policies.resources import TOLERANCE
 
@@ -33,7 +35,15 @@ SMALL_ROWS = 8
 
 
 class ShapeCache:
-    __slots__ = ("codes", "fit_idle", "fit_future", "ok", "ok_rows", "score", "pos", "limit", "checked")
+    """Per-shape predicate codes, fits and scores of the node rows evaluated so far.
+
+    Evaluation is lazy: a search evaluates only the rows it visits (:meth:`ensure_span`); a row
+    touched since it was evaluated is evaluated again (see :meth:`refresh`).
+    :func:`shape_cache` (callers that read every row) completes the evaluation first.
+    """
+
+    __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
+                 "evaluated", "scored", "missing", "memo")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -46,51 +56,132 @@ class ShapeCache:
         self.fit_idle = np.zeros(n, dtype=bool)
         self.fit_future = np.zeros(n, dtype=bool)
         self.ok = np.zeros(n, dtype=bool)  # predicates pass and FutureIdle fits
-        self.ok_rows = np.zeros(0, dtype=np.int64)  # sorted rows where ``ok``
+        self._ok_rows: np.ndarray | None = None  # sorted rows where ``ok`` (None: recompute)
         self.score = np.zeros(n, dtype=np.float64)
+        self.evaluated = np.zeros(n, dtype=bool)  # rows whose entries are current
+        self.scored = np.zeros(n, dtype=bool)  # evaluated rows whose ``score`` is current
+        self.missing = n  # rows not current (0: every row is)
         self.pos = len(ssn.changes)
-        self._evaluate(ssn, task, np.arange(n))
+        #: By-resources scores per node class the session opened with (node_classes.new_memo).
+        self.memo: list[np.ndarray] | None = None
+
+    @property
+    def ok_rows(self) -> np.ndarray:
+        """Sorted rows where ``ok`` (only meaningful once :meth:`ensure_all` ran)."""
+        if self._ok_rows is None:
+            self._ok_rows = np.flatnonzero(self.ok)
+        return self._ok_rows
+
+    # ------------------------------------------------------------------ lazy evaluation
+    def ensure_all(self, ssn: Session, task: TaskInfo) -> None:
+        if self.missing:
+            self.ensure_span(ssn, task, 0, len(self.codes))
+
+    def ensure_span(self, ssn: Session, task: TaskInfo, lo: int, hi: int) -> None:
+        """Evaluate the rows of ``[lo, hi)`` that are not current."""
+        if not self.missing or hi <= lo:
+            return
+        done = self.evaluated[lo:hi]
+        if not done.any():
+            self._evaluate(ssn, task, np.arange(lo, hi))
+            return
+        rows = np.flatnonzero(~done)
+        if len(rows):
+            self._evaluate(ssn, task, rows + lo)
+
+    def ensure_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
+        if self.missing:
+            missing = rows[~self.evaluated[rows]]
+            if len(missing):
+                self._evaluate(ssn, task, np.unique(missing))
+
+    def refresh(self, ssn: Session, task: TaskInfo) -> None:
+        """Bring the rows touched since the last use up to date. A few (the common case: the
+        previous task of the same job was just placed, behind the search start) are marked
+        unevaluated and evaluated again only if a search visits them; many at once are
+        evaluated again now, in one vectorised pass."""
+        changes = ssn.changes
+        count = len(changes) - self.pos
+        if count == 0:
+            return
+        if count <= SMALL_ROWS:
+            evaluated = self.evaluated
+            for row in changes[self.pos:]:
+                if evaluated[row]:
+                    evaluated[row] = False
+                    self.missing += 1
+            self.pos = len(changes)
+            return
+        rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
+        self.pos = len(changes)
+        if self.missing:
+            rows = rows[self.evaluated[rows]]
+        self.evaluated[rows] = False
+        self.missing += len(rows)
+        self._evaluate(ssn, task, rows)
 
     def _evaluate(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
+        """Evaluate ``rows`` (sorted, unique, none of them current); scores only where the
+        task could go (the rest are scored on demand by :meth:`scores`)."""
         if len(rows) == 0:
             return
+        self.missing -= len(rows)
         if len(rows) <= SMALL_ROWS:
+            self.evaluated[rows] = True
             for row in rows.tolist():
                 self._evaluate_row(ssn, task, row)
             return
+        sel = selector(rows)  # a contiguous span: views and slice writes, no gathers
+        self.evaluated[sel] = True
         # Checked dims one column at a time: 1-D comparisons are much cheaper than
-        # ``all(axis=1)`` over a short second axis (np.take: fast row gathers).
-        if len(rows) == len(self.codes):  # every row (a new shape): no gather needed
-            idle, releasing, pipelined = ssn.idle, ssn.releasing, ssn.pipelined
-        else:
-            idle = np.take(ssn.idle, rows, axis=0)
-            releasing = np.take(ssn.releasing, rows, axis=0)
-            pipelined = np.take(ssn.pipelined, rows, axis=0)
-        fit_idle = np.ones(len(rows), dtype=bool)
-        fit_future = np.ones(len(rows), dtype=bool)
+        # ``all(axis=1)`` over a short second axis.
+        idle, releasing, pipelined = take(ssn.idle, sel), take(ssn.releasing, sel), take(ssn.pipelined, sel)
+        fit_idle: np.ndarray | bool = True
+        fit_future: np.ndarray | bool = True
         for d, lim in self.checked:
             column = idle[:, d]
-            fit_idle &= column > lim
-            fit_future &= (column + releasing[:, d] - pipelined[:, d]) > lim
-        self.fit_idle[rows] = fit_idle
-        self.fit_future[rows] = fit_future
+            fit_idle = fit_idle & (column > lim)
+            fit_future = fit_future & ((column + releasing[:, d] - pipelined[:, d]) > lim)
+        self.fit_idle[sel] = fit_idle
+        self.fit_future[sel] = fit_future
         codes: np.ndarray | None = None
         for fn, _ in ssn.predicate_fns:
             if codes is None:
                 codes = np.array(fn(task, rows), dtype=np.int32)
                 continue
             pending = codes == 0
-            if pending.any():
+            if pending.all():
+                codes = np.array(fn(task, rows), dtype=np.int32)
+            elif pending.any():
                 codes[pending] = fn(task, rows[pending])
         if codes is None:
             codes = np.zeros(len(rows), dtype=np.int32)
-        self.codes[rows] = codes
-        self.ok[rows] = (codes == 0) & fit_future
-        self.ok_rows = np.flatnonzero(self.ok)
-        score: np.ndarray | float = 0.0
-        for fn, _ in ssn.node_order_fns:
-            score = score + np.asarray(fn(task, rows), dtype=np.float64)
-        self.score[rows] = score
+        self.codes[sel] = codes
+        ok = (codes == 0) & fit_future
+        self.ok[sel] = ok
+        self._ok_rows = None
+        self.scored[sel] = False
+        if ok.all():
+            self._score_rows(ssn, task, rows)
+        elif ok.any():
+            self._score_rows(ssn, task, rows[ok])
+
+    def _score_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
+        if self.memo is None:
+            self.memo = new_memo(ssn) or []
+        score = score_rows(ssn, task, rows, self.memo or None)
+        sel = selector(rows)
+        self.score[sel] = score
+        self.scored[sel] = True
+
+    def scores(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """The row-local scores of evaluated ``rows`` (in their order), computing those not
+        scored yet (rows where the task did not fit: preemption ranks them too)."""
+        unscored = rows[~self.scored[rows]]
+        if len(unscored):
+            self._score_rows(ssn, task, np.unique(unscored))
+        scores: np.ndarray = self.score[rows]
+        return scores
 
     def _evaluate_row(self, ssn: Session, task: TaskInfo, row: int) -> None:
         """The same evaluation for one node, in scalar code (numpy per-call overhead dominates)."""
@@ -110,25 +201,14 @@ class ShapeCache:
         ok = code == 0 and fit_future
         if ok != self.ok[row]:
             self.ok[row] = ok
-            at = int(np.searchsorted(self.ok_rows, row))
-            self.ok_rows = np.insert(self.ok_rows, at, row) if ok else np.delete(self.ok_rows, at)
+            if self._ok_rows is not None:
+                at = int(np.searchsorted(self._ok_rows, row))
+                self._ok_rows = np.insert(self._ok_rows, at, row) if ok else np.delete(self._ok_rows, at)
         score = 0.0
         for fn, row_fn in ssn.node_order_fns:
             score += float(row_fn(task, row)) if row_fn is not None else float(fn(task, np.array([row]))[0])
         self.score[row] = score
-
-    def refresh(self, ssn: Session, task: TaskInfo) -> None:
-        changes = ssn.changes
-        count = len(changes) - self.pos
-        if count == 0:
-            return
-        if count == 1:
-            self.pos = len(changes)
-            self._evaluate_row(ssn, task, changes[-1])
-            return
-        rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
-        self.pos = len(changes)
-        self._evaluate(ssn, task, rows)
+        self.scored[row] = True
 
     def insufficient_reasons(self, ssn: Session, rows: np.ndarray) -> np.ndarray:
         """Reason codes ("Insufficient <resource>") for rows whose FutureIdle is short."""
@@ -152,10 +232,12 @@ def dim_reason_codes(ssn: Session) -> np.ndarray:
 MAX_SHAPES = 256
 
 
-def shape_cache(ssn: Session, task: TaskInfo) -> ShapeCache:
+def shape_cache(ssn: Session, task: TaskInfo, lazy: bool = False) -> ShapeCache:
+    """The task shape's cache, current on every row (``lazy``: current only where evaluated;
+    the caller evaluates what it reads with ``ensure_*``)."""
     caches = ssn.shape_caches
     key = task.spec.shape
-    cache = caches.pop(key, None)
+    cache: ShapeCache | None = caches.pop(key, None)
     if cache is None:
         cache = ShapeCache(ssn, task)
         while len(caches) >= MAX_SHAPES:
@@ -163,6 +245,8 @@ def shape_cache(ssn: Session, task: TaskInfo) -> ShapeCache:
     else:
         cache.refresh(ssn, task)
     caches[key] = cache  # most recently used last
+    if not lazy:
+        cache.ensure_all(ssn, task)
     return cache
 
 
@@ -203,89 +287,85 @@ class FitErrors:
 SIBLING_FAILED = "node(s) failed for another task of the same role"
 
 
-class _RoleFailures:
-    """Nodes some task of one ``<job>/<role>`` failed on during this action.
-
-    Exactly the union of "visited and not feasible" over the role's searches. Once a
-    search visited every node, later searches only need to look at rows that changed
-    since (a node's feasibility changes only when it is touched), so the common case
-    costs O(changed rows), not O(nodes).
-    """
-
-    __slots__ = ("failed", "visited_all", "pos")
-
-    def __init__(self, n: int, pos: int) -> None:
-        self.failed = np.zeros(n, dtype=bool)
-        self.visited_all = False
-        self.pos = pos
-
-    def record(self, ok: np.ndarray, start: int, processed: int, changes: list[int]) -> None:
-        n = len(ok)
-        if processed >= n:
-            recent = len(changes) - self.pos
-            if self.visited_all and recent <= SMALL_ROWS:
-                for row in changes[self.pos:]:
-                    if not ok[row]:
-                        self.failed[row] = True
-            else:
-                np.bitwise_or(self.failed, ~ok, out=self.failed)
-                self.visited_all = True
-        else:  # the visited window, wrapping around the end (slices, not an index array)
-            end = start + processed
-            for lo, hi in ((start, min(end, n)), (0, max(end - n, 0))):
-                if hi > lo:
-                    self.failed[lo:hi] |= ~ok[lo:hi]
-        self.pos = len(changes)
+#: Rows a bounded search evaluates at least at once: numpy's per-call overhead makes smaller
+#: chunks slower than evaluating a few rows too many.
+MIN_CHUNK = 512
 
 
 class NodeSearch:
-    """The predicate helper of one action execution."""
+    """The predicate helper of one action execution.
+
+    The visiting start is the session's ``node_cursor`` (Volcano's ``lastProcessedNodeIndex``:
+    it carries over between actions and, through :class:`SessionOptions`, between sessions).
+    """
 
     def __init__(self, ssn: Session, cache_errors: bool = True) -> None:
         self.ssn = ssn
         self.cache_errors = cache_errors
-        self.start = 0
-        #: "<job>/<role>" → nodes a sibling task already failed on (Volcano's predicate cache).
+        #: "<job>/<role>" → nodes a sibling task already failed on (Volcano's predicate cache):
+        #: exactly the union of "visited and not feasible" over the role's searches.
         self.role_errors: dict[str, np.ndarray] = {}
 
+    @property
+    def start(self) -> int:
+        return self.ssn.node_cursor
+
+    @start.setter
+    def start(self, value: int) -> None:
+        self.ssn.node_cursor = value
+
     def feasible(self, task: TaskInfo, check_resources: bool = True) -> tuple[np.ndarray, FitErrors | None]:
-        """Feasible node rows in visiting order, or no rows and the reasons."""
+        """Feasible node rows in visiting order, or no rows and the reasons.
+
+        Rows are visited from the start index in chunks, evaluated as they are reached, until
+        one more than ``numNodesToFind`` feasible rows are seen (the last one is not kept, as
+        Volcano cancels its workers there); the start then advances past the last kept row.
+        Visiting every row ends with the start where it was.
+        """
         ssn = self.ssn
         n = len(ssn.node_names)
         if n == 0:
             return np.zeros(0, dtype=np.int64), FitErrors(ssn, np.zeros(0, dtype=np.int32))
-        cache = shape_cache(ssn, task)
-        if check_resources:
-            ok, rows = cache.ok, cache.ok_rows
-        else:
-            ok = cache.codes == 0
-            rows = np.flatnonzero(ok)
+        cache = shape_cache(ssn, task, lazy=True)
         role_key = f"{task.job.uid}/{task.spec.role}" if self.cache_errors and task.spec.role else ""
         role = self.role_errors.get(role_key) if role_key else None
-        if role is not None:
-            excluded = role.failed[rows]
-            if excluded.any():
-                rows = rows[~excluded]
-        start = self.start
-        if start:
-            split = int(np.searchsorted(rows, start))
-            order = np.concatenate((rows[split:], rows[:split])) if split else rows
-        else:
-            order = rows
+        start = self.start % n
         want = num_nodes_to_find(ssn, n)
-        if len(order) > want:
-            order = order[:want]
-            processed = int((order[-1] - start) % n) + 1
-        else:
-            processed = n
+        found: list[np.ndarray] = []
+        count = scanned = 0
+        # Rows evaluated beyond this task's window are not wasted: the next task of the shape
+        # starts where this one stopped.
+        chunk = n if want >= n else max(MIN_CHUNK, 2 * (want + 1))
+        while scanned < n and count <= want:
+            lo = (start + scanned) % n
+            hi = min(lo + chunk, n, lo + n - scanned)
+            cache.ensure_span(ssn, task, lo, hi)
+            ok = cache.ok[lo:hi] if check_resources else cache.codes[lo:hi] == 0
+            rows = (ok & ~role[lo:hi] if role is not None else ok).nonzero()[0]
+            take = len(rows)
+            if count + take > want:  # the (want+1)-th feasible row: stop before it
+                take = want - count
+                visited = int(rows[take])
+            else:
+                visited = hi - lo
+            if role_key:
+                failed = ~ok[:visited]
+                if failed.any():  # some visited node failed: siblings skip it
+                    if role is None:
+                        role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
+                    role[lo:lo + visited] |= failed
+            found.append(rows[:take] + lo)
+            count += take
+            scanned += visited
+            if visited < hi - lo:
+                break
+            chunk *= 2
+        order = np.concatenate(found) if len(found) > 1 else found[0]
+        processed = scanned if count >= want and scanned < n else n
         self.start = (start + processed) % n
-        if role_key and len(order) < processed:  # some visited node failed: siblings skip it
-            if role is None:
-                role = self.role_errors[role_key] = _RoleFailures(n, len(ssn.changes))
-            role.record(ok, start, processed, ssn.changes)
         if len(order):
             return order, None
-        codes = self._reason_codes(task, cache, np.arange(n), check_resources, role.failed if role else None)
+        codes = self._reason_codes(task, cache, np.arange(n), check_resources, role)
         return order, FitErrors(ssn, codes)
 
     def _reason_codes(self, task: TaskInfo, cache: ShapeCache, rows: np.ndarray, check_resources: bool,
@@ -307,18 +387,20 @@ class NodeSearch:
         """``prioritizeNodes``: the Idle group before the FutureIdle group; a single node
         wins without scoring; else the highest total score (first in visiting order on ties)."""
         ssn = self.ssn
-        cache = shape_cache(ssn, task)
+        cache = shape_cache(ssn, task, lazy=True)
+        cache.ensure_rows(ssn, task, candidates)
         group = candidates[cache.fit_idle[candidates]]
         if len(group) == 0:
             group = candidates
         if len(group) == 1:
             return int(group[0])
-        scores = cache.score[group]
+        scores = cache.scores(ssn, task, group)
         for fn in ssn.batch_node_order_fns:
             scores = scores + fn(task, group)
         return int(group[int(np.argmax(scores))])
 
     def fits_on(self, task: TaskInfo, row: int) -> bool:
         """Whether ``task`` passes the resource check and predicates on one node."""
-        cache = shape_cache(self.ssn, task)
+        cache = shape_cache(self.ssn, task, lazy=True)
+        cache.ensure_span(self.ssn, task, row, row + 1)
         return bool(cache.ok[row])

@@ -49,6 +49,8 @@ class CycleResult:
     logs: list[str] = field(default_factory=list)
     session_uid: str = ""
     session_seconds: float = 0.0
+    #: Where the next session's node search starts (``SessionOptions.last_processed_node_index``).
+    last_processed_node_index: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The stable shape of ``caldera schedule -o json`` (DESIGN.md "Stable file formats")."""

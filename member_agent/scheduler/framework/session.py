@@ -42,9 +42,14 @@ def klog_level(v: int) -> int:
 class SessionOptions:
     """Scheduler flags that are not part of the configuration file (Volcano's CLI flags)."""
 
+    #: ``--minimum-feasible-nodes``, ``--minimum-percentage-nodes-to-find``,
+    #: ``--percentage-nodes-to-find`` (0: adaptive), with Volcano's defaults.
     minimum_feasible_nodes: int = 100
     minimum_percentage_nodes_to_find: int = 5
     percentage_nodes_to_find: int = 0
+    #: Where the node search starts (Volcano's ``lastProcessedNodeIndex``): pass the previous
+    #: session's ``CycleResult.last_processed_node_index`` so the start keeps rotating.
+    last_processed_node_index: int = 0
     #: klog verbosity of the lines kept in the result (and sent to logging).
     verbosity: int = 0
 
@@ -105,8 +110,11 @@ class Session:
         #: session kept every session alive through the value's back reference.
         self.shared: dict[str, Any] = {}
         self.changes: list[int] = []
+        #: The rotating start of node searches, shared by every action (``NodeSearch.start``).
+        self.node_cursor = options.last_processed_node_index % len(nodes) if len(nodes) else 0
         self.shape_caches: dict[Any, Any] = {}
         self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use
+        self.node_classes: Any = None  # framework.node_classes.NodeClasses, built on first use
         self.insufficient_codes: np.ndarray | None = None  # "Insufficient <dim>" code per dim
         self.logs: list[str] = []
         self.warnings: list[str] = []
@@ -120,6 +128,8 @@ class Session:
         self.enqueue_configured = "enqueue" in conf.actions
         self._opening: PluginOption | None = None
         self.row_fns: dict[Callable[..., Any], Callable[..., Any]] = {}
+        self.by_resources: set[Callable[..., Any]] = set()
+        self.node_order_by_resources: list[bool] = []
         self.predicate_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
         self.node_order_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
         self.batch_node_order_fns: list[Callable[..., Any]] = []
@@ -150,11 +160,14 @@ class Session:
             self._opening = None
 
     def add(self, point: Point, plugin_name: str, fn: Callable[..., Any],
-            row: Callable[..., Any] | None = None) -> None:
+            row: Callable[..., Any] | None = None, by_resources: bool = False) -> None:
         """Register ``fn`` on ``point`` for the plugin being opened (honours its switch).
 
         For PREDICATE and NODE_ORDER, ``row(task, row_index) -> value`` may give the same
         result for one node in scalar code; the session uses it to refresh a few rows.
+        ``by_resources`` (NODE_ORDER): the value on a row depends only on the task and that
+        row's allocatable, used, pipelined and non-zero requests, so rows in the same state
+        share one evaluation (:mod:`node_classes`).
         """
         option = self._opening
         if option is not None and point.switch is not None and not option.enabled(point.switch):
@@ -162,6 +175,8 @@ class Session:
         self.callbacks[point][-1].append((plugin_name, fn))
         if row is not None:
             self.row_fns[fn] = row
+        if by_resources:
+            self.by_resources.add(fn)
 
     def finish_open(self) -> None:
         """Flatten the node-level callbacks once (they are called for every task)."""
@@ -170,6 +185,7 @@ class Session:
 
         self.predicate_fns = flat(Point.PREDICATE)
         self.node_order_fns = flat(Point.NODE_ORDER)
+        self.node_order_by_resources = [fn in self.by_resources for fn, _ in self.node_order_fns]
         self.batch_node_order_fns = [fn for fn, _ in flat(Point.BATCH_NODE_ORDER)]
 
     def add_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
@@ -279,6 +295,8 @@ class Session:
 
     def touch(self, row: int) -> None:
         self.changes.append(row)
+        if self.node_classes is not None:
+            self.node_classes.touched(row)
 
     def place(self, task: TaskInfo, row: int, status: TaskStatus) -> None:
         """Put a pending task on a node as Allocated or Pipelined and tell the handlers."""

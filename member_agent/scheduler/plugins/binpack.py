@@ -15,6 +15,7 @@ import numpy as np
 from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.session import Session
 
 NAME = "binpack"
@@ -55,7 +56,7 @@ class BinpackPlugin:
         self.weights_list = self.weights.tolist()
         self.configured_list = self.configured.tolist()
         if self.weight != 0:
-            ssn.add(Point.NODE_ORDER, NAME, self._score, row=self._score_row)
+            ssn.add(Point.NODE_ORDER, NAME, self._score, row=self._score_row, by_resources=True)
 
     def _score(self, task: TaskInfo, rows: np.ndarray) -> Any:
         req = task.spec.request
@@ -66,8 +67,9 @@ class BinpackPlugin:
             return np.zeros(len(rows))
         # Only the counted dims with a non-zero weight contribute: work on those columns alone.
         cols = np.flatnonzero(weights != 0)
-        alloc = np.take(self.ssn.node_allocatable, rows, axis=0)[:, cols]
-        after = np.take(self.ssn.used, rows, axis=0)[:, cols] + req[cols]
+        sel = selector(rows)  # a contiguous span is read as views
+        alloc = take(self.ssn.node_allocatable, sel)[:, cols]
+        after = take(self.ssn.used, sel)[:, cols] + req[cols]
         usable = alloc != 0
         parts = np.where(usable, after * weights[cols] / np.where(usable, alloc, 1.0), 0.0)
         score = parts.sum(axis=1) * (MAX_NODE_SCORE * self.weight / weight_sum)

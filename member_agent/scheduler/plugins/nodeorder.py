@@ -24,6 +24,7 @@ from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.node_index import NodeIndex, node_index
+from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.plugins.predicates import term_mask, tolerated
 
@@ -61,6 +62,8 @@ class NodeOrderPlugin:
         # Per-node constants of the vectorised scorers (allocatable never changes in a session).
         alloc = ssn.node_allocatable
         self.alloc2 = alloc[:, :2].astype(np.int64)
+        self.alloc_rows = alloc.tolist()  # the scalar scorer reads Python floats and ints
+        self.alloc2_rows = [(int(a), int(b)) for a, b in (row[:2] for row in self.alloc_rows)]
         self.safe2 = np.where(self.alloc2 == 0, 1, self.alloc2)
         self.zero2 = self.alloc2 == 0
         alloc_b = alloc[:, self.balanced_cols]
@@ -68,19 +71,19 @@ class NodeOrderPlugin:
         self.denom_b = np.asfortranarray(np.where(self.present_b, alloc_b, 1.0))
         self.count_b = self.present_b.sum(axis=1)
         if self.least or self.most or self.balanced:
-            ssn.add(Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row)
+            ssn.add(Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row, by_resources=True)
         if self.affinity or self.taint:
             ssn.add(Point.BATCH_NODE_ORDER, NAME, self._normalised_scores)
 
     # ------------------------------------------------------------------ row-local
     def _resource_scores(self, task: TaskInfo, rows: np.ndarray) -> Any:
         ssn = self.ssn
-        # np.take: row gathers of 2-D arrays are several times faster than fancy indexing
-        alloc = np.take(self.alloc2, rows, axis=0)
-        zero = np.take(self.zero2, rows, axis=0)
-        requested = (np.take(ssn.nonzero_used, rows, axis=0) + np.array(task.spec.nonzero)).astype(np.int64)
+        sel = selector(rows)  # a contiguous span is read as views
+        alloc = take(self.alloc2, sel)
+        zero = take(self.zero2, sel)
+        requested = (take(ssn.nonzero_used, sel) + np.array(task.spec.nonzero)).astype(np.int64)
         total = np.zeros(len(rows))
-        safe = np.take(self.safe2, rows, axis=0)
+        safe = take(self.safe2, sel)
         if self.least:
             per = np.where(zero | (requested > alloc), 0, ((alloc - requested) * MAX) // safe)
             total += ((per[:, 0] * 50 + per[:, 1] * 50) // 100) * self.least
@@ -89,17 +92,18 @@ class NodeOrderPlugin:
             per = np.where(zero, 0, (capped * MAX) // safe)
             total += ((per[:, 0] + per[:, 1]) // 2) * self.most
         if self.balanced:
-            total += self._balanced(task, rows) * self.balanced
+            total += self._balanced(task, sel, len(rows)) * self.balanced
         return total
 
     def _resource_score_row(self, task: TaskInfo, row: int) -> float:
         """:meth:`_resource_scores` for one node, in scalar (integer) arithmetic."""
         ssn = self.ssn
-        alloc_row = ssn.node_allocatable[row].tolist()
-        nz = ssn.nonzero_used[row].tolist()
+        alloc_row = self.alloc_rows[row]
+        nz_used = ssn.nonzero_used[row]
+        nz = task.spec.nonzero
         total = 0.0
-        allocs = (int(alloc_row[0]), int(alloc_row[1]))
-        requested = (int(nz[0] + task.spec.nonzero[0]), int(nz[1] + task.spec.nonzero[1]))
+        allocs = self.alloc2_rows[row]
+        requested = (int(float(nz_used[0]) + nz[0]), int(float(nz_used[1]) + nz[1]))
         if self.least:
             per = [0 if a == 0 or r > a else ((a - r) * MAX) // a for a, r in zip(allocs, requested, strict=True)]
             total += ((per[0] * 50 + per[1] * 50) // 100) * self.least
@@ -123,16 +127,16 @@ class NodeOrderPlugin:
                 total += math.floor((1 - std) * MAX) * self.balanced
         return total
 
-    def _balanced(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    def _balanced(self, task: TaskInfo, rows: slice | np.ndarray, size: int) -> np.ndarray:
         ssn = self.ssn
         cols = self.balanced_cols
         req = task.spec.request[cols]
         if not np.any(req > 0):
-            return np.zeros(len(rows))
+            return np.zeros(size)
         # Column by column on 1-D arrays (reductions over a short axis 1 are slow in numpy);
         # the sums run left to right exactly like ``sum(axis=1)``.
-        used = np.take(ssn.used, rows, axis=0)
-        pipelined = np.take(ssn.pipelined, rows, axis=0)
+        used = take(ssn.used, rows)
+        pipelined = take(ssn.pipelined, rows)
         fractions, presents = [], []
         for j, c in enumerate(self.balanced_cols_list):
             present = self.present_b[:, j][rows]

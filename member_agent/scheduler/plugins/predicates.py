@@ -22,6 +22,7 @@ from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.node_index import NodeIndex, node_index
+from member_agent.scheduler.framework.rows import selector
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import (
     NodeSelectorTerm,
@@ -192,8 +193,9 @@ class PredicatesPlugin:
         return code
 
     def _predicate(self, task: TaskInfo, rows: np.ndarray) -> Any:
-        codes = self._static_codes(task)[rows].copy()
-        full = self.ssn.pod_count[rows] + self.pod_delta[rows] >= self.ssn.nodes.max_pods[rows]
+        sel = selector(rows)  # a contiguous span is read as views
+        codes = self._static_codes(task)[sel].copy()
+        full = self.ssn.pod_count[sel] + self.pod_delta[sel] >= self.ssn.nodes.max_pods[sel]
         codes[(codes == 0) & full] = self.pod_number
         return codes
 

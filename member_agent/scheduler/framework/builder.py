@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Dimensions, is_empty
+from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
 from member_agent.scheduler.framework.snapshot import (
     JobSpec,
     NodeAffinity,
@@ -35,7 +36,6 @@ from member_agent.scheduler.framework.snapshot import (
     Toleration,
 )
 from member_agent.scheduler.framework.status import TaskStatus
-from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
 from member_agent.scheduler.framework.topology import node_topology, pod_extras, shape_extra
 from policies.resources import to_internal
 

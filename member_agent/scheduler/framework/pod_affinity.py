@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from member_agent.scheduler.framework.snapshot import TaskSpec
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+#: ``Session.shared`` key of the predicates plugin's inter-pod tracker (preempt and reclaim read it).
+SHARED_KEY = "inter-pod-affinity"
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,10 @@ self-affine group gains its first or loses its last pod).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from member_agent.scheduler.framework.infos import TaskInfo
-from member_agent.scheduler.framework.pod_affinity import PodAffinityTerm, distinct_terms
+from member_agent.scheduler.framework.pod_affinity import SHARED_KEY, PodAffinityTerm, distinct_terms
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import TaskSpec
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, Code, TaskStatus
@@ -36,7 +34,6 @@ from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, Code, Ta
 AFFINITY_MISMATCH = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_MISMATCH = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
-SHARED_KEY = "inter-pod-affinity"
 ON_NODE = ALLOCATED_STATUSES | {TaskStatus.PIPELINED, TaskStatus.RELEASING}
 
 
@@ -211,8 +208,3 @@ class InterPodAffinity:
                         return None
                     found[pod_key] = pod
         return list(found.values())
-
-
-def tracker(ssn: Session) -> Any:
-    """The session's tracker, or None when inter-pod affinity is off or no pod has terms."""
-    return ssn.shared.get(SHARED_KEY)

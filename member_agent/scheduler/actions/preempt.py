@@ -11,7 +11,9 @@ Per queue (in queue order):
    ``BuildVictimsPriorityQueue`` order only until the task fits, then the task is
    pipelined onto the node. The job's statement is committed only if the job is now
    pipelined (its gang can start once the victims are gone); otherwise everything is
-   undone.
+   undone. When the task's inter-pod anti-affinity conflicts with pods on the node (either
+   direction), those pods must be among the victims and are evicted first; a conflict with a
+   pod that cannot be a victim, or one elsewhere in the topology domain, rules the node out.
 2. **Inside a job.** Pending tasks of those jobs may evict lower-priority tasks of the same
    job; each such move is committed on its own.
 
@@ -30,6 +32,8 @@ from member_agent.scheduler.actions.preempt_topology import preempt_topology_awa
 from member_agent.scheduler.actions.victims import (
     EvictableIndex,
     FailureMemo,
+    affinity_blockers,
+    blockers_first,
     candidate_rows,
     covers,
     fits_now,
@@ -168,12 +172,13 @@ class Preempt:
         for row in ranked_rows(ssn, task, rows).tolist():
             preemptees = [t for t in ssn.node_tasks[row].values() if accept(t)]
             victims = guard(task, tiered_victims(ssn, Point.PREEMPTABLE, task, preemptees), lower_priority=True) if preemptees else []
-            if not covers(ssn, task, row, victims):
+            blockers = affinity_blockers(ssn, task, row, victims)
+            if blockers is None or not covers(ssn, task, row, victims):
                 self.memo.fail(key, row)
                 continue
             node_stmt = Statement(ssn)
             queue_ok = ssn.allocatable(queue, task)
-            pending = ordered_victims(ssn, task, victims)
+            pending = blockers_first(ordered_victims(ssn, task, victims), blockers)
             evicted = 0
             while not (queue_ok and fits_now(ssn, task, row)) and pending:
                 victim = pending.pop(0)

@@ -21,15 +21,19 @@ there in one statement, which is undone if the queue or the predicates still ref
 
 Deviations: candidates are visited from the first row, not a random offset (results are
 deterministic); Volcano runs the dry runs on ``topologyAwarePreemptWorkerNum`` goroutines,
-Caldera in one (the answer is the same); inter-pod (anti-)affinity is not modelled, so a
-victim is never needed to resolve one.
+Caldera in one (the answer is the same). An inter-pod anti-affinity conflict (either direction)
+with pods on the node makes those pods victims that the dry run removes first and the reprieve
+never gives back, as kube's SelectVictimsOnNode finds by re-running the filter; a conflict it
+cannot resolve there (a pod elsewhere in the domain, or not a victim) rules the node out.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from member_agent.scheduler.actions.victims import (
+    affinity_blockers,
+    blockers_first,
     covers,
     fits_now,
     guard,
@@ -58,13 +62,18 @@ def victim_priority(task: TaskInfo, preemptor: TaskInfo) -> int:
     return task.spec.priority if task.job is preemptor.job else task.job.priority
 
 
-def minimal_victims(ssn: Session, preemptor: TaskInfo, row: int, victims: list[TaskInfo]) -> list[TaskInfo] | None:
-    """The dry run and the reprieve on one node: the victims that must go, or None if it cannot work."""
+def minimal_victims(ssn: Session, preemptor: TaskInfo, row: int, victims: list[TaskInfo],
+                    blockers: Sequence[TaskInfo] = ()) -> list[TaskInfo] | None:
+    """The dry run and the reprieve on one node: the victims that must go, or None if it cannot work.
+
+    ``blockers`` (the pods whose anti-affinity conflict must go) are removed first and never
+    reprieved: giving one back brings the conflict back."""
     request, always = preemptor.spec.request, ssn.dims.always
     room = ssn.future_idle(row)
     removed: list[TaskInfo] = []
-    for victim in ordered_victims(ssn, preemptor, victims):
-        if fits(request, room, always):
+    must = {b.key for b in blockers}
+    for victim in blockers_first(ordered_victims(ssn, preemptor, victims), list(blockers)):
+        if victim.key not in must and fits(request, room, always):
             break
         room = room + victim.spec.request
         removed.append(victim)
@@ -72,6 +81,8 @@ def minimal_victims(ssn: Session, preemptor: TaskInfo, row: int, victims: list[T
         return None
     # reprieve: highest priority first (stable: victim order among equals)
     for victim in sorted(removed, key=lambda t: -victim_priority(t, preemptor)):
+        if victim.key in must:
+            continue
         without = room - victim.spec.request
         if fits(request, without, always):
             room = without
@@ -100,9 +111,10 @@ def preempt_topology_aware(ssn: Session, stmt: Statement, task: TaskInfo, accept
         if not preemptees:
             continue
         victims = guard(task, tiered_victims(ssn, Point.PREEMPTABLE, task, preemptees), lower_priority=True)
-        if not victims or not covers(ssn, task, row, victims):
+        blockers = affinity_blockers(ssn, task, row, victims)
+        if not victims or blockers is None or not covers(ssn, task, row, victims):
             continue
-        chosen = minimal_victims(ssn, task, row, victims)
+        chosen = minimal_victims(ssn, task, row, victims, blockers)
         if chosen:
             found.append((_rank(task, chosen, row), chosen))
     for rank, chosen in sorted(found, key=lambda item: item[0]):

@@ -30,6 +30,8 @@ from member_agent.scheduler.actions.pq import PriorityQueue
 from member_agent.scheduler.actions.victims import (
     EvictableIndex,
     FailureMemo,
+    affinity_blockers,
+    blockers_first,
     candidate_rows,
     covers,
     guard,
@@ -137,18 +139,21 @@ class Reclaim:
             # the queue-share plugins' vote applies whatever tier they sit in: with the usual tiers gang
             # and conformance (tier 1) decide alone and would ignore deserved shares
             victims = vote_filter(ssn, Point.RECLAIMABLE, SHARE_PLUGINS, task, ordered_victims(ssn, task, victims))
-            if not covers(ssn, task, row, victims):
+            blockers = affinity_blockers(ssn, task, row, victims)  # anti-affinity conflicts go first
+            if blockers is None or not covers(ssn, task, row, victims):
                 self.memo.fail(key, row)
                 continue
+            must = {b.key for b in blockers}
             node_stmt = Statement(ssn)
-            for victim in victims:
-                if fits(task.spec.request, ssn.future_idle(row), ssn.dims.always):
+            for victim in blockers_first(victims, blockers):
+                if victim.key not in must and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always):
                     break
                 if self._below_guarantee(ssn, index, victim):
                     continue
                 node_stmt.evict(victim, f"reclaim: evicted (queue {victim.job.queue} is above its deserved share) "
                                         f"for {task.job.uid} in queue {queue}")
-            if fits(task.spec.request, ssn.future_idle(row), ssn.dims.always):
+            resolved = all(b.status == S.RELEASING for b in blockers)
+            if resolved and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always):
                 node_stmt.pipeline(task, row, len(node_stmt) > 0)
                 stmt.merge(node_stmt)
                 return True

@@ -9,6 +9,8 @@
   hopeless nodes before any per-node Python work. It follows every in-session change through
   a session event handler, so evictions, discards and placements keep it exact.
 * :func:`vote_filter` applies some plugins' votes on an extension point whatever tier they sit in.
+* :func:`affinity_blockers`: the victims a preemptor's inter-pod anti-affinity conflict on a
+  node needs gone (kube-scheduler's preemption re-runs InterPodAffinity with the victims removed).
 * :func:`candidate_rows` is ``PredicateForPreemptAction``: nodes whose predicates pass or fail
   only with a resolvable reason, minus nodes that cannot fit even after evicting everything.
 """
@@ -23,6 +25,7 @@ import numpy as np
 from member_agent.scheduler.framework.dims import Vector, fits
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.node_search import shape_cache
+from member_agent.scheduler.framework.pod_affinity import SHARED_KEY as INTER_POD_AFFINITY
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, Code, TaskStatus, Vote
 
 if TYPE_CHECKING:
@@ -295,3 +298,26 @@ def vote_filter(ssn: Session, point: Point, plugins: frozenset[str], preemptor: 
                 keep = {t.spec.uid for t in answer}
                 candidates = [c for c in candidates if c.spec.uid in keep]
     return candidates
+
+
+def affinity_blockers(ssn: Session, task: TaskInfo, row: int, victims: Iterable[TaskInfo]) -> list[TaskInfo] | None:
+    """The pods on ``row`` that must be evicted for ``task``'s inter-pod anti-affinity (either
+    direction), all among ``victims``: [] when nothing conflicts, None when the conflict cannot
+    be resolved on this node with these victims (a conflicting pod elsewhere in the topology
+    domain, or one that is not a victim, e.g. of higher priority)."""
+    tracker = ssn.shared.get(INTER_POD_AFFINITY)
+    if tracker is None:
+        return []
+    blockers: list[TaskInfo] | None = tracker.blockers(task, row)
+    if not blockers:
+        return blockers
+    allowed = {v.key for v in victims}
+    return blockers if all(b.key in allowed for b in blockers) else None
+
+
+def blockers_first(victims: list[TaskInfo], blockers: list[TaskInfo]) -> list[TaskInfo]:
+    """``victims`` in their order, the ones that must go for affinity moved to the front."""
+    if not blockers:
+        return victims
+    must = {b.key for b in blockers}
+    return [v for v in victims if v.key in must] + [v for v in victims if v.key not in must]

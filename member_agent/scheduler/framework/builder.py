@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Dimensions, is_empty
+from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
 from member_agent.scheduler.framework.snapshot import (
     JobSpec,
     NodeAffinity,
@@ -299,6 +300,7 @@ class _Builder:
         tolerations = _tolerations(spec)
         status = _task_status(pod)
         extras = pod_extras(pod)
+        pod_affinity = parse_pod_affinity(spec, ns)
         return TaskSpec(
             uid=str(meta.get("uid") or f"{ns}-{name}"), name=name, namespace=ns,
             job=f"{ns}/{group}" if group else "", role=str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
@@ -310,10 +312,10 @@ class _Builder:
             preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
             gated=bool(spec.get("schedulingGates")),
             shape=self.shape_id((vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations,
-                                 shape_extra(extras))),
+                                 shape_extra(extras), pod_affinity)),
             request_list=tuple(vec.tolist()),
             requested_dims=tuple(int(d) for d in np.flatnonzero(vec > 0) if d != Dimensions.PODS),
-            extras=extras,
+            extras=extras, labels={str(k): str(v) for k, v in labels.items()}, pod_affinity=pod_affinity,
         )
 
     # ------------------------------------------------------------------ queues and jobs

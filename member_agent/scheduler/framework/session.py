@@ -24,6 +24,7 @@ import numpy as np
 from member_agent.scheduler.framework import tiers as votes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+from member_agent.scheduler.framework.pod_affinity import affinity_shapes
 from member_agent.scheduler.framework.points import Point
 from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
@@ -101,6 +102,7 @@ class Session:
                 if row is not None and tspec.status not in (S.SUCCEEDED, S.FAILED):
                     self.node_tasks[row][tspec.key] = task
             self.jobs[spec.uid] = job
+        affinity_shapes([t for j in self.jobs.values() for t in j.tasks], snapshot.residents)
         self.reasons = Reasons()
         self.callbacks: dict[Point, list[list[tuple[str, Callable[..., Any]]]]] = {p: [] for p in Point}
         self.handlers: list[tuple[str, Callable[[TaskInfo], None], Callable[[TaskInfo], None]]] = []

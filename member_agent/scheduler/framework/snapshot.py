@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Dimensions, Vector
+from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY, PodAffinity
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import NO_EXTRAS, NodeTopology, PodExtras
 
@@ -115,6 +116,8 @@ class TaskSpec:
     request_list: tuple[float, ...] = ()  # ``request`` as Python floats (scalar hot paths)
     requested_dims: tuple[int, ...] = ()  # dims with a positive request, ``pods`` excluded
     extras: PodExtras = NO_EXTRAS  # annotations, QoS, preemptionPolicy (framework/topology.py)
+    labels: Mapping[str, str] = field(default_factory=dict)  # metadata.labels (inter-pod terms select on them)
+    pod_affinity: PodAffinity = NO_POD_AFFINITY  # required inter-pod terms (framework/pod_affinity.py)
 
     @property
     def key(self) -> str:

@@ -10,6 +10,10 @@ The pod count is the one Volcano's predicate reads from its k8s NodeInfo, which 
 event handlers keep in step with the session: a task pipelined onto a node in this session
 counts there, a task evicted in this session (Releasing) no longer does, so evicting a
 BestEffort pod frees a pod slot for a preemptor.
+
+With ``predicate.PodAffinityEnable`` (the default) required inter-pod affinity and
+anti-affinity are checked after those (:mod:`.inter_pod_affinity`), only when some pod of the
+snapshot has such terms.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from member_agent.scheduler.framework.snapshot import (
     Toleration,
 )
 from member_agent.scheduler.framework.status import Code, TaskStatus
+from member_agent.scheduler.plugins.inter_pod_affinity import SHARED_KEY as INTER_POD_KEY
+from member_agent.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 
 NAME = "predicates"
 ARGUMENTS = (
@@ -105,6 +111,7 @@ class PredicatesPlugin:
     def __init__(self, args: dict[str, Any]) -> None:
         self.affinity_enabled = bool(args["predicate.NodeAffinityEnable"])
         self.taints_enabled = bool(args["predicate.TaintTolerationEnable"])
+        self.pod_affinity_enabled = bool(args["predicate.PodAffinityEnable"])
         self.static: dict[Any, np.ndarray] = {}  # shape -> codes
         self.by_placement: dict[Any, np.ndarray] = {}  # placement key -> codes (shared by shapes)
 
@@ -115,6 +122,11 @@ class PredicatesPlugin:
         self.mismatch = ssn.reasons.code(AFFINITY_MISMATCH, Code.UNRESOLVABLE)
         self.pod_delta = np.zeros(len(ssn.node_names), dtype=np.int64)
         self.delta_of: dict[str, tuple[int, int]] = {}  # task key -> (row, +1 pipelined / -1 evicted)
+        self.inter_pod: InterPodAffinity | None = None
+        if self.pod_affinity_enabled:
+            inter_pod = InterPodAffinity(ssn)
+            if inter_pod.terms:  # no pod has inter-pod terms: nothing to check, nothing to track
+                self.inter_pod = ssn.shared[INTER_POD_KEY] = inter_pod
         ssn.add(Point.PREDICATE, NAME, self._predicate, row=self._predicate_row)
         ssn.add_event_handler(NAME, self._on_allocate, self._on_deallocate)
 
@@ -188,6 +200,8 @@ class PredicatesPlugin:
 
     def _predicate_row(self, task: TaskInfo, row: int) -> int:
         code = int(self._static_codes(task)[row])
+        if code == 0 and self.inter_pod is not None:
+            code = self.inter_pod.code_at(task, row)
         if code == 0 and self.ssn.pod_count[row] + self.pod_delta[row] >= self.ssn.nodes.max_pods[row]:
             code = self.pod_number
         return code
@@ -195,6 +209,10 @@ class PredicatesPlugin:
     def _predicate(self, task: TaskInfo, rows: np.ndarray) -> Any:
         sel = selector(rows)  # a contiguous span is read as views
         codes = self._static_codes(task)[sel].copy()
+        if self.inter_pod is not None:
+            inter_pod = self.inter_pod.codes(task)
+            if inter_pod is not None:
+                codes = np.where(codes == 0, inter_pod[sel], codes)
         full = self.ssn.pod_count[sel] + self.pod_delta[sel] >= self.ssn.nodes.max_pods[sel]
         codes[(codes == 0) & full] = self.pod_number
         return codes

@@ -16,7 +16,8 @@ markers, their ``patchMergeKey``). The Volcano Job CRD (volcano-sh/volcano
 on ``spec.tasks``, ``spec.policies``, ``spec.volumes`` or ``status.conditions``: they are atomic, so
 an apply of ``spec.tasks`` owns and replaces the whole list, as kube does. Inside a task's pod
 template the CRD carries the core/v1 markers (containers keyed by name and so on), published here too.
-Karmada and Kubeflow kinds declare no list types on their own fields: atomic.
+Karmada's CRDs (checked on ``policy.karmada.io_propagationpolicies.yaml``) and Kubeflow's declare no
+list type on their own lists: atomic.
 """
 
 from __future__ import annotations

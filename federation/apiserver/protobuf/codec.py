@@ -191,11 +191,14 @@ def _fill_value(target: Any, value: Any, type_: str, path: str) -> None:
     target.SetInParent()
 
 
+_PYTHON_TYPES: dict[str, type] = {"string": str, "bool": bool, "int32": int, "int64": int}
+
+
 def _scalar(value: Any, type_: str, path: str) -> Any:
     if type_ == "bytes":
         return base64.b64decode(value)
-    expected = {"string": str, "bool": bool, "int32": int, "int64": int}[type_]
-    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+    expected = _PYTHON_TYPES[type_]
+    if type(value) is not expected and (not isinstance(value, expected) or isinstance(value, bool)):
         raise NotRepresentable(f"{path}: expected {type_}")
     return value
 
@@ -209,45 +212,49 @@ def _inline_owner(message: str, key: str) -> str | None:
 
 
 def json_to_message(obj: dict[str, Any], message: str, msg: Message, path: str = "") -> Message:
-    types = FIELD_TYPES[message]
+    types, inline = FIELD_TYPES[message], INLINE[message]
     for key, value in obj.items():
-        here = f"{path}.{key}".lstrip(".")
         if value is None:
             continue
         type_ = types.get(key)
-        if type_ is None or key in INLINE[message]:
+        here = f"{path}.{key}" if path else key
+        if type_ is None or key in inline:
             owner = _inline_owner(message, key)
             if owner is None:
                 raise NotRepresentable(f"{here}: not a field of {message}")
             embedded = getattr(msg, owner)
-            json_to_message({key: value}, INLINE[message][owner], embedded, path)
+            json_to_message({key: value}, inline[owner], embedded, path)
             embedded.SetInParent()
             continue
-        field = getattr(msg, key)
         try:
-            if type_.startswith("{"):
-                inner = type_[1:-1]
-                for k, v in value.items():
-                    if inner in _SCALARS:
-                        field[k] = _scalar(v, inner, f"{here}.{k}")
-                    else:
-                        _fill_value(field[k], v, inner, f"{here}.{k}")
-            elif type_.startswith("["):
-                inner = type_[1:-1]
-                for i, v in enumerate(value):
-                    if inner in _SCALARS:
-                        field.append(_scalar(v, inner, f"{here}[{i}]"))
-                    else:
-                        _fill_value(field.add(), v, inner, f"{here}[{i}]")
-            elif type_ in _SCALARS:
-                setattr(msg, key, _scalar(value, type_, here))
-            else:
-                _fill_value(field, value, type_, here)
+            _fill_field(msg, key, value, type_, here)
         except (TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, NotRepresentable):
                 raise
             raise NotRepresentable(f"{here}: {exc}") from None
     return msg
+
+
+def _fill_field(msg: Message, key: str, value: Any, type_: str, here: str) -> None:
+    if type_ in _SCALARS:
+        setattr(msg, key, _scalar(value, type_, here))
+        return
+    field = getattr(msg, key)
+    kind, inner = type_[0], type_[1:-1]
+    if kind == "{":
+        for k, v in value.items():
+            if inner in _SCALARS:
+                field[k] = _scalar(v, inner, f"{here}.{k}")
+            else:
+                _fill_value(field[k], v, inner, f"{here}.{k}")
+    elif kind == "[":
+        if inner in _SCALARS:
+            field.extend([_scalar(v, inner, f"{here}[{i}]") for i, v in enumerate(value)])
+        else:
+            for i, v in enumerate(value):
+                _fill_value(field.add(), v, inner, f"{here}[{i}]")
+    else:
+        _fill_value(field, value, type_, here)
 
 
 # --------------------------------------------------------------------------- envelope

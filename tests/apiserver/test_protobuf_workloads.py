@@ -153,3 +153,29 @@ async def test_pods_are_created_listed_and_watched_in_protobuf(server: ApiServer
             items = protobuf.decode(await listed.read())["items"]
         async with http.get(base, headers=_headers(server, Accept="application/json")) as as_json:
             assert [i["spec"] for i in orjson.loads(await as_json.read())["items"]] == [i["spec"] for i in items]
+
+
+async def test_protobuf_watchers_share_one_frame_per_event(server: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[str] = []
+    real = protobuf.watch_frame
+
+    def counting(type_: str, obj: dict[str, Any]) -> bytes | None:
+        encoded.append(f"{type_} {obj['metadata'].get('name')}")
+        return real(type_, obj)
+
+    monkeypatch.setattr(protobuf, "watch_frame", counting)
+    accept = f"{PB},application/json"
+    base = server.url + "/api/v1/namespaces/default/pods"
+    async with aiohttp.ClientSession() as http:
+        watch = [await http.get(base + "?watch=true&timeoutSeconds=20", headers=_headers(server, Accept=accept))
+                 for _ in range(3)]
+        async with http.post(base, data=protobuf.encode(_bare_pod("shared")),
+                             headers=_headers(server, **{"Content-Type": PB})) as made:
+            assert made.status == 201
+        frames = []
+        for resp in watch:
+            size = int.from_bytes(await asyncio.wait_for(resp.content.readexactly(4), 15), "big")
+            frames.append(await resp.content.readexactly(size))
+            resp.close()
+    assert frames[0] == frames[1] == frames[2]
+    assert encoded.count("ADDED shared") == 1  # three watchers, one encoding

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from federation.apiserver.apply.fields import MAP_LISTS, SET_LISTS
+from federation.apiserver.apply.list_types import FieldPath, ListType, lists_of
 from policies.kinds import KINDS, KindInfo
 
 Obj = dict[str, Any]
@@ -62,7 +62,7 @@ def _clean(node: Any, ref_prefix: str, defs_prefix: str) -> Any:
                 if out["x-kubernetes-int-or-string"] is None:
                     del out["x-kubernetes-int-or-string"]
         elif key in ("properties", "patternProperties"):
-            out[key] = {k: _list_markers(k, _clean(v, ref_prefix, defs_prefix)) for k, v in value.items()}
+            out[key] = {k: _clean(v, ref_prefix, defs_prefix) for k, v in value.items()}
         elif key == "type" and isinstance(value, list):
             types = [t for t in value if t != "null"]
             if len(types) == 1:
@@ -77,13 +77,32 @@ def _clean(node: Any, ref_prefix: str, defs_prefix: str) -> Any:
     return out
 
 
-def _list_markers(name: str, schema: Obj) -> Obj:
-    """Server-side apply's list semantics (federation/apiserver/apply/fields.py) on array properties."""
-    if schema.get("type") != "array":
-        return schema
-    if name in MAP_LISTS:
-        return dict(schema, **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(MAP_LISTS[name])})
-    return dict(schema, **{"x-kubernetes-list-type": "set" if name in SET_LISTS else "atomic"})
+def _markers(declared: ListType) -> Obj:
+    kind, keys = declared
+    return {"x-kubernetes-list-type": kind, **({"x-kubernetes-list-map-keys": list(keys)} if keys else {})}
+
+
+def _mark_lists(node: Any, defs: Obj, lists: dict[FieldPath, ListType], path: FieldPath = (),
+                seen: frozenset[str] = frozenset()) -> None:
+    """Put server-side apply's list types (:mod:`federation.apiserver.apply.list_types`) on the array
+    properties of a kind's JSON schema, following ``$ref``s along each path. A definition is marked
+    where its field's path reaches it, as a Go type's field carries one marker wherever it is used."""
+    if not isinstance(node, dict):
+        return
+    ref = node.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        name = ref.rsplit("/", 1)[1]
+        if name not in seen:  # recursive schemas stop at their first repetition
+            _mark_lists(defs.get(name), defs, lists, path, seen | {name})
+    for key in ("anyOf", "oneOf", "allOf"):
+        for option in node.get(key) or []:
+            _mark_lists(option, defs, lists, path, seen)
+    if node.get("type") == "array" or "items" in node:
+        if path in lists:
+            node.update(_markers(lists[path]))
+        _mark_lists(node.get("items"), defs, lists, path, seen)
+    for prop, schema in (node.get("properties") or {}).items():
+        _mark_lists(schema, defs, lists, path + (prop,), seen)
 
 
 def kind_schemas(info: KindInfo, ref_prefix: str) -> dict[str, Obj]:
@@ -94,6 +113,7 @@ def kind_schemas(info: KindInfo, ref_prefix: str) -> dict[str, Obj]:
     except Exception:  # a model still being written, or a schema pydantic cannot express: stay open
         raw = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     defs = raw.get("$defs", {})
+    _mark_lists(raw, defs, lists_of(info.api_version, info.kind))
     schemas = {f"{name}.{k}": _clean(v, ref_prefix, name) for k, v in defs.items()}
     top = _clean(raw, ref_prefix, name)
     top["x-kubernetes-group-version-kind"] = [{"group": info.group, "version": info.version, "kind": info.kind}]

@@ -385,7 +385,10 @@ class Handlers:
                     done = True
                     break
                 type_, event = item
-                chunks.append(encode(type_, event.obj, event.line(type_)))
+                if as_protobuf:  # a protobuf frame per event, shared by the kind's protobuf watchers
+                    chunks.append(event.frame(type_, lambda t, o: self._watch_event(True, t, o)))
+                else:
+                    chunks.append(encode(type_, event.obj, event.line(type_)))
                 newest = event.rv
                 if queue.empty() or len(chunks) >= 512:
                     break

@@ -34,6 +34,7 @@ class WatchEvent:
     obj: Obj
     previous: Obj | None
     _line: bytes | None = None
+    _frame: bytes | None = None
 
     @property
     def namespace(self) -> str:
@@ -46,6 +47,14 @@ class WatchEvent:
         if self._line is None:
             self._line = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
         return self._line
+
+    def frame(self, type_: str, encode: Callable[[str, Obj], bytes]) -> bytes:
+        """The protobuf watch frame, like :meth:`line` encoded once and shared by every watcher."""
+        if type_ != self.type:
+            return encode(type_, self.obj)
+        if self._frame is None:
+            self._frame = encode(type_, self.obj)
+        return self._frame
 
 
 @dataclass(eq=False)

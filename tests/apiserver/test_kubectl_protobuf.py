@@ -56,3 +56,36 @@ def test_kubectl_sends_protobuf_and_reads_protobuf(served: ServeProcess, tmp_pat
     assert out.returncode == 0, out.stderr
     assert "Content-Type: application/vnd.kubernetes.protobuf" in out.stderr  # the request
     assert yaml.safe_load(out.stdout)["data"] == {"x": "1"}  # the protobuf answer, decoded by kubectl
+
+
+WORKLOADS: list[dict[str, Any]] = yaml.safe_load(
+    (Path(__file__).parent / "data" / "protobuf" / "workloads.yaml").read_text())
+
+
+def _answered_in_protobuf(stderr: str) -> bool:
+    # -v=8 prints each response's headers; a typed client's GET must come back as protobuf
+    return "Content-Type: application/vnd.kubernetes.protobuf" in stderr
+
+
+def test_kubectl_describe_and_cordon_read_pods_and_nodes_in_protobuf(served: ServeProcess, tmp_path: Path) -> None:
+    pod, node = (yaml.safe_load(yaml.safe_dump(o)) for o in WORKLOADS)
+    for obj in (pod, node):
+        obj["metadata"] = {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace", "labels")}
+        obj.pop("status")
+    pod["metadata"]["namespace"] = "default"
+    for obj in (node, pod):
+        made = kubectl(served, tmp_path, "create", "-f", "-", stdin=json.dumps(obj))
+        assert made.returncode == 0, made.stderr
+    described = kubectl(served, tmp_path, "describe", "pod", "train-worker-1", "-v=8")
+    assert described.returncode == 0, described.stderr
+    assert _answered_in_protobuf(described.stderr)
+    for shown in ("nvidia.com/gpu:     4", "node.kubernetes.io/not-ready:NoExecute op=Exists for 300s",
+                  "ghcr.io/example/trainer:2.3", "imagenet", "http-get http://:metrics/healthz"):
+        assert shown in described.stdout, shown
+    node_view = kubectl(served, tmp_path, "describe", "node", "gpu-node-3", "-v=8")
+    assert node_view.returncode == 0 and _answered_in_protobuf(node_view.stderr), node_view.stderr
+    assert "nvidia.com/gpu=present:NoSchedule" in node_view.stdout
+    cordoned = kubectl(served, tmp_path, "cordon", "gpu-node-3")  # a typed GET, then a patch
+    assert cordoned.returncode == 0, cordoned.stderr
+    got = json.loads(kubectl(served, tmp_path, "get", "node", "gpu-node-3", "-o", "json").stdout)
+    assert got["spec"]["unschedulable"] is True and got["spec"]["taints"][0]["key"] == "nvidia.com/gpu"

@@ -66,9 +66,8 @@ async def test_custom_kinds_stay_json_and_protobuf_only_clients_get_406(server: 
 async def test_a_bad_protobuf_body_is_a_400_and_stores_nothing(server: ApiServer) -> None:
     before = await _send(server, "GET", "/api/v1/namespaces", Accept="application/json")
     names_before = sorted(i["metadata"]["name"] for i in orjson.loads(before[2])["items"])
-    meta = CLASSES["meta.ObjectMeta"](name="sneaky")
-    payload = CLASSES["core.Namespace"](metadata=meta).SerializeToString() + b"\x4a\x03abc"  # field 9, unmodelled
-    for body in (b"not protobuf", MAGIC + b"\x0a\xff", envelope("v1", "Namespace", payload)):
+    truncated = b"\x0a\x10\x0a\x06sneaky"  # metadata claims 16 bytes, holds 8
+    for body in (b"not protobuf", MAGIC + b"\x0a\xff", envelope("v1", "Namespace", truncated)):
         status, _, answer = await _send(server, "POST", "/api/v1/namespaces", body, **{"Content-Type": PB})
         assert status == 400, answer
         assert orjson.loads(answer)["reason"] == "BadRequest"

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from federation.apiserver.apply.fields import field_set, merge, path_string
+from federation.apiserver.apply.list_types import lists_of
 from federation.apiserver.server import ApiServer, ServerConfig
 from tests.apiserver.helpers import request
 
@@ -127,13 +128,13 @@ async def test_managed_fields_on_updates_and_status(server: ApiServer) -> None:
                                       '"status" using batch.volcano.sh/v1alpha1 at ')
 
 
-async def test_apply_list_map_items_have_separate_owners(server: ApiServer) -> None:
+async def test_apply_owns_a_jobs_tasks_whole_as_the_crd_declares(server: ApiServer) -> None:
     config = _job([("master", 1), ("worker", 2)])
     status, body = await request(server, "PATCH", JOBS + "/train?fieldManager=a", content_type=APPLY,
                                  body=orjson.dumps(config))
     assert status == 201, body  # apply creates
-    tasks = _managers(body)[("a", "Apply")]["f:spec"]["f:tasks"]
-    assert set(tasks) == {'k:{"name":"master"}', 'k:{"name":"worker"}'}
+    # Volcano's Job CRD gives spec.tasks no x-kubernetes-list-type: atomic, one field owned whole
+    assert _managers(body)[("a", "Apply")]["f:spec"]["f:tasks"] == {}
     # dry run changes nothing
     before = server.store.rv
     status, body = await request(server, "PATCH", JOBS + "/train?fieldManager=a&dryRun=All", content_type=APPLY,
@@ -175,19 +176,17 @@ def test_field_sets_follow_list_semantics() -> None:
     job = _job([("w", 1)])
     job["metadata"]["finalizers"] = ["a/b"]
     paths = {path_string(p) for p in field_set(job)}
-    assert '.spec.tasks[name="w"].replicas' in paths
-    assert '.spec.tasks[name="w"].template.spec.containers[name="c"].image' in paths
+    assert ".spec.tasks" in paths and not any(p.startswith(".spec.tasks[") for p in paths)
     assert '.metadata.finalizers[="a/b"]' in paths
-    live = {"tasks": [{"name": "a", "replicas": 1}], "args": ["x", "y"]}
-    merged = merge(live, {"tasks": [{"name": "b", "replicas": 2}], "args": ["z"]})
-    assert merged == {"tasks": [{"name": "a", "replicas": 1}, {"name": "b", "replicas": 2}], "args": ["z"]}
-
-
-async def test_openapi_publishes_list_types(server: ApiServer) -> None:
-    status, doc = await request(server, "GET", "/openapi/v3/apis/batch.volcano.sh/v1alpha1")
-    assert status == 200
-    spec = doc["components"]["schemas"]["io.caldera.batch.volcano.sh.v1alpha1.Job.JobSpec"]["properties"]["tasks"]
-    assert spec["x-kubernetes-list-type"] == "map" and spec["x-kubernetes-list-map-keys"] == ["name"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "x", "args": ["a"]}], "tolerations": [{"key": "k"}]}}
+    paths = {path_string(p) for p in field_set(pod)}
+    assert {'.spec.containers[name="c"].image', '.spec.containers[name="c"].args', ".spec.tolerations"} <= paths
+    pod_lists = lists_of("v1", "Pod")
+    live = {"containers": [{"name": "a", "args": ["x", "y"]}], "tolerations": [{"key": "k"}]}
+    merged = merge(live, {"containers": [{"name": "b"}, {"name": "a", "args": ["z"]}], "tolerations": [{"key": "j"}]},
+                   pod_lists, ("spec",))
+    assert merged == {"containers": [{"name": "a", "args": ["z"]}, {"name": "b"}], "tolerations": [{"key": "j"}]}
 
 
 async def test_caldera_clients_write_as_the_caldera_manager(server: ApiServer) -> None:
@@ -214,7 +213,8 @@ PORT_MERGES = [
 
 @pytest.mark.parametrize(("live", "applied", "merged"), PORT_MERGES)
 def test_container_ports_merge_by_port_and_protocol(live: list[Any], applied: list[Any], merged: list[Any]) -> None:
-    assert merge({"ports": live}, {"ports": applied}) == {"ports": merged}
+    container = ("spec", "containers")
+    assert merge({"ports": live}, {"ports": applied}, lists_of("v1", "Pod"), container) == {"ports": merged}
 
 
 def test_container_port_paths_name_the_defaulted_protocol() -> None:

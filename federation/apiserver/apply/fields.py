@@ -2,32 +2,22 @@
 
 A path is a tuple of FieldsV1 keys: ``f:<name>`` (map field), ``k:{"name":"x"}`` (item of a
 list of type map, by its keys), ``v:<json>`` (member of a set) and the list itself for atomic
-lists. List semantics come from :data:`MAP_LISTS` / :data:`SET_LISTS` (also published as
-``x-kubernetes-list-type`` in the OpenAPI); every other list is atomic, as CRD lists are.
+lists. List semantics come from the kind's schema, by path (:mod:`.list_types`, also published
+as ``x-kubernetes-list-type`` in the OpenAPI); a list the schema does not declare is atomic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 
+from federation.apiserver.apply.list_types import KEY_DEFAULTS, FieldPath, ListType, list_type, lists_of
+
 Path = tuple[str, ...]
 Obj = dict[str, Any]
-
-#: list field name -> its map keys (x-kubernetes-list-type: map)
-MAP_LISTS: dict[str, tuple[str, ...]] = {
-    "containers": ("name",), "initContainers": ("name",), "ephemeralContainers": ("name",),
-    "tasks": ("name",), "env": ("name",), "volumes": ("name",), "volumeMounts": ("mountPath",),
-    "ports": ("containerPort", "protocol"), "conditions": ("type",), "imagePullSecrets": ("name",),
-    "flows": ("name",), "ownerReferences": ("uid",),
-}
-#: a map key an item may leave out, and the value kube defaults it to before merging
-#: (container ports are keyed by containerPort and protocol, protocol defaulting to TCP)
-KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
-#: list fields that are sets of scalars (x-kubernetes-list-type: set)
-SET_LISTS = frozenset({"finalizers"})
+Lists = Mapping[FieldPath, ListType]
 #: metadata the server owns: never part of anyone's field set
 SERVER_METADATA = frozenset({"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
                              "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
@@ -37,9 +27,8 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def item_key(list_name: str, item: Any) -> str | None:
+def item_key(keys: tuple[str, ...], item: Any) -> str | None:
     """``k:{...}`` for an item of a map list (None if the item lacks its keys: the list is atomic)."""
-    keys = MAP_LISTS.get(list_name)
     if not keys or not isinstance(item, dict) or any(k not in item and k not in KEY_DEFAULTS for k in keys):
         return None
     return "k:" + _dumps({k: _key_value(item, k) for k in keys})
@@ -53,23 +42,26 @@ def _has_key(item: Any, wanted: Obj) -> bool:
     return isinstance(item, dict) and all(_key_value(item, k) == v for k, v in wanted.items())
 
 
-def _list_kind(name: str, items: list[Any]) -> str:
-    if name in SET_LISTS and all(not isinstance(i, (dict, list)) for i in items):
+def _list_kind(declared: ListType, items: list[Any]) -> str:
+    kind, keys = declared
+    if kind == "set" and all(not isinstance(i, (dict, list)) for i in items):
         return "set"
-    if name in MAP_LISTS and all(item_key(name, i) is not None for i in items):
+    if kind == "map" and all(item_key(keys, i) is not None for i in items):
         return "map"
     return "atomic"
 
 
-def leaves(obj: Any, prefix: Path = (), name: str = "") -> Iterable[tuple[Path, bool]]:
-    """Every owned path of ``obj`` with whether it is a leaf (False: a map-list item's own node)."""
+def leaves(obj: Any, lists: Lists, prefix: Path = (), names: FieldPath = ()) -> Iterable[tuple[Path, bool]]:
+    """Every owned path of ``obj`` with whether it is a leaf (False: a map-list item's own node).
+    ``names`` is the schema path of ``obj`` (field names, list items transparent)."""
     if isinstance(obj, dict):
         if not obj and prefix:
             yield prefix, True
         for key, value in obj.items():
-            yield from _field(prefix + (f"f:{key}",), key, value)
+            yield from _field(prefix + (f"f:{key}",), names + (key,), value, lists)
     elif isinstance(obj, list):
-        kind = _list_kind(name, obj)
+        declared = list_type(lists, names)
+        kind = _list_kind(declared, obj)
         if kind == "atomic":
             yield prefix, True
         elif kind == "set":
@@ -77,17 +69,18 @@ def leaves(obj: Any, prefix: Path = (), name: str = "") -> Iterable[tuple[Path, 
                 yield prefix + ("v:" + _dumps(value),), True
         else:
             for item in obj:
-                path = prefix + (str(item_key(name, item)),)
+                path = prefix + (str(item_key(declared[1], item)),)
                 yield path, False
-                yield from leaves(item, path)
+                yield from leaves(item, lists, path, names)
     else:
         yield prefix, True
 
 
-def _field(path: Path, key: str, value: Any) -> Iterable[tuple[Path, bool]]:
-    if isinstance(value, dict) and value or isinstance(value, list) and _list_kind(key, value) != "atomic":
+def _field(path: Path, names: FieldPath, value: Any, lists: Lists) -> Iterable[tuple[Path, bool]]:
+    if isinstance(value, dict) and value or isinstance(value, list) and _list_kind(
+            list_type(lists, names), value) != "atomic":
         yield path, False
-        yield from leaves(value, path, key)
+        yield from leaves(value, lists, path, names)
     else:
         yield path, True
 
@@ -105,7 +98,8 @@ def field_set(obj: Obj, subresource: str = "", has_status: bool = True) -> set[P
         body = {"status": body["status"]} if "status" in body else {}
     elif has_status:
         body.pop("status", None)
-    return {path for path, _leaf in leaves(body)}
+    lists = lists_of(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    return {path for path, _leaf in leaves(body, lists)}
 
 
 def get(obj: Any, path: Path) -> tuple[bool, Any]:
@@ -149,23 +143,26 @@ def remove(obj: Any, path: Path) -> None:
         parent[:] = [i for i in parent if i != value]
 
 
-def merge(live: Any, config: Any, name: str = "") -> Any:
+def merge(live: Any, config: Any, lists: Lists | None = None, names: FieldPath = ()) -> Any:
     """``config`` laid over ``live``: maps field by field, map lists item by item, sets as unions,
-    everything else replaced."""
+    everything else (atomic lists, scalars) replaced. ``names`` is the schema path of ``live``."""
+    lists = lists or {}
     if isinstance(config, dict) and isinstance(live, dict):
         out = dict(live)
         for key, value in config.items():
-            out[key] = merge(live.get(key), value, key) if key in live else value
+            out[key] = merge(live.get(key), value, lists, names + (key,)) if key in live else value
         return out
     if isinstance(config, list) and isinstance(live, list):
-        kind = _list_kind(name, config)
-        if kind == "set" and _list_kind(name, live) == "set":
+        declared = list_type(lists, names)
+        kind = _list_kind(declared, config)
+        if kind == "set" and _list_kind(declared, live) == "set":
             return live + [v for v in config if v not in live]
-        if kind == "map" and _list_kind(name, live) == "map":
-            by_key = {item_key(name, i): i for i in config}
-            out_list = [merge(i, by_key.pop(item_key(name, i)), "") if item_key(name, i) in by_key else i
+        if kind == "map" and _list_kind(declared, live) == "map":
+            keys = declared[1]
+            by_key = {item_key(keys, i): i for i in config}
+            out_list = [merge(i, by_key.pop(item_key(keys, i)), lists, names) if item_key(keys, i) in by_key else i
                         for i in live]
-            return out_list + [i for i in config if item_key(name, i) in by_key]
+            return out_list + [i for i in config if item_key(keys, i) in by_key]
     return config
 
 

@@ -30,6 +30,7 @@ from federation.apiserver.apply.fields import (
     remove,
     to_fields_v1,
 )
+from federation.apiserver.apply.list_types import lists_of
 
 Obj = dict[str, Any]
 
@@ -153,10 +154,11 @@ def apply(live: Obj, config: Obj, who: Manager, force: bool, now: str, has_statu
         body = {"status": config["status"]} if "status" in config else {}
     elif has_status:
         body.pop("status", None)
-    result = merge(result, body)
+    lists = lists_of(config["apiVersion"], config["kind"])
+    result = merge(result, body, lists)
     meta_config = {k: v for k, v in (config.get("metadata") or {}).items()
                    if k in ("labels", "annotations", "finalizers", "ownerReferences")}
-    result["metadata"] = merge(result.get("metadata") or {}, meta_config)
+    result["metadata"] = merge(result.get("metadata") or {}, meta_config, lists, ("metadata",))
     result["metadata"]["managedFields"] = _rebuild(others, who, applied, config["apiVersion"], now)
     return result
 

@@ -7,8 +7,12 @@ the rest of the API server works with:
 - Go's protobuf encoder writes every non-pointer field, empty or not, so on decode an empty
   string, list, map or message means "not set" and is dropped, as JSON's ``omitempty`` would.
   Numbers and booleans are kept: a pointer field set to 0 or false is meaningful.
-- A field this server does not model is refused when it carries data (never silently dropped),
-  and ignored when it is an empty default.
+  Pointer fields where an empty message is meaningful (``emptyDir: {}``) are listed in
+  :data:`.schema_workloads.KEEP_EMPTY` and decoded as ``{}``.
+- A field number this server does not model is skipped, as every protobuf decoder skips unknown
+  fields: a newer client's field must not fail the request or end a watch.
+- A Go embedded struct (json name ``*x`` in the schema) is one nested message on the wire and
+  inline fields in JSON (:data:`INLINE`).
 - An object that cannot be written as its message (a field the schema lacks) makes
   :func:`encode` return ``None``, so the caller answers in JSON, which every client accepts too.
 """
@@ -20,10 +24,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, unknown_fields
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 
 from federation.apiserver.protobuf.schema import KINDS, MESSAGES, UNLISTED, VALUE_TYPES, Field
+from federation.apiserver.protobuf.schema_workloads import KEEP_EMPTY, NODE_MESSAGES, POD_MESSAGES
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -51,8 +56,14 @@ def _list_messages() -> dict[str, list[Field]]:
             for (_, kind), message in KINDS.items() if kind not in UNLISTED}
 
 
-ALL_MESSAGES: dict[str, list[Field]] = {**MESSAGES, **_list_messages(), **VALUE_TYPES}
-FIELD_TYPES: dict[str, dict[str, str]] = {name: {f[0]: f[2] for f in fields} for name, fields in ALL_MESSAGES.items()}
+ALL_MESSAGES: dict[str, list[Field]] = {**MESSAGES, **POD_MESSAGES, **NODE_MESSAGES, **_list_messages(),
+                                        **VALUE_TYPES}
+#: message -> field name -> type (an embedded struct's name without its ``*``)
+FIELD_TYPES: dict[str, dict[str, str]] = {name: {f[0].lstrip("*"): f[2] for f in fields}
+                                          for name, fields in ALL_MESSAGES.items()}
+#: message -> its Go embedded structs, whose fields are inline in the JSON form
+INLINE: dict[str, dict[str, str]] = {name: {f[0][1:]: f[2] for f in fields if f[0].startswith("*")}
+                                     for name, fields in ALL_MESSAGES.items()}
 
 
 def _proto_name(message: str) -> str:
@@ -60,6 +71,7 @@ def _proto_name(message: str) -> str:
 
 
 def _add_field(parent: descriptor_pb2.DescriptorProto, name: str, number: int, type_: str) -> None:
+    name = name.lstrip("*")
     field = parent.field.add(name=name, number=number, json_name=name)
     label = descriptor_pb2.FieldDescriptorProto
     if type_.startswith("{"):
@@ -132,30 +144,17 @@ def _is_empty(value: Any) -> bool:
 
 
 def message_to_json(msg: Message, message: str) -> dict[str, Any]:
-    types = FIELD_TYPES[message]
+    types, inline = FIELD_TYPES[message], INLINE[message]
     out: dict[str, Any] = {}
     for descriptor, value in msg.ListFields():
         converted = _value_to_json(value, types[descriptor.name])
-        if not _is_empty(converted):
+        if descriptor.name in inline:
+            out.update(converted)
+        elif not _is_empty(converted) or (converted == {} and (message, descriptor.name) in KEEP_EMPTY):
             out[descriptor.name] = converted
     if message == "meta.ObjectMeta" and out.get("generation") == 0:
         del out["generation"]  # server-owned; Go writes its zero value on every request
     return out
-
-
-def check_unknown(msg: Message, message: str, path: str = "") -> None:
-    """Refuse data in fields this server does not model (empty defaults are harmless)."""
-    for field in unknown_fields.UnknownFieldSet(msg):
-        if field.data not in (0, b"", None):
-            where = f" at {path}" if path else ""
-            raise ProtobufError(f"field {field.field_number} of {message}{where} is not supported by this server")
-    types = FIELD_TYPES[message]
-    for descriptor, value in msg.ListFields():
-        type_ = types[descriptor.name].strip("[]")
-        if type_ in FIELD_TYPES and type_ not in VALUE_TYPES and not type_.startswith("{"):
-            children = value if descriptor.is_repeated else [value]
-            for child in children:
-                check_unknown(child, type_, f"{path}.{descriptor.name}".lstrip("."))
 
 
 # --------------------------------------------------------------------------- JSON -> message
@@ -192,49 +191,70 @@ def _fill_value(target: Any, value: Any, type_: str, path: str) -> None:
     target.SetInParent()
 
 
+_PYTHON_TYPES: dict[str, type] = {"string": str, "bool": bool, "int32": int, "int64": int}
+
+
 def _scalar(value: Any, type_: str, path: str) -> Any:
     if type_ == "bytes":
         return base64.b64decode(value)
-    expected = {"string": str, "bool": bool, "int32": int, "int64": int}[type_]
-    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+    expected = _PYTHON_TYPES[type_]
+    if type(value) is not expected and (not isinstance(value, expected) or isinstance(value, bool)):
         raise NotRepresentable(f"{path}: expected {type_}")
     return value
 
 
+def _inline_owner(message: str, key: str) -> str | None:
+    """The embedded struct of ``message`` whose JSON fields include ``key`` (searched depth-first)."""
+    for name, type_ in INLINE[message].items():
+        if key in FIELD_TYPES[type_] and key not in INLINE[type_] or _inline_owner(type_, key):
+            return name
+    return None
+
+
 def json_to_message(obj: dict[str, Any], message: str, msg: Message, path: str = "") -> Message:
-    types = FIELD_TYPES[message]
+    types, inline = FIELD_TYPES[message], INLINE[message]
     for key, value in obj.items():
-        here = f"{path}.{key}".lstrip(".")
         if value is None:
             continue
         type_ = types.get(key)
-        if type_ is None:
-            raise NotRepresentable(f"{here}: not a field of {message}")
-        field = getattr(msg, key)
+        here = f"{path}.{key}" if path else key
+        if type_ is None or key in inline:
+            owner = _inline_owner(message, key)
+            if owner is None:
+                raise NotRepresentable(f"{here}: not a field of {message}")
+            embedded = getattr(msg, owner)
+            json_to_message({key: value}, inline[owner], embedded, path)
+            embedded.SetInParent()
+            continue
         try:
-            if type_.startswith("{"):
-                inner = type_[1:-1]
-                for k, v in value.items():
-                    if inner in _SCALARS:
-                        field[k] = _scalar(v, inner, f"{here}.{k}")
-                    else:
-                        _fill_value(field[k], v, inner, f"{here}.{k}")
-            elif type_.startswith("["):
-                inner = type_[1:-1]
-                for i, v in enumerate(value):
-                    if inner in _SCALARS:
-                        field.append(_scalar(v, inner, f"{here}[{i}]"))
-                    else:
-                        _fill_value(field.add(), v, inner, f"{here}[{i}]")
-            elif type_ in _SCALARS:
-                setattr(msg, key, _scalar(value, type_, here))
-            else:
-                _fill_value(field, value, type_, here)
+            _fill_field(msg, key, value, type_, here)
         except (TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, NotRepresentable):
                 raise
             raise NotRepresentable(f"{here}: {exc}") from None
     return msg
+
+
+def _fill_field(msg: Message, key: str, value: Any, type_: str, here: str) -> None:
+    if type_ in _SCALARS:
+        setattr(msg, key, _scalar(value, type_, here))
+        return
+    field = getattr(msg, key)
+    kind, inner = type_[0], type_[1:-1]
+    if kind == "{":
+        for k, v in value.items():
+            if inner in _SCALARS:
+                field[k] = _scalar(v, inner, f"{here}.{k}")
+            else:
+                _fill_value(field[k], v, inner, f"{here}.{k}")
+    elif kind == "[":
+        if inner in _SCALARS:
+            field.extend([_scalar(v, inner, f"{here}[{i}]") for i, v in enumerate(value)])
+        else:
+            for i, v in enumerate(value):
+                _fill_value(field.add(), v, inner, f"{here}[{i}]")
+    else:
+        _fill_value(field, value, type_, here)
 
 
 # --------------------------------------------------------------------------- envelope
@@ -293,7 +313,6 @@ def decode(raw: bytes) -> dict[str, Any]:
         msg = CLASSES[message].FromString(unknown.raw)
     except DecodeError as exc:
         raise ProtobufError(f"the {kind} message is malformed: {exc}") from None
-    check_unknown(msg, message)
     return {"apiVersion": api_version, "kind": kind, **message_to_json(msg, message)}
 
 

@@ -174,6 +174,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "ConfigMap"): "core.ConfigMap",
     ("v1", "ServiceAccount"): "core.ServiceAccount",
     ("v1", "Event"): "core.Event",
+    ("v1", "Pod"): "core.Pod",  # messages in .schema_workloads
+    ("v1", "Node"): "core.Node",
     ("coordination.k8s.io/v1", "Lease"): "coordination.Lease",
     ("scheduling.k8s.io/v1", "PriorityClass"): "scheduling.PriorityClass",
     ("rbac.authorization.k8s.io/v1", "Role"): "rbac.Role",

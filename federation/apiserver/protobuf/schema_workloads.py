@@ -1,0 +1,226 @@
+"""core/v1 Pod and Node as protobuf messages, in :mod:`.schema`'s notation.
+
+Field numbers come from k8s.io/api core/v1 ``generated.proto`` of release 1.21 (kubernetes/api at
+35f2b3a2, the copy the numbers were read from), plus ``Container.restartPolicy = 24`` (1.28, the
+sidecar field, cross-checked against a newer vendored copy). Fields added after 1.21 whose numbers
+could not be checked against a newer copy are deliberately absent: an object that uses one has no
+protobuf form (:func:`codec.encode` answers ``None`` and the caller answers in JSON), and a body
+carrying one is read with the field skipped, as protobuf skips any unknown field.
+
+A json name starting with ``*`` marks a Go embedded struct: on the wire it is one nested message,
+in JSON its fields sit inline in the parent (``ConfigMapKeySelector.name``, ``Volume.emptyDir``,
+``Probe.httpGet``).
+"""
+
+from __future__ import annotations
+
+from federation.apiserver.protobuf.schema import Field
+
+_META = "meta.ObjectMeta"
+_QUANTITIES = "{quantity}"
+_LOR = "core.LocalObjectReference"
+_SELECTOR = "meta.LabelSelector"
+
+_CONTAINER: list[Field] = [
+    ("name", 1, "string"), ("image", 2, "string"), ("command", 3, "[string]"), ("args", 4, "[string]"),
+    ("workingDir", 5, "string"), ("ports", 6, "[core.ContainerPort]"), ("envFrom", 19, "[core.EnvFromSource]"),
+    ("env", 7, "[core.EnvVar]"), ("resources", 8, "core.ResourceRequirements"),
+    ("volumeMounts", 9, "[core.VolumeMount]"), ("volumeDevices", 21, "[core.VolumeDevice]"),
+    ("livenessProbe", 10, "core.Probe"), ("readinessProbe", 11, "core.Probe"), ("startupProbe", 22, "core.Probe"),
+    ("lifecycle", 12, "core.Lifecycle"), ("terminationMessagePath", 13, "string"),
+    ("terminationMessagePolicy", 20, "string"), ("imagePullPolicy", 14, "string"),
+    ("securityContext", 15, "core.SecurityContext"), ("stdin", 16, "bool"), ("stdinOnce", 17, "bool"),
+    ("tty", 18, "bool"), ("restartPolicy", 24, "string"),
+]
+
+POD_MESSAGES: dict[str, list[Field]] = {
+    "core.Pod": [("metadata", 1, _META), ("spec", 2, "core.PodSpec"), ("status", 3, "core.PodStatus")],
+    "core.PodSpec": [
+        ("volumes", 1, "[core.Volume]"), ("initContainers", 20, "[core.Container]"),
+        ("containers", 2, "[core.Container]"), ("restartPolicy", 3, "string"),
+        ("terminationGracePeriodSeconds", 4, "int64"), ("activeDeadlineSeconds", 5, "int64"),
+        ("dnsPolicy", 6, "string"), ("nodeSelector", 7, "{string}"), ("serviceAccountName", 8, "string"),
+        ("serviceAccount", 9, "string"), ("automountServiceAccountToken", 21, "bool"), ("nodeName", 10, "string"),
+        ("hostNetwork", 11, "bool"), ("hostPID", 12, "bool"), ("hostIPC", 13, "bool"),
+        ("shareProcessNamespace", 27, "bool"), ("securityContext", 14, "core.PodSecurityContext"),
+        ("imagePullSecrets", 15, f"[{_LOR}]"), ("hostname", 16, "string"), ("subdomain", 17, "string"),
+        ("affinity", 18, "core.Affinity"), ("schedulerName", 19, "string"), ("tolerations", 22, "[core.Toleration]"),
+        ("hostAliases", 23, "[core.HostAlias]"), ("priorityClassName", 24, "string"), ("priority", 25, "int32"),
+        ("dnsConfig", 26, "core.PodDNSConfig"), ("readinessGates", 28, "[core.PodReadinessGate]"),
+        ("runtimeClassName", 29, "string"), ("enableServiceLinks", 30, "bool"), ("preemptionPolicy", 31, "string"),
+        ("overhead", 32, _QUANTITIES), ("topologySpreadConstraints", 33, "[core.TopologySpreadConstraint]"),
+        ("setHostnameAsFQDN", 35, "bool"),
+    ],
+    "core.Container": _CONTAINER,
+    "core.ContainerPort": [("name", 1, "string"), ("hostPort", 2, "int32"), ("containerPort", 3, "int32"),
+                           ("protocol", 4, "string"), ("hostIP", 5, "string")],
+    "core.EnvFromSource": [("prefix", 1, "string"), ("configMapRef", 2, "core.ConfigMapEnvSource"),
+                           ("secretRef", 3, "core.SecretEnvSource")],
+    "core.ConfigMapEnvSource": [("*localObjectReference", 1, _LOR), ("optional", 2, "bool")],
+    "core.SecretEnvSource": [("*localObjectReference", 1, _LOR), ("optional", 2, "bool")],
+    "core.EnvVar": [("name", 1, "string"), ("value", 2, "string"), ("valueFrom", 3, "core.EnvVarSource")],
+    "core.EnvVarSource": [("fieldRef", 1, "core.ObjectFieldSelector"),
+                          ("resourceFieldRef", 2, "core.ResourceFieldSelector"),
+                          ("configMapKeyRef", 3, "core.ConfigMapKeySelector"),
+                          ("secretKeyRef", 4, "core.SecretKeySelector")],
+    "core.ObjectFieldSelector": [("apiVersion", 1, "string"), ("fieldPath", 2, "string")],
+    "core.ResourceFieldSelector": [("containerName", 1, "string"), ("resource", 2, "string"),
+                                   ("divisor", 3, "quantity")],
+    "core.ConfigMapKeySelector": [("*localObjectReference", 1, _LOR), ("key", 2, "string"), ("optional", 3, "bool")],
+    "core.SecretKeySelector": [("*localObjectReference", 1, _LOR), ("key", 2, "string"), ("optional", 3, "bool")],
+    "core.ResourceRequirements": [("limits", 1, _QUANTITIES), ("requests", 2, _QUANTITIES)],
+    "core.VolumeMount": [("name", 1, "string"), ("readOnly", 2, "bool"), ("mountPath", 3, "string"),
+                         ("subPath", 4, "string"), ("mountPropagation", 5, "string"), ("subPathExpr", 6, "string")],
+    "core.VolumeDevice": [("name", 1, "string"), ("devicePath", 2, "string")],
+    # Probe and Lifecycle: 1.21's Handler (exec 1, httpGet 2, tcpSocket 3), embedded in Probe as field 1
+    "core.Probe": [("*handler", 1, "core.Handler"), ("initialDelaySeconds", 2, "int32"),
+                   ("timeoutSeconds", 3, "int32"), ("periodSeconds", 4, "int32"), ("successThreshold", 5, "int32"),
+                   ("failureThreshold", 6, "int32"), ("terminationGracePeriodSeconds", 7, "int64")],
+    "core.Handler": [("exec", 1, "core.ExecAction"), ("httpGet", 2, "core.HTTPGetAction"),
+                     ("tcpSocket", 3, "core.TCPSocketAction")],
+    "core.Lifecycle": [("postStart", 1, "core.Handler"), ("preStop", 2, "core.Handler")],
+    "core.ExecAction": [("command", 1, "[string]")],
+    "core.HTTPGetAction": [("path", 1, "string"), ("port", 2, "intorstring"), ("host", 3, "string"),
+                           ("scheme", 4, "string"), ("httpHeaders", 5, "[core.HTTPHeader]")],
+    "core.HTTPHeader": [("name", 1, "string"), ("value", 2, "string")],
+    "core.TCPSocketAction": [("port", 1, "intorstring"), ("host", 2, "string")],
+    "core.SecurityContext": [
+        ("capabilities", 1, "core.Capabilities"), ("privileged", 2, "bool"),
+        ("seLinuxOptions", 3, "core.SELinuxOptions"), ("windowsOptions", 10, "core.WindowsSecurityContextOptions"),
+        ("runAsUser", 4, "int64"), ("runAsGroup", 8, "int64"), ("runAsNonRoot", 5, "bool"),
+        ("readOnlyRootFilesystem", 6, "bool"), ("allowPrivilegeEscalation", 7, "bool"), ("procMount", 9, "string"),
+        ("seccompProfile", 11, "core.SeccompProfile"),
+    ],
+    "core.PodSecurityContext": [
+        ("seLinuxOptions", 1, "core.SELinuxOptions"), ("windowsOptions", 8, "core.WindowsSecurityContextOptions"),
+        ("runAsUser", 2, "int64"), ("runAsGroup", 6, "int64"), ("runAsNonRoot", 3, "bool"),
+        ("supplementalGroups", 4, "[int64]"), ("fsGroup", 5, "int64"), ("sysctls", 7, "[core.Sysctl]"),
+        ("fsGroupChangePolicy", 9, "string"), ("seccompProfile", 10, "core.SeccompProfile"),
+    ],
+    "core.Capabilities": [("add", 1, "[string]"), ("drop", 2, "[string]")],
+    "core.SELinuxOptions": [("user", 1, "string"), ("role", 2, "string"), ("type", 3, "string"),
+                            ("level", 4, "string")],
+    "core.WindowsSecurityContextOptions": [("gmsaCredentialSpecName", 1, "string"),
+                                           ("gmsaCredentialSpec", 2, "string"), ("runAsUserName", 3, "string")],
+    "core.SeccompProfile": [("type", 1, "string"), ("localhostProfile", 2, "string")],
+    "core.Sysctl": [("name", 1, "string"), ("value", 2, "string")],
+    # scheduling constraints
+    "core.Affinity": [("nodeAffinity", 1, "core.NodeAffinity"), ("podAffinity", 2, "core.PodAffinity"),
+                      ("podAntiAffinity", 3, "core.PodAntiAffinity")],
+    "core.NodeAffinity": [("requiredDuringSchedulingIgnoredDuringExecution", 1, "core.NodeSelector"),
+                          ("preferredDuringSchedulingIgnoredDuringExecution", 2, "[core.PreferredSchedulingTerm]")],
+    "core.NodeSelector": [("nodeSelectorTerms", 1, "[core.NodeSelectorTerm]")],
+    "core.NodeSelectorTerm": [("matchExpressions", 1, "[core.NodeSelectorRequirement]"),
+                              ("matchFields", 2, "[core.NodeSelectorRequirement]")],
+    "core.NodeSelectorRequirement": [("key", 1, "string"), ("operator", 2, "string"), ("values", 3, "[string]")],
+    "core.PreferredSchedulingTerm": [("weight", 1, "int32"), ("preference", 2, "core.NodeSelectorTerm")],
+    "core.PodAffinity": [("requiredDuringSchedulingIgnoredDuringExecution", 1, "[core.PodAffinityTerm]"),
+                         ("preferredDuringSchedulingIgnoredDuringExecution", 2, "[core.WeightedPodAffinityTerm]")],
+    "core.PodAntiAffinity": [("requiredDuringSchedulingIgnoredDuringExecution", 1, "[core.PodAffinityTerm]"),
+                             ("preferredDuringSchedulingIgnoredDuringExecution", 2,
+                              "[core.WeightedPodAffinityTerm]")],
+    "core.PodAffinityTerm": [("labelSelector", 1, _SELECTOR), ("namespaces", 2, "[string]"),
+                             ("topologyKey", 3, "string"), ("namespaceSelector", 4, _SELECTOR)],
+    "core.WeightedPodAffinityTerm": [("weight", 1, "int32"), ("podAffinityTerm", 2, "core.PodAffinityTerm")],
+    "core.Toleration": [("key", 1, "string"), ("operator", 2, "string"), ("value", 3, "string"),
+                        ("effect", 4, "string"), ("tolerationSeconds", 5, "int64")],
+    "core.TopologySpreadConstraint": [("maxSkew", 1, "int32"), ("topologyKey", 2, "string"),
+                                      ("whenUnsatisfiable", 3, "string"), ("labelSelector", 4, _SELECTOR)],
+    "core.HostAlias": [("ip", 1, "string"), ("hostnames", 2, "[string]")],
+    "core.PodDNSConfig": [("nameservers", 1, "[string]"), ("searches", 2, "[string]"),
+                          ("options", 3, "[core.PodDNSConfigOption]")],
+    "core.PodDNSConfigOption": [("name", 1, "string"), ("value", 2, "string")],
+    "core.PodReadinessGate": [("conditionType", 1, "string")],
+    # volumes: the sources batch pods use; a pod with another source has no protobuf form here
+    "core.Volume": [("name", 1, "string"), ("*volumeSource", 2, "core.VolumeSource")],
+    "core.VolumeSource": [
+        ("hostPath", 1, "core.HostPathVolumeSource"), ("emptyDir", 2, "core.EmptyDirVolumeSource"),
+        ("secret", 6, "core.SecretVolumeSource"), ("nfs", 7, "core.NFSVolumeSource"),
+        ("persistentVolumeClaim", 10, "core.PersistentVolumeClaimVolumeSource"),
+        ("downwardAPI", 16, "core.DownwardAPIVolumeSource"), ("configMap", 19, "core.ConfigMapVolumeSource"),
+        ("projected", 26, "core.ProjectedVolumeSource"), ("csi", 28, "core.CSIVolumeSource"),
+    ],
+    "core.HostPathVolumeSource": [("path", 1, "string"), ("type", 2, "string")],
+    "core.EmptyDirVolumeSource": [("medium", 1, "string"), ("sizeLimit", 2, "quantity")],
+    "core.SecretVolumeSource": [("secretName", 1, "string"), ("items", 2, "[core.KeyToPath]"),
+                                ("defaultMode", 3, "int32"), ("optional", 4, "bool")],
+    "core.NFSVolumeSource": [("server", 1, "string"), ("path", 2, "string"), ("readOnly", 3, "bool")],
+    "core.PersistentVolumeClaimVolumeSource": [("claimName", 1, "string"), ("readOnly", 2, "bool")],
+    "core.DownwardAPIVolumeSource": [("items", 1, "[core.DownwardAPIVolumeFile]"), ("defaultMode", 2, "int32")],
+    "core.DownwardAPIVolumeFile": [("path", 1, "string"), ("fieldRef", 2, "core.ObjectFieldSelector"),
+                                   ("resourceFieldRef", 3, "core.ResourceFieldSelector"), ("mode", 4, "int32")],
+    "core.ConfigMapVolumeSource": [("*localObjectReference", 1, _LOR), ("items", 2, "[core.KeyToPath]"),
+                                   ("defaultMode", 3, "int32"), ("optional", 4, "bool")],
+    "core.KeyToPath": [("key", 1, "string"), ("path", 2, "string"), ("mode", 3, "int32")],
+    "core.ProjectedVolumeSource": [("sources", 1, "[core.VolumeProjection]"), ("defaultMode", 2, "int32")],
+    "core.VolumeProjection": [("secret", 1, "core.SecretProjection"), ("downwardAPI", 2, "core.DownwardAPIProjection"),
+                              ("configMap", 3, "core.ConfigMapProjection"),
+                              ("serviceAccountToken", 4, "core.ServiceAccountTokenProjection")],
+    "core.SecretProjection": [("*localObjectReference", 1, _LOR), ("items", 2, "[core.KeyToPath]"),
+                              ("optional", 4, "bool")],
+    "core.ConfigMapProjection": [("*localObjectReference", 1, _LOR), ("items", 2, "[core.KeyToPath]"),
+                                 ("optional", 4, "bool")],
+    "core.DownwardAPIProjection": [("items", 1, "[core.DownwardAPIVolumeFile]")],
+    "core.ServiceAccountTokenProjection": [("audience", 1, "string"), ("expirationSeconds", 2, "int64"),
+                                           ("path", 3, "string")],
+    "core.CSIVolumeSource": [("driver", 1, "string"), ("readOnly", 2, "bool"), ("fsType", 3, "string"),
+                             ("volumeAttributes", 4, "{string}"), ("nodePublishSecretRef", 5, _LOR)],
+    # status
+    "core.PodStatus": [
+        ("phase", 1, "string"), ("conditions", 2, "[core.PodCondition]"), ("message", 3, "string"),
+        ("reason", 4, "string"), ("nominatedNodeName", 11, "string"), ("hostIP", 5, "string"),
+        ("podIP", 6, "string"), ("podIPs", 12, "[core.PodIP]"), ("startTime", 7, "time"),
+        ("initContainerStatuses", 10, "[core.ContainerStatus]"), ("containerStatuses", 8, "[core.ContainerStatus]"),
+        ("qosClass", 9, "string"), ("ephemeralContainerStatuses", 13, "[core.ContainerStatus]"),
+    ],
+    "core.PodCondition": [("type", 1, "string"), ("status", 2, "string"), ("lastProbeTime", 3, "time"),
+                          ("lastTransitionTime", 4, "time"), ("reason", 5, "string"), ("message", 6, "string")],
+    "core.PodIP": [("ip", 1, "string")],
+    "core.ContainerStatus": [("name", 1, "string"), ("state", 2, "core.ContainerState"),
+                             ("lastState", 3, "core.ContainerState"), ("ready", 4, "bool"),
+                             ("restartCount", 5, "int32"), ("image", 6, "string"), ("imageID", 7, "string"),
+                             ("containerID", 8, "string"), ("started", 9, "bool")],
+    "core.ContainerState": [("waiting", 1, "core.ContainerStateWaiting"), ("running", 2, "core.ContainerStateRunning"),
+                            ("terminated", 3, "core.ContainerStateTerminated")],
+    "core.ContainerStateWaiting": [("reason", 1, "string"), ("message", 2, "string")],
+    "core.ContainerStateRunning": [("startedAt", 1, "time")],
+    "core.ContainerStateTerminated": [("exitCode", 1, "int32"), ("signal", 2, "int32"), ("reason", 3, "string"),
+                                      ("message", 4, "string"), ("startedAt", 5, "time"), ("finishedAt", 6, "time"),
+                                      ("containerID", 7, "string")],
+}
+
+NODE_MESSAGES: dict[str, list[Field]] = {
+    "core.Node": [("metadata", 1, _META), ("spec", 2, "core.NodeSpec"), ("status", 3, "core.NodeStatus")],
+    "core.NodeSpec": [("podCIDR", 1, "string"), ("podCIDRs", 7, "[string]"), ("providerID", 3, "string"),
+                      ("unschedulable", 4, "bool"), ("taints", 5, "[core.Taint]"), ("externalID", 2, "string")],
+    "core.Taint": [("key", 1, "string"), ("value", 2, "string"), ("effect", 3, "string"), ("timeAdded", 4, "time")],
+    "core.NodeStatus": [
+        ("capacity", 1, _QUANTITIES), ("allocatable", 2, _QUANTITIES), ("phase", 3, "string"),
+        ("conditions", 4, "[core.NodeCondition]"), ("addresses", 5, "[core.NodeAddress]"),
+        ("daemonEndpoints", 6, "core.NodeDaemonEndpoints"), ("nodeInfo", 7, "core.NodeSystemInfo"),
+        ("images", 8, "[core.ContainerImage]"), ("volumesInUse", 9, "[string]"),
+        ("volumesAttached", 10, "[core.AttachedVolume]"),
+    ],
+    "core.NodeCondition": [("type", 1, "string"), ("status", 2, "string"), ("lastHeartbeatTime", 3, "time"),
+                           ("lastTransitionTime", 4, "time"), ("reason", 5, "string"), ("message", 6, "string")],
+    "core.NodeAddress": [("type", 1, "string"), ("address", 2, "string")],
+    "core.NodeDaemonEndpoints": [("kubeletEndpoint", 1, "core.DaemonEndpoint")],
+    "core.DaemonEndpoint": [("Port", 1, "int32")],
+    "core.NodeSystemInfo": [("machineID", 1, "string"), ("systemUUID", 2, "string"), ("bootID", 3, "string"),
+                            ("kernelVersion", 4, "string"), ("osImage", 5, "string"),
+                            ("containerRuntimeVersion", 6, "string"), ("kubeletVersion", 7, "string"),
+                            ("kubeProxyVersion", 8, "string"), ("operatingSystem", 9, "string"),
+                            ("architecture", 10, "string")],
+    "core.ContainerImage": [("names", 1, "[string]"), ("sizeBytes", 2, "int64")],
+    "core.AttachedVolume": [("name", 1, "string"), ("devicePath", 2, "string")],
+}
+
+#: pointer fields where an empty message means something (``emptyDir: {}`` is an emptyDir volume):
+#: decoded as ``{}`` when present, where other empty messages are "not set"
+KEEP_EMPTY: set[tuple[str, str]] = {
+    ("core.VolumeSource", "emptyDir"), ("core.PodSpec", "securityContext"), ("core.Container", "securityContext"),
+    ("core.Container", "resources"), ("core.ContainerState", "running"), ("core.ContainerState", "waiting"),
+    ("core.PodSpec", "affinity"), ("core.Affinity", "nodeAffinity"), ("core.Affinity", "podAffinity"),
+    ("core.Affinity", "podAntiAffinity"), ("core.PodAffinityTerm", "labelSelector"),
+    ("core.TopologySpreadConstraint", "labelSelector"), ("core.PodAffinityTerm", "namespaceSelector"),
+}

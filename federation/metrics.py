@@ -67,6 +67,11 @@ GANG_WAIT = Histogram(
     "caldera_cross_cluster_gang_wait_seconds",
     "A gang held across clusters: from its placement to release or cancellation, by outcome",
     ["outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
+# Both outcomes exist at zero from the start: a series that first appears already at 1 shows Prometheus no
+# increase, so the first held gang would never reach rate() and the recording rules built on it
+for _outcome in ("released", "cancelled"):
+    TWO_PHASE.labels(outcome=_outcome)
+    GANG_WAIT.labels(outcome=_outcome)
 # Karmada's scheduler metrics (karmada-scheduler names, without the process prefix Karmada adds)
 SCHEDULE_ATTEMPTS = Counter(
     "karmada_scheduler_schedule_attempts", "Placement attempts by result (success, unschedulable, error) and type",

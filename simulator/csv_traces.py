@@ -15,7 +15,6 @@ equal pods of at most ``gpus_per_pod`` GPUs, each asking ``cpu_per_gpu`` and
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 import tarfile
@@ -24,20 +23,12 @@ from typing import Callable, Iterable, Iterator
 
 from policies.errors import InvalidQuantity
 from policies.quantity import parse_quantity
+from simulator.csv_rows import csv_records
 from simulator.errors import TraceError
 from simulator.trace import Trace, TraceJob, TraceTask, gpu_pods
 
 PHILLY = ("timestamp", "duration", "num_gpus", "cluster")
 ITP = ("job_id", "submission_time", "duration", "num_gpu")
-
-
-def _records(handle: Iterable[str], path: str, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    reader = csv.DictReader(handle)
-    missing = [c for c in required if c not in (reader.fieldnames or ())]
-    if missing:
-        raise TraceError(path, 1, missing[0], f"required column is missing (header: {reader.fieldnames})")
-    for record in reader:
-        yield reader.line_num, record
 
 
 def _number(path: str, line: int, record: dict[str, str], column: str, *, integer: bool = False) -> float:
@@ -123,7 +114,7 @@ def _philly_rows(handle: Iterable[str], path: str, shape: _Shape, skip_bad: bool
         return TraceJob(f"philly-{line:06d}", when, duration, shape.tasks(gpus), queue=f"vc-{vc}",
                         source=f"{os.path.basename(path)}:{line}")
 
-    trace = _collect(_records(handle, path, PHILLY), make, skip_bad, "philly")
+    trace = _collect(csv_records(handle, path, PHILLY), make, skip_bad, "philly")
     start = min(stamps, default=0.0)
     trace.jobs = [TraceJob(j.name, j.arrival - start, j.duration, j.tasks, j.queue, source=j.source)
                   for j in trace.jobs]
@@ -137,7 +128,7 @@ def _itp_rows(handle: Iterable[str], path: str, shape: _Shape, skip_bad: bool) -
         gpus = int(_number(path, line, record, "num_gpu", integer=True))
         return TraceJob(f"itp-{line:06d}", arrival, duration, shape.tasks(gpus), source=f"{os.path.basename(path)}:{line}")
 
-    return _collect(_records(handle, path, ITP), make, skip_bad, "itp")
+    return _collect(csv_records(handle, path, ITP), make, skip_bad, "itp")
 
 
 def read_itp(path: str, member: str, *, skip_bad: bool = False, gpus_per_pod: int = 8, cpu_per_gpu: str = "4",

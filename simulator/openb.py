@@ -10,10 +10,10 @@ Feature Discovery label, so the scheduler sees each physical GPU (framework/topo
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from simulator.csv_rows import csv_records
 from simulator.errors import TraceError
 
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
@@ -53,12 +53,7 @@ class NodeRow:
 
 def _rows(path: str, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
     with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in required if c not in (reader.fieldnames or ())]
-        if missing:
-            raise TraceError(path, 1, missing[0], f"required column is missing (header: {reader.fieldnames})")
-        for record in reader:
-            yield reader.line_num, record
+        yield from csv_records(handle, path, required)
 
 
 def _int(path: str, line: int, record: dict[str, str], column: str, low: int, high: int | None = None) -> int:

@@ -1,10 +1,9 @@
 """A job trace as the replay reads it: :class:`TraceJob` rows, whatever the file format.
 
-:func:`read_trace` picks the reader by the file: ``*.jsonl`` is the Caldera format
-(:mod:`simulator.caldera_trace`), ``*.tar.gz[#member]`` an ITP cluster csv inside the
-ElasticFlow tarball, a csv with a ``num_gpus`` and ``cluster`` header Philly
-(:mod:`simulator.csv_traces`). Each reader stops at the first bad row with a
-:class:`TraceError` (file, line, column), or with ``skip_bad`` collects them and goes on.
+:func:`simulator.trace_formats.read_trace` picks the reader by the file (the readers build these
+rows, so the types live here and the choice of reader there, with no import circle). Each reader
+stops at the first bad row with a :class:`TraceError` (file, line, column), or with ``skip_bad``
+collects them and goes on.
 
 A row becomes a Volcano Job (:meth:`TraceJob.manifest`): one template per task with the pods'
 requests, ``minAvailable`` from the row (a gang of every replica by default), the queue and the
@@ -14,7 +13,6 @@ priority (a PriorityClass ``sim-priority-<value>``); the replay's kubelet ends e
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -101,24 +99,3 @@ def gpu_pods(gpus: int, gpus_per_pod: int) -> tuple[int, int]:
     while gpus % pods:
         pods += 1
     return pods, gpus // pods
-
-
-def read_trace(path: str, *, skip_bad: bool = False, gpus_per_pod: int = 8, cpu_per_gpu: str = "4",
-               memory_per_gpu: str = "16Gi") -> Trace:
-    """The jobs of ``path`` sorted by arrival (then by row), any supported format."""
-    from simulator import caldera_trace, csv_traces
-
-    file, _, member = path.partition("#")
-    if file.endswith(".jsonl"):
-        trace = caldera_trace.read_jsonl(file, skip_bad=skip_bad)
-    elif file.endswith((".tar.gz", ".tgz", ".tar")):
-        trace = csv_traces.read_itp(file, member, skip_bad=skip_bad, gpus_per_pod=gpus_per_pod,
-                                    cpu_per_gpu=cpu_per_gpu, memory_per_gpu=memory_per_gpu)
-    elif file.endswith(".csv"):
-        trace = csv_traces.read_csv_trace(file, skip_bad=skip_bad, gpus_per_pod=gpus_per_pod,
-                                          cpu_per_gpu=cpu_per_gpu, memory_per_gpu=memory_per_gpu)
-    else:
-        raise TraceError(path, 0, "-", f"unknown trace format {os.path.splitext(file)[1]!r} "
-                         "(want .jsonl, .csv, or .tar.gz[#member])")
-    trace.jobs.sort(key=lambda j: j.arrival)  # stable: rows of one second keep their order
-    return trace

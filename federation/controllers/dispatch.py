@@ -18,9 +18,9 @@ from typing import Any
 from kubernetes_asyncio import client as k8s
 
 from federation import metrics
+from federation.controllers import app_failover, deletion
 from federation.controllers import binding as b
 from federation.controllers import common as c
-from federation.controllers import deletion
 from federation.controllers.poison import PoisonGuard, describe
 from federation.controllers.render import apply_overrides, share_manifest
 from federation.controllers.runner import QueueController, run_controller
@@ -112,7 +112,9 @@ class DispatchController(QueueController):
         if not (rb.get("spec") or {}).get("clusters"):
             shares = {}
         current = {ref[0][len("karmada-es-"):]: w for ref, w in works.items() if ref not in stale}
-        gone = {(c.execution_ns(cl), w["metadata"]["name"]): w for cl, w in current.items() if cl not in shares}
+        kept = await self._settle_evictions(key, rb, generation, {cl: current.get(cl) for cl in shares})
+        gone = {(c.execution_ns(cl), w["metadata"]["name"]): w for cl, w in current.items()
+                if cl not in shares and cl not in kept}
         await deletion.delete_works(self.rc, gone, self.works)
         if not shares:
             return
@@ -143,6 +145,23 @@ class DispatchController(QueueController):
             await self._cancelled(job, rb, generation, shares, verdict)
         elif verdict.action == "wait":
             self.queue.add(key, verdict.wait_seconds + 0.05)
+
+    async def _settle_evictions(self, key: Key, rb: Obj, generation: int, new_shares: dict[str, Obj | None]) -> set[str]:
+        """Application failover's eviction tasks: the clusters whose old Work stays for now; tasks
+        whose purge mode lets the old Work go are removed from the binding."""
+        tasks = app_failover.tasks_of(rb)
+        if not tasks:
+            return set()
+        now = self.clock()
+        keep, wake = app_failover.settle(tasks, new_shares, generation, now)
+        if keep != tasks:
+            meta = rb["metadata"]
+            patched = await self.rc.patch(c.BINDINGS, meta["name"], {"spec": {"gracefulEvictionTasks": keep or None}},
+                                          meta["namespace"])
+            self.bindings.remember(patched)
+        if wake is not None:  # a grace period ends: the old Work goes then even if the new share is not running
+            self.queue.add(key, max(0.05, wake - now))
+        return {str(t.get("fromCluster")) for t in keep}
 
     def _timeout(self, job: Obj) -> int:
         value = c.int_annotation(job, c.RESERVE_TIMEOUT, self.options.reserve_timeout_seconds)

@@ -40,8 +40,8 @@ from typing import Any
 from kubernetes_asyncio import client as k8s
 
 from federation import metrics
+from federation.controllers import app_failover, binding_priority, failover, preempting, requeue_events
 from federation.controllers import binding as b
-from federation.controllers import binding_priority, failover, preempting, requeue_events
 from federation.controllers import common as c
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.matching import Match, match_policy
@@ -51,7 +51,7 @@ from federation.controllers.runner import QueueController, cancel_all, is_not_fo
 from federation.controllers.sched_queue import (
     Outcome,
 )
-from federation.controllers.triggers import Attempt, placement_trigger
+from federation.controllers.triggers import APPLICATION_FAILURE, Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
 from federation.events import record_event
 from federation.placement.adapters import build_request
@@ -88,6 +88,7 @@ class PlacementController(QueuedPlacement, QueueController):
         self.attempts: dict[Key, Attempt] = {}
         self.assumed = AssumedShares(self.works.get)
         self.works.handlers.append(self.assumed.on_work_event)
+        self.works.handlers.append(self._on_work)
         self._init_queue(self.options)
         #: when each job last preempted (it waits for its victims' clusters to report before again)
         self.preempted_at: dict[Key, float] = {}
@@ -115,6 +116,15 @@ class PlacementController(QueuedPlacement, QueueController):
                     ((rb.get("spec") or {}).get("resource") or {}).get("name", "")
                 self.queue.add((ns, job))
         self._move(requeue_events.cluster_event(kind, obj, old))
+
+    def _on_work(self, _type: str, obj: Obj, old: Obj | None) -> None:
+        # a share turning unhealthy (or healthy again) starts or stops application failover's clock
+        if app_failover.unhealthy(obj) == app_failover.unhealthy(old) and \
+                app_failover.share_state(obj) == app_failover.share_state(old):
+            return
+        ns, _, name = ((obj.get("metadata") or {}).get("labels") or {}).get(c.JOB_LABEL, "").partition(".")
+        if ns and name:
+            self.queue.add((ns, name))
 
     def _on_binding(self, _type: str, obj: Obj, _old: Obj | None) -> None:
         resource = (obj.get("spec") or {}).get("resource") or {}
@@ -225,7 +235,8 @@ class PlacementController(QueuedPlacement, QueueController):
             return
         clusters = {o["metadata"]["name"]: o for o in self.clusters.items()}
         trigger, previous, delay, wake = placement_trigger(
-            job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now, queued=permitted)
+            job, rb, match.policy, clusters, self.attempts.get(key), self.cluster_version, now, queued=permitted,
+            works=app_failover.works_of(rb, key, uid, self.works.get))
         if wake is not None:  # a tolerationSeconds runs out later: look again then
             self.queue.add(key, max(0.05, wake - now))
         if trigger is None:
@@ -255,7 +266,8 @@ class PlacementController(QueuedPlacement, QueueController):
         uid = job["metadata"].get("uid", "")
         generation = b.generation_of(rb) if rb is not None else self._dispatched_generation(job)
         old_clusters = ((rb or {}).get("spec") or {}).get("clusters") or []
-        replace = trigger.startswith("cluster lost") or trigger == "reservation cancelled"
+        replace = trigger.startswith(("cluster lost", APPLICATION_FAILURE)) or trigger == "reservation cancelled"
+        evicted = app_failover.evicted_clusters(previous)  # Karmada's scheduler skips a task's fromCluster
         excluded = excluded_clusters(rb, now)
         notes = "; ".join(exclusion_note(name, cap, now) for name, cap in excluded.items())
         async with self.lock:
@@ -263,8 +275,8 @@ class PlacementController(QueuedPlacement, QueueController):
             try:
                 assumed = self.assumed.others(uid) + reserve_caps(job, rb, now)
                 states = self._usable(match.policy, now)
-                if excluded:  # failed to reserve too often in a row: this job does not count on them
-                    states = tuple(s for s in states if s.name not in excluded)
+                if excluded or evicted:  # failed to reserve too often in a row, or evicted: left out
+                    states = tuple(s for s in states if s.name not in excluded and s.name not in evicted)
                 request = build_request(job, match.policy, states, previous, now=now,
                                         assumed=assumed, options=self.options.placement,
                                         priority_classes={pc["metadata"]["name"]: pc
@@ -296,11 +308,14 @@ class PlacementController(QueuedPlacement, QueueController):
                     await self._event(job, "Preempting", f"preempting {victims} on cluster {preemption.cluster}")
             wake = min(float(cap.get("until") or 0) for cap in excluded.values()) if excluded else None
             await self._failed(job, rb, match, decision.failure.condition, message, version,
-                               now, clear=replace or not old_clusters, wake=wake, priority=priority)
+                               now, clear=replace or not old_clusters, wake=wake, priority=priority,
+                               tasks=app_failover.tasks_of(previous))
             if preemption is not None:
                 return "preempted"
             return "error" if decision.failure.condition == "SchedulerError" else "unschedulable"
         body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)
+        if tasks := app_failover.tasks_of(previous):
+            body["spec"]["gracefulEvictionTasks"] = tasks
         rb = await self._write_binding(rb, with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "True",
                                      "Success", f"{trigger}: {decision.reason}" + (f" [{notes}]" if notes else ""),
@@ -321,7 +336,10 @@ class PlacementController(QueuedPlacement, QueueController):
 
     async def _failed(self, job: Obj, rb: Obj | None, match: Match, reason: str, message: str, version: int,
                       now: float, clear: bool, wake: float | None = None,
-                      priority: binding_priority.ResolvedPriority | None = None) -> None:
+                      priority: binding_priority.ResolvedPriority | None = None,
+                      tasks: list[Obj] | None = None) -> None:
+        """``tasks``: application failover's eviction tasks to record even though nothing fits (the
+        evicted cluster stays excluded and its old Work is purged as the task says)."""
         key = _ns_name(job)
         previous = self.attempts.get(key)
         failures = (previous.failures if previous else 0) + 1
@@ -333,6 +351,8 @@ class PlacementController(QueuedPlacement, QueueController):
         had = bool(((rb or {}).get("spec") or {}).get("clusters"))
         new_gen = generation + 1 if (clear and had) else generation
         body = b.binding_body(job, match.policy, rb, [] if clear else None, new_gen, None, now, placed=clear and had)
+        if tasks:
+            body["spec"]["gracefulEvictionTasks"] = tasks
         rb = await self._write_binding(rb, with_priority(body, priority))
         conditions = c.set_condition(((rb or {}).get("status") or {}).get("conditions"), "Scheduled", "False",
                                      reason, message, now)

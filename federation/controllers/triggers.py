@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from federation.controllers import app_failover, failover
 from federation.controllers import binding as b
 from federation.controllers import common as c
-from federation.controllers import failover
 
 Obj = dict[str, Any]
 
@@ -34,6 +34,9 @@ class Attempt:
     wake: float | None = None
 
 
+#: the trigger's prefix when an unhealthy share outlived its tolerationSeconds
+APPLICATION_FAILURE = "application failure"
+
 Trigger = tuple[str | failover.Failover | None, Obj | None, float, float | None]
 
 
@@ -43,9 +46,11 @@ def finished(job: Obj) -> bool:
 
 
 def placement_trigger(job: Obj, rb: Obj | None, policy: Obj, clusters: Mapping[str, Obj],
-                      attempt: Attempt | None, cluster_version: int, now: float, queued: bool = False) -> Trigger:
+                      attempt: Attempt | None, cluster_version: int, now: float, queued: bool = False,
+                      works: Mapping[str, Obj] | None = None) -> Trigger:
     """``(reason, previous binding, delay, wake)``; see the module docstring. ``queued``: the job was
-    just popped from the scheduling queue (an unschedulable job is tried again only then)."""
+    just popped from the scheduling queue (an unschedulable job is tried again only then); ``works``:
+    the job's Works by cluster (application failover reads their member Job state)."""
     generation = b.generation_of(rb)
     status = (rb or {}).get("status") or {}
     job_gen = int(job["metadata"].get("generation") or 1)
@@ -70,6 +75,15 @@ def placement_trigger(job: Obj, rb: Obj | None, policy: Obj, clusters: Mapping[s
             return decision, rb, 0.0, wake
         why = "; ".join(f"{n}: {w}" for n, w in sorted(lost.items()))
         return f"cluster lost ({why})", b.without_clusters(rb, lost), 0.0, wake
+    unhealthy, app_wake = app_failover.unhealthy_shares(rb, works or {}, now)
+    if app_wake is not None:
+        wake = app_wake if wake is None else min(wake, app_wake)
+    if unhealthy:
+        why = "; ".join(f"{n}: {w}" for n, w in sorted(unhealthy.items()))
+        previous = b.without_clusters(rb, unhealthy)
+        assert previous is not None
+        previous["spec"]["gracefulEvictionTasks"] = app_failover.eviction_tasks(rb, unhealthy, now)
+        return f"{APPLICATION_FAILURE} ({why})", previous, 0.0, wake
     if generation > 0 and c.int_annotation(rb, c.CANCELLED_GENERATION, -1) == generation:
         retry_at = c.parse_time(c.annotations_of(rb).get(c.RETRY_AFTER)) or now
         return "reservation cancelled", b.fresh_previous(rb), max(0.0, retry_at - now), wake

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from simulator.errors import TraceError
-from simulator.trace import gpu_pods, read_trace
+from simulator.trace import gpu_pods
+from simulator.trace_formats import read_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
 BAD = yaml.safe_load((DATA / "bad-rows.yaml").read_text())

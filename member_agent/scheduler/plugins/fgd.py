@@ -236,18 +236,21 @@ class FgdPlugin:
     def _scale(self, delta: np.ndarray) -> np.ndarray:
         return -delta * MAX_NODE_SCORE * self.weight / max(1, self.gpus)  # type: ignore[no-any-return]
 
+    def _gpu_share_after(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """(R,) the share of each row's GPUs allocated once the task is placed there."""
+        demand = self.ledger.demand(task)
+        count = np.maximum(self.ledger.matrix().count[rows], 1)
+        free = self._free(rows.tolist()).sum(axis=1)
+        amount = demand.cores / 100.0 if demand.shared else demand.gpus
+        return (count - free + amount) / count  # type: ignore[no-any-return]
+
     def _score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         if not self.ledger.demand(task).any_gpu and not task.spec.request_list[Dimensions.CPU]:
             return np.zeros(len(rows))
         delta, _ = self._deltas(task, rows.tolist())
         score = self._scale(delta)
-        demand = self.ledger.demand(task)
-        if self.binpack and demand.any_gpu:
-            matrix = self.ledger.matrix()
-            count = np.maximum(matrix.count[rows], 1)
-            free = self._free(rows.tolist()).sum(axis=1)
-            amount = demand.cores / 100.0 if demand.shared else demand.gpus
-            score = score + self.binpack * (count - free + amount) / count
+        if self.binpack and self.ledger.demand(task).any_gpu:
+            score = score + self.binpack * self._gpu_share_after(task, rows)
         if self.tie_break in ("bestfit", "gpufit"):
             # Rounded so float noise in Δ does not hide a tie; the term stays below one step.
             req = task.spec.request_list[Dimensions.CPU]
@@ -255,10 +258,7 @@ class FgdPlugin:
             cap = np.maximum(self.ssn.node_allocatable[rows, Dimensions.CPU], 1.0)
             tie = 1.0 - idle / cap
             if self.tie_break == "gpufit":
-                count = np.maximum(self.ledger.matrix().count[rows], 1)
-                free = self._free(rows.tolist()).sum(axis=1)
-                amount = demand.cores / 100.0 if demand.shared else demand.gpus
-                tie = 2.0 * (1.0 - (free - amount) / count) + 0.5 * tie
+                tie = 2.0 * self._gpu_share_after(task, rows) + 0.5 * tie
             score = np.round(score, 6) + 1e-7 * tie
         return score  # type: ignore[no-any-return]
 

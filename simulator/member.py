@@ -33,11 +33,21 @@ from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.scheduler_cache import SchedulerCache
 from member_agent.works import Placement, WorkRecord
+from policies.quantity import parse_quantity
 from policies.scheduler_conf import SchedulerConf
 from simulator.clock import VirtualClock
+from simulator.trace import TraceJob
 
 GPU = "nvidia.com/gpu"
 Obj = dict[str, Any]
+
+
+def _capacity(node: Obj) -> dict[str, float]:
+    """A node's allocatable as numbers; HAMi's ``gpucores`` is 100 per GPU when not listed."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    cap = {str(k): float(parse_quantity(v)) for k, v in allocatable.items()}
+    cap.setdefault("nvidia.com/gpucores", 100 * cap.get(GPU, 0.0))
+    return cap
 
 
 @dataclass
@@ -87,6 +97,7 @@ class Member:
         self.sessions = 0
         self.gpus_total = sum(float((n.get("status") or {}).get("allocatable", {}).get(GPU, 0) or 0) for n in nodes)
         self.gpus_allocated = 0.0
+        self._capacities = [_capacity(n) for n in nodes]
         #: called with (share, what) when a share starts, ends or is refused: "started", "ended", "error"
         self.on_change: Callable[[Share, str], None] = lambda share, what: None
 
@@ -229,6 +240,9 @@ class Member:
     # ------------------------------------------------------------------ the kubelet
     def finish_due(self, until: float) -> None:
         """Pods whose run time is over succeed (exit code 0)."""
+        for share in self.shares.values():
+            if share.run.requeue_at is not None and share.run.requeue_at <= until:
+                self._dirty.add(share.job)
         while self.finishes and self.finishes[0][0] <= until:
             _when, _seq, job, name = heapq.heappop(self.finishes)
             share = self.shares.get(job)
@@ -246,6 +260,27 @@ class Member:
 
     def next_finish(self) -> float:
         return self.finishes[0][0] if self.finishes else float("inf")
+
+    def next_requeue(self) -> float:
+        """The earliest time a share's controller asked to be looked at again (retry delay, TTL)."""
+        return min((s.run.requeue_at for s in self.shares.values() if s.run.requeue_at is not None),
+                   default=float("inf"))
+
+    def never_fits(self, job: TraceJob) -> str:
+        """Why no state of this cluster could ever run ``job`` ("" when one could): a pod larger
+        than every node, or a gang asking more GPUs than the cluster has."""
+        for task in job.tasks:
+            ask = {name: float(parse_quantity(value)) for name, value in task.requests}
+            if not any(all(cap.get(name, 0.0) + 1e-9 >= amount for name, amount in ask.items() if amount > 0)
+                       for cap in self._capacities):
+                wants = ", ".join(f"{k}={v}" for k, v in task.requests)
+                return f"a pod of task {task.name} ({wants}) fits no node of cluster {self.name}"
+        gang = job.min_available if job.min_available is not None else job.pods
+        smallest = sorted(p for t in job.tasks for p in [t.gpus_per_pod] * t.replicas)[:gang]
+        if sum(smallest) > self.gpus_total + 1e-9:
+            return (f"the gang needs at least {sum(smallest):g} GPUs, cluster {self.name} has "
+                    f"{self.gpus_total:g}")
+        return ""
 
     def _bind(self, share: Share, name: str, node: str, annotations: Optional[dict[str, str]]) -> None:
         pod = share.pods.get(name)

@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", metavar="PP.yaml", help="PropagationPolicy dividing jobs over several clusters")
     p.add_argument("--period", type=float, default=1.0, metavar="S",
                    help="scheduling period in seconds, arrivals within one are coalesced (job mode, 1)")
+    p.add_argument("--coalesce", type=float, metavar="S",
+                   help="see arrivals and pod ends on a grid of S seconds (job mode; default: --period)")
     p.add_argument("--until", type=float, metavar="S", help="stop at this simulated second (job mode)")
     p.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs by arrival (job mode)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for summary.json, plots, HTML")
@@ -148,8 +150,8 @@ def job_main(args: argparse.Namespace, console: Console) -> int:
     if not args.clusters:
         print("error: --mode jobs needs --clusters FILE... (cluster layouts)", file=sys.stderr)
         return 2
-    if args.period <= 0 or (args.limit is not None and args.limit < 0):
-        print("error: --period must be > 0 and --limit >= 0", file=sys.stderr)
+    if args.period <= 0 or (args.coalesce is not None and args.coalesce <= 0) or (args.limit is not None and args.limit < 0):
+        print("error: --period and --coalesce must be > 0 and --limit >= 0", file=sys.stderr)
         return 2
     if len(args.clusters) > 1 and not args.policy:
         print("error: several --clusters need --policy PP.yaml (how the federation divides a job)", file=sys.stderr)

@@ -59,12 +59,13 @@ def run_job_mode(args: argparse.Namespace, trace: Trace, conf: SchedulerConf, la
 
         federation = Federation(members, args.policy, clock)
         divide, release = federation.divide, federation.release
-    run = run_jobs(trace.jobs, members, divide, clock, period=args.period, until=args.until, release=release,
+    run = run_jobs(trace.jobs, members, divide, clock, period=args.period, coalesce=args.coalesce,
+                   until=args.until, release=release,
                    progress=progress)
     inputs = {"trace": os.path.basename(args.trace), "clusters": [os.path.basename(c) for c in args.clusters],
               "clusterNames": [m.name for m in members],
               "policy": os.path.basename(args.policy) if args.policy else None, "schedulerConf": label,
-              "seed": args.seed, "period": args.period, "until": args.until, "limit": args.limit,
+              "seed": args.seed, "period": args.period, "coalesce": args.coalesce, "until": args.until, "limit": args.limit,
               "percentageNodesToFind": args.percentage_nodes_to_find,
               "badRows": {"count": len(trace.bad), "rows": [b.to_json() for b in trace.bad[:100]]}}
     return run, job_summary(run, inputs=inputs, wall_clock=not args.no_wall_clock)

@@ -88,10 +88,14 @@ def _tick(t: float, period: float) -> float:
 
 
 def run_jobs(jobs: list[TraceJob], members: list[Member], divide: Divider, clock: VirtualClock, *,
-             period: float = 1.0, until: Optional[float] = None, release: Optional[Releaser] = None,
-             progress: Optional[Callable[[int, int], None]] = None) -> JobRun:
-    """Replay ``jobs`` (sorted by arrival) over ``members`` until every job ended or ``until``."""
+             period: float = 1.0, coalesce: Optional[float] = None, until: Optional[float] = None,
+             release: Optional[Releaser] = None, progress: Optional[Callable[[int, int], None]] = None) -> JobRun:
+    """Replay ``jobs`` (sorted by arrival) over ``members`` until every job ended or ``until``.
+
+    Arrivals, pod ends and controller requeues are seen on a grid of ``coalesce`` seconds (default:
+    ``period``); a session that leaves work pending is followed by another ``period`` later."""
     started = time.perf_counter()
+    grid = coalesce or period
     queues = tuple(sorted({j.queue for j in jobs} | {"default"}))
     run = JobRun([], sum(m.gpus_total for m in members), queues)
     pending = {q: 0 for q in queues}
@@ -123,9 +127,11 @@ def run_jobs(jobs: list[TraceJob], members: list[Member], divide: Divider, clock
     i, t = 0, 0.0
     changed = False
     while True:
-        next_arrival = _tick(jobs[i].arrival, period) if i < len(jobs) else math.inf
+        next_arrival = _tick(jobs[i].arrival, grid) if i < len(jobs) else math.inf
         next_finish = min((m.next_finish() - EPOCH for m in members), default=math.inf)
-        due = t + period if changed else min(next_arrival, _tick(next_finish, period), _requeue(members, period))
+        due = min(next_arrival, _tick(next_finish, grid), _requeue(members, grid))
+        if changed:
+            due = min(due, t + period)
         if math.isinf(due) or (until is not None and due > until):
             break
         t = max(due, t)
@@ -138,13 +144,14 @@ def run_jobs(jobs: list[TraceJob], members: list[Member], divide: Divider, clock
             member.reconcile()
         changed = False
         for member in members:
-            if member.changed:
+            if member.changed and member.has_pending():
                 member.schedule()
                 run.sessions += 1
-                changed = True
-        if release is not None and release(EPOCH + t):
-            changed = True
-        changed = changed and any(m.changed for m in members)
+        if release is not None:
+            release(EPOCH + t)
+        # A session (or a release) changed what the next one sees while work is pending: the
+        # next period runs one; otherwise the clock jumps to the next event.
+        changed = any(m.changed and m.has_pending() for m in members)
         run.series.append((t, sum(m.gpus_allocated for m in members), tuple(pending[q] for q in queues)))
         if progress is not None:
             progress(done[0] + sum(1 for r in run.jobs if r.status == "Unfittable"), len(jobs))

@@ -163,7 +163,8 @@ def plot_cdfs(runs: dict[str, JobRun], path: str) -> None:
         ax.set_xlabel(f"{name} (seconds, log; < 1 s drawn at 1 s)")
         ax.set_ylabel("fraction of jobs")
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

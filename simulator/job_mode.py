@@ -76,9 +76,10 @@ class Divider(Protocol):
 
 
 class Releaser(Protocol):
-    """After a tick's sessions: release (or cancel) held shares, the federation's two-phase start."""
+    """After a tick's sessions: release (or cancel) held shares, the federation's two-phase start;
+    returns the jobs that waited at the federation and were divided now."""
 
-    def __call__(self, now: float) -> bool: ...
+    def __call__(self, now: float) -> list[tuple[TraceJob, list[tuple[Member, dict, bool]]]]: ...
 
 
 def _tick(t: float, period: float) -> float:
@@ -100,6 +101,7 @@ def run_jobs(jobs: list[TraceJob], members: list[Member], divide: Divider, clock
     run = JobRun([], sum(m.gpus_total for m in members), queues)
     pending = {q: 0 for q in queues}
     by_share: dict[tuple[str, str], JobResult] = {}
+    results: dict[str, JobResult] = {}
 
     def on_change(member: Member, share: Share, what: str) -> None:
         result = by_share.get((member.name, share.job))
@@ -137,7 +139,7 @@ def run_jobs(jobs: list[TraceJob], members: list[Member], divide: Divider, clock
         t = max(due, t)
         clock.advance_to(EPOCH + t)
         while i < len(jobs) and jobs[i].arrival <= t + 1e-9:
-            _submit(jobs[i], i, divide, run, by_share, pending)
+            results[jobs[i].name] = _submit(jobs[i], i, divide, run, by_share, pending)
             i += 1
         for member in members:
             member.finish_due(EPOCH + t)
@@ -148,7 +150,10 @@ def run_jobs(jobs: list[TraceJob], members: list[Member], divide: Divider, clock
                 member.schedule()
                 run.sessions += 1
         if release is not None:
-            release(EPOCH + t)
+            for job, shares in release(EPOCH + t):
+                _assign(results[job.name], shares, by_share)
+            for member in members:
+                member.reconcile()
         # A session (or a release) changed what the next one sees while work is pending: the
         # next period runs one; otherwise the clock jumps to the next event.
         changed = any(m.changed and m.has_pending() for m in members)
@@ -168,20 +173,28 @@ def _requeue(members: list[Member], period: float) -> float:
 
 
 def _submit(job: TraceJob, index: int, divide: Divider, run: JobRun, by_share: dict[tuple[str, str], JobResult],
-            pending: dict[str, int]) -> None:
+            pending: dict[str, int]) -> JobResult:
     result = JobResult(job.name, job.queue, job.gpus, job.arrival, job.duration)
     run.jobs.append(result)
     manifest = job.manifest(uid=f"job-{index:06d}")
     shares = divide(job, manifest)
     if isinstance(shares, str):
         result.status, result.reason, result.end = "Unfittable", shares, None
-        return
+        return result
     pending[job.queue] += 1
+    _assign(result, shares, by_share)  # [] : waits in the federation's queue
+    return result
+
+
+def _assign(result: JobResult, shares: list[tuple[Member, dict, bool]],
+            by_share: dict[tuple[str, str], JobResult]) -> None:
+    """The job's shares go to their members (again, after a cancelled two-phase start)."""
     result.open_shares = len(shares)
+    result.clusters = {}
     for member, share_manifest, hold in shares:
-        by_share[(member.name, job.name)] = result
+        by_share[(member.name, result.name)] = result
         result.clusters[member.name] = sum(int(t.get("replicas", 1)) for t in share_manifest["spec"]["tasks"])
-        member.submit(job.name, share_manifest, job.duration, hold=hold, clusters=len(shares))
+        member.submit(result.name, share_manifest, result.duration, hold=hold, clusters=len(shares))
 
 
 def _close(run: JobRun, until: Optional[float]) -> None:

@@ -97,6 +97,7 @@ class Member:
         self.sessions = 0
         self.gpus_total = sum(float((n.get("status") or {}).get("allocatable", {}).get(GPU, 0) or 0) for n in nodes)
         self.gpus_allocated = 0.0
+        self.finished_pods = 0  # pods that ran to their end (the federation re-tries its queue after one)
         self._capacities = [_capacity(n) for n in nodes]
         #: called with (share, what) when a share starts, ends or is refused: "started", "ended", "error"
         self.on_change: Callable[[Share, str], None] = lambda share, what: None
@@ -253,6 +254,7 @@ class Member:
                              "containerStatuses": [{"name": "main", "ready": False,
                                                     "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
             self.gpus_allocated -= share.gpus_per_pod.get(self._task(pod), 0.0)
+            self.finished_pods += 1
             self._stamp(pod)
             self.cache.upsert(pod)
             self._dirty.add(job)

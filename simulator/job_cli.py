@@ -52,6 +52,7 @@ def run_job_mode(args: argparse.Namespace, trace: Trace, conf: SchedulerConf, la
     members = build_members(args.clusters, trace, conf, clock, options)
     divide: Divider
     release: Optional[Releaser] = None
+    federation = None
     if len(members) == 1 and not args.policy:
         divide = single_cluster(members[0])
     else:
@@ -62,6 +63,8 @@ def run_job_mode(args: argparse.Namespace, trace: Trace, conf: SchedulerConf, la
     run = run_jobs(trace.jobs, members, divide, clock, period=args.period, coalesce=args.coalesce,
                    until=args.until, release=release,
                    progress=progress)
+    if federation is not None:
+        run.cross_cluster_jobs = federation.cross_cluster
     inputs = {"trace": os.path.basename(args.trace), "clusters": [os.path.basename(c) for c in args.clusters],
               "clusterNames": [m.name for m in members],
               "policy": os.path.basename(args.policy) if args.policy else None, "schedulerConf": label,

@@ -43,6 +43,7 @@ class JobResult:
     status: str = "Pending"
     reason: str = ""
     clusters: dict[str, int] = field(default_factory=dict)  # cluster -> pods of the job there
+    share_starts: dict[str, float] = field(default_factory=dict)  # cluster -> when its share ran
     open_shares: int = 0
 
     @property
@@ -64,6 +65,8 @@ class JobRun:
     #: one row per session: (seconds, GPUs allocated, pending jobs per queue in ``queues`` order)
     series: list[tuple[float, float, tuple[int, ...]]] = field(default_factory=list)
     sessions: int = 0
+    #: jobs whose shares spanned several clusters (a two-phase start); None with one cluster
+    cross_cluster_jobs: Optional[int] = None
     simulated_seconds: float = 0.0
     wall_seconds: float = 0.0
 
@@ -108,6 +111,8 @@ def run_jobs(jobs: list[TraceJob], members: list[Member], divide: Divider, clock
         if result is None:
             return
         now = clock.now() - EPOCH
+        if what == "started":
+            result.share_starts.setdefault(member.name, now)
         if what == "started" and result.start is None:
             result.start = now  # the first share running; a gang's shares are released together
             result.status = "Running"
@@ -190,7 +195,7 @@ def _assign(result: JobResult, shares: list[tuple[Member, dict, bool]],
             by_share: dict[tuple[str, str], JobResult]) -> None:
     """The job's shares go to their members (again, after a cancelled two-phase start)."""
     result.open_shares = len(shares)
-    result.clusters = {}
+    result.clusters, result.share_starts = {}, {}
     for member, share_manifest, hold in shares:
         by_share[(member.name, result.name)] = result
         result.clusters[member.name] = sum(int(t.get("replicas", 1)) for t in share_manifest["spec"]["tasks"])

@@ -55,6 +55,7 @@ def job_summary(run: JobRun, *, inputs: dict[str, Any], wall_clock: bool) -> dic
         "unschedulable": {"count": len(stuck), "jobs": [_listed(j) for j in stuck[:MAX_LISTED]]},
         "gpus": run.gpus_total,
         "sessions": run.sessions,
+        "crossClusterJobs": run.cross_cluster_jobs,
         "jct": _stats([j.jct for j in finished if j.jct is not None]),
         "queueingDelay": _stats([j.queueing_delay for j in started if j.queueing_delay is not None]),
         "gpuAllocationRatio": (busy / (run.gpus_total * run.simulated_seconds)

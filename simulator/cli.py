@@ -2,6 +2,8 @@
 
     caldera simulate --trace PODS.csv --nodes NODES.csv --mode fgd --scheduler-conf CONF \\
         [--seed S] [--load 1.3] [--batch N] [--compare CONF ...] -o DIR
+    caldera simulate --trace FILE --clusters FILE... [--policy PP.yaml] [--scheduler-conf CONF] \\
+        [--compare CONF ...] [--period S] [--until S] [--limit N] -o DIR
 
 See docs/simulate.md for the protocol, the outputs and the limits.
 """
@@ -22,6 +24,9 @@ from policies.errors import CalderaError
 from policies.scheduler_conf import DEFAULT_CONF, SchedulerConf, parse_scheduler_conf
 from simulator.errors import TraceError
 from simulator.fgd_mode import FgdRun, run_fgd
+from simulator.job_cli import load_trace, run_job_mode
+from simulator.job_mode import JobRun
+from simulator.job_report import plot_cdfs, plot_utilisation, write_jobs
 from simulator.openb import read_nodes, read_pods
 from simulator.report import fgd_summary, plot_allocation, write_fgd
 
@@ -31,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="replay a job trace in virtual time through Caldera's scheduler")
     p.add_argument("--trace", required=True, metavar="FILE", help="the trace (openb pod list csv for --mode fgd)")
     p.add_argument("--nodes", metavar="FILE", help="openb node list csv (the cluster for --mode fgd)")
-    p.add_argument("--mode", choices=("fgd",), default="fgd",
-                   help="fgd: pods arrive in order and never leave until the load reaches --load")
+    p.add_argument("--mode", choices=("fgd", "jobs"),
+                   help="fgd: openb pods arrive in order and never leave until the load reaches --load; "
+                        "jobs: jobs arrive, run for their duration and leave (default with --clusters)")
     p.add_argument("--scheduler-conf", metavar="CONF", help="volcano-scheduler.conf (default: Volcano's default)")
     p.add_argument("--compare", nargs="+", metavar="CONF", help="run the trace under each conf and print one table")
     p.add_argument("--seed", type=int, default=42, help="chooses the sample of pods (default 42)")
@@ -43,8 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-bad", action="store_true", help="skip unreadable trace rows (counted in the summary)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-wall-clock", action="store_true", help="write wallSeconds as null (byte-identical summary)")
-    p.add_argument("--clusters", nargs="+", metavar="FILE", help="not yet supported (multi-cluster replay)")
-    p.add_argument("--policy", metavar="PP.yaml", help="not yet supported (multi-cluster replay)")
+    p.add_argument("--clusters", nargs="+", metavar="FILE", help="cluster layout files (job mode; several: federation)")
+    p.add_argument("--policy", metavar="PP.yaml", help="PropagationPolicy dividing jobs over several clusters")
+    p.add_argument("--period", type=float, default=1.0, metavar="S",
+                   help="scheduling period in seconds, arrivals within one are coalesced (job mode, 1)")
+    p.add_argument("--coalesce", type=float, metavar="S",
+                   help="see arrivals and pod ends on a grid of S seconds (job mode; default: --period)")
+    p.add_argument("--until", type=float, metavar="S", help="stop at this simulated second (job mode)")
+    p.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs by arrival (job mode)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for summary.json, plots, HTML")
     return p
 
@@ -81,8 +93,11 @@ def _run(args: argparse.Namespace, conf_path: str | None, console: Console) -> t
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     console = Console(stderr=True)
+    args.mode = args.mode or ("jobs" if args.clusters else "fgd")
+    if args.mode == "jobs":
+        return job_main(args, console)
     if args.clusters or args.policy:
-        print("error: --clusters/--policy (multi-cluster replay) is not implemented yet", file=sys.stderr)
+        print("error: --clusters/--policy belong to the job mode (--mode jobs)", file=sys.stderr)
         return 2
     if args.mode == "fgd" and not args.nodes:
         print("error: --mode fgd needs --nodes NODES.csv (the openb node list)", file=sys.stderr)
@@ -127,4 +142,58 @@ def _print_table(results: list[tuple[str, FgdRun, dict[str, Any]]]) -> None:
                       _pct(s["gpuAllocationRatio"]), _pct(s["arrivedLoadRatio"]),
                       f"{_pct(first['allocationRatio'])} ({first['gpus']:g} GPU)" if first else "-",
                       _pct(eight), f"{run.wall_seconds:.1f}")
+    Console().print(table)
+
+
+def job_main(args: argparse.Namespace, console: Console) -> int:
+    """The job mode: one run per conf (``--compare``), each under ``DIR/<conf name>/`` when several."""
+    if not args.clusters:
+        print("error: --mode jobs needs --clusters FILE... (cluster layouts)", file=sys.stderr)
+        return 2
+    if args.period <= 0 or (args.coalesce is not None and args.coalesce <= 0) or (args.limit is not None and args.limit < 0):
+        print("error: --period and --coalesce must be > 0 and --limit >= 0", file=sys.stderr)
+        return 2
+    if len(args.clusters) > 1 and not args.policy:
+        print("error: several --clusters need --policy PP.yaml (how the federation divides a job)", file=sys.stderr)
+        return 2
+    confs = args.compare or [args.scheduler_conf]
+    results: list[tuple[str, JobRun, dict[str, Any]]] = []
+    try:
+        trace = load_trace(args)
+        for conf_path in confs:
+            label = os.path.basename(conf_path) if conf_path else "volcano default"
+            with Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
+                          TimeElapsedColumn(), console=console, disable=args.no_progress) as progress:
+                task = progress.add_task(label, total=len(trace.jobs))
+                def tick(done: int, total: int, task: Any = task) -> None:
+                    progress.update(task, completed=done, total=total)
+
+                run, summary = run_job_mode(args, trace, _conf(conf_path), label, tick)
+            out = args.output if len(confs) == 1 else os.path.join(args.output, _slug(conf_path))
+            write_jobs(out, run, summary, label)
+            results.append((label, run, summary))
+    except (TraceError, CalderaError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if len(results) > 1:
+        plot_utilisation({label: run for label, run, _ in results}, os.path.join(args.output, "utilisation.png"))
+        plot_cdfs({label: run for label, run, _ in results}, os.path.join(args.output, "cdf.png"))
+    _print_job_table(results)
+    return 0
+
+
+def _secs(stats: Any, key: str) -> str:
+    return "-" if not stats or stats.get(key) is None else f"{stats[key]:,.0f}"
+
+
+def _print_job_table(results: list[tuple[str, JobRun, dict[str, Any]]]) -> None:
+    table = Table(title="job trace replay (seconds)")
+    for column in ("conf", "jobs", "finished", "unfittable", "unschedulable", "JCT mean", "JCT p95",
+                   "queueing mean", "queueing p95", "GPU alloc", "sessions", "wall s"):
+        table.add_column(column)
+    for label, run, s in results:
+        table.add_row(label, str(s["jobs"]), str(s["finished"]), str(s["unfittable"]["count"]),
+                      str(s["unschedulable"]["count"]), _secs(s["jct"], "mean"), _secs(s["jct"], "p95"),
+                      _secs(s["queueingDelay"], "mean"), _secs(s["queueingDelay"], "p95"),
+                      _pct(s["gpuAllocationRatio"]), str(s["sessions"]), f"{run.wall_seconds:.1f}")
     Console().print(table)

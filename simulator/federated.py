@@ -1,0 +1,180 @@
+"""Several member clusters: each job divided by the federation's own placement, gangs started in two phases.
+
+What runs is the federation's code: each member's ``Cluster.status`` is what its agent would
+report (:func:`member_agent.capacity.cluster_status` over its nodes and the pods bound or
+reserved there); a job becomes a placement request (:func:`~federation.placement.adapters.build_request`
+with the ``--policy`` PropagationPolicy) that :meth:`~federation.placement.place.Placer.place`
+divides; each cluster's share is rendered as dispatch renders a Work
+(:func:`~federation.controllers.render.share_manifest`). A job split over several clusters is
+a cross-cluster gang: its shares are submitted held (``hold: true``), each member reserves its
+share's pods, and once every share is Reserved all are released at the same tick (the
+federation's two-phase start); a share whose reservation expired cancels the whole placement
+and the job goes back to the federation's queue, as the placement controller does.
+
+A job the placement cannot divide on the clusters' free capacity waits in the federation's
+queue (FIFO) and is tried again after each tick in which a pod ended; a job that does not fit
+even on empty clusters is Unfittable (with the placement's reason).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import yaml
+
+from federation.controllers.binding import placement_json
+from federation.controllers.render import share_manifest
+from federation.placement.adapters import assumed_share, build_request
+from federation.placement.place import Placer
+from member_agent.capacity import NodeState, cluster_status
+from member_agent.pod_writes import with_placement
+from policies.errors import InvalidConfiguration
+from simulator.clock import VirtualClock
+from simulator.member import Member, Obj
+from simulator.trace import TraceJob
+
+Shares = list[tuple[Member, dict, bool]]
+
+
+def load_policy(path: str) -> Obj:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            docs = [d for d in yaml.safe_load_all(handle) if d]
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidConfiguration(f"policy {path}: {exc}") from exc
+    policies = [d for d in docs if isinstance(d, dict) and d.get("kind") in ("PropagationPolicy",
+                                                                             "ClusterPropagationPolicy")]
+    if len(policies) != 1:
+        raise InvalidConfiguration(f"policy {path}: want exactly one PropagationPolicy, found {len(policies)}")
+    if not ((policies[0].get("spec") or {}).get("placement")):
+        raise InvalidConfiguration(f"policy {path}: spec.placement is required")
+    return dict(policies[0])
+
+
+class Federation:
+    """The federation's division of jobs over ``members`` and its two-phase start of gangs."""
+
+    def __init__(self, members: list[Member], policy_path: Optional[str], clock: VirtualClock) -> None:
+        self.members = {m.name: m for m in members}
+        self.policy = load_policy(policy_path) if policy_path else {
+            "kind": "PropagationPolicy", "metadata": {"name": "whole"},
+            "spec": {"placement": {"replicaScheduling": {"replicaSchedulingType": "Divided",
+                                                         "replicaDivisionPreference": "Aggregated"}}}}
+        self.clock = clock
+        self.placer = Placer()
+        self.backlog: list[tuple[TraceJob, dict]] = []
+        self.held: dict[str, list[Member]] = {}  # job -> members holding its shares
+        self.generation: dict[str, int] = {}
+        self.placed: list[tuple[TraceJob, Shares]] = []  # placed from the backlog this tick
+        self.cross_cluster = 0  # jobs whose shares spanned several clusters
+        self._empty = {m.name: self._cluster(m, empty=True) for m in members}
+        self._seen_finishes = 0
+        self._jobs: dict[str, tuple[TraceJob, dict]] = {}
+        #: shares dispatched whose pods are not yet bound or reserved: deducted from later placements
+        #: (the placement controller's assumed workloads), or two jobs placed in one tick would
+        #: both count on the same free GPUs
+        self._assumed: dict[str, tuple[Any, ...]] = {}
+
+    # ------------------------------------------------------------------ cluster status
+    def _cluster(self, member: Member, empty: bool = False) -> Obj:
+        pods = [] if empty else self._pods(member)
+        status = cluster_status(NodeState(member.nodes, pods), pods)
+        status["conditions"] = [{"type": "Ready", "status": "True", "lastTransitionTime": "2023-01-01T00:00:00Z"}]
+        return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                "metadata": {"name": member.name}, "spec": {}, "status": status}
+
+    @staticmethod
+    def _pods(member: Member) -> list[Obj]:
+        """Pods holding resources: bound and not finished, or reserved for a held gang."""
+        out = []
+        for share in member.shares.values():
+            for name, pod in share.pods.items():
+                node = share.gang.reservations.get(f"sim/{name}")
+                if node is not None:
+                    out.append(with_placement(pod, node, None))
+                elif (pod.get("spec") or {}).get("nodeName") and pod["status"].get("phase") == "Running":
+                    out.append(pod)
+        return out
+
+    # ------------------------------------------------------------------ division
+    def divide(self, job: TraceJob, manifest: dict) -> Shares | str:
+        """The job's shares now, [] when it waits in the federation's queue, or why it never fits."""
+        self._jobs[job.name] = (job, manifest)
+        on_empty = self._place(manifest, list(self._empty.values()))
+        if not on_empty.ok:
+            return f"the federation cannot divide it even over empty clusters: {on_empty.reason}"
+        shares = self._try(job, manifest)
+        if shares is None:
+            self.backlog.append((job, manifest))
+            return []
+        return shares
+
+    def _place(self, manifest: dict, clusters: list[Obj], assumed: tuple[Any, ...] = ()) -> Any:
+        request = build_request(manifest, self.policy, clusters, now=self.clock.now(), assumed=assumed)
+        self._demand = request.job
+        return self.placer.place(request)
+
+    def _settle_assumed(self) -> tuple[Any, ...]:
+        """Assumed shares of jobs whose every share is now bound or reserved (or gone) are dropped."""
+        for job in list(self._assumed):
+            shares = [m.shares.get(job) for m in self.members.values() if job in m.shares]
+            if all(s.started is not None or s.gang.phase == "Reserved" or s.gang.released for s in shares if s):
+                del self._assumed[job]
+        return tuple(a for entries in self._assumed.values() for a in entries)
+
+    def _try(self, job: TraceJob, manifest: dict) -> Optional[Shares]:
+        decision = self._place(manifest, [self._cluster(m) for m in self.members.values()], self._settle_assumed())
+        if not decision.ok:
+            return None
+        self._assumed[job.name] = tuple(assumed_share(name, self._demand, {t: ts.replicas for t, ts in share.tasks.items()})
+                                        for name, share in decision.shares.items() if share.replicas > 0)
+        generation = self.generation[job.name] = self.generation.get(job.name, 0) + 1
+        placement = placement_json(decision, manifest, generation)
+        used = [(name, entry) for name, entry in sorted(placement["clusters"].items())
+                if int(entry.get("replicas") or 0) > 0]
+        multi = len(used) > 1
+        shares: Shares = []
+        for name, entry in used:
+            rendered = share_manifest(manifest, entry, placement["totals"], generation)
+            rendered["metadata"]["uid"] = f"{manifest['metadata']['uid']}-g{generation}"
+            shares.append((self.members[name], rendered, multi))
+        if multi:
+            self.cross_cluster += 1
+            self.held[job.name] = [m for m, _, _ in shares]
+        return shares
+
+    # ------------------------------------------------------------------ two-phase start
+    def release(self, now: float) -> list[tuple[TraceJob, Shares]]:
+        """Release gangs whose every share is reserved; re-queue those with an expired share; place
+        queued jobs when pods ended since the last try. Returns the jobs placed from the queue."""
+        for job, members in sorted(self.held.items()):
+            gangs = [m.shares[job].gang for m in members if job in m.shares]
+            if len(gangs) != len(members) or any(g.expired for g in gangs):
+                for member in members:
+                    member.cancel(job)
+                del self.held[job]
+                self._assumed.pop(job, None)
+                self._seen_finishes = -1  # try the queue again this tick
+                self.backlog.insert(0, (self._trace_job(job), self._manifest(job)))
+            elif all(g.phase == "Reserved" for g in gangs):
+                for member in members:
+                    member.release(job)
+                del self.held[job]
+        placed: list[tuple[TraceJob, Shares]] = []
+        finishes = sum(m.finished_pods for m in self.members.values())
+        if self.backlog and finishes != self._seen_finishes:
+            self._seen_finishes = finishes
+            waiting, self.backlog = self.backlog, []
+            for job, manifest in waiting:
+                shares = self._try(job, manifest)
+                if shares is None:
+                    self.backlog.append((job, manifest))
+                else:
+                    placed.append((job, shares))
+        return placed
+
+    def _trace_job(self, name: str) -> TraceJob:
+        return self._jobs[name][0]
+
+    def _manifest(self, name: str) -> dict:
+        return self._jobs[name][1]

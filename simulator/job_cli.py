@@ -1,0 +1,74 @@
+"""``caldera simulate --trace FILE --clusters FILE... [--policy PP.yaml]``: the job mode's command.
+
+Reads the trace (any format of :func:`~simulator.trace_formats.read_trace`) and the cluster files
+(the sim layouts ``caldera agent --sim`` reads), builds one :class:`~simulator.member.Member` per
+cluster, divides each job (one cluster: whole; several: the federation's placement under
+``--policy``), replays, and writes the outputs of :mod:`simulator.job_report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, Callable, Optional
+
+from member_agent.cluster.pools import load_cluster_file
+from member_agent.scheduler.framework.session import SessionOptions
+from policies.scheduler_conf import SchedulerConf
+from simulator.clock import VirtualClock
+from simulator.job_mode import EPOCH, Divider, JobRun, Releaser, run_jobs, single_cluster
+from simulator.job_report import job_summary
+from simulator.member import Member
+from simulator.trace import Trace, priority_class_name
+from simulator.trace_formats import read_trace
+
+
+def load_trace(args: argparse.Namespace) -> Trace:
+    trace = read_trace(args.trace, skip_bad=args.skip_bad)
+    if args.limit is not None:
+        trace.jobs = trace.jobs[: args.limit]
+    return trace
+
+
+def build_members(paths: list[str], trace: Trace, conf: SchedulerConf, clock: VirtualClock,
+                  options: SessionOptions) -> list[Member]:
+    queues = tuple(sorted({j.queue for j in trace.jobs} | {"default"}))
+    classes = {priority_class_name(j.priority): j.priority for j in trace.jobs if j.priority is not None}
+    members = []
+    for index, path in enumerate(paths):
+        layout = load_cluster_file(path)
+        name = layout.name or f"cluster-{index + 1}"
+        if any(m.name == name for m in members):
+            name = f"{name}-{index + 1}"  # the same file twice: two clusters of that layout
+        members.append(Member(name, layout.nodes, conf, clock, options=options, queues=queues,
+                              priority_classes=classes))
+    return members
+
+
+def run_job_mode(args: argparse.Namespace, trace: Trace, conf: SchedulerConf, label: str,
+                 progress: Optional[Callable[[int, int], None]] = None) -> tuple[JobRun, dict[str, Any]]:
+    clock = VirtualClock(EPOCH)
+    options = SessionOptions(percentage_nodes_to_find=args.percentage_nodes_to_find)
+    members = build_members(args.clusters, trace, conf, clock, options)
+    divide: Divider
+    release: Optional[Releaser] = None
+    federation = None
+    if len(members) == 1 and not args.policy:
+        divide = single_cluster(members[0])
+    else:
+        from simulator.federated import Federation  # the federation's placement, only when several clusters
+
+        federation = Federation(members, args.policy, clock)
+        divide, release = federation.divide, federation.release
+    run = run_jobs(trace.jobs, members, divide, clock, period=args.period, coalesce=args.coalesce,
+                   until=args.until, release=release,
+                   progress=progress)
+    if federation is not None:
+        run.cross_cluster_jobs = federation.cross_cluster
+    inputs = {"trace": os.path.basename(args.trace), "clusters": [os.path.basename(c) for c in args.clusters],
+              "clusterNames": [m.name for m in members],
+              "policy": os.path.basename(args.policy) if args.policy else None, "schedulerConf": label,
+              "seed": args.seed, "period": args.period, "coalesce": args.coalesce, "until": args.until, "limit": args.limit,
+              "percentageNodesToFind": args.percentage_nodes_to_find,
+              "badRows": {"count": len(trace.bad), "rows": [b.to_json() for b in trace.bad[:100]]}}
+    return run, job_summary(run, inputs=inputs, wall_clock=not args.no_wall_clock)

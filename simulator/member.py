@@ -1,0 +1,340 @@
+"""One member cluster in virtual time: the agent's job controller, its scheduler cache and its
+session scheduler, with a kubelet that ends each pod ``duration`` seconds after it starts.
+
+What runs is the agent's own code, fed by the replay instead of informers:
+
+* a job share is a :class:`~member_agent.works.WorkRecord` driven by
+  :class:`~member_agent.job_runner.JobRun` (the Volcano job controller: PodGroup, pods, phases,
+  policies), exactly as the agent drives it for a Work;
+* the PodGroups, pods, Queues and PriorityClasses go to a
+  :class:`~member_agent.scheduler.scheduler_cache.SchedulerCache` as events;
+* a session is ``run_cycle(cache.snapshot(), conf, clock)``; its bindings become Running pods
+  (with the session's device annotations), its PodGroup phases go back to the runs, its
+  evictions delete pods (the controller then acts per the job's policies);
+* a held share of a gang spanning clusters keeps its bindings as a reservation in a
+  :class:`~member_agent.gang.GangTracker` (shown bound in every snapshot, as the agent's
+  overlay does) until the federation releases or cancels it.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from member_agent.cluster.clock import rfc3339
+from member_agent.controllers import ControllerConfig
+from member_agent.gang import GangTracker
+from member_agent.job_runner import FINISHED_JOB_PHASES, JobRun
+from member_agent.pod_writes import with_placement
+from member_agent.scheduler.cycle import run_cycle
+from member_agent.scheduler.framework.result import CycleResult
+from member_agent.scheduler.framework.session import SessionOptions
+from member_agent.scheduler.scheduler_cache import SchedulerCache
+from member_agent.works import Placement, WorkRecord
+from policies.quantity import parse_quantity
+from policies.scheduler_conf import SchedulerConf
+from simulator.clock import VirtualClock
+from simulator.trace import TraceJob
+
+GPU = "nvidia.com/gpu"
+Obj = dict[str, Any]
+
+
+def _capacity(node: Obj) -> dict[str, float]:
+    """A node's allocatable as numbers; HAMi's ``gpucores`` is 100 per GPU when not listed."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    cap = {str(k): float(parse_quantity(v)) for k, v in allocatable.items()}
+    cap.setdefault("nvidia.com/gpucores", 100 * cap.get(GPU, 0.0))
+    return cap
+
+
+@dataclass
+class Share:
+    """One job's share in this cluster: the Work the agent would hold, and the replay's readings."""
+
+    job: str  # the trace job's name
+    record: WorkRecord
+    run: JobRun
+    gang: GangTracker
+    duration: float
+    gpus_per_pod: dict[str, float]  # task -> GPUs of one pod
+    pods: dict[str, Obj] = field(default_factory=dict)  # pod name -> object
+    cached_group: Optional[Obj] = None  # the PodGroup object the cache holds
+    started: Optional[float] = None  # the job turned Running here
+    ended: Optional[float] = None
+    phase: str = "Pending"
+
+
+class Member:
+    """A member cluster: nodes from its cluster file, shares of jobs, one session per tick."""
+
+    def __init__(self, name: str, nodes: list[Obj], conf: SchedulerConf, clock: VirtualClock, *,
+                 options: SessionOptions = SessionOptions(), controller: ControllerConfig = ControllerConfig(),
+                 queues: tuple[str, ...] = ("default",), priority_classes: Optional[dict[str, int]] = None) -> None:
+        self.name, self.conf, self.clock, self.options, self.controller = name, conf, clock, options, controller
+        self.nodes = nodes
+        self.cache = SchedulerCache()
+        for node in nodes:
+            self.cache.upsert(node)
+        for queue in queues:
+            self.cache.upsert({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                               "metadata": {"name": queue}, "spec": {"weight": 1, "reclaimable": True},
+                               "status": {"state": "Open"}})
+        self.priority_classes = dict(priority_classes or {})
+        for pc_name, value in sorted(self.priority_classes.items()):
+            self.cache.upsert({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                               "metadata": {"name": pc_name}, "value": value})
+        self.shares: dict[str, Share] = {}  # job name -> share
+        self._by_group: dict[str, str] = {}  # "ns/podgroup" -> job name
+        self._by_pod: dict[str, str] = {}  # "ns/pod" -> job name
+        self._dirty: set[str] = set()
+        self._rv = 0
+        self.changed = False  # since the last session
+        self.finishes: list[tuple[float, int, str, str]] = []  # (time, seq, job, pod) heap
+        self._seq = 0
+        self.sessions = 0
+        self.gpus_total = sum(float((n.get("status") or {}).get("allocatable", {}).get(GPU, 0) or 0) for n in nodes)
+        self.gpus_allocated = 0.0
+        self.finished_pods = 0  # pods that ran to their end (the federation re-tries its queue after one)
+        self._capacities = [_capacity(n) for n in nodes]
+        #: called with (share, what) when a share starts, ends or is refused: "started", "ended", "error"
+        self.on_change: Callable[[Share, str], None] = lambda share, what: None
+
+    # ------------------------------------------------------------------ shares in
+    def submit(self, job: str, manifest: Obj, duration: float, *, generation: int = 1, hold: bool = False,
+               clusters: int = 1) -> Share:
+        uid = str(manifest["metadata"].get("uid") or job)
+        record = WorkRecord("sim", job, f"{uid}-{self.name}", Placement(generation, hold=hold, clusters=clusters),
+                            manifest)
+        per_pod = {}
+        for task in manifest["spec"]["tasks"]:
+            requests = task["template"]["spec"]["containers"][0]["resources"]["requests"]
+            per_pod[task["name"]] = float(requests.get(GPU, 0) or 0) + float(requests.get("nvidia.com/gpucores", 0) or 0) / 100
+        share = Share(job, record, JobRun.start(record, self.clock.now()), GangTracker(generation), duration, per_pod)
+        self.shares[job] = share
+        self._dirty.add(job)
+        return share
+
+    def release(self, job: str) -> None:
+        """The federation's ``hold: false``: bind the reserved pods (all shares at the same time)."""
+        share = self.shares[job]
+        share.record = WorkRecord(share.record.namespace, share.record.name, share.record.uid,
+                                  Placement(share.record.placement.generation, hold=False,
+                                            clusters=share.record.placement.clusters), share.record.job)
+        annotations = dict(share.gang.annotations)
+        for key, node in share.gang.evaluate(share.record, share.run.min_member, share.run.phase, "", self.clock.now()).items():
+            self._bind(share, key.split("/", 1)[1], node, annotations.get(key))
+        self._dirty.add(job)
+
+    def cancel(self, job: str) -> None:
+        """The federation's ``cancelled: true``: drop the reservation and the share."""
+        share = self.shares.get(job)
+        if share is not None:
+            share.gang.drop("placement cancelled by the federation")
+            self._forget(share)
+
+    # ------------------------------------------------------------------ the controller
+    def _pod_key(self, name: str) -> str:
+        return f"sim/{name}"
+
+    def _stamp(self, obj: Obj) -> None:
+        self._rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
+
+    def reconcile(self) -> None:
+        """Controller passes over every share something happened to, until they settle."""
+        for _round in range(8):
+            if not self._dirty:
+                return
+            dirty, self._dirty = sorted(self._dirty), set()
+            for job in dirty:
+                share = self.shares.get(job)
+                if share is not None:
+                    self._pass(share)
+
+    def _pass(self, share: Share) -> None:
+        now = self.clock.now()
+        plan = share.run.plan(share.record, list(share.pods.values()), now, self.controller, self.priority_classes)
+        if plan is None:
+            return
+        if plan.error:
+            share.phase, share.ended = "Error: " + plan.error, now
+            self.on_change(share, "error")
+            self._forget(share)
+            return
+        for name in plan.delete_pods:
+            self._delete_pod(share, name)
+        for wire in plan.create_pods:
+            name = wire["metadata"]["name"]
+            wire["metadata"].setdefault("uid", f"{share.record.uid}-{name}")
+            wire["metadata"].setdefault("creationTimestamp", rfc3339(now))
+            wire.setdefault("status", {})["phase"] = "Pending"
+            self._stamp(wire)
+            share.pods[name] = wire
+            self._by_pod[self._pod_key(name)] = share.job
+            self.cache.upsert(wire)
+            self.changed = True
+        self._sync_group(share)
+        phase = share.run.phase
+        if phase == "Running" and share.started is None:
+            share.started = now
+            self.on_change(share, "started")
+        if phase in FINISHED_JOB_PHASES and share.ended is None:
+            share.phase, share.ended = phase, now
+            self.on_change(share, "ended")
+            self._forget(share)
+            return
+        share.phase = phase
+        if share.run.pending_followup:
+            self._dirty.add(share.job)
+
+    def _sync_group(self, share: Share) -> None:
+        group = share.run.pod_group
+        held = share.record.gang_managed and not share.gang.schedulable
+        if group is None or held:
+            if share.cached_group is not None:
+                self.cache.delete(share.cached_group)
+                self._by_group.pop(self._group_key(share.cached_group), None)
+                share.cached_group = None
+                self.changed = True
+            return
+        if share.cached_group is None or share.cached_group != group:
+            share.cached_group = copy.deepcopy(group)
+            self._by_group[self._group_key(group)] = share.job
+            self.cache.upsert(share.cached_group)
+            self.changed = True
+
+    @staticmethod
+    def _group_key(group: Obj) -> str:
+        md = group.get("metadata") or {}
+        return f"{md.get('namespace') or 'default'}/{md.get('name')}"
+
+    def _forget(self, share: Share) -> None:
+        """A finished (or cancelled) share leaves the cluster: its pods and PodGroup go (TTL)."""
+        for name in list(share.pods):
+            self._delete_pod(share, name)
+        if share.cached_group is not None:
+            self.cache.delete(share.cached_group)
+            self._by_group.pop(self._group_key(share.cached_group), None)
+        self.shares.pop(share.job, None)
+        self._dirty.discard(share.job)
+        self.changed = True
+
+    def _delete_pod(self, share: Share, name: str) -> None:
+        pod = share.pods.pop(name, None)
+        if pod is None:
+            return
+        key = self._pod_key(name)
+        self._by_pod.pop(key, None)
+        share.gang.unreserve(key)
+        if (pod.get("spec") or {}).get("nodeName") and pod["status"].get("phase") == "Running":
+            self.gpus_allocated -= share.gpus_per_pod.get(self._task(pod), 0.0)
+        self.cache.delete(pod)
+        self.changed = True
+
+    @staticmethod
+    def _task(pod: Obj) -> str:
+        return str(((pod.get("metadata") or {}).get("annotations") or {}).get("volcano.sh/task-spec") or "")
+
+    # ------------------------------------------------------------------ the kubelet
+    def finish_due(self, until: float) -> None:
+        """Pods whose run time is over succeed (exit code 0)."""
+        for share in self.shares.values():
+            if share.run.requeue_at is not None and share.run.requeue_at <= until:
+                self._dirty.add(share.job)
+        while self.finishes and self.finishes[0][0] <= until:
+            _when, _seq, job, name = heapq.heappop(self.finishes)
+            share = self.shares.get(job)
+            pod = share.pods.get(name) if share is not None else None
+            if share is None or pod is None or pod["status"].get("phase") != "Running":
+                continue  # deleted (evicted, restarted) before it finished
+            pod["status"] = {"phase": "Succeeded", "startTime": pod["status"].get("startTime"),
+                             "containerStatuses": [{"name": "main", "ready": False,
+                                                    "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
+            self.gpus_allocated -= share.gpus_per_pod.get(self._task(pod), 0.0)
+            self.finished_pods += 1
+            self._stamp(pod)
+            self.cache.upsert(pod)
+            self._dirty.add(job)
+            self.changed = True
+
+    def next_finish(self) -> float:
+        return self.finishes[0][0] if self.finishes else float("inf")
+
+    def next_requeue(self) -> float:
+        """The earliest time a share's controller asked to be looked at again (retry delay, TTL)."""
+        return min((s.run.requeue_at for s in self.shares.values() if s.run.requeue_at is not None),
+                   default=float("inf"))
+
+    def never_fits(self, job: TraceJob) -> str:
+        """Why no state of this cluster could ever run ``job`` ("" when one could): a pod larger
+        than every node, or a gang asking more GPUs than the cluster has."""
+        for task in job.tasks:
+            ask = {name: float(parse_quantity(value)) for name, value in task.requests}
+            if not any(all(cap.get(name, 0.0) + 1e-9 >= amount for name, amount in ask.items() if amount > 0)
+                       for cap in self._capacities):
+                wants = ", ".join(f"{k}={v}" for k, v in task.requests)
+                return f"a pod of task {task.name} ({wants}) fits no node of cluster {self.name}"
+        gang = job.min_available if job.min_available is not None else job.pods
+        smallest = sorted(p for t in job.tasks for p in [t.gpus_per_pod] * t.replicas)[:gang]
+        if sum(smallest) > self.gpus_total + 1e-9:
+            return (f"the gang needs at least {sum(smallest):g} GPUs, cluster {self.name} has "
+                    f"{self.gpus_total:g}")
+        return ""
+
+    def _bind(self, share: Share, name: str, node: str, annotations: Optional[dict[str, str]]) -> None:
+        pod = share.pods.get(name)
+        if pod is None:
+            return
+        bound = with_placement(pod, node, annotations)
+        bound["status"] = {"phase": "Running", "startTime": rfc3339(self.clock.now()),
+                           "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {}}}]}
+        self._stamp(bound)
+        share.pods[name] = bound
+        self.cache.upsert(bound)
+        self.gpus_allocated += share.gpus_per_pod.get(self._task(bound), 0.0)
+        self._seq += 1
+        heapq.heappush(self.finishes, (self.clock.now() + share.duration, self._seq, share.job, name))
+        self._dirty.add(share.job)
+
+    # ------------------------------------------------------------------ the scheduler
+    def has_pending(self) -> bool:
+        return any(s.started is None or any(not (p.get("spec") or {}).get("nodeName") for p in s.pods.values())
+                   for s in self.shares.values())
+
+    def schedule(self) -> CycleResult:
+        """One session on the cache's snapshot, its decisions applied as the agent applies them."""
+        self.changed = False
+        self.sessions += 1
+        result = run_cycle(self.cache.snapshot(), self.conf, self.clock, options=self.options)
+        for key in sorted(result.evictions):
+            job = self._by_pod.get(key)
+            if job is not None:
+                self._delete_pod(self.shares[job], key.split("/", 1)[1])
+                self._dirty.add(job)
+        for key, node in sorted(result.bindings.items()):
+            job = self._by_pod.get(key)
+            if job is None:
+                continue
+            share = self.shares[job]
+            annotations = result.pod_annotations.get(key)
+            if share.record.gang_managed and share.record.placement.hold:
+                share.gang.reserve(key, node, annotations)
+                name = key.split("/", 1)[1]
+                shown = with_placement(share.pods[name], node, annotations)
+                self.cache.upsert(shown)  # held: resources taken in every later snapshot, nothing bound
+            else:
+                self._bind(share, key.split("/", 1)[1], node, annotations)
+        for key, phase in sorted(result.pod_groups.items()):
+            job = self._by_group.get(key)
+            if job is not None and self.shares[job].run.set_pod_group_phase(phase, result.conditions.get(key)):
+                self._dirty.add(job)
+        for job in sorted({j for j in self._by_group.values()}):
+            share = self.shares[job]
+            if share.record.gang_managed:
+                reason = next((r.reason for k, r in result.jobs.items() if self._by_group.get(k) == job), "")
+                share.gang.evaluate(share.record, share.run.min_member, share.run.phase, reason, self.clock.now())
+        self.reconcile()
+        return result

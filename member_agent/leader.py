@@ -37,14 +37,27 @@ def boolean(text: str) -> bool:
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("leader election (kube-controller-manager's flags; needs --member-kubeconfig)")
-    group.add_argument("--leader-elect", type=boolean, nargs="?", const=True, default=False, metavar="BOOL",
-                       help="act only while holding the Lease caldera-system/caldera-agent-CLUSTER (default false)")
+    group = parser.add_argument_group(
+        "leader election (kube-controller-manager's flags; needs --member-kubeconfig)"
+    )
+    group.add_argument(
+        "--leader-elect",
+        type=boolean,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="BOOL",
+        help="act only while holding the Lease caldera-system/caldera-agent-CLUSTER (default false)",
+    )
     group.add_argument("--leader-elect-lease-duration", type=duration, default=15.0, metavar="DURATION")
     group.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0, metavar="DURATION")
     group.add_argument("--leader-elect-retry-period", type=duration, default=2.0, metavar="DURATION")
-    group.add_argument("--leader-elect-identity", default="", metavar="ID",
-                       help="holder identity (default: hostname plus a random suffix)")
+    group.add_argument(
+        "--leader-elect-identity",
+        default="",
+        metavar="ID",
+        help="holder identity (default: hostname plus a random suffix)",
+    )
 
 
 def check(args: argparse.Namespace) -> str | None:
@@ -53,13 +66,18 @@ def check(args: argparse.Namespace) -> str | None:
         return None
     if not args.member_kubeconfig:
         return "--leader-elect needs --member-kubeconfig (the Lease lives in the member cluster)"
-    if not args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period:
+    if (
+        not args.leader_elect_lease_duration
+        > args.leader_elect_renew_deadline
+        > args.leader_elect_retry_period
+    ):
         return "--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period is required"
     return None
 
 
-async def lead_while_elected(args: argparse.Namespace, api_client: Any,
-                             lead: Callable[[], Awaitable[None]]) -> None:
+async def lead_while_elected(
+    args: argparse.Namespace, api_client: Any, lead: Callable[[], Awaitable[None]]
+) -> None:
     """Campaign; run ``lead()`` while leading; return when the Lease is lost (the caller exits)."""
     from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
     from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
@@ -68,9 +86,17 @@ async def lead_while_elected(args: argparse.Namespace, api_client: Any,
     lock = LeaseLock(f"caldera-agent-{args.cluster}", LEASE_NAMESPACE, identity, api_client)
 
     async def stopped() -> None:
-        log.warning("agent %s lost Lease %s/caldera-agent-%s; exiting", identity, LEASE_NAMESPACE, args.cluster)
+        log.warning(
+            "agent %s lost Lease %s/caldera-agent-%s; exiting", identity, LEASE_NAMESPACE, args.cluster
+        )
 
     log.info("agent %s campaigning for Lease %s/caldera-agent-%s", identity, LEASE_NAMESPACE, args.cluster)
-    config = electionconfig.Config(lock, args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
-                                   args.leader_elect_retry_period, lead, stopped)
+    config = electionconfig.Config(
+        lock,
+        args.leader_elect_lease_duration,
+        args.leader_elect_renew_deadline,
+        args.leader_elect_retry_period,
+        lead,
+        stopped,
+    )
     await leaderelection.LeaderElection(config).run()

@@ -120,10 +120,12 @@ class SvcPlugin(JobPlugin):
                 "ingress": [{"from": [{"podSelector": {"matchLabels": selector}}]}],
                 "policyTypes": ["Ingress"],
             }
-            objects.append({
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "NetworkPolicy",
-                "metadata": owned_metadata(ctx.job, ctx.job.name),
-                "spec": policy,
-            })
+            objects.append(
+                {
+                    "apiVersion": "networking.k8s.io/v1",
+                    "kind": "NetworkPolicy",
+                    "metadata": owned_metadata(ctx.job, ctx.job.name),
+                    "spec": policy,
+                }
+            )
         return objects

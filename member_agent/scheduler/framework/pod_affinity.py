@@ -8,19 +8,14 @@ means the pod's own namespace). Caldera's snapshot has no Namespace objects, so 
 ``namespaceSelector`` is evaluated against the label every namespace carries,
 ``kubernetes.io/metadata.name``; the empty selector ``{}`` means every namespace.
 
-:func:`affinity_shapes` gives a session-local shape to each task whose predicate results depend
-on inter-pod terms (it has terms, or some term in the snapshot selects it), so tasks sharing a
-shape still see the same results. With no term anywhere nothing changes.
+The session-local shapes that depend on these terms live in ``framework/affinity_shapes.py``:
+this module is a leaf the snapshot's TaskSpec can hold without a circle.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
-
-if TYPE_CHECKING:
-    from member_agent.scheduler.framework.infos import TaskInfo
-    from member_agent.scheduler.framework.snapshot import TaskSpec
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #: ``Session.shared`` key of the predicates plugin's inter-pod tracker (preempt and reclaim read it).
@@ -54,8 +49,9 @@ class LabelSelector:
     expressions: tuple[LabelRequirement, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        return (all(labels.get(k) == v for k, v in self.match_labels)
-                and all(r.matches(labels) for r in self.expressions))
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            r.matches(labels) for r in self.expressions
+        )
 
     def keys(self) -> set[str]:
         return {k for k, _ in self.match_labels} | {r.key for r in self.expressions}
@@ -74,7 +70,8 @@ class PodAffinityTerm:
             return False
         in_namespace = namespace in self.namespaces or (
             self.namespace_selector is not None
-            and self.namespace_selector.matches({NAMESPACE_NAME_LABEL: namespace}))
+            and self.namespace_selector.matches({NAMESPACE_NAME_LABEL: namespace})
+        )
         return in_namespace and self.selector.matches(labels)
 
 
@@ -100,7 +97,9 @@ def _selector(raw: Mapping[str, Any] | None) -> LabelSelector | None:
         return None
     labels = tuple(sorted((str(k), str(v)) for k, v in (raw.get("matchLabels") or {}).items()))
     expressions = tuple(
-        LabelRequirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
+        LabelRequirement(
+            str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ())
+        )
         for e in raw.get("matchExpressions") or ()
     )
     return LabelSelector(labels, expressions)
@@ -111,8 +110,9 @@ def _term(raw: Mapping[str, Any], namespace: str) -> PodAffinityTerm:
     ns_selector = _selector(raw.get("namespaceSelector"))
     if not namespaces and ns_selector is None:
         namespaces = frozenset({namespace})
-    return PodAffinityTerm(_selector(raw.get("labelSelector")), str(raw.get("topologyKey") or ""),
-                           namespaces, ns_selector)
+    return PodAffinityTerm(
+        _selector(raw.get("labelSelector")), str(raw.get("topologyKey") or ""), namespaces, ns_selector
+    )
 
 
 def parse_pod_affinity(spec: Mapping[str, Any], namespace: str) -> PodAffinity:
@@ -125,38 +125,3 @@ def parse_pod_affinity(spec: Mapping[str, Any], namespace: str) -> PodAffinity:
     if not found[0] and not found[1]:
         return NO_POD_AFFINITY
     return PodAffinity(found[0], found[1])
-
-
-def distinct_terms(specs: Iterable[TaskSpec]) -> tuple[list[PodAffinityTerm], list[PodAffinityTerm]]:
-    """Every distinct (affinity, anti-affinity) term of ``specs``, in first-seen order."""
-    affinity: dict[PodAffinityTerm, None] = {}
-    anti: dict[PodAffinityTerm, None] = {}
-    for spec in specs:
-        if spec.pod_affinity:
-            affinity.update(dict.fromkeys(spec.pod_affinity.affinity))
-            anti.update(dict.fromkeys(spec.pod_affinity.anti_affinity))
-    return list(affinity), list(anti)
-
-
-def affinity_shapes(tasks: list[TaskInfo], residents: Iterable[TaskSpec]) -> None:
-    """Re-key the shape of every task whose predicate results depend on inter-pod terms.
-
-    The new key is (builder shape, the set of snapshot terms that select the task): tasks of one
-    template in one namespace share it, so per-shape work stays per template."""
-    affinity, anti = distinct_terms([*(t.spec for t in tasks), *residents])
-    terms = affinity + anti
-    if not terms:
-        return
-    keys: dict[tuple[Any, ...], int] = {}
-    selected: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, ...]] = {}
-    for task in tasks:
-        spec = task.spec
-        sig = (spec.namespace, tuple(sorted(spec.labels.items())))
-        matched = selected.get(sig)
-        if matched is None:
-            matched = selected[sig] = tuple(i for i, t in enumerate(terms) if t.matches(spec.namespace, spec.labels))
-        if not matched and not spec.pod_affinity:
-            continue
-        key = (spec.shape, matched)
-        shape = keys.setdefault(key, -(len(keys) + 1))  # negative: never a builder shape id
-        task.spec = replace(spec, shape=shape)

@@ -159,3 +159,15 @@ async def other_holder(rc: ResourceClient, old: str, name: str = "caldera-contro
                        namespace: str = "caldera-system") -> str:
     now = await lease_holder(rc, name, namespace)
     return now if now and now != old else ""
+
+
+async def leads(url: str, identity: str, name: str = "caldera-controllers") -> float | None:
+    """``leader_election_master_status`` of ``identity`` on a replica's /metrics (None: not exported)."""
+    async with aiohttp.ClientSession() as session, session.get(url + "/metrics",
+                                                               timeout=aiohttp.ClientTimeout(total=5)) as resp:
+        text = await resp.text()
+    for line in text.splitlines():
+        if line.startswith("leader_election_master_status{") and f'identity="{identity}"' in line \
+                and f'name="{name}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return None

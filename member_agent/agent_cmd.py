@@ -248,7 +248,8 @@ async def serve(args: argparse.Namespace) -> int:
         await asyncio.gather(*(loop() for loop in acting))
 
     if args.leader_elect:  # only the Lease holder schedules and writes; losing it ends the process
-        loops = [agent.cache.run(), leader.lead_while_elected(args, gateway.api_client, act)]  # type: ignore[attr-defined]
+        lock = leader.make_lock(args, getattr(gateway, "api_client", None), federation)
+        loops = [agent.cache.run(), leader.lead_while_elected(args, lock, act)]
     else:
         loops = [agent.cache.run(), act()]
     tasks = [asyncio.ensure_future(loop) for loop in loops]

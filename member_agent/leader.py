@@ -1,8 +1,11 @@
 """Two (or more) agent replicas per member cluster: one leads, the others wait.
 
-The replicas campaign for the Lease ``caldera-system/caldera-agent-<cluster>`` in the *member*
-cluster with kubernetes-asyncio's own leader election (client-go's algorithm on a
-coordination.k8s.io/v1 Lease) and kube-controller-manager's flag names and defaults. Only the
+The replicas campaign with kubernetes-asyncio's own leader election (client-go's algorithm on a
+coordination.k8s.io/v1 Lease) and kube-controller-manager's flag names and defaults. The Lease is
+``caldera-system/caldera-agent-<cluster>`` in the *member* cluster (``--member-kubeconfig``: it
+outlives a federation outage), or, for a simulated cluster (``--sim``, no member API),
+the same Lease in the federation
+(:mod:`member_agent.federation_lease_lock`). Only the
 leader schedules, runs the job controller and talks to the federation; a standby keeps nothing but
 its process warm. A leader that loses the Lease exits (as kube-scheduler does) and its Deployment
 restarts it as a standby, so a deposed agent never goes on binding pods.
@@ -38,7 +41,7 @@ def boolean(text: str) -> bool:
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
-        "leader election (kube-controller-manager's flags; needs --member-kubeconfig)"
+        "leader election (kube-controller-manager's flags)"
     )
     group.add_argument(
         "--leader-elect",
@@ -47,7 +50,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         const=True,
         default=False,
         metavar="BOOL",
-        help="act only while holding the Lease caldera-system/caldera-agent-CLUSTER (default false)",
+        help="act only while holding the Lease caldera-system/caldera-agent-CLUSTER (in the member "
+        "cluster; with --sim in the federation) (default false)",
     )
     group.add_argument("--leader-elect-lease-duration", type=duration, default=15.0, metavar="DURATION")
     group.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0, metavar="DURATION")
@@ -64,33 +68,41 @@ def check(args: argparse.Namespace) -> str | None:
     """Why the flags cannot work together, or None."""
     if not args.leader_elect:
         return None
-    if not args.member_kubeconfig:
-        return "--leader-elect needs --member-kubeconfig (the Lease lives in the member cluster)"
-    if (
-        not args.leader_elect_lease_duration
-        > args.leader_elect_renew_deadline
-        > args.leader_elect_retry_period
-    ):
-        return "--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period is required"
+    if not args.member_kubeconfig and not args.sim:
+        return "--leader-elect needs --member-kubeconfig or --sim (the Lease lives in the member cluster or the federation)"
+    if not args.leader_elect_lease_duration > args.leader_elect_renew_deadline:
+        return "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
+    if not args.leader_elect_renew_deadline > 1.2 * args.leader_elect_retry_period:
+        return "--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period"
+    if args.leader_elect_retry_period < 1:  # kubernetes-asyncio's election refuses shorter periods
+        return "--leader-elect-retry-period must be at least 1s"
     return None
 
 
+def make_lock(args: argparse.Namespace, member_api_client: Any, federation: Any) -> Any:
+    """The Lease lock: in the member cluster when there is one, else in the federation."""
+    identity = args.leader_elect_identity or f"{socket.gethostname()}_{secrets.token_hex(8)}"
+    if args.sim:
+        from member_agent.federation_lease_lock import FederationLeaseLock
+
+        return FederationLeaseLock(args.cluster, identity, federation)
+    from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
+
+    return LeaseLock(f"caldera-agent-{args.cluster}", LEASE_NAMESPACE, identity, member_api_client)
+
+
 async def lead_while_elected(
-    args: argparse.Namespace, api_client: Any, lead: Callable[[], Awaitable[None]]
+    args: argparse.Namespace, lock: Any, lead: Callable[[], Awaitable[None]]
 ) -> None:
     """Campaign; run ``lead()`` while leading; return when the Lease is lost (the caller exits)."""
     from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
-    from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
-    identity = args.leader_elect_identity or f"{socket.gethostname()}_{secrets.token_hex(8)}"
-    lock = LeaseLock(f"caldera-agent-{args.cluster}", LEASE_NAMESPACE, identity, api_client)
+    identity = lock.identity
 
     async def stopped() -> None:
-        log.warning(
-            "agent %s lost Lease %s/caldera-agent-%s; exiting", identity, LEASE_NAMESPACE, args.cluster
-        )
+        log.warning("agent %s lost Lease %s/%s; exiting", identity, lock.namespace, lock.name)
 
-    log.info("agent %s campaigning for Lease %s/caldera-agent-%s", identity, LEASE_NAMESPACE, args.cluster)
+    log.info("agent %s campaigning for Lease %s/%s", identity, lock.namespace, lock.name)
     config = electionconfig.Config(
         lock,
         args.leader_elect_lease_duration,

@@ -137,6 +137,10 @@ AGENT_CASES = [
     (("caldera:agent:c1",), "patch", "clusters", "", "c2", True),
     (("caldera:agent:c1",), "create", "leases", "karmada-cluster", "c1", False),
     (("caldera:agent:c1",), "create", "leases", "kube-system", "c1", True),
+    (("caldera:agent:c1",), "update", "leases", "caldera-system", "caldera-agent-c1", False),  # its replicas' election
+    (("caldera:agent:c1",), "update", "leases", "caldera-system", "caldera-agent-c2", True),
+    (("caldera:agent:c1",), "update", "leases", "caldera-system", "caldera-controllers", True),
+    (("caldera:agent:c1",), "create", "leases", "karmada-es-c1", "caldera-agent-c1", True),
     (("caldera:agent:c1",), "patch", "works", "karmada-es-c1", "w", False),
     (("caldera:agent:c1",), "patch", "works", "karmada-es-c2", "w", True),
     (("caldera:viewer",), "patch", "clusters", "", "c2", False),  # not an agent: RBAC alone decides

@@ -68,8 +68,6 @@ def check(args: argparse.Namespace) -> str | None:
     """Why the flags cannot work together, or None."""
     if not args.leader_elect:
         return None
-    if not args.member_kubeconfig and not args.sim:
-        return "--leader-elect needs --member-kubeconfig or --sim (the Lease lives in the member cluster or the federation)"
     if not args.leader_elect_lease_duration > args.leader_elect_renew_deadline:
         return "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
     if not args.leader_elect_renew_deadline > 1.2 * args.leader_elect_retry_period:

@@ -46,7 +46,7 @@ async def run(args: argparse.Namespace, root: Path) -> int:
     except AssertionError as exc:
         print(f"  FAILED: {exc}")
         return 1
-    print("  every promise held: acknowledged exist, failover and first placement within lease+5 s, "
+    print("  every promise held: acknowledged exist, failover and first new Work within lease+5 s, "
           "placed once, all completed")
     return 0
 

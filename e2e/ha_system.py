@@ -22,6 +22,7 @@ import yaml
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from e2e.harness import AGENT_ARGS, seed_clusters
+from federation.apiserver.auth import TokenAuthenticator
 from federation.client import ResourceClient, api_client_from_dict
 from federation.demo.processes import AGENT_LISTENING, SERVE_LISTENING, ManagedProcess
 from policies.kinds import lookup
@@ -44,6 +45,8 @@ class HA:
     #: (cluster, replica index) -> process; agent_urls alike -> its plain-HTTP /status address
     agents: dict[tuple[str, int], ManagedProcess] = field(default_factory=dict)
     agent_urls: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: role ("admin", "agent:CLUSTER") -> its bearer token in the replicas' shared token file
+    tokens: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.etcd = EtcdCluster(self.root / "etcd", size=3)
@@ -57,16 +60,29 @@ class HA:
                "--data-dir", str(self.root / f"serve-{i}"), "--etcd-servers", ",".join(self.etcd.urls),
                "--leader-elect", "--leader-elect-identity", f"serve-{i}",
                "--leader-elect-lease-duration", self.lease[0], "--leader-elect-renew-deadline", self.lease[1],
-               "--leader-elect-retry-period", self.lease[2], "--cluster-lease-grace", "20"]
-        if i == 0:
-            cmd += [a for spec in seed_clusters() for a in ("--agent-token", spec.name)]
-        else:
-            cmd += ["--token-file", str(self.root / "serve-0" / "tokens.csv")]
+               "--leader-elect-retry-period", self.lease[2], "--cluster-lease-grace", "20",
+               "--token-file", str(self.root / "tokens.csv")]
         return cmd
+
+    def _mint_tokens(self) -> None:
+        """The replicas' shared token file, written before they start (so all three start at once)."""
+        tokens = TokenAuthenticator(self.root / "tokens.csv")
+        self.tokens = {"admin": tokens.mint("admin", "admin")}
+        for cluster in self.agent_replicas:
+            self.tokens[f"agent:{cluster}"] = tokens.mint(f"agent-{cluster}", f"agent:{cluster}")
+
+    def kubeconfig(self, role: str, server: str) -> dict[str, Any]:
+        user = role.replace(":", "-")
+        return {"apiVersion": "v1", "kind": "Config",
+                "clusters": [{"name": "caldera", "cluster": {"server": server}}],
+                "users": [{"name": user, "user": {"token": self.tokens[role]}}],
+                "contexts": [{"name": user, "context": {"cluster": "caldera", "user": user}}],
+                "current-context": user}
 
     def agent_cmd(self, cluster: str, replica: int) -> list[str]:
         spec = next(s for s in seed_clusters() if s.name == cluster)
-        kubeconfig = self.root / "serve-0" / f"agent-{cluster}.kubeconfig"
+        kubeconfig = self.root / f"agent-{cluster}.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(self.kubeconfig(f"agent:{cluster}", self.urls[0])))
         servers = [a for url in self.urls for a in ("--server", url)]
         cmd = [sys.executable, "-m", "member_agent", "agent", "--cluster", cluster, "--kubeconfig",
                str(kubeconfig), *servers, "--sim", str(spec.sim_file), "--speed", "10", "--listen",
@@ -81,12 +97,10 @@ class HA:
     def start(self) -> "HA":
         require_etcd()
         self.etcd.start()
-        for i in range(3):  # serve-0 writes the token file the other two read: it starts first
-            proc = ManagedProcess(f"serve-{i}", self.serve_cmd(i, free_port()),
-                                  self.root / "logs" / f"serve-{i}.log").start()
-            self.serves.append(proc)
-            if i == 0:
-                proc.wait_for(SERVE_LISTENING, 90)
+        self._mint_tokens()
+        for i in range(3):
+            self.serves.append(ManagedProcess(f"serve-{i}", self.serve_cmd(i, free_port()),
+                                              self.root / "logs" / f"serve-{i}.log").start())
         self.urls = [proc.wait_for(SERVE_LISTENING, 90).group(1) for proc in self.serves]
         for cluster, replicas in self.agent_replicas.items():
             for r in range(replicas):
@@ -107,12 +121,11 @@ class HA:
         for proc in everything:
             with contextlib.suppress(Exception):
                 proc.stop(10)
-        self.etcd.stop()
+        for member in self.etcd.members:  # SIGKILL: a graceful stop of the last members waits ~7 s on its peers
+            member.kill()
 
     def client(self, i: int) -> Any:
-        config = yaml.safe_load((self.root / "serve-0" / "admin.kubeconfig").read_text())
-        config["clusters"][0]["cluster"]["server"] = self.urls[i]
-        return api_client_from_dict(config)
+        return api_client_from_dict(self.kubeconfig("admin", self.urls[i]))
 
     async def agent_status(self, key: tuple[str, int]) -> dict[str, Any]:
         async with aiohttp.ClientSession() as session, session.get(self.agent_urls[key] + "/status") as resp:

@@ -9,10 +9,17 @@ reaches the cache, the listeners and so every watcher in etcd's order, so two re
 the same events with the same resourceVersions. Writes are transactions that compare the key's
 create revision (create) or mod revision (update, delete) with what the caller read; a write
 returns once its revision is in this replica's cache. :meth:`consistent` (called before every
-request) reads etcd's current revision with a quorum read and waits for the cache to reach it, so
-what a replica answers is never older than what another replica already acknowledged. Without
-quorum that read fails and the request gets 503; a write whose answer never came back is not
-acknowledged (503, "may or may not have been committed").
+request) reads, with a quorum read, the revision of the last write to the prefix and waits until
+the cache has applied that revision's events, so what a replica answers is never older than what
+another replica already acknowledged. Without quorum that read fails and the request gets 503; a
+write whose answer never came back is not acknowledged (503, "may or may not have been committed").
+
+Why a last-write key and not etcd's progress notifications: before etcd 3.4.24 / 3.5.8 a requested
+progress notification travels apart from the events (etcd-io/etcd#15220), so it can announce a
+revision whose events are still on their way. Every write transaction also puts
+``PREFIX/last_write_rev_key`` (same revision as the object), and the cache counts a revision as held
+only once its events arrived. A resumed watch starts after the last event applied, never after a
+revision merely announced.
 """
 
 from __future__ import annotations
@@ -76,10 +83,9 @@ class EtcdStore:
         self._listeners: list[Listener] = []
         self.rv = 0
         self.opened_rv = 0
-        #: the watch has delivered everything up to here (events or a progress answer)
-        self._seen = 0
+        #: put by every write transaction: its mod revision is the prefix's last write (see the docstring)
+        self._last_write = self.prefix + b"last_write_rev_key"
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
-        self._progress: asyncio.Queue[None] = asyncio.Queue()
         self._watch_task: asyncio.Task[None] | None = None
         self._compactor: asyncio.Task[None] | None = None
         self.failure: BaseException | None = None
@@ -99,7 +105,7 @@ class EtcdStore:
             if parsed is not None:
                 resource, key = parsed
                 self._objects.setdefault(resource, {})[key] = decode(kv.value, kv.mod_revision)
-        self.rv = self.opened_rv = self._seen = int(response.header.revision)
+        self.rv = self.opened_rv = int(response.header.revision)
         self._watch_task = asyncio.create_task(self._watch_loop(), name="etcd-cache-watch")
         if self.config.compaction_interval > 0:
             from federation.apiserver.etcd_compactor import run_compactor
@@ -143,19 +149,17 @@ class EtcdStore:
         self._listeners.append(listener)
 
     async def consistent(self) -> int:
-        """Wait until the cache holds everything etcd had committed when this was called."""
-        response = await self.conn.range(b"\0", count_only=True)
-        target = int(response.header.revision)
-        if target > self._seen:
-            self._progress.put_nowait(None)  # ask the watch where it is (writes outside the prefix)
-            await self._wait_seen(target, "read")
+        """Wait until the cache holds every write etcd had committed to the prefix when this was called."""
+        response = await self.conn.range(self._last_write)
+        target = max((int(kv.mod_revision) for kv in response.kvs), default=0)
+        await self._wait_applied(target, "read")
         return self.rv
 
     async def wait_durable(self, rv: int | None = None) -> None:
         return None  # the cache holds only what etcd committed
 
     async def list_at(self, resource: str, namespace: str | None, rv: int) -> list[Obj]:
-        if rv >= self.rv and rv <= self._seen:
+        if rv == self.rv:
             return self.list(resource, namespace)
         start = self._resource_prefix(resource, namespace)
         try:
@@ -175,32 +179,35 @@ class EtcdStore:
 
     async def create(self, resource: str, obj: Obj) -> Obj:
         key = self._key(resource, obj)
-        response = await self.conn.txn([compare_absent(key)], [op_put(key, encode(obj))], [])
+        response = await self.conn.txn([compare_absent(key)], [op_put(key, encode(obj)), self._mark()], [])
         if not response.succeeded:
             raise KeyExists(obj["metadata"]["name"])
         return await self._written(obj, int(response.header.revision))
 
     async def update(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
         key = self._key(resource, obj)
-        response = await self.conn.txn([compare_mod(key, expect_rv)], [op_put(key, encode(obj))], [op_get(key)])
+        response = await self.conn.txn([compare_mod(key, expect_rv)], [op_put(key, encode(obj)), self._mark()], [op_get(key)])
         if not response.succeeded:
             raise StaleWrite(self._current(response))
         return await self._written(obj, int(response.header.revision))
 
     async def remove(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
         key = self._key(resource, obj)
-        response = await self.conn.txn([compare_mod(key, expect_rv)], [op_delete(key)], [op_get(key)])
+        response = await self.conn.txn([compare_mod(key, expect_rv)], [op_delete(key), self._mark()], [op_get(key)])
         if not response.succeeded:
             raise StaleWrite(self._current(response))
         gone = dict(obj, metadata=dict(obj["metadata"]))
         return await self._written(gone, int(response.header.revision))
+
+    def _mark(self) -> Any:
+        return op_put(self._last_write, b"")
 
     async def _written(self, obj: Obj, revision: int) -> Obj:
         self.commits += 1
         self.committed_writes += 1
         obj["metadata"]["resourceVersion"] = str(revision)
         try:
-            await self._wait_seen(revision, "write")
+            await self._wait_applied(revision, "write")
         except StorageUnavailable:
             # Committed: acknowledging it is right; this replica's cache catches up later.
             log.warning("etcd watch is behind revision %d after a committed write", revision)
@@ -233,8 +240,8 @@ class EtcdStore:
 
     # -- the cache watch -----------------------------------------------------------------
 
-    async def _wait_seen(self, revision: int, what: str) -> None:
-        if revision <= self._seen:
+    async def _wait_applied(self, revision: int, what: str) -> None:
+        if revision <= self.rv:
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((revision, future))
@@ -245,9 +252,7 @@ class EtcdStore:
                                      f"(its watch does not advance); cannot serve the {what}") from None
 
     def _advance(self, revision: int) -> None:
-        if revision <= self._seen:
-            return
-        self._seen = revision
+        """Release the requests waiting for ``revision`` (its events are applied: ``self.rv``)."""
         still = []
         for rev, future in self._waiters:
             if future.done():
@@ -267,12 +272,12 @@ class EtcdStore:
             except asyncio.CancelledError:
                 raise
             except (grpc.aio.AioRpcError, StorageUnavailable) as exc:
-                log.warning("etcd watch interrupted (%s); resuming from revision %d", _why(exc), self._seen + 1)
+                log.warning("etcd watch interrupted (%s); resuming from revision %d", _why(exc), self.rv + 1)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 2.0)
 
     async def _follow(self) -> None:
-        stream = self.conn.watch_stream(self.prefix, prefix_end(self.prefix), self._seen + 1, False, self._progress)
+        stream = self.conn.watch_stream(self.prefix, prefix_end(self.prefix), self.rv + 1, False)
         try:
             async for response in stream:
                 if response.compact_revision:
@@ -280,19 +285,16 @@ class EtcdStore:
                     return
                 if response.canceled:
                     raise StorageUnavailable(response.cancel_reason or "watch canceled")
-                if response.events:
-                    for event in response.events:
-                        self._apply(event)
-                elif response.header.revision and not response.created:
-                    self._advance(int(response.header.revision))  # a progress answer: nothing newer
+                for event in response.events:  # etcd never splits one revision's events over two responses
+                    self._apply(event)
         finally:
             stream.cancel()
 
     def _apply(self, event: Any) -> None:
         kv = event.kv
         revision = int(kv.mod_revision)
-        if revision <= self.rv:
-            return  # already applied (a resumed stream repeats nothing, but be safe)
+        if revision < self.rv:
+            return  # already applied (a resumed stream repeats nothing, but be safe); == rv: the same txn
         parsed = self._parse(kv.key)
         if parsed is not None:
             resource, key = parsed

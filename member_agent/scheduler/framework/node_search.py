@@ -56,6 +56,7 @@ class ShapeCache:
         "scored",
         "missing",
         "memo",
+        "density",
     )
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
@@ -77,6 +78,8 @@ class ShapeCache:
         self.pos = len(ssn.changes)
         #: By-resources scores per node class the session opened with (node_classes.new_memo).
         self.memo: list[np.ndarray] | None = None
+        #: Feasible rows per visited row in the shape's last search (sizes the next chunk).
+        self.density = 1.0
 
     @property
     def ok_rows(self) -> np.ndarray:
@@ -95,6 +98,8 @@ class ShapeCache:
         if not self.missing or hi <= lo:
             return
         done = self.evaluated[lo:hi]
+        if done.all():
+            return
         if not done.any():
             self._evaluate(ssn, task, np.arange(lo, hi))
             return
@@ -346,9 +351,13 @@ class NodeSearch:
         want = num_nodes_to_find(ssn, n)
         found: list[np.ndarray] = []
         count = scanned = 0
-        # Rows evaluated beyond this task's window are not wasted: the next task of the shape
-        # starts where this one stopped.
-        chunk = n if want >= n else max(MIN_CHUNK, 2 * (want + 1))
+        # A chunk sized from the shape's feasible density so far, so that one chunk usually
+        # holds the window; rows evaluated beyond it are not wasted (the next task of the shape
+        # starts where this one stopped), and once every row is current one pass is cheapest.
+        if want >= n or not cache.missing:
+            chunk = n
+        else:
+            chunk = max(MIN_CHUNK, int(1.25 * (want + 1) / cache.density))
         while scanned < n and count <= want:
             lo = (start + scanned) % n
             hi = min(lo + chunk, n, lo + n - scanned)
@@ -373,6 +382,8 @@ class NodeSearch:
             if visited < hi - lo:
                 break
             chunk *= 2
+        if scanned:
+            cache.density = max(count / scanned, 1 / n)
         order = np.concatenate(found) if len(found) > 1 else found[0]
         processed = scanned if count >= want and scanned < n else n
         self.start = (start + processed) % n
@@ -417,6 +428,15 @@ class NodeSearch:
         for fn in ssn.batch_node_order_fns:
             scores = scores + fn(task, group)
         return int(group[int(np.argmax(scores))])
+
+    def fits_resources(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
+        """Whether ``task``'s request fits the Idle and the FutureIdle of one node."""
+        cache = self.ssn.shape_caches.get(task.spec.shape)
+        if cache is None or cache.pos != len(self.ssn.changes):  # not used since a node changed
+            cache = shape_cache(self.ssn, task, lazy=True)
+        if not cache.evaluated[row]:
+            cache.ensure_span(self.ssn, task, row, row + 1)
+        return bool(cache.fit_idle[row]), bool(cache.fit_future[row])
 
     def fits_on(self, task: TaskInfo, row: int) -> bool:
         """Whether ``task`` passes the resource check and predicates on one node."""

@@ -222,6 +222,9 @@ class ShapeCache:
             if self._ok_rows is not None:
                 at = int(np.searchsorted(self._ok_rows, row))
                 self._ok_rows = np.insert(self._ok_rows, at, row) if ok else np.delete(self._ok_rows, at)
+        if not ok:  # scored on demand (:meth:`scores`): a full node is usually never ranked
+            self.scored[row] = False
+            return
         score = 0.0
         for fn, row_fn in ssn.node_order_fns:
             score += float(row_fn(task, row)) if row_fn is not None else float(fn(task, np.array([row]))[0])

@@ -21,7 +21,7 @@ import numpy as np
 
 from member_agent.scheduler.framework.node_classes import new_memo, score_rows
 from member_agent.scheduler.framework.rows import selector, take
-from member_agent.scheduler.framework.status import Code
+from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.resources import TOLERANCE
 
 if TYPE_CHECKING:
@@ -313,6 +313,19 @@ SIBLING_FAILED = "node(s) failed for another task of the same role"
 MIN_CHUNK = 512
 
 
+def first_chunk(task: TaskInfo, cache: ShapeCache, want: int) -> int:
+    """Rows to evaluate in one pass for a search of ``want`` feasible rows.
+
+    Sized from the shape's feasible density so far and the job's pending tasks (its siblings,
+    usually of the same shape, search on from where this one stops): one pass usually holds
+    the windows of the whole job, so a job whose windows sweep the cluster evaluates every row
+    once, in one vectorised call, instead of a call per task. Only the cost depends on it:
+    a row is current or evaluated again when read.
+    """
+    siblings = max(1, task.job.counts[TaskStatus.PENDING])
+    return max(MIN_CHUNK, int(1.25 * (want + 1) * siblings / cache.density))
+
+
 class NodeSearch:
     """The predicate helper of one action execution.
 
@@ -354,13 +367,7 @@ class NodeSearch:
         want = num_nodes_to_find(ssn, n)
         found: list[np.ndarray] = []
         count = scanned = 0
-        # A chunk sized from the shape's feasible density so far, so that one chunk usually
-        # holds the window; rows evaluated beyond it are not wasted (the next task of the shape
-        # starts where this one stopped), and once every row is current one pass is cheapest.
-        if want >= n or not cache.missing:
-            chunk = n
-        else:
-            chunk = max(MIN_CHUNK, int(1.25 * (want + 1) / cache.density))
+        chunk = n if want >= n or not cache.missing else first_chunk(task, cache, want)
         while scanned < n and count <= want:
             lo = (start + scanned) % n
             hi = min(lo + chunk, n, lo + n - scanned)

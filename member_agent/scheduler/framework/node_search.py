@@ -422,12 +422,20 @@ class NodeSearch:
             codes[(codes == 0) & failed[rows]] = sibling
         return codes
 
+    def _cache(self, task: TaskInfo) -> ShapeCache:
+        """The shape's lazy cache; the dictionary entry itself when no node changed since its
+        last use (the common case right after :meth:`feasible`)."""
+        cache = self.ssn.shape_caches.get(task.spec.shape)
+        if cache is None or cache.pos != len(self.ssn.changes):
+            cache = shape_cache(self.ssn, task, lazy=True)
+        return cache
+
     # ------------------------------------------------------------------ ranking
     def best_node(self, task: TaskInfo, candidates: np.ndarray) -> int:
         """``prioritizeNodes``: the Idle group before the FutureIdle group; a single node
         wins without scoring; else the highest total score (first in visiting order on ties)."""
         ssn = self.ssn
-        cache = shape_cache(ssn, task, lazy=True)
+        cache = self._cache(task)
         cache.ensure_rows(ssn, task, candidates)
         group = candidates[cache.fit_idle[candidates]]
         if len(group) == 0:
@@ -441,9 +449,7 @@ class NodeSearch:
 
     def fits_resources(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
         """Whether ``task``'s request fits the Idle and the FutureIdle of one node."""
-        cache = self.ssn.shape_caches.get(task.spec.shape)
-        if cache is None or cache.pos != len(self.ssn.changes):  # not used since a node changed
-            cache = shape_cache(self.ssn, task, lazy=True)
+        cache = self._cache(task)
         if not cache.evaluated[row]:
             cache.ensure_span(self.ssn, task, row, row + 1)
         return bool(cache.fit_idle[row]), bool(cache.fit_future[row])

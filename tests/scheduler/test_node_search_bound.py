@@ -123,6 +123,30 @@ def test_unfeasible_rows_make_the_search_evaluate_further(monkeypatch: pytest.Mo
     assert 4 * 200 <= sum(seen) < 4000
 
 
+def test_a_jobs_siblings_evaluate_the_cluster_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 8 tasks x 201 nodes to find sweep all 2000 nodes: one vectorised pass over every row,
+    # then only the rows the siblings were placed on are evaluated again (one at a time)
+    seen = evaluated_rows(monkeypatch)
+    snapshot = build_snapshot(nodes(2000) + job("eight", 8))
+    result = run_cycle(snapshot, CONF, FixedClock(), options=SessionOptions(percentage_nodes_to_find=10))
+    assert len(result.bindings) == 8
+    passes = [rows for rows in seen if rows > node_search.SMALL_ROWS]
+    assert passes == [2000]
+    assert sum(seen) - 2000 <= 8
+
+
+def test_chunk_sizes_change_no_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 60 of 600 nodes to find: the sized first chunk covers a job's windows; 16-row chunks
+    # make every search take many small steps over partly evaluated spans
+    options = SessionOptions(percentage_nodes_to_find=10, minimum_feasible_nodes=10)
+    sized = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(), options=options)
+    monkeypatch.setattr(node_search, "first_chunk", lambda task, cache, want: 16)
+    small = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(), options=options)
+    assert len(sized.bindings) > 150
+    assert sized.bindings == small.bindings and sized.pod_groups == small.pod_groups
+    assert sized.last_processed_node_index == small.last_processed_node_index
+
+
 # ---------------------------------------------------------------- the start rotates, across sessions too
 def test_the_search_start_rotates_across_sessions() -> None:
     options = SessionOptions(percentage_nodes_to_find=10)  # 1000 identical nodes: 100 to find

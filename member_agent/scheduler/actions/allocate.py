@@ -118,10 +118,11 @@ class Allocate:
                         continue
                     break
                 row = search.best_node(task, candidates)
-            req = task.spec.request
-            if fits(req, ssn.idle[row], ssn.dims.always):
+            # The shape cache holds the resource checks of ``row`` (current: the search just read it).
+            fit_idle, fit_future = search.fits_resources(task, row)
+            if fit_idle:
                 stmt.allocate(task, row)
-            elif fits(req, ssn.future_idle(row), ssn.dims.always):
+            elif fit_future:
                 stmt.pipeline(task, row)
             if ssn.job_ready(job):
                 break

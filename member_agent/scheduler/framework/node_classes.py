@@ -85,8 +85,7 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
         values = known[same_ids]
         missing = np.isnan(values)
         if missing.any():  # one representative row per class this shape has not scored yet
-            unique_ids, first = np.unique(same_ids[missing], return_index=True)
-            representatives = np.sort(same[missing][first])
+            representatives = _representatives(classes, same[missing], same_ids[missing])
             known[classes.ids[representatives]] = np.asarray(fn(task, representatives), dtype=np.float64)
             values = known[same_ids]
         column = np.empty(len(rows))
@@ -108,8 +107,7 @@ def _score_combined(ssn: Session, task: TaskInfo, rows: np.ndarray, known: np.nd
         values = known[ids]
         missing = np.isnan(values)
         if missing.any():
-            _, first = np.unique(ids[missing], return_index=True)
-            representatives = np.sort(rows[missing][first])
+            representatives = _representatives(classes, rows[missing], ids[missing])
             known[classes.ids[representatives]] = _total(ssn, task, representatives)
             values = known[ids]
         result: np.ndarray = values
@@ -120,6 +118,20 @@ def _score_combined(ssn: Session, task: TaskInfo, rows: np.ndarray, known: np.nd
         column[opening] = _score_combined(ssn, task, same, known)
     column[~opening] = _total(ssn, task, rows[~opening])
     return column
+
+
+def _representatives(classes: NodeClasses, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """One of ``rows`` (sorted) per distinct opening class in ``ids``, sorted.
+
+    Which row of a class represents it does not matter (the class's rows are in one state, so
+    every scorer gives them identical values): a scatter keeps one per class in linear time,
+    where ``np.unique`` would sort all of them."""
+    slot = np.full(classes.opening, -1, dtype=np.int64)
+    slot[ids] = np.arange(len(ids))
+    picked = slot[slot >= 0]
+    picked.sort()
+    result: np.ndarray = rows[picked]
+    return result
 
 
 def _total(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 
 from member_agent.scheduler.framework.node_classes import new_memo, score_rows
 from member_agent.scheduler.framework.rows import selector, take
-from member_agent.scheduler.framework.status import Code
+from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.resources import TOLERANCE
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ class ShapeCache:
         "scored",
         "missing",
         "memo",
+        "density",
     )
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
@@ -77,6 +78,8 @@ class ShapeCache:
         self.pos = len(ssn.changes)
         #: By-resources scores per node class the session opened with (node_classes.new_memo).
         self.memo: list[np.ndarray] | None = None
+        #: Feasible rows per visited row in the shape's last search (sizes the next chunk).
+        self.density = 1.0
 
     @property
     def ok_rows(self) -> np.ndarray:
@@ -95,6 +98,8 @@ class ShapeCache:
         if not self.missing or hi <= lo:
             return
         done = self.evaluated[lo:hi]
+        if done.all():
+            return
         if not done.any():
             self._evaluate(ssn, task, np.arange(lo, hi))
             return
@@ -217,6 +222,9 @@ class ShapeCache:
             if self._ok_rows is not None:
                 at = int(np.searchsorted(self._ok_rows, row))
                 self._ok_rows = np.insert(self._ok_rows, at, row) if ok else np.delete(self._ok_rows, at)
+        if not ok:  # scored on demand (:meth:`scores`): a full node is usually never ranked
+            self.scored[row] = False
+            return
         score = 0.0
         for fn, row_fn in ssn.node_order_fns:
             score += float(row_fn(task, row)) if row_fn is not None else float(fn(task, np.array([row]))[0])
@@ -305,6 +313,19 @@ SIBLING_FAILED = "node(s) failed for another task of the same role"
 MIN_CHUNK = 512
 
 
+def first_chunk(task: TaskInfo, cache: ShapeCache, want: int) -> int:
+    """Rows to evaluate in one pass for a search of ``want`` feasible rows.
+
+    Sized from the shape's feasible density so far and the job's pending tasks (its siblings,
+    usually of the same shape, search on from where this one stops): one pass usually holds
+    the windows of the whole job, so a job whose windows sweep the cluster evaluates every row
+    once, in one vectorised call, instead of a call per task. Only the cost depends on it:
+    a row is current or evaluated again when read.
+    """
+    siblings = max(1, task.job.counts[TaskStatus.PENDING])
+    return max(MIN_CHUNK, int(1.25 * (want + 1) * siblings / cache.density))
+
+
 class NodeSearch:
     """The predicate helper of one action execution.
 
@@ -346,9 +367,7 @@ class NodeSearch:
         want = num_nodes_to_find(ssn, n)
         found: list[np.ndarray] = []
         count = scanned = 0
-        # Rows evaluated beyond this task's window are not wasted: the next task of the shape
-        # starts where this one stopped.
-        chunk = n if want >= n else max(MIN_CHUNK, 2 * (want + 1))
+        chunk = n if want >= n or not cache.missing else first_chunk(task, cache, want)
         while scanned < n and count <= want:
             lo = (start + scanned) % n
             hi = min(lo + chunk, n, lo + n - scanned)
@@ -373,6 +392,8 @@ class NodeSearch:
             if visited < hi - lo:
                 break
             chunk *= 2
+        if scanned:
+            cache.density = max(count / scanned, 1 / n)
         order = np.concatenate(found) if len(found) > 1 else found[0]
         processed = scanned if count >= want and scanned < n else n
         self.start = (start + processed) % n
@@ -401,12 +422,20 @@ class NodeSearch:
             codes[(codes == 0) & failed[rows]] = sibling
         return codes
 
+    def _cache(self, task: TaskInfo) -> ShapeCache:
+        """The shape's lazy cache; the dictionary entry itself when no node changed since its
+        last use (the common case right after :meth:`feasible`)."""
+        cache = self.ssn.shape_caches.get(task.spec.shape)
+        if cache is None or cache.pos != len(self.ssn.changes):
+            cache = shape_cache(self.ssn, task, lazy=True)
+        return cache
+
     # ------------------------------------------------------------------ ranking
     def best_node(self, task: TaskInfo, candidates: np.ndarray) -> int:
         """``prioritizeNodes``: the Idle group before the FutureIdle group; a single node
         wins without scoring; else the highest total score (first in visiting order on ties)."""
         ssn = self.ssn
-        cache = shape_cache(ssn, task, lazy=True)
+        cache = self._cache(task)
         cache.ensure_rows(ssn, task, candidates)
         group = candidates[cache.fit_idle[candidates]]
         if len(group) == 0:
@@ -417,6 +446,13 @@ class NodeSearch:
         for fn in ssn.batch_node_order_fns:
             scores = scores + fn(task, group)
         return int(group[int(np.argmax(scores))])
+
+    def fits_resources(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
+        """Whether ``task``'s request fits the Idle and the FutureIdle of one node."""
+        cache = self._cache(task)
+        if not cache.evaluated[row]:
+            cache.ensure_span(self.ssn, task, row, row + 1)
+        return bool(cache.fit_idle[row]), bool(cache.fit_future[row])
 
     def fits_on(self, task: TaskInfo, row: int) -> bool:
         """Whether ``task`` passes the resource check and predicates on one node."""

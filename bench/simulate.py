@@ -2,11 +2,15 @@
 
     python bench/simulate.py session      # one-pod session on the full 1,213-node openb cluster
     python bench/simulate.py fgd [--conf examples/scheduler-conf/gpu-packing.conf] [--seed 42]
+    python bench/simulate.py philly [--conf bench/data/scheduler-conf/fifo.conf] [--limit N] [--until S]
 
 ``session`` fills the cluster through the cache with the whole openb pod list (bound by one
 replay), then times a snapshot + one-pod session (median of 20) against a from-scratch
 ``build_snapshot`` of the same objects. ``fgd`` replays openb to 130 % load and prints
-allocation, rejections, wall seconds and peak RSS. Traces are read from ../shared/traces.
+allocation, rejections, wall seconds and peak RSS. ``philly`` replays the Philly trace in job
+mode on the 1,000-node layout ``bench/data/philly-1000-nodes.yaml`` (the speed goal: the whole
+trace in <= 10 min, peak RSS <= 2 GiB) and prints jobs, simulated and wall seconds, peak RSS,
+mean/p95 JCT and queueing delay and the load average. Traces are read from ../shared/traces.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from simulator.openb import node_object, pod_object, read_nodes, read_pods
 
 TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
 CONFS = Path(__file__).resolve().parents[1] / "examples" / "scheduler-conf"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def _rss_mib() -> float:
@@ -111,10 +116,47 @@ def fgd(conf_path: str, seed: int, batch: int, pct: int, trace_workload: bool = 
           f"{run.wall_seconds:.1f} s wall, peak RSS {_rss_mib():.0f} MiB")
 
 
+def philly(conf_path: str, limit: int | None, until: float | None, coalesce: float | None,
+           profile: bool = False) -> None:
+    from simulator.job_cli import load_trace, run_job_mode
+
+    args = argparse.Namespace(trace=str(TRACES / "philly.csv"), skip_bad=False, limit=limit, until=until,
+                              clusters=[str(DATA / "philly-1000-nodes.yaml")], policy=None, seed=42, period=1.0,
+                              coalesce=coalesce, percentage_nodes_to_find=0, no_wall_clock=False)
+    load = os.getloadavg()
+    trace = load_trace(args)
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    run, summary = run_job_mode(args, trace, parse_scheduler_conf(Path(conf_path).read_text()), Path(conf_path).name)
+    if prof is not None:
+        import pstats
+
+        prof.disable()
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+    jct, wait = summary["jct"] or {}, summary["queueingDelay"] or {}
+    after = os.getloadavg()
+    print(f"philly job mode {Path(conf_path).name} on 1,000 nodes (8,000 GPUs)"
+          f"{'' if limit is None else f', first {limit} jobs'}{'' if until is None else f', until {until:g} s'}"
+          f"{'' if coalesce is None else f', coalesce {coalesce:g} s'}: {summary['jobs']} jobs "
+          f"({summary['finished']} finished), {summary['sessions']} sessions, "
+          f"{run.simulated_seconds:,.0f} simulated s, {run.wall_seconds:.1f} s wall "
+          f"({1000 * run.wall_seconds / max(1, summary['jobs']):.1f} ms/job), peak RSS {_rss_mib():.0f} MiB; "
+          f"JCT mean {jct.get('mean', 0):,.0f} s p95 {jct.get('p95', 0):,.0f} s; queueing delay mean "
+          f"{wait.get('mean', 0):,.0f} s p95 {wait.get('p95', 0):,.0f} s; "
+          f"load average {load[0]:.2f} before, {after[0]:.2f} after (2 cores, shared)")
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=("session", "fgd"))
-    p.add_argument("--conf", default=str(CONFS / "gpu-packing.conf"))
+    p.add_argument("what", choices=("session", "fgd", "philly"))
+    p.add_argument("--conf", help="volcano-scheduler.conf (gpu-packing.conf; philly: bench/data/scheduler-conf/fifo.conf)")
+    p.add_argument("--limit", type=int, help="philly: only the first N jobs by arrival")
+    p.add_argument("--until", type=float, help="philly: stop at this simulated second")
+    p.add_argument("--coalesce", type=float, help="philly: see arrivals and ends on a grid of S seconds")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--batch", type=int, default=50)
     p.add_argument("--percentage-nodes-to-find", type=int, default=0)
@@ -125,10 +167,13 @@ def main() -> int:
     if not (TRACES / "openb_pod_list_default.csv").exists():
         print(f"openb traces not found under {TRACES}", file=sys.stderr)
         return 1
-    if args.what == "session":
-        session(args.conf)
+    if args.what == "philly":
+        philly(args.conf or str(DATA / "scheduler-conf" / "fifo.conf"), args.limit, args.until, args.coalesce,
+               args.profile)
+    elif args.what == "session":
+        session(args.conf or str(CONFS / "gpu-packing.conf"))
     else:
-        fgd(args.conf, args.seed, args.batch, args.percentage_nodes_to_find, args.trace_workload, args.profile)
+        fgd(args.conf or str(CONFS / "gpu-packing.conf"), args.seed, args.batch, args.percentage_nodes_to_find, args.trace_workload, args.profile)
     return 0
 
 

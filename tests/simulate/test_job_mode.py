@@ -94,3 +94,24 @@ def test_bad_flags_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str
                                message: str) -> None:
     assert main(["--trace", str(WAIT), "--no-progress", "-o", str(tmp_path), *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_replay_collects_garbage_less_often_and_restores_the_thresholds() -> None:
+    import gc
+
+    from member_agent.cluster.pools import load_cluster_file
+    from policies.scheduler_conf import DEFAULT_CONF
+    from simulator.clock import VirtualClock
+    from simulator.job_mode import EPOCH, REPLAY_GC_THRESHOLD, run_jobs, single_cluster
+    from simulator.member import Member
+    from simulator.trace_formats import read_trace
+
+    trace = read_trace(str(WAIT))
+    clock = VirtualClock(EPOCH)
+    member = Member("a", load_cluster_file(str(CLUSTER)).nodes, DEFAULT_CONF, clock)
+    before = gc.get_threshold()
+    seen: list[int] = []
+    run = run_jobs(trace.jobs, [member], single_cluster(member), clock,
+                   progress=lambda done, total: seen.append(gc.get_threshold()[0]))
+    assert run.jobs and seen and set(seen) == {REPLAY_GC_THRESHOLD}
+    assert gc.get_threshold() == before

@@ -141,7 +141,8 @@ class ProportionPlugin:
         water_fill(list(self.attrs.values()), ssn.total, dims.always)
         for attr in self.attrs.values():
             attr.inv_deserved = inverse(attr.deserved)
-        for attr in self.attrs.values():
+        for attr in self.attrs.values() if ssn.options.verbosity >= 4 else ():
+            # guarded: describing three vectors per queue cost ~10 % of a session at verbosity 0
             ssn.log(
                 4,
                 f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "
@@ -174,7 +175,7 @@ class ProportionPlugin:
             return False
         assert self.dims is not None
         over = fits(attr.deserved, attr.allocated, self.dims.always)
-        if over:
+        if over and self.ssn.options.verbosity >= 3:
             self.ssn.log(
                 3,
                 f"Queue <{queue}> is overused: deserved <{self.dims.describe(attr.deserved)}>, "

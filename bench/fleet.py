@@ -140,28 +140,40 @@ async def drive(system: System, args: argparse.Namespace, names: list[str]) -> d
         tiers: dict[str, str] = {}
         plan = [(f"job-{i:03d}", "ordinary") for i in range(args.jobs)]
         plan += [(f"high-{i:03d}", "high") for i in range(args.high_jobs)]
-        submit_start = time.time()
-        for name, tier in plan:
-            if tier == "high" and args.high_after and name.endswith("000"):
-                await asyncio.sleep(args.high_after)
-            await apply(rc, job(name, args.pods, args.gpus, args.duration, tier))
-            timeline.submitted(("Job", name), time.time())
-            tiers[name] = tier
-        deadline = time.monotonic() + args.timeout
         reports: dict[str, list[float]] = {}  # cluster -> when its reported GPU use was seen to drop
-        used: dict[str, int] = {}
-        while time.monotonic() < deadline:
-            snap = await snapshot(rc)
-            timeline.observe(snap, TERMINAL)
-            for view in snap.clusters:
-                if view.gpus_used < used.get(view.name, 0):
-                    reports.setdefault(view.name, []).append(snap.at)
-                used[view.name] = view.gpus_used
-            if all(timeline.jobs.get(("Job", n)) and timeline.jobs[("Job", n)].finished for n, _ in plan):
-                break
-            await asyncio.sleep(args.poll)
+        submit_start = time.time()
+        # observed from the first submit on: the first Jobs are placed while the later ones arrive
+        observer = asyncio.create_task(observe(rc, args, timeline, reports, [n for n, _ in plan]))
+        try:
+            for name, tier in plan:
+                if tier == "high" and args.high_after and name.endswith("000"):
+                    await asyncio.sleep(args.high_after)
+                timeline.submitted(("Job", name), time.time())
+                await apply(rc, job(name, args.pods, args.gpus, args.duration, tier))
+                tiers[name] = tier
+            submitted_at = time.time()
+            await observer
+        finally:
+            observer.cancel()
     return {"timeline": timeline, "tiers": tiers, "submit_start": submit_start, "ready_at": ready_at,
-            "reports": reports}
+            "reports": reports, "submit_s": submitted_at - submit_start}
+
+
+async def observe(rc: ResourceClient, args: argparse.Namespace, timeline: Timeline,
+                  reports: dict[str, list[float]], names: list[str]) -> None:
+    """Read the API every ``--poll`` seconds until every Job finished (or ``--timeout``)."""
+    deadline = time.monotonic() + args.timeout
+    used: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        snap = await snapshot(rc)
+        timeline.observe(snap, TERMINAL)
+        for view in snap.clusters:
+            if view.gpus_used < used.get(view.name, 0):
+                reports.setdefault(view.name, []).append(snap.at)
+            used[view.name] = view.gpus_used
+        if all(timeline.jobs.get(("Job", n)) and timeline.jobs[("Job", n)].finished for n in names):
+            return
+        await asyncio.sleep(args.poll)
 
 
 def handover_breakdown(moments: dict[str, Any], reports: dict[str, list[float]], duration: float,
@@ -241,8 +253,21 @@ def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) ->
                                   "max_s": round(max(v), 1)} for t, v in sorted(per_tier.items())},
         "priority_pairs_waiting_together": pairs, "priority_inversions": inversions,
         "ready_after_start_s": round(result["ready_at"] - result["started"], 1),
+        "submit_s": round(result["submit_s"], 1),
         "handover_p50_s": handover_breakdown(moments, result["reports"], args.duration, args.poll),
     }
+
+
+def dump_moments(path: Path, result: dict[str, Any]) -> None:
+    """Each Job's moments relative to the first submit, and the clusters it ran on, for a closer look."""
+    start = result["submit_start"]
+    rows = []
+    for (_, name), m in sorted(result["timeline"].jobs.items()):
+        rows.append({"job": name, "tier": result["tiers"].get(name), "clusters": {s.cluster: s.replicas for s in m.shares},
+                     **{k: round(getattr(m, k) - start, 2) if getattr(m, k) else None
+                        for k in ("submitted", "placed", "running", "finished")}})
+    reports = {c: [round(t - start, 2) for t in ts] for c, ts in result["reports"].items()}
+    path.write_text(json.dumps({"jobs": rows, "gpu_use_drops": reports}, indent=1))
 
 
 def main() -> int:
@@ -261,6 +286,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds for every Job to finish")
     parser.add_argument("--startup-timeout", type=float, default=180.0)
     parser.add_argument("--idle-window", type=float, default=10.0, help="seconds of idle footprint at the end")
+    parser.add_argument("--dump", type=Path, help="write every Job's moments (seconds after submit) as JSON here")
     args = parser.parse_args()
     counts = node_counts(args.nodes, args.agents)
     names = [f"member-{i:02d}" for i in range(args.agents)]
@@ -278,12 +304,15 @@ def main() -> int:
         finally:
             system.stop()
     figures = report(args, sum(counts) * args.gpus_per_node, result)
+    if args.dump:
+        dump_moments(args.dump, result)
     figures.update({"agents": args.agents, "agent_idle_rss_mib_mean": round(rss, 1),
                     "agent_idle_cpu_percent_mean": round(cpu, 2)})
     print(f"fleet: {args.agents} agents, {sum(counts)} nodes, {figures['fleet_gpus']} GPUs; "
           f"{figures['jobs']} Jobs of {args.pods} x {args.gpus} GPUs for {args.duration:g} s")
     print(f"  makespan            {figures['makespan_s']} s (ideal {figures['ideal_s']:g} s: "
           f"{figures['makespan_over_ideal']} x)")
+    print(f"  submitting          {figures['submit_s']} s for {figures['jobs']} Jobs (one client, one at a time)")
     print(f"  GPU-time used       {100 * figures['gpu_time_utilisation']:.1f} %")
     print(f"  freed -> next place p50 {figures['freed_to_next_placement_p50_s']} s, "
           f"p99 {figures['freed_to_next_placement_p99_s']} s ({figures['freed_samples']} samples)")

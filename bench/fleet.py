@@ -5,7 +5,8 @@ when each Job was placed, started and finished. Prints:
 
 * makespan against the ideal: Σ GPU·s / fleet GPUs, rounded up to whole waves of ``--duration``;
 * GPU-time utilisation: Σ GPU·s the Jobs ran / (fleet GPUs × makespan);
-* p50/p99 delay from capacity freed (a Job seen finished while others waited) to the next placement;
+* p50/p99 delay from capacity freed (a cluster reporting GPUs free, or a Job seen finished, while others
+  waited) to the next placement;
 * per-priority start times, and how many pairs of Jobs that waited together started out of
   priority order;
 * the agents' resident memory and CPU once the fleet is idle again.
@@ -205,6 +206,32 @@ def handover_breakdown(moments: dict[str, Any], reports: dict[str, list[float]],
         "handovers": len(hops["end_to_report"])}
 
 
+def freed_delays(moments: dict[str, Any], reports: dict[str, list[float]], duration: float,
+                 poll: float) -> list[float]:
+    """Per finished Job while others waited: capacity freed -> the next placement. Freed is the
+    first sign of it, the Job's cluster reporting fewer GPUs in use (after its pods' end) or the
+    Job seen finished, whichever came first; a Job placed on the same cluster after this one
+    started and no later than that counts as 0 (it took the room over before we could see it
+    free; the Job's own finished phase comes later than the capacity report)."""
+    placements = sorted(m.placed for m in moments.values() if m.placed)
+    delays = []
+    for m in moments.values():
+        if not m.finished or not m.running:
+            continue
+        clusters = {s.cluster for s in m.shares}
+        drops = [r for c in clusters for r in reports.get(c, []) if r >= m.running + duration - poll]
+        freed = min([m.finished, *drops])
+        if any(o is not m and o.placed and m.running < o.placed <= freed and clusters & {s.cluster for s in o.shares}
+               for o in moments.values()):
+            delays.append(0.0)
+            continue
+        waiting = [o for o in moments.values() if o.submitted <= freed and (not o.placed or o.placed > freed)]
+        nxt = next((p for p in placements if p >= freed), None)
+        if waiting and nxt is not None:
+            delays.append(nxt - freed)
+    return delays
+
+
 def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) -> dict[str, Any]:
     timeline: Timeline = result["timeline"]
     tiers: dict[str, str] = result["tiers"]
@@ -216,17 +243,7 @@ def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) ->
     waves = math.ceil(gpu_seconds / (fleet_gpus * args.duration) - 1e-9)
     ideal = waves * args.duration
     utilisation = gpu_seconds / (fleet_gpus * makespan) if makespan == makespan else float("nan")
-    # capacity freed (a job seen finished while others waited) -> the next placement after it
-    placements = sorted(m.placed for m in moments.values() if m.placed)
-    delays = []
-    for m in moments.values():
-        if not m.finished:
-            continue
-        waiting = [o for o in moments.values() if o.submitted <= m.finished and (not o.placed or o.placed > m.finished)]
-        if waiting:
-            nxt = next((p for p in placements if p >= m.finished), None)
-            if nxt is not None:
-                delays.append(nxt - m.finished)
+    delays = freed_delays(moments, result["reports"], args.duration, args.poll)
     per_tier: dict[str, list[float]] = {}
     for name, m in moments.items():
         if m.running:

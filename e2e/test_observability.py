@@ -60,6 +60,11 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     prometheus = PrometheusProcess(system, interval="1s", for_override="2s")
     try:
         prometheus.start()  # before the jobs: their placements land in scraped rates
+        # and one scrape of the federation before them too: its counters start at zero, but a series
+        # first scraped after the demo's gangs were released (placement is event-driven, ~1 s) shows no
+        # increase, so rate() and the gang-wait panel built on it would stay empty
+        poll(lambda: query(prometheus.url, 'up{job="caldera-federation"} == 1'), 60,
+             "Prometheus's first scrape of the federation", system)
         yield Demo(system, prometheus, apply_demo(system), mint_viewer_token(system))
     finally:
         prometheus.stop()

@@ -5,7 +5,8 @@ when each Job was placed, started and finished. Prints:
 
 * makespan against the ideal: Σ GPU·s / fleet GPUs, rounded up to whole waves of ``--duration``;
 * GPU-time utilisation: Σ GPU·s the Jobs ran / (fleet GPUs × makespan);
-* p50/p99 delay from capacity freed (a Job seen finished while others waited) to the next placement;
+* p50/p99 delay from capacity freed (a cluster reporting GPUs free, or a Job seen finished, while others
+  waited) to the next placement;
 * per-priority start times, and how many pairs of Jobs that waited together started out of
   priority order;
 * the agents' resident memory and CPU once the fleet is idle again.
@@ -140,28 +141,40 @@ async def drive(system: System, args: argparse.Namespace, names: list[str]) -> d
         tiers: dict[str, str] = {}
         plan = [(f"job-{i:03d}", "ordinary") for i in range(args.jobs)]
         plan += [(f"high-{i:03d}", "high") for i in range(args.high_jobs)]
-        submit_start = time.time()
-        for name, tier in plan:
-            if tier == "high" and args.high_after and name.endswith("000"):
-                await asyncio.sleep(args.high_after)
-            await apply(rc, job(name, args.pods, args.gpus, args.duration, tier))
-            timeline.submitted(("Job", name), time.time())
-            tiers[name] = tier
-        deadline = time.monotonic() + args.timeout
         reports: dict[str, list[float]] = {}  # cluster -> when its reported GPU use was seen to drop
-        used: dict[str, int] = {}
-        while time.monotonic() < deadline:
-            snap = await snapshot(rc)
-            timeline.observe(snap, TERMINAL)
-            for view in snap.clusters:
-                if view.gpus_used < used.get(view.name, 0):
-                    reports.setdefault(view.name, []).append(snap.at)
-                used[view.name] = view.gpus_used
-            if all(timeline.jobs.get(("Job", n)) and timeline.jobs[("Job", n)].finished for n, _ in plan):
-                break
-            await asyncio.sleep(args.poll)
+        submit_start = time.time()
+        # observed from the first submit on: the first Jobs are placed while the later ones arrive
+        observer = asyncio.create_task(observe(rc, args, timeline, reports, [n for n, _ in plan]))
+        try:
+            for name, tier in plan:
+                if tier == "high" and args.high_after and name.endswith("000"):
+                    await asyncio.sleep(args.high_after)
+                timeline.submitted(("Job", name), time.time())
+                await apply(rc, job(name, args.pods, args.gpus, args.duration, tier))
+                tiers[name] = tier
+            submitted_at = time.time()
+            await observer
+        finally:
+            observer.cancel()
     return {"timeline": timeline, "tiers": tiers, "submit_start": submit_start, "ready_at": ready_at,
-            "reports": reports}
+            "reports": reports, "submit_s": submitted_at - submit_start}
+
+
+async def observe(rc: ResourceClient, args: argparse.Namespace, timeline: Timeline,
+                  reports: dict[str, list[float]], names: list[str]) -> None:
+    """Read the API every ``--poll`` seconds until every Job finished (or ``--timeout``)."""
+    deadline = time.monotonic() + args.timeout
+    used: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        snap = await snapshot(rc)
+        timeline.observe(snap, TERMINAL)
+        for view in snap.clusters:
+            if view.gpus_used < used.get(view.name, 0):
+                reports.setdefault(view.name, []).append(snap.at)
+            used[view.name] = view.gpus_used
+        if all(timeline.jobs.get(("Job", n)) and timeline.jobs[("Job", n)].finished for n in names):
+            return
+        await asyncio.sleep(args.poll)
 
 
 def handover_breakdown(moments: dict[str, Any], reports: dict[str, list[float]], duration: float,
@@ -193,6 +206,32 @@ def handover_breakdown(moments: dict[str, Any], reports: dict[str, list[float]],
         "handovers": len(hops["end_to_report"])}
 
 
+def freed_delays(moments: dict[str, Any], reports: dict[str, list[float]], duration: float,
+                 poll: float) -> list[float]:
+    """Per finished Job while others waited: capacity freed -> the next placement. Freed is the
+    first sign of it, the Job's cluster reporting fewer GPUs in use (after its pods' end) or the
+    Job seen finished, whichever came first; a Job placed on the same cluster after this one
+    started and no later than that counts as 0 (it took the room over before we could see it
+    free; the Job's own finished phase comes later than the capacity report)."""
+    placements = sorted(m.placed for m in moments.values() if m.placed)
+    delays = []
+    for m in moments.values():
+        if not m.finished or not m.running:
+            continue
+        clusters = {s.cluster for s in m.shares}
+        drops = [r for c in clusters for r in reports.get(c, []) if r >= m.running + duration - poll]
+        freed = min([m.finished, *drops])
+        if any(o is not m and o.placed and m.running < o.placed <= freed and clusters & {s.cluster for s in o.shares}
+               for o in moments.values()):
+            delays.append(0.0)
+            continue
+        waiting = [o for o in moments.values() if o.submitted <= freed and (not o.placed or o.placed > freed)]
+        nxt = next((p for p in placements if p >= freed), None)
+        if waiting and nxt is not None:
+            delays.append(nxt - freed)
+    return delays
+
+
 def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) -> dict[str, Any]:
     timeline: Timeline = result["timeline"]
     tiers: dict[str, str] = result["tiers"]
@@ -204,17 +243,7 @@ def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) ->
     waves = math.ceil(gpu_seconds / (fleet_gpus * args.duration) - 1e-9)
     ideal = waves * args.duration
     utilisation = gpu_seconds / (fleet_gpus * makespan) if makespan == makespan else float("nan")
-    # capacity freed (a job seen finished while others waited) -> the next placement after it
-    placements = sorted(m.placed for m in moments.values() if m.placed)
-    delays = []
-    for m in moments.values():
-        if not m.finished:
-            continue
-        waiting = [o for o in moments.values() if o.submitted <= m.finished and (not o.placed or o.placed > m.finished)]
-        if waiting:
-            nxt = next((p for p in placements if p >= m.finished), None)
-            if nxt is not None:
-                delays.append(nxt - m.finished)
+    delays = freed_delays(moments, result["reports"], args.duration, args.poll)
     per_tier: dict[str, list[float]] = {}
     for name, m in moments.items():
         if m.running:
@@ -241,8 +270,21 @@ def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) ->
                                   "max_s": round(max(v), 1)} for t, v in sorted(per_tier.items())},
         "priority_pairs_waiting_together": pairs, "priority_inversions": inversions,
         "ready_after_start_s": round(result["ready_at"] - result["started"], 1),
+        "submit_s": round(result["submit_s"], 1),
         "handover_p50_s": handover_breakdown(moments, result["reports"], args.duration, args.poll),
     }
+
+
+def dump_moments(path: Path, result: dict[str, Any]) -> None:
+    """Each Job's moments relative to the first submit, and the clusters it ran on, for a closer look."""
+    start = result["submit_start"]
+    rows = []
+    for (_, name), m in sorted(result["timeline"].jobs.items()):
+        rows.append({"job": name, "tier": result["tiers"].get(name), "clusters": {s.cluster: s.replicas for s in m.shares},
+                     **{k: round(getattr(m, k) - start, 2) if getattr(m, k) else None
+                        for k in ("submitted", "placed", "running", "finished")}})
+    reports = {c: [round(t - start, 2) for t in ts] for c, ts in result["reports"].items()}
+    path.write_text(json.dumps({"jobs": rows, "gpu_use_drops": reports}, indent=1))
 
 
 def main() -> int:
@@ -261,6 +303,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds for every Job to finish")
     parser.add_argument("--startup-timeout", type=float, default=180.0)
     parser.add_argument("--idle-window", type=float, default=10.0, help="seconds of idle footprint at the end")
+    parser.add_argument("--dump", type=Path, help="write every Job's moments (seconds after submit) as JSON here")
     args = parser.parse_args()
     counts = node_counts(args.nodes, args.agents)
     names = [f"member-{i:02d}" for i in range(args.agents)]
@@ -278,12 +321,15 @@ def main() -> int:
         finally:
             system.stop()
     figures = report(args, sum(counts) * args.gpus_per_node, result)
+    if args.dump:
+        dump_moments(args.dump, result)
     figures.update({"agents": args.agents, "agent_idle_rss_mib_mean": round(rss, 1),
                     "agent_idle_cpu_percent_mean": round(cpu, 2)})
     print(f"fleet: {args.agents} agents, {sum(counts)} nodes, {figures['fleet_gpus']} GPUs; "
           f"{figures['jobs']} Jobs of {args.pods} x {args.gpus} GPUs for {args.duration:g} s")
     print(f"  makespan            {figures['makespan_s']} s (ideal {figures['ideal_s']:g} s: "
           f"{figures['makespan_over_ideal']} x)")
+    print(f"  submitting          {figures['submit_s']} s for {figures['jobs']} Jobs (one client, one at a time)")
     print(f"  GPU-time used       {100 * figures['gpu_time_utilisation']:.1f} %")
     print(f"  freed -> next place p50 {figures['freed_to_next_placement_p50_s']} s, "
           f"p99 {figures['freed_to_next_placement_p99_s']} s ({figures['freed_samples']} samples)")

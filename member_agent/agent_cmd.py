@@ -276,6 +276,9 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # pydantic looks its plugins up in every installed distribution's entry points the first time a
+    # model is built (importlib.metadata, zipfile, ~1 MiB kept); the agent uses none
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     logging.basicConfig(
         level=getattr(logging, args.log_level),
         stream=sys.stderr,

@@ -256,6 +256,7 @@ class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, Queue
                 placement = b.placement_json(decision, job, new_gen)
                 self.assumed.forget(uid)
                 self.assumed.remember(job, new_gen, placement)
+                self._next_may_start(key)
         if not decision.ok:
             assert decision.failure is not None
             message = b.diagnosis_message(decision) + (f" [{notes}]" if notes else "")

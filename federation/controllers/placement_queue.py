@@ -30,6 +30,7 @@ class QueuedPlacement:
 
     schedq: SchedulingQueue
     _permits: dict[Key, asyncio.Event]
+    _attempts_running: dict[Key, asyncio.Event]
     _wake: asyncio.Event | None
     queue: Any
     clock: Any
@@ -44,6 +45,8 @@ class QueuedPlacement:
         #: keys popped from the scheduling queue, handed to a reconcile worker, with the event the
         #: scheduling loop waits on until that attempt is over
         self._permits = {}
+        #: the permit of each attempt under way (set early by :meth:`_next_may_start`)
+        self._attempts_running: dict[Key, asyncio.Event] = {}
         self._wake = None
 
     def _job_version(self, key: Key) -> Any:
@@ -93,18 +96,29 @@ class QueuedPlacement:
             self._permits[key] = done  # type: ignore[index]
             self.queue.add(key)
             await wait_any(done, stop, None)
-            if self.schedq.where(key) == "inflight":  # the attempt raised (the worker retries it too)
-                self.schedq.done(key, "error")
 
     async def reconcile(self, key: Key) -> None:
         permit = self._permits.pop(key, None)
+        if permit is not None:
+            self._attempts_running[key] = permit
+        finished = False
         try:
             await self._reconcile(key, permit is not None)
-            if permit is not None and self.schedq.where(key) == "inflight":
-                self.schedq.done(key, "dropped")  # popped but nothing to place any more
+            finished = True
         finally:
             if permit is not None:
+                self._attempts_running.pop(key, None)
+                if self.schedq.where(key) == "inflight":  # popped but nothing to place any more, or it raised
+                    self.schedq.done(key, "dropped" if finished else "error")  # (the worker retries it too)
                 permit.set()
+
+    def _next_may_start(self, key: Key) -> None:
+        """This attempt's decision is made and its shares are assumed: the scheduling loop may hand
+        out the next job while this one's binding, status and Event are written (those writes took
+        most of an attempt, and placements waited for them one by one)."""
+        permit = self._attempts_running.get(key)
+        if permit is not None:
+            permit.set()
 
     def _enqueue(self, job: Obj, priority: int) -> None:
         """Queue the job for placement (the scheduling loop hands it back to a worker in order)."""

@@ -49,7 +49,7 @@ class Admitter(Protocol):
         """Every rule ``obj`` breaks (``old`` is the stored object on update)."""
 
 
-#: kind name -> admitter; filled by :func:`_register_builtin`.
+#: kind name -> admitter; filled by :func:`admitter_for` (one module) or :func:`_register_builtin` (all).
 ADMITTERS: dict[str, Admitter] = {}
 
 
@@ -61,8 +61,7 @@ def register(kind: str, admitter: Admitter) -> None:
 
 def admit(obj: TypedObject, old: TypedObject | None = None, context: AdmissionContext = OFFLINE) -> TypedObject:
     """Default and validate ``obj``; raises :class:`ValidationFailed` with every error."""
-    _register_builtin()
-    admitter = ADMITTERS.get(obj.kind or obj.KIND)
+    admitter = admitter_for(obj.kind or obj.KIND)
     candidate = obj.model_copy(deep=True)
     if admitter is not None:
         candidate = admitter.mutate(candidate, context, old is None)
@@ -74,25 +73,48 @@ def admit(obj: TypedObject, old: TypedObject | None = None, context: AdmissionCo
     return candidate
 
 
-_BUILTIN_LOADED = False
+#: Rule modules; each exports ``ADMITTERS: dict[kind, Admitter]``.
+BUILTIN_MODULES: list[str] = ["karmada", "karmada_objects", "volcano_job", "volcano_vcjob", "volcano_queue", "volcano_podgroup", "volcano_flow", "priority_class", "kubeflow", "volcano_pod", "rbac"]
+#: kind -> the rule module that admits it, so admitting one kind imports only its module (the agent
+#: admits Volcano Jobs and never loads the Karmada, RBAC or Kubeflow rules and their models);
+#: tests/policies check it against every module's ``ADMITTERS``.
+KIND_MODULES: dict[str, str] = {
+    **dict.fromkeys(("PropagationPolicy", "ClusterPropagationPolicy", "OverridePolicy", "ClusterOverridePolicy"),
+                    "karmada"),
+    **dict.fromkeys(("Cluster", "ResourceBinding", "Work"), "karmada_objects"),
+    "Job": "volcano_job", "VCJob": "volcano_vcjob", "Queue": "volcano_queue", "PodGroup": "volcano_podgroup",
+    "JobFlow": "volcano_flow", "JobTemplate": "volcano_flow", "PriorityClass": "priority_class",
+    **dict.fromkeys(("PyTorchJob", "TFJob", "MPIJob"), "kubeflow"),
+    "Pod": "volcano_pod",
+    **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"), "rbac"),
+}
+_LOADED: set[str] = set()
+
+
+def _load(module: str) -> None:
+    """Import one rule module and register its admitters (once)."""
+    if module in _LOADED:
+        return
+    _LOADED.add(module)
+    import importlib
+
+    mod = importlib.import_module(f"policies.admission.{module}")
+    for kind, admitter in mod.ADMITTERS.items():
+        register(kind, admitter)
+
+
+def admitter_for(kind: str) -> Admitter | None:
+    """The admitter of ``kind`` (None: no rules beyond object metadata), its module imported on first use."""
+    module = KIND_MODULES.get(kind)
+    if module is not None:
+        _load(module)
+    return ADMITTERS.get(kind)
 
 
 def _register_builtin() -> None:
-    """Import the per-kind rule modules once (explicit list, no import side effects elsewhere)."""
-    global _BUILTIN_LOADED
-    if _BUILTIN_LOADED:
-        return
-    _BUILTIN_LOADED = True
-    import importlib
-
+    """Import every rule module (explicit list, no import side effects elsewhere)."""
     for module in BUILTIN_MODULES:
-        mod = importlib.import_module(f"policies.admission.{module}")
-        for kind, admitter in mod.ADMITTERS.items():
-            register(kind, admitter)
-
-
-#: Rule modules; each exports ``ADMITTERS: dict[kind, Admitter]``.
-BUILTIN_MODULES: list[str] = ["karmada", "karmada_objects", "volcano_job", "volcano_vcjob", "volcano_queue", "volcano_podgroup", "volcano_flow", "priority_class", "kubeflow", "volcano_pod", "rbac"]
+        _load(module)
 
 
 def require(errors: list[FieldError], condition: bool, path: str, message: str) -> None:

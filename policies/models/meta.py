@@ -27,6 +27,7 @@ class K8sModel(BaseModel):
         extra="forbid",
         validate_assignment=False,
         ser_json_timedelta="float",
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:

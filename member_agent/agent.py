@@ -128,9 +128,7 @@ class Agent:
         try:
             with open(path, encoding="utf-8") as handle:
                 self.conf = parse_scheduler_conf(handle.read())
-            log.info(
-                "Successfully loaded Scheduler conf from %s: actions %s", path, ", ".join(self.conf.actions)
-            )
+            log.info("Successfully loaded Scheduler conf from %s: actions %s", path, ", ".join(self.conf.actions))
             for warning in self.conf.warnings:
                 log.warning("scheduler conf %s: %s", path, warning)
         except (OSError, InvalidConfiguration) as exc:
@@ -146,12 +144,8 @@ class Agent:
         record = parse_work(work)
         seen = self.generations.get(record.uid)
         if seen is not None and record.placement.generation < seen:
-            log.info(
-                "Work %s: ignoring stale placement generation %d (seen %d)",
-                record.key,
-                record.placement.generation,
-                seen,
-            )
+            log.info("Work %s: ignoring stale placement generation %d (seen %d)", record.key,
+                     record.placement.generation, seen)
             return
         self.generations[record.uid] = record.placement.generation
         state = self.works.get(record.key)
@@ -165,12 +159,8 @@ class Agent:
             state.seed_from_status(record.previous_status)
             self.works[record.key] = state
         elif record.placement.generation > state.record.placement.generation:
-            log.info(
-                "Work %s: placement generation %d replaces %d",
-                record.key,
-                record.placement.generation,
-                state.record.placement.generation,
-            )
+            log.info("Work %s: placement generation %d replaces %d", record.key, record.placement.generation,
+                     state.record.placement.generation)
             state.gang.drop("new placement generation")
             if state.record.placement.cancelled:
                 # The federation gave up on the old share: the new one starts afresh.
@@ -209,11 +199,8 @@ class Agent:
 
     # ------------------------------------------------------------------ views
     def pods_of(self, record: WorkRecord) -> list[Obj]:
-        return [
-            p
-            for p in self.cache.pods.values()
-            if ((p.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL) == record.uid
-        ]
+        return [p for p in self.cache.pods.values()
+                if ((p.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL) == record.uid]
 
     def state_of_pod(self, pod: Obj) -> Optional[WorkState]:
         uid = ((pod.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL)
@@ -230,9 +217,7 @@ class Agent:
 
     def cluster_status(self) -> Obj:
         pods = self.overlay_pods()
-        requests = {
-            (p.get("metadata") or {}).get("uid", ""): self.cache.request_of(p, pod_request) for p in pods
-        }
+        requests = {(p.get("metadata") or {}).get("uid", ""): self.cache.request_of(p, pod_request) for p in pods}
         state = NodeState(self.cache.nodes.values(), pods, requests)
         queue_of_pod = {}
         for pod in pods:
@@ -254,11 +239,7 @@ class Agent:
         return out
 
     def next_requeue(self) -> Optional[float]:
-        times = [
-            s.run.requeue_at
-            for s in self.works.values()
-            if s.run is not None and s.run.requeue_at is not None
-        ]
+        times = [s.run.requeue_at for s in self.works.values() if s.run is not None and s.run.requeue_at is not None]
         return min(times) if times else None
 
     async def controller_pass(self) -> None:
@@ -287,18 +268,16 @@ class Agent:
             if uid not in known:
                 await self.writes.delete_all(pods, f"its Work (uid {uid}) no longer exists")
 
-    async def _work_pass(
-        self, key: str, state: WorkState, pods: list[Obj], priorities: dict[str, int], now: float
-    ) -> None:
+    async def _work_pass(self, key: str, state: WorkState, pods: list[Obj], priorities: dict[str, int],
+                         now: float) -> None:
         record, run = state.record, state.run
         if state.deleted:
             await self.writes.delete_all(pods, "Work deleted")
             if run is not None and run.objects:
                 namespace = run.job.metadata.namespace or "default"
                 for kind, name in sorted(run.objects):
-                    await self._gateway_call(
-                        f"delete {kind} {namespace}/{name}", self.gateway.delete_object(kind, namespace, name)
-                    )
+                    await self._gateway_call(f"delete {kind} {namespace}/{name}",
+                                             self.gateway.delete_object(kind, namespace, name))
                 run.objects.clear()
             if not [p for p in self.pods_of(record) if not pod_terminating(p)]:
                 del self.works[key]
@@ -338,15 +317,11 @@ class Agent:
         state.controller_error = None
         namespace = run.job.metadata.namespace or "default"
         for kind, name in plan.delete_objects:
-            await self._gateway_call(
-                f"delete {kind} {namespace}/{name}", self.gateway.delete_object(kind, namespace, name)
-            )
+            await self._gateway_call(f"delete {kind} {namespace}/{name}", self.gateway.delete_object(kind, namespace, name))
         for obj in plan.apply_objects:
             md = obj.get("metadata") or {}
-            await self._gateway_call(
-                f"apply {obj.get('kind')} {namespace}/{md.get('name')}",
-                self.gateway.apply_object(dict(obj, metadata=dict(md, namespace=namespace))),
-            )
+            await self._gateway_call(f"apply {obj.get('kind')} {namespace}/{md.get('name')}",
+                                     self.gateway.apply_object(dict(obj, metadata=dict(md, namespace=namespace))))
         for name in plan.delete_pods:
             await self.writes.delete(namespace, name)
         for pod in plan.create_pods:
@@ -357,22 +332,21 @@ class Agent:
             self.metrics.observe_first_pod(max(0.0, now - state.first_seen))
         if run.phase != state.reported_phase:
             state.reported_phase = run.phase
-            self.metrics.set_job_phase(
-                run.job.metadata.name or "", namespace, run.job.spec.queue or "default", run.phase
-            )
+            self.metrics.set_job_phase(run.job.metadata.name or "", namespace, run.job.spec.queue or "default",
+                                       run.phase)
         if plan.events:
             involved = dict(run.job.to_wire(), apiVersion=JOB_API_VERSION, kind="Job")
             involved.pop("status", None)
             for event_type, reason, message in plan.events:
                 await self.gateway.record_event(involved, event_type, reason, message)
-                self.federation_events.append(
-                    federation_event(run, self.options.cluster, self.clock.now(), event_type, reason, message)
-                )
+                self.federation_events.append(federation_event(run, self.options.cluster, self.clock.now(),
+                                                                event_type, reason, message))
 
     def evaluate_gang(self, state: WorkState, reason: str, now: float) -> None:
         min_member = int(((state.podgroup or {}).get("spec") or {}).get("minMember", 0) or 0)
         annotations = dict(state.gang.annotations)  # a release clears them
-        to_bind = state.gang.evaluate(state.record, min_member, job_phase(state.job_status), reason, now)
+        to_bind = state.gang.evaluate(state.record, min_member, job_phase(state.job_status),
+                                      reason, now)
         for pod_key, node in to_bind.items():
             log.info("Binding Task %s to node %s (reservation released)", pod_key, node)
             self.writes.bind(pod_key, node, annotations.get(pod_key))
@@ -380,15 +354,8 @@ class Agent:
     def update_status(self, state: WorkState, now: float) -> None:
         pg_phase = state.run.pod_group_phase if state.run is not None else state.seed_pod_group_phase
         with_gang = state.record.placement.declared
-        status = work_status(
-            state.record,
-            state.job_status,
-            pg_phase,
-            state.gang.status() if with_gang else None,
-            now,
-            state.written,
-            error=state.controller_error,
-        )
+        status = work_status(state.record, state.job_status, pg_phase, state.gang.status() if with_gang else None,
+                             now, state.written, error=state.controller_error)
         if state.written is None or comparable(status) != comparable(state.written):
             state.pending_status = status
             self.status_changed.set()
@@ -439,7 +406,8 @@ class Agent:
             due = self.next_requeue()
             if due is not None:  # a deferred policy action or a TTL falls due
                 wait = min(wait, max(0.0, due - self.clock.now()))
-            await _first(self.clock.sleep(wait), self.work_changed.wait(), self.cache.changed.wait())
+            await _first(self.clock.sleep(wait), self.work_changed.wait(),
+                         self.cache.changed.wait())
             await self.clock.sleep(self.options.controller_period / 5)
 
     async def schedule_loop(self) -> None:

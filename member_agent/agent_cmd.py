@@ -30,85 +30,41 @@ log = logging.getLogger("caldera.agent")
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--cluster", required=True, help="member cluster name (Cluster object, karmada-es-<name>)"
-    )
-    parser.add_argument(
-        "--kubeconfig",
-        required=True,
-        help="kubeconfig of the federation API (an agent token); with several clusters listed, "
-        "the agent fails over between them",
-    )
-    parser.add_argument(
-        "--server",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="a federation API replica, with the kubeconfig's credentials (repeatable: the agent "
-        "moves to the next with backoff when one fails)",
-    )
+    parser.add_argument("--cluster", required=True, help="member cluster name (Cluster object, karmada-es-<name>)")
+    parser.add_argument("--kubeconfig", required=True,
+                        help="kubeconfig of the federation API (an agent token); with several clusters listed, "
+                             "the agent fails over between them")
+    parser.add_argument("--server", action="append", default=[], metavar="URL",
+                        help="a federation API replica, with the kubeconfig's credentials (repeatable: the agent "
+                             "moves to the next with backoff when one fails)")
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument(
-        "--sim", metavar="CLUSTER.yaml", help="simulate the member cluster from a cluster file"
-    )
-    target.add_argument(
-        "--member-kubeconfig", metavar="FILE", help="kubeconfig of a real member cluster API server"
-    )
-    parser.add_argument(
-        "--scheduler-conf",
-        metavar="FILE",
-        help="volcano-scheduler.conf (YAML; reloaded when it changes); default: Volcano's built-in",
-    )
-    parser.add_argument(
-        "--speed",
-        type=float,
-        default=1.0,
-        help="simulated pods run this many times faster (start delay, duration, grace)",
-    )
-    parser.add_argument(
-        "--schedule-period",
-        type=float,
-        default=1.0,
-        help="seconds between scheduling sessions while work is pending; a change (new pods, an "
-        "enqueued PodGroup, freed capacity) starts a session at once",
-    )
-    parser.add_argument(
-        "--listen",
-        default="127.0.0.1:8090",
-        help="HOST:PORT for /healthz, /readyz, /metrics, /status (port 0: any free port)",
-    )
-    parser.add_argument(
-        "--metrics-bind-address",
-        metavar="HOST:PORT",
-        help="also serve /metrics over HTTPS here, each scrape's bearer token checked by the "
-        "federation (a viewer token suffices); /metrics then leaves --listen. Needs "
-        "--tls-cert-file and --tls-private-key-file",
-    )
+    target.add_argument("--sim", metavar="CLUSTER.yaml", help="simulate the member cluster from a cluster file")
+    target.add_argument("--member-kubeconfig", metavar="FILE", help="kubeconfig of a real member cluster API server")
+    parser.add_argument("--scheduler-conf", metavar="FILE",
+                        help="volcano-scheduler.conf (YAML; reloaded when it changes); default: Volcano's built-in")
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="simulated pods run this many times faster (start delay, duration, grace)")
+    parser.add_argument("--schedule-period", type=float, default=1.0,
+                        help="seconds between scheduling sessions while work is pending; a change (new pods, an "
+                             "enqueued PodGroup, freed capacity) starts a session at once")
+    parser.add_argument("--listen", default="127.0.0.1:8090",
+                        help="HOST:PORT for /healthz, /readyz, /metrics, /status (port 0: any free port)")
+    parser.add_argument("--metrics-bind-address", metavar="HOST:PORT",
+                        help="also serve /metrics over HTTPS here, each scrape's bearer token checked by the "
+                             "federation (a viewer token suffices); /metrics then leaves --listen. Needs "
+                             "--tls-cert-file and --tls-private-key-file")
     parser.add_argument("--tls-cert-file", metavar="FILE", help="PEM certificate of --metrics-bind-address")
-    parser.add_argument(
-        "--tls-private-key-file", metavar="FILE", help="PEM private key of --metrics-bind-address"
-    )
+    parser.add_argument("--tls-private-key-file", metavar="FILE", help="PEM private key of --metrics-bind-address")
     parser.add_argument("--start-delay", type=float, default=1.0, help="sim: seconds from bind to Running")
-    parser.add_argument(
-        "--default-duration",
-        type=float,
-        default=30.0,
-        help="sim: seconds a pod runs without a caldera.io/sim-duration annotation",
-    )
+    parser.add_argument("--default-duration", type=float, default=30.0,
+                        help="sim: seconds a pod runs without a caldera.io/sim-duration annotation")
     parser.add_argument("--lease-period", type=float, default=10.0, help="seconds between Lease renewals")
-    parser.add_argument(
-        "--status-period",
-        type=float,
-        default=0.5,
-        help="Cluster status reports come at most this often: a change after a quiet spell is "
-        "reported at once (once its burst settled, 50 ms), one report covers a burst; "
-        "unchanged status is re-sent every 30 s",
-    )
-    parser.add_argument(
-        "--stand-in-scheduler",
-        action="store_true",
-        help="use the agent's minimal first-fit gang scheduler instead of the session scheduler",
-    )
+    parser.add_argument("--status-period", type=float, default=0.5,
+                        help="Cluster status reports come at most this often: a change after a quiet spell is "
+                             "reported at once (once its burst settled, 50 ms), one report covers a burst; "
+                             "unchanged status is re-sent every 30 s")
+    parser.add_argument("--stand-in-scheduler", action="store_true",
+                        help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     node_search_flags.add_flags(parser)
     from member_agent.leader import add_flags
@@ -127,21 +83,16 @@ def _check_metrics_flags(args: argparse.Namespace) -> None:
     tls = (args.tls_cert_file, args.tls_private_key_file)
     if args.metrics_bind_address is None:
         if any(tls):
-            raise CalderaError(
-                "--tls-cert-file and --tls-private-key-file serve --metrics-bind-address; give it too"
-            )
+            raise CalderaError("--tls-cert-file and --tls-private-key-file serve --metrics-bind-address; give it too")
         return
     _host_port(args.metrics_bind_address, "--metrics-bind-address")
     if not all(tls):
-        raise CalderaError(
-            "--metrics-bind-address serves HTTPS only: give --tls-cert-file and "
-            "--tls-private-key-file (PEM files)"
-        )
+        raise CalderaError("--metrics-bind-address serves HTTPS only: give --tls-cert-file and "
+                           "--tls-private-key-file (PEM files)")
 
 
-async def _start_site(
-    runner: web.AppRunner, address: str, flag: str, context: Optional[ssl.SSLContext] = None
-) -> int:
+async def _start_site(runner: web.AppRunner, address: str, flag: str,
+                      context: Optional[ssl.SSLContext] = None) -> int:
     host, port = _host_port(address, flag)
     site = web.TCPSite(runner, host, port, ssl_context=context)
     await site.start()
@@ -149,9 +100,7 @@ async def _start_site(
     return int(sockets[0].getsockname()[1]) if sockets else port
 
 
-async def _metrics_runner(
-    args: argparse.Namespace, agent: Agent, clock: RealClock
-) -> Optional[web.AppRunner]:
+async def _metrics_runner(args: argparse.Namespace, agent: Agent, clock: RealClock) -> Optional[web.AppRunner]:
     """The secure metrics listener (member_agent.metrics_server), or None without --metrics-bind-address."""
     if args.metrics_bind_address is None:
         return None
@@ -164,12 +113,8 @@ async def _metrics_runner(
     except (OSError, ssl.SSLError) as exc:
         raise CalderaError(f"--tls-cert-file/--tls-private-key-file: {exc}") from None
     base = os.path.dirname(os.path.abspath(args.kubeconfig))
-    endpoints = [
-        (server, tls)
-        for server, _, tls in (
-            kubeconfig_parts(c, base) for c in endpoint_kubeconfigs(args.kubeconfig, args.server)
-        )
-    ]
+    endpoints = [(server, tls) for server, _, tls in (kubeconfig_parts(c, base)
+                                                     for c in endpoint_kubeconfigs(args.kubeconfig, args.server))]
     auth = ScrapeAuth(federation_review(endpoints), clock.monotonic)
     runner = web.AppRunner(build_metrics_app(agent.metrics.render, auth), access_log=None)
     await runner.setup()
@@ -197,16 +142,10 @@ async def serve(args: argparse.Namespace) -> int:
     version = "v1.30.0"
     if args.sim:
         cluster_file = load_cluster_file(args.sim, args.cluster)
-        sim = SimCluster(
-            cluster_file.nodes, clock, KubeletOptions(args.start_delay, args.default_duration, args.speed)
-        )
+        sim = SimCluster(cluster_file.nodes, clock, KubeletOptions(args.start_delay, args.default_duration, args.speed))
         gateway = SimGateway(sim)
-        cluster_spec = {
-            "provider": cluster_file.provider,
-            "region": cluster_file.region,
-            "zone": cluster_file.zone,
-            "labels": cluster_file.labels,
-        }
+        cluster_spec = {"provider": cluster_file.provider, "region": cluster_file.region, "zone": cluster_file.zone,
+                        "labels": cluster_file.labels}
         version = "v1.30.0-caldera-sim"
     else:
         from member_agent.cluster.kube import KubeGateway
@@ -216,30 +155,18 @@ async def serve(args: argparse.Namespace) -> int:
         federation = await FailoverFederationAPI.from_kubeconfig(args.kubeconfig, args.server)
     except (OSError, ValueError, KeyError) as exc:
         raise CalderaError(f"--kubeconfig {args.kubeconfig}: {exc}") from None
-    options = AgentOptions(
-        cluster=args.cluster,
-        schedule_period=args.schedule_period,
-        scheduler_conf_path=args.scheduler_conf,
-        use_real_scheduler=not args.stand_in_scheduler,
-        session_options=node_search_flags.session_options(args),
-        cluster_spec=cluster_spec,
-        kubernetes_version=version,
-    )
+    options = AgentOptions(cluster=args.cluster, schedule_period=args.schedule_period,
+                           scheduler_conf_path=args.scheduler_conf, use_real_scheduler=not args.stand_in_scheduler,
+                           session_options=node_search_flags.session_options(args),
+                           cluster_spec=cluster_spec, kubernetes_version=version)
     agent = Agent(options, gateway, clock)
-    sync = FederationSync(
-        agent, federation, clock, lease_period=args.lease_period, status_period=args.status_period
-    )
+    sync = FederationSync(agent, federation, clock, lease_period=args.lease_period, status_period=args.status_period)
     secure = args.metrics_bind_address is not None
     runner = web.AppRunner(build_app(agent, sync, sim, plain_metrics=not secure), access_log=None)
     await runner.setup()
     bound = await _start_site(runner, args.listen, "--listen")
-    metrics_runner = await _metrics_runner(
-        args, agent, clock
-    )  # announced first: "listening" means all are up
-    print(
-        f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}",
-        flush=True,
-    )
+    metrics_runner = await _metrics_runner(args, agent, clock)  # announced first: "listening" means all are up
+    print(f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}", flush=True)
     acting = [agent.controller_loop, agent.schedule_loop, sync.run]
     if sim is not None:
         acting.append(sim.kubelet.run)
@@ -279,11 +206,8 @@ def run(args: argparse.Namespace) -> int:
     # pydantic looks its plugins up in every installed distribution's entry points the first time a
     # model is built (importlib.metadata, zipfile, ~1 MiB kept); the agent uses none
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    logging.basicConfig(
-        level=getattr(logging, args.log_level),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
-    )
+    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
+                        format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
     try:
         return asyncio.run(serve(args))
     except CalderaError as exc:

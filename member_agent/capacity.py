@@ -38,12 +38,8 @@ from policies.models.core import PodSpec
 from policies.models.pod_resources import pod_spec_request
 from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_text
 
-PLACEMENT_LABELS = (
-    "nvidia.com/gpu.product",
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
-    "caldera.io/pool",
-)
+PLACEMENT_LABELS = ("nvidia.com/gpu.product", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+                    "caldera.io/pool")
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 MAX_SETS = 2**31 - 1
 
@@ -64,7 +60,7 @@ class PodShape:
     @classmethod
     def from_pod_spec(cls, spec: Mapping[str, Any]) -> "PodShape":
         request = dict(pod_spec_request(PodSpec.model_validate(dict(spec))))
-        affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+        affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
         required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
         return cls(
             request=request,
@@ -126,12 +122,7 @@ def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], name: str)
 class NodeState:
     """Nodes as rows: allocatable and used per resource column, plus what filters read."""
 
-    def __init__(
-        self,
-        nodes: Iterable[Obj],
-        pods: Iterable[Obj],
-        requests: Optional[Mapping[str, Mapping[str, float]]] = None,
-    ) -> None:
+    def __init__(self, nodes: Iterable[Obj], pods: Iterable[Obj], requests: Optional[Mapping[str, Mapping[str, float]]] = None) -> None:
         node_list = sorted(nodes, key=lambda n: n["metadata"]["name"])
         self.nodes = node_list
         self.names = [n["metadata"]["name"] for n in node_list]
@@ -151,9 +142,7 @@ class NodeState:
         self.labels = [dict((n.get("metadata") or {}).get("labels") or {}) for n in node_list]
         self.taints = [list((n.get("spec") or {}).get("taints") or []) for n in node_list]
         self.ready = np.array([node_ready(n) for n in node_list], dtype=bool)
-        self.unschedulable = np.array(
-            [bool((n.get("spec") or {}).get("unschedulable")) for n in node_list], dtype=bool
-        )
+        self.unschedulable = np.array([bool((n.get("spec") or {}).get("unschedulable")) for n in node_list], dtype=bool)
         for pod in pods:
             node = pod_node(pod)
             if node is None or node not in self.index or pod_terminal(pod):
@@ -216,9 +205,8 @@ class NodeState:
                 mask[i] = False
         return mask
 
-    def fit_per_node(
-        self, shape: PodShape, free: Optional[np.ndarray] = None, mask: Optional[np.ndarray] = None
-    ) -> np.ndarray:
+    def fit_per_node(self, shape: PodShape, free: Optional[np.ndarray] = None,
+                     mask: Optional[np.ndarray] = None) -> np.ndarray:
         """Replicas of ``shape`` each node can take now (0 on nodes that do not match)."""
         row, known = self.request_row(shape.request)
         n = len(self.names)
@@ -267,16 +255,11 @@ class NodeState:
 
 
 def _quantities(columns: Sequence[str], values: np.ndarray) -> dict[str, str]:
-    return {
-        c: to_quantity_text(c, float(v))
-        for c, v in zip(columns, values, strict=True)
-        if abs(float(v)) >= TOLERANCE
-    }
+    return {c: to_quantity_text(c, float(v)) for c, v in zip(columns, values, strict=True) if abs(float(v)) >= TOLERANCE}
 
 
-def resource_summary(
-    state: NodeState, pods: Iterable[Obj], requests: Optional[Mapping[str, Mapping[str, float]]] = None
-) -> dict[str, Any]:
+def resource_summary(state: NodeState, pods: Iterable[Obj],
+                     requests: Optional[Mapping[str, Mapping[str, float]]] = None) -> dict[str, Any]:
     """Karmada's ``resourceSummary``: allocatable of Ready nodes, allocated (bound, unfinished pods)
     and allocating (unbound, unfinished pods), pod counts included."""
     ready = state.ready
@@ -331,19 +314,14 @@ def preemptable_victim(pod: Obj) -> bool:
     """Whether the agent's scheduler could evict the pod for a higher-priority one: bound, not
     finished or leaving, scheduled by it, and not marked ``volcano.sh/preemptable: false``."""
     meta = pod.get("metadata") or {}
-    flag = (meta.get("annotations") or {}).get(
-        PREEMPTABLE_KEY, (meta.get("labels") or {}).get(PREEMPTABLE_KEY)
-    )
+    flag = (meta.get("annotations") or {}).get(PREEMPTABLE_KEY, (meta.get("labels") or {}).get(PREEMPTABLE_KEY))
     if flag is not None and str(flag).strip().lower() not in ("true", "1", "t"):
         return False
-    return (
-        pod_node(pod) is not None and pod_managed(pod) and not pod_terminal(pod) and not pod_terminating(pod)
-    )
+    return pod_node(pod) is not None and pod_managed(pod) and not pod_terminal(pod) and not pod_terminating(pod)
 
 
-def preemptible_shapes(
-    state: NodeState, pods: Iterable[Obj], requests: Optional[Mapping[str, Mapping[str, float]]] = None
-) -> list[dict[str, Any]]:
+def preemptible_shapes(state: NodeState, pods: Iterable[Obj],
+                       requests: Optional[Mapping[str, Mapping[str, float]]] = None) -> list[dict[str, Any]]:
     """``status.preemptibleShapes``: for each distinct priority ``p`` of preemptable pods (the
     highest :data:`MAX_PREEMPTION_THRESHOLDS`), the node shapes were every preemptable pod of
     priority <= ``p`` evicted, as ``{belowPriority: p + 1, shapes}``, ascending. A job of
@@ -370,10 +348,8 @@ def preemptible_shapes(
             if j is not None:
                 freed[k, row, j] += value
     cumulative = np.cumsum(freed, axis=0)
-    return [
-        {"belowPriority": p + 1, "shapes": _grouped_shapes(state, state.free + cumulative[k])}
-        for k, p in enumerate(kept)
-    ]
+    return [{"belowPriority": p + 1, "shapes": _grouped_shapes(state, state.free + cumulative[k])}
+            for k, p in enumerate(kept)]
 
 
 def _grouped_shapes(state: NodeState, free: np.ndarray) -> list[dict[str, Any]]:
@@ -438,12 +414,8 @@ def numa_summary(state: NodeState) -> list[dict[str, Any]]:
     return sorted(groups.values(), key=lambda g: -g["count"])
 
 
-def queue_summary(
-    pods: Iterable[Obj],
-    queue_of_pod: Mapping[str, str],
-    queues: Iterable[Obj],
-    requests: Optional[Mapping[str, Mapping[str, float]]] = None,
-) -> list[dict[str, Any]]:
+def queue_summary(pods: Iterable[Obj], queue_of_pod: Mapping[str, str], queues: Iterable[Obj],
+                  requests: Optional[Mapping[str, Mapping[str, float]]] = None) -> list[dict[str, Any]]:
     """Per queue: allocated (bound, unfinished pods of its jobs), deserved and capability as configured."""
     allocated: dict[str, dict[str, float]] = {}
     for pod in pods:
@@ -459,14 +431,9 @@ def queue_summary(
     spec_of = {(q.get("metadata") or {}).get("name"): (q.get("spec") or {}) for q in queues}
     for name in sorted(n for n in names if n):
         spec = spec_of.get(name, {})
-        entry: dict[str, Any] = {
-            "name": name,
-            "allocated": {
-                k: to_quantity_text(k, v)
-                for k, v in sorted(allocated.get(name, {}).items())
-                if abs(v) >= TOLERANCE
-            },
-        }
+        entry: dict[str, Any] = {"name": name,
+                                 "allocated": {k: to_quantity_text(k, v) for k, v in sorted(allocated.get(name, {}).items())
+                                               if abs(v) >= TOLERANCE}}
         for key in ("deserved", "capability", "guarantee"):
             value = spec.get(key)
             if key == "guarantee":
@@ -477,13 +444,8 @@ def queue_summary(
     return out
 
 
-def cluster_status(
-    state: NodeState,
-    pods: Sequence[Obj],
-    queue_of_pod: Optional[Mapping[str, str]] = None,
-    queues: Sequence[Obj] = (),
-    requests: Optional[Mapping[str, Mapping[str, float]]] = None,
-) -> dict[str, Any]:
+def cluster_status(state: NodeState, pods: Sequence[Obj], queue_of_pod: Optional[Mapping[str, str]] = None,
+                   queues: Sequence[Obj] = (), requests: Optional[Mapping[str, Mapping[str, float]]] = None) -> dict[str, Any]:
     """The agent's part of ``Cluster.status`` (docs/protocol.md "Cluster status")."""
     return {
         "resourceSummary": resource_summary(state, pods, requests),

@@ -95,32 +95,17 @@ def overlay_pods(agent: Agent) -> list[Obj]:
 
 
 def snapshot_objects(agent: Agent) -> list[Obj]:
-    groups = [
-        s.podgroup
-        for s in agent.works.values()
-        if s.podgroup
-        and s.podgroup.get("kind") == "PodGroup"
-        and not s.deleted
-        and not s.controller_error
-        and not s.record.placement.cancelled
-        and not s.record.error
-        and s.gang.schedulable
-    ]
-    return [
-        *agent.cache.nodes.values(),
-        *overlay_pods(agent),
-        *groups,
-        *agent.queues,
-        *agent.priority_classes,
-    ]
+    groups = [s.podgroup for s in agent.works.values()
+              if s.podgroup and s.podgroup.get("kind") == "PodGroup" and not s.deleted and not s.controller_error
+              and not s.record.placement.cancelled and not s.record.error and s.gang.schedulable]
+    return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *agent.queues, *agent.priority_classes]
 
 
 def has_scheduling_objects(agent: Agent) -> bool:
     """Whether a session has anything to act on: a pod of ours or a PodGroup (an agent without
     jobs never runs one, and never loads the session scheduler)."""
     return any(pod_managed(p) for p in agent.cache.pods.values()) or any(
-        s.podgroup and not s.deleted for s in agent.works.values()
-    )
+        s.podgroup and not s.deleted for s in agent.works.values())
 
 
 def has_pending_work(agent: Agent) -> bool:
@@ -131,11 +116,8 @@ def has_pending_work(agent: Agent) -> bool:
             return True
     for state in agent.works.values():
         group = state.podgroup
-        if (
-            group
-            and not state.deleted
-            and ((group.get("status") or {}).get("phase") or "Pending") in ("Pending", "Inqueue")
-        ):
+        if group and not state.deleted and ((group.get("status") or {}).get("phase") or "Pending") in (
+                "Pending", "Inqueue"):
             return True
     return False
 
@@ -146,19 +128,10 @@ async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
     objects = snapshot_objects(agent)
     started = time.perf_counter()
     # The node search resumes where the previous session stopped, as Volcano's does.
-    options = replace(
-        agent.options.session_options, last_processed_node_index=agent.last_processed_node_index
-    )
+    options = replace(agent.options.session_options, last_processed_node_index=agent.last_processed_node_index)
     try:
-        result = await asyncio.to_thread(
-            scheduling.run_once,
-            objects,
-            agent.conf,
-            agent.clock,
-            agent.options.use_real_scheduler,
-            agent.snapshot_sync,
-            options,
-        )
+        result = await asyncio.to_thread(scheduling.run_once, objects, agent.conf, agent.clock,
+                                         agent.options.use_real_scheduler, agent.snapshot_sync, options)
     except Exception:  # noqa: BLE001 - one bad cycle must not stop the agent
         log.exception("scheduling cycle failed")
         agent.metrics.attempts.labels("error").inc()
@@ -194,25 +167,15 @@ def _apply_bindings(agent: Agent, result: CycleResult) -> None:
         state = agent.state_of_pod(pod)
         if state is not None and state.record.gang_managed and state.record.placement.hold:
             state.gang.reserve(pod_key, node, annotations)
-            log.info(
-                "Reserving Task %s on node %s (held share of Work %s)%s",
-                pod_key,
-                node,
-                state.record.key,
-                _devices_suffix(devices),
-            )
+            log.info("Reserving Task %s on node %s (held share of Work %s)%s", pod_key, node, state.record.key,
+                     _devices_suffix(devices))
         else:
             log.info("Binding Task %s to node %s%s", pod_key, node, _devices_suffix(devices))
             agent.writes.bind(pod_key, node, annotations)
         if state is not None and state.run is not None:
             job = state.run.job
-            agent.metrics.observe_job_placed(
-                job.metadata.name or "",
-                job.metadata.namespace or "",
-                job.spec.queue or "default",
-                state.first_seen,
-                now,
-            )
+            agent.metrics.observe_job_placed(job.metadata.name or "", job.metadata.namespace or "",
+                                             job.spec.queue or "default", state.first_seen, now)
 
 
 def _devices_suffix(devices: Optional[dict[str, list[int]]]) -> str:
@@ -266,12 +229,9 @@ def _apply_pod_groups(agent: Agent, result: CycleResult) -> None:
         if phase == "Running" and not state.scheduled_reported and state.record.job:
             state.scheduled_reported = True
             md = state.record.job.get("metadata") or {}
-            agent.metrics.observe_job_scheduled(
-                md.get("name", ""),
-                md.get("namespace", ""),
-                state.podgroup.get("spec", {}).get("queue", "default"),
-                max(0.0, now - state.first_seen),
-            )
+            agent.metrics.observe_job_scheduled(md.get("name", ""), md.get("namespace", ""),
+                                                state.podgroup.get("spec", {}).get("queue", "default"),
+                                                max(0.0, now - state.first_seen))
         report = result.jobs.get(pg_key)
         # A verdict only when the session saw the whole gang: pods still on their way into the
         # cache ("NotEnoughPods" in Volcano) are no reason to call the share unschedulable.

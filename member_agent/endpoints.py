@@ -43,17 +43,13 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
         "works": works,
         # "ns/pod" -> {"gpus": [ids], "numa": [ids]}: what the sessions gave the pods still present.
         "devices": dict(sorted(agent.writes.devices.items())),
-        "nominations": {
-            key: nominee
-            for key, pod in sorted(agent.cache.pods.items())
-            if (nominee := (pod.get("status") or {}).get("nominatedNodeName")) and not pod_node(pod)
-        },
+        "nominations": {key: nominee for key, pod in sorted(agent.cache.pods.items())
+                        if (nominee := (pod.get("status") or {}).get("nominatedNodeName")) and not pod_node(pod)},
     }
 
 
-def build_app(
-    agent: Agent, sync: Optional[FederationSync], sim: Optional[SimCluster], plain_metrics: bool = True
-) -> web.Application:
+def build_app(agent: Agent, sync: Optional[FederationSync], sim: Optional[SimCluster],
+              plain_metrics: bool = True) -> web.Application:
     """The plain-HTTP endpoints; ``plain_metrics`` False when /metrics is served securely elsewhere."""
     app = web.Application()
 
@@ -74,9 +70,7 @@ def build_app(
 
     async def node_action(request: web.Request) -> web.Response:
         if sim is None:
-            return web.json_response(
-                {"error": "fault injection needs a simulated cluster (--sim)"}, status=404
-            )
+            return web.json_response({"error": "fault injection needs a simulated cluster (--sim)"}, status=404)
         name, action = request.match_info["name"], request.match_info["action"]
         try:
             if action == "fail":
@@ -86,9 +80,8 @@ def build_app(
             elif action in ("cordon", "uncordon"):
                 sim.cordon(name, action == "cordon")
             else:
-                return web.json_response(
-                    {"error": f"unknown action {action!r}; use fail, recover, cordon, uncordon"}, status=400
-                )
+                return web.json_response({"error": f"unknown action {action!r}; use fail, recover, cordon, uncordon"},
+                                         status=400)
         except NotFound as exc:
             return web.json_response({"error": str(exc)}, status=404)
         return web.json_response({"node": name, "action": action})

@@ -57,11 +57,8 @@ def translate(exc: BaseException, what: str) -> Exception:
         if exc.status == 404:
             return NotFound(f"{what}: not found")
         if exc.status == 409:
-            return (
-                AlreadyExists(f"{what}: already exists")
-                if "exists" in str(exc.body or "").lower()
+            return AlreadyExists(f"{what}: already exists") if "exists" in str(exc.body or "").lower() \
                 else Conflict(f"{what}: conflict")
-            )
         if exc.status == 410:
             return Gone(f"{what}: resourceVersion too old")
         if exc.status in (429, 500, 502, 503, 504):
@@ -96,65 +93,42 @@ class KubeFederationAPI:
     # ------------------------------------------------------------ Cluster
     async def get_cluster(self, name: str) -> Obj:
         g, v, p = CLUSTER
-        return await self._call(
-            f"Cluster {name}",
-            self.custom.get_cluster_custom_object(g, v, p, name, _request_timeout=REQUEST_TIMEOUT),
-        )
+        return await self._call(f"Cluster {name}", self.custom.get_cluster_custom_object(
+            g, v, p, name, _request_timeout=REQUEST_TIMEOUT))
 
     async def create_cluster(self, body: Obj) -> Obj:
         g, v, p = CLUSTER
-        return await self._call(
-            f"Cluster {body['metadata']['name']}",
-            self.custom.create_cluster_custom_object(g, v, p, body, _request_timeout=REQUEST_TIMEOUT),
-        )
+        return await self._call(f"Cluster {body['metadata']['name']}", self.custom.create_cluster_custom_object(
+            g, v, p, body, _request_timeout=REQUEST_TIMEOUT))
 
     async def patch_cluster_status(self, name: str, status: Obj) -> Obj:
         g, v, p = CLUSTER
-        return await self._call(
-            f"Cluster {name} status",
-            self.custom.patch_cluster_custom_object_status(
-                g, v, p, name, {"status": status}, _content_type=MERGE_PATCH, _request_timeout=REQUEST_TIMEOUT
-            ),
-        )
+        return await self._call(f"Cluster {name} status", self.custom.patch_cluster_custom_object_status(
+            g, v, p, name, {"status": status}, _content_type=MERGE_PATCH, _request_timeout=REQUEST_TIMEOUT))
 
     # ------------------------------------------------------------ Lease
     async def get_lease(self, namespace: str, name: str) -> Obj:
         g, v, p = LEASE
-        return await self._call(
-            f"Lease {namespace}/{name}",
-            self.custom.get_namespaced_custom_object(
-                g, v, namespace, p, name, _request_timeout=REQUEST_TIMEOUT
-            ),
-        )
+        return await self._call(f"Lease {namespace}/{name}", self.custom.get_namespaced_custom_object(
+            g, v, namespace, p, name, _request_timeout=REQUEST_TIMEOUT))
 
     async def create_lease(self, namespace: str, body: Obj) -> Obj:
         g, v, p = LEASE
-        return await self._call(
-            f"Lease {namespace}/{body['metadata']['name']}",
-            self.custom.create_namespaced_custom_object(
-                g, v, namespace, p, body, _request_timeout=REQUEST_TIMEOUT
-            ),
-        )
+        return await self._call(f"Lease {namespace}/{body['metadata']['name']}",
+                                self.custom.create_namespaced_custom_object(
+                                    g, v, namespace, p, body, _request_timeout=REQUEST_TIMEOUT))
 
     async def replace_lease(self, namespace: str, name: str, body: Obj) -> Obj:
         g, v, p = LEASE
-        return await self._call(
-            f"Lease {namespace}/{name}",
-            self.custom.replace_namespaced_custom_object(
-                g, v, namespace, p, name, body, _request_timeout=REQUEST_TIMEOUT
-            ),
-        )
+        return await self._call(f"Lease {namespace}/{name}", self.custom.replace_namespaced_custom_object(
+            g, v, namespace, p, name, body, _request_timeout=REQUEST_TIMEOUT))
 
     # ------------------------------------------------------------ Works
     async def list_works(self, namespace: str) -> tuple[list[Obj], str]:
         g, v, p = WORK
-        listing = await self._call(
-            f"Works in {namespace}",
-            self.custom.list_namespaced_custom_object(g, v, namespace, p, _request_timeout=REQUEST_TIMEOUT),
-        )
-        return list(listing.get("items") or []), str(
-            (listing.get("metadata") or {}).get("resourceVersion") or ""
-        )
+        listing = await self._call(f"Works in {namespace}", self.custom.list_namespaced_custom_object(
+            g, v, namespace, p, _request_timeout=REQUEST_TIMEOUT))
+        return list(listing.get("items") or []), str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
     async def watch_works(self, namespace: str, resource_version: str) -> AsyncIterator[WatchEvent]:
         from kubernetes_asyncio import watch as k8s_watch
@@ -162,16 +136,9 @@ class KubeFederationAPI:
         g, v, p = WORK
         try:
             async with k8s_watch.Watch() as w:
-                stream = w.stream(
-                    self.custom.list_namespaced_custom_object,
-                    g,
-                    v,
-                    namespace,
-                    p,
-                    resource_version=resource_version,
-                    timeout_seconds=WATCH_TIMEOUT,
-                    allow_watch_bookmarks=True,
-                )
+                stream = w.stream(self.custom.list_namespaced_custom_object, g, v, namespace, p,
+                                  resource_version=resource_version, timeout_seconds=WATCH_TIMEOUT,
+                                  allow_watch_bookmarks=True)
                 async for event in stream:
                     kind = event.get("type")
                     obj = event.get("object")
@@ -182,45 +149,29 @@ class KubeFederationAPI:
 
     async def patch_work_status(self, namespace: str, name: str, status: Obj) -> Obj:
         g, v, p = WORK
-        return await self._call(
-            f"Work {namespace}/{name} status",
-            self.custom.patch_namespaced_custom_object_status(
-                g,
-                v,
-                namespace,
-                p,
-                name,
-                {"status": status},
-                _content_type=MERGE_PATCH,
-                _request_timeout=REQUEST_TIMEOUT,
-            ),
-        )
+        return await self._call(f"Work {namespace}/{name} status", self.custom.patch_namespaced_custom_object_status(
+            g, v, namespace, p, name, {"status": status}, _content_type=MERGE_PATCH,
+            _request_timeout=REQUEST_TIMEOUT))
 
     # ------------------------------------------------------------ scheduling inputs
     async def list_queues(self) -> list[Obj]:
         g, v, p = QUEUE
-        listing = await self._call(
-            "Queues", self.custom.list_cluster_custom_object(g, v, p, _request_timeout=REQUEST_TIMEOUT)
-        )
+        listing = await self._call("Queues", self.custom.list_cluster_custom_object(
+            g, v, p, _request_timeout=REQUEST_TIMEOUT))
         return [dict(q, apiVersion=f"{g}/{v}", kind="Queue") for q in listing.get("items") or []]
 
     async def list_priority_classes(self) -> list[Obj]:
         g, v, p = PRIORITY_CLASS
-        listing = await self._call(
-            "PriorityClasses",
-            self.custom.list_cluster_custom_object(g, v, p, _request_timeout=REQUEST_TIMEOUT),
-        )
+        listing = await self._call("PriorityClasses", self.custom.list_cluster_custom_object(
+            g, v, p, _request_timeout=REQUEST_TIMEOUT))
         return [dict(q, apiVersion=f"{g}/{v}", kind="PriorityClass") for q in listing.get("items") or []]
 
     # ------------------------------------------------------------ events
     async def create_event(self, namespace: str, body: Obj) -> None:
-        response = await self._call(
-            f"Event in {namespace}",
-            self.core.create_namespaced_event(
-                namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-            ),
-        )
+        response = await self._call(f"Event in {namespace}", self.core.create_namespaced_event(
+            namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
         response.release()
 
     async def close(self) -> None:
         await self.api_client.close()
+

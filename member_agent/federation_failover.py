@@ -54,16 +54,9 @@ def endpoint_kubeconfigs(path: str, servers: Sequence[str]) -> list[dict[str, An
             ca = (Path(path).parent / cluster.pop("certificate-authority")).read_bytes()
             cluster = dict(cluster, **{"certificate-authority-data": base64.b64encode(ca).decode()})
         name = f"endpoint-{i}"
-        out.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": name, "cluster": cluster}],
-                "users": doc.get("users") or [],
-                "contexts": [{"name": name, "context": dict(context, cluster=name)}],
-                "current-context": name,
-            }
-        )
+        out.append({"apiVersion": "v1", "kind": "Config", "clusters": [{"name": name, "cluster": cluster}],
+                    "users": doc.get("users") or [],
+                    "contexts": [{"name": name, "context": dict(context, cluster=name)}], "current-context": name})
     return out
 
 

@@ -50,11 +50,7 @@ def _error(status: int, body: str, what: str) -> Exception:
     if status == 404:
         return NotFound(f"{what}: not found")
     if status == 409:
-        return (
-            AlreadyExists(f"{what}: already exists")
-            if "exists" in body.lower()
-            else Conflict(f"{what}: conflict")
-        )
+        return AlreadyExists(f"{what}: already exists") if "exists" in body.lower() else Conflict(f"{what}: conflict")
     if status == 410:
         return Gone(f"{what}: resourceVersion too old")
     if status in (429, 500, 502, 503, 504):
@@ -79,9 +75,8 @@ def load_kubeconfig(path: str) -> tuple[str, dict[str, str], ssl.SSLContext | bo
     return kubeconfig_parts(config, os.path.dirname(os.path.abspath(path)), path)
 
 
-def kubeconfig_parts(
-    config: dict[str, Any], base: str, path: str = "kubeconfig"
-) -> tuple[str, dict[str, str], ssl.SSLContext | bool]:
+def kubeconfig_parts(config: dict[str, Any], base: str, path: str = "kubeconfig"
+                     ) -> tuple[str, dict[str, str], ssl.SSLContext | bool]:
     """As :func:`load_kubeconfig`, for a kubeconfig already read (relative files under ``base``)."""
     contexts = {c["name"]: c.get("context") or {} for c in config.get("contexts") or []}
     context = contexts.get(config.get("current-context") or "") or next(iter(contexts.values()), {})
@@ -122,14 +117,8 @@ def kubeconfig_parts(
     return server, headers, ssl_context
 
 
-def _path(
-    group: str,
-    version: str,
-    plural: str,
-    namespace: Optional[str] = None,
-    name: Optional[str] = None,
-    sub: Optional[str] = None,
-) -> str:
+def _path(group: str, version: str, plural: str, namespace: Optional[str] = None, name: Optional[str] = None,
+          sub: Optional[str] = None) -> str:
     root = f"/api/{version}" if not group else f"/apis/{group}/{version}"
     parts = [root] + ([f"namespaces/{namespace}"] if namespace else []) + [plural]
     parts += [name] if name else []
@@ -153,27 +142,13 @@ class RestFederationAPI:
     def from_config(cls, config: dict[str, Any], base: str) -> "RestFederationAPI":
         return cls(*kubeconfig_parts(config, base))
 
-    async def _request(
-        self,
-        what: str,
-        method: str,
-        path: str,
-        body: Any = None,
-        content_type: str = "application/json",
-        params: Optional[dict[str, str]] = None,
-    ) -> Any:
+    async def _request(self, what: str, method: str, path: str, body: Any = None, content_type: str = "application/json",
+                       params: Optional[dict[str, str]] = None) -> Any:
         data = None if body is None else json.dumps(body)
         headers = {"Content-Type": content_type} if body is not None else {}
         try:
-            async with self.session.request(
-                method,
-                self.server + path,
-                data=data,
-                headers=headers,
-                params=params,
-                ssl=self.ssl,
-                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
-            ) as resp:
+            async with self.session.request(method, self.server + path, data=data, headers=headers, params=params,
+                                            ssl=self.ssl, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)) as resp:
                 text = await resp.text()
                 if resp.status >= 400:
                     raise _error(resp.status, text, what)
@@ -186,68 +161,39 @@ class RestFederationAPI:
         return await self._request(f"Cluster {name}", "GET", _path(*CLUSTER, name=name))  # type: ignore[no-any-return]
 
     async def create_cluster(self, body: Obj) -> Obj:
-        return await self._request(
-            f"Cluster {body['metadata']['name']}",
-            "POST",  # type: ignore[no-any-return]
-            _path(*CLUSTER),
-            body,
-        )
+        return await self._request(f"Cluster {body['metadata']['name']}", "POST",  # type: ignore[no-any-return]
+                                   _path(*CLUSTER), body)
 
     async def patch_cluster_status(self, name: str, status: Obj) -> Obj:
-        return await self._request(
-            f"Cluster {name} status",
-            "PATCH",  # type: ignore[no-any-return]
-            _path(*CLUSTER, name=name, sub="status"),
-            {"status": status},
-            MERGE_PATCH,
-        )
+        return await self._request(f"Cluster {name} status", "PATCH",  # type: ignore[no-any-return]
+                                   _path(*CLUSTER, name=name, sub="status"), {"status": status}, MERGE_PATCH)
 
     # ------------------------------------------------------------ Lease
     async def get_lease(self, namespace: str, name: str) -> Obj:
-        return await self._request(
-            f"Lease {namespace}/{name}",
-            "GET",  # type: ignore[no-any-return]
-            _path(*LEASE, namespace=namespace, name=name),
-        )
+        return await self._request(f"Lease {namespace}/{name}", "GET",  # type: ignore[no-any-return]
+                                   _path(*LEASE, namespace=namespace, name=name))
 
     async def create_lease(self, namespace: str, body: Obj) -> Obj:
-        return await self._request(
-            f"Lease {namespace}/{body['metadata']['name']}",
-            "POST",  # type: ignore[no-any-return]
-            _path(*LEASE, namespace=namespace),
-            body,
-        )
+        return await self._request(f"Lease {namespace}/{body['metadata']['name']}", "POST",  # type: ignore[no-any-return]
+                                   _path(*LEASE, namespace=namespace), body)
 
     async def replace_lease(self, namespace: str, name: str, body: Obj) -> Obj:
-        return await self._request(
-            f"Lease {namespace}/{name}",
-            "PUT",  # type: ignore[no-any-return]
-            _path(*LEASE, namespace=namespace, name=name),
-            body,
-        )
+        return await self._request(f"Lease {namespace}/{name}", "PUT",  # type: ignore[no-any-return]
+                                   _path(*LEASE, namespace=namespace, name=name), body)
 
     # ------------------------------------------------------------ Works
     async def list_works(self, namespace: str) -> tuple[list[Obj], str]:
         listing = await self._request(f"Works in {namespace}", "GET", _path(*WORK, namespace=namespace))
-        return list(listing.get("items") or []), str(
-            (listing.get("metadata") or {}).get("resourceVersion") or ""
-        )
+        return list(listing.get("items") or []), str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
     async def watch_works(self, namespace: str, resource_version: str) -> AsyncIterator[WatchEvent]:
         what = f"watch Works in {namespace}"
-        params = {
-            "watch": "true",
-            "resourceVersion": resource_version,
-            "timeoutSeconds": str(WATCH_TIMEOUT),
-            "allowWatchBookmarks": "true",
-        }
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=REQUEST_TIMEOUT, sock_read=WATCH_TIMEOUT + 30
-        )
+        params = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(WATCH_TIMEOUT),
+                  "allowWatchBookmarks": "true"}
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=REQUEST_TIMEOUT, sock_read=WATCH_TIMEOUT + 30)
         try:
-            async with self.session.get(
-                self.server + _path(*WORK, namespace=namespace), params=params, ssl=self.ssl, timeout=timeout
-            ) as resp:
+            async with self.session.get(self.server + _path(*WORK, namespace=namespace), params=params, ssl=self.ssl,
+                                        timeout=timeout) as resp:
                 if resp.status >= 400:
                     raise _error(resp.status, await resp.text(), what)
                 async for line in resp.content:
@@ -264,13 +210,9 @@ class RestFederationAPI:
             raise Unavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
 
     async def patch_work_status(self, namespace: str, name: str, status: Obj) -> Obj:
-        return await self._request(
-            f"Work {namespace}/{name} status",
-            "PATCH",  # type: ignore[no-any-return]
-            _path(*WORK, namespace=namespace, name=name, sub="status"),
-            {"status": status},
-            MERGE_PATCH,
-        )
+        return await self._request(f"Work {namespace}/{name} status", "PATCH",  # type: ignore[no-any-return]
+                                   _path(*WORK, namespace=namespace, name=name, sub="status"), {"status": status},
+                                   MERGE_PATCH)
 
     # ------------------------------------------------------------ scheduling inputs
     async def list_queues(self) -> list[Obj]:
@@ -285,9 +227,7 @@ class RestFederationAPI:
 
     # ------------------------------------------------------------ events
     async def create_event(self, namespace: str, body: Obj) -> None:
-        await self._request(
-            f"Event in {namespace}", "POST", _path("", "v1", "events", namespace=namespace), body
-        )
+        await self._request(f"Event in {namespace}", "POST", _path("", "v1", "events", namespace=namespace), body)
 
     async def close(self) -> None:
         await self.session.close()

@@ -66,9 +66,8 @@ class GangTracker:
         self.reason = reason
         return dropped
 
-    def evaluate(
-        self, record: WorkRecord, min_member: int, job_phase: str, schedule_reason: str, now: float
-    ) -> dict[str, str]:
+    def evaluate(self, record: WorkRecord, min_member: int, job_phase: str, schedule_reason: str,
+                 now: float) -> dict[str, str]:
         """Move to the phase the record and the reservation call for.
 
         Returns the pods to bind now (non-empty exactly once, on release); read their annotations
@@ -137,9 +136,7 @@ class GangTracker:
             return
         self.reservations = {str(k): str(v) for k, v in held.items()}
         notes = gang.get("reservationAnnotations") or {}
-        self.annotations = {
-            str(k): dict(v) for k, v in notes.items() if isinstance(v, dict) and k in self.reservations
-        }
+        self.annotations = {str(k): dict(v) for k, v in notes.items() if isinstance(v, dict) and k in self.reservations}
         if gang.get("phase") == "Reserved":
             self.phase = "Reserved"
             until = gang.get("reservedUntil")

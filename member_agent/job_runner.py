@@ -96,13 +96,8 @@ class JobRun:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def start(
-        cls,
-        record: WorkRecord,
-        first_seen: float,
-        seeded_status: Optional[Obj] = None,
-        seeded_pod_group_phase: Optional[str] = None,
-    ) -> "JobRun":
+    def start(cls, record: WorkRecord, first_seen: float, seeded_status: Optional[Obj] = None,
+              seeded_pod_group_phase: Optional[str] = None) -> "JobRun":
         wire = dict(record.job or {})
         metadata = dict(wire.get("metadata") or {})
         metadata.setdefault("creationTimestamp", rfc3339(first_seen))
@@ -171,12 +166,8 @@ class JobRun:
         due = self.requeue_at if self.requeue_at is not None and now >= self.requeue_at else None
         return (
             due,
-            tuple(
-                sorted(
-                    ((p.get("metadata") or {}).get("name"), (p.get("metadata") or {}).get("resourceVersion"))
-                    for p in pods
-                )
-            ),
+            tuple(sorted(((p.get("metadata") or {}).get("name"), (p.get("metadata") or {}).get("resourceVersion"))
+                         for p in pods)),
             ((self.pod_group or {}).get("status") or {}).get("phase"),
             self.spec_revision,
         )
@@ -187,14 +178,8 @@ class JobRun:
         return self._fingerprint is None and not self.deleted
 
     # ------------------------------------------------------------------ one pass
-    def plan(
-        self,
-        record: WorkRecord,
-        pods: list[Obj],
-        now: float,
-        config: ControllerConfig,
-        priority_classes: Mapping[str, int],
-    ) -> Optional[RunPlan]:
+    def plan(self, record: WorkRecord, pods: list[Obj], now: float, config: ControllerConfig,
+             priority_classes: Mapping[str, int]) -> Optional[RunPlan]:
         """One controller pass; None when nothing changed since the last one."""
         if self.deleted:
             return None
@@ -205,11 +190,8 @@ class JobRun:
         if self._last_job is None:
             # First pass (or first after a restart): pods already terminating were deleted by a
             # previous pass of ours; their disappearance must not read as an eviction.
-            self.deleted_by_us.update(
-                str((p.get("metadata") or {}).get("name"))
-                for p in pods
-                if (p.get("metadata") or {}).get("deletionTimestamp")
-            )
+            self.deleted_by_us.update(str((p.get("metadata") or {}).get("name")) for p in pods
+                                      if (p.get("metadata") or {}).get("deletionTimestamp"))
         try:
             live = [self._pod_model(p) for p in pods]
             pod_group = PodGroup.model_validate(self.pod_group) if self.pod_group is not None else None
@@ -217,13 +199,8 @@ class JobRun:
             requests += observe_pods(self.job, self._last_pods.values(), live, when, self.deleted_by_us)
             requests += observe_pod_group(self._last_pod_group, pod_group, when)
             observation = JobObservation(
-                job=self.job,
-                pod_group=pod_group,
-                pods=live,
-                requests=requests,
-                deferred=self.deferred,
-                priority_classes=priority_classes,
-                existing_objects=self.objects,
+                job=self.job, pod_group=pod_group, pods=live, requests=requests, deferred=self.deferred,
+                priority_classes=priority_classes, existing_objects=self.objects,
                 pod_labels={WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation)},
             )
             plan = reconcile(observation, when, config)
@@ -233,26 +210,19 @@ class JobRun:
         self._last_pods = {p.metadata.name or "": p for p in live}
         self._last_pod_group = pod_group
         self._last_job = self.job
-        self._models = {
-            uid: entry for uid, entry in self._models.items() if entry[1].metadata.name in self._last_pods
-        }
+        self._models = {uid: entry for uid, entry in self._models.items()
+                        if entry[1].metadata.name in self._last_pods}
         out = self._apply(plan, now)
         # A pass that changed something is followed by another (its effects are new input).
-        self._fingerprint = (
-            fingerprint
-            if not (out.create_pods or out.delete_pods or plan.status_changed or plan.pod_group_action)
-            else None
-        )
+        self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
+                                                or plan.pod_group_action) else None
         return out
 
     def _apply(self, plan: JobPlan, now: float) -> RunPlan:
         out = RunPlan()
         if plan.delete_job:
-            log.info(
-                "Job %s/%s: ttlSecondsAfterFinished passed, deleting its pods and PodGroup",
-                self.job.metadata.namespace,
-                self.job.metadata.name,
-            )
+            log.info("Job %s/%s: ttlSecondsAfterFinished passed, deleting its pods and PodGroup",
+                     self.job.metadata.namespace, self.job.metadata.name)
             self.deleted, out.delete_job = True, True
             out.delete_objects = sorted(self.objects)
             self.pod_group, self.objects, self.deferred, self.requeue_at = None, {}, [], None
@@ -297,41 +267,23 @@ class JobRun:
                 self._recorded[key] = now
                 out.events.append((event.type, event.reason, event.message))
         if plan.actions and any(a.value != "SyncJob" for a in plan.actions):
-            log.info(
-                "Job %s/%s: executed %s; phase %s",
-                self.job.metadata.namespace,
-                self.job.metadata.name,
-                ", ".join(a.value for a in plan.actions),
-                self.phase,
-            )
+            log.info("Job %s/%s: executed %s; phase %s", self.job.metadata.namespace, self.job.metadata.name,
+                     ", ".join(a.value for a in plan.actions), self.phase)
         return out
 
 
-def federation_event(
-    run: JobRun, cluster: str, now: float, event_type: str, reason: str, message: str
-) -> Obj:
+def federation_event(run: JobRun, cluster: str, now: float, event_type: str, reason: str, message: str) -> Obj:
     """The Job's event as the federation sees it: about the federated Job (its uid), so that
     ``caldera describe job`` lists what every member's controller did."""
     md = run.job.metadata
     stamp = rfc3339(now)
     return {
-        "apiVersion": "v1",
-        "kind": "Event",
+        "apiVersion": "v1", "kind": "Event",
         "metadata": {"generateName": f"{md.name}.", "namespace": md.namespace or "default"},
-        "involvedObject": {
-            "apiVersion": JOB_API_VERSION,
-            "kind": "Job",
-            "namespace": md.namespace or "default",
-            "name": md.name,
-            "uid": md.uid,
-        },
-        "type": event_type,
-        "reason": reason,
-        "message": f"[{cluster}] {message}",
+        "involvedObject": {"apiVersion": JOB_API_VERSION, "kind": "Job", "namespace": md.namespace or "default",
+                           "name": md.name, "uid": md.uid},
+        "type": event_type, "reason": reason, "message": f"[{cluster}] {message}",
         "source": {"component": "caldera-agent", "host": cluster},
-        "reportingComponent": "caldera-agent",
-        "reportingInstance": cluster,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
+        "reportingComponent": "caldera-agent", "reportingInstance": cluster,
+        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }

@@ -40,28 +40,15 @@ def boolean(text: str) -> bool:
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "leader election (kube-controller-manager's flags)"
-    )
-    group.add_argument(
-        "--leader-elect",
-        type=boolean,
-        nargs="?",
-        const=True,
-        default=False,
-        metavar="BOOL",
-        help="act only while holding the Lease caldera-system/caldera-agent-CLUSTER (in the member "
-        "cluster; with --sim in the federation) (default false)",
-    )
+    group = parser.add_argument_group("leader election (kube-controller-manager's flags)")
+    group.add_argument("--leader-elect", type=boolean, nargs="?", const=True, default=False, metavar="BOOL",
+                       help="act only while holding the Lease caldera-system/caldera-agent-CLUSTER (in the member "
+                            "cluster; with --sim in the federation) (default false)")
     group.add_argument("--leader-elect-lease-duration", type=duration, default=15.0, metavar="DURATION")
     group.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0, metavar="DURATION")
     group.add_argument("--leader-elect-retry-period", type=duration, default=2.0, metavar="DURATION")
-    group.add_argument(
-        "--leader-elect-identity",
-        default="",
-        metavar="ID",
-        help="holder identity (default: hostname plus a random suffix)",
-    )
+    group.add_argument("--leader-elect-identity", default="", metavar="ID",
+                       help="holder identity (default: hostname plus a random suffix)")
 
 
 def check(args: argparse.Namespace) -> str | None:
@@ -89,9 +76,7 @@ def make_lock(args: argparse.Namespace, member_api_client: Any, federation: Any)
     return LeaseLock(f"caldera-agent-{args.cluster}", LEASE_NAMESPACE, identity, member_api_client)
 
 
-async def lead_while_elected(
-    args: argparse.Namespace, lock: Any, lead: Callable[[], Awaitable[None]]
-) -> None:
+async def lead_while_elected(args: argparse.Namespace, lock: Any, lead: Callable[[], Awaitable[None]]) -> None:
     """Campaign; run ``lead()`` while leading; return when the Lease is lost (the caller exits)."""
     from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 
@@ -101,12 +86,6 @@ async def lead_while_elected(
         log.warning("agent %s lost Lease %s/%s; exiting", identity, lock.namespace, lock.name)
 
     log.info("agent %s campaigning for Lease %s/%s", identity, lock.namespace, lock.name)
-    config = electionconfig.Config(
-        lock,
-        args.leader_elect_lease_duration,
-        args.leader_elect_renew_deadline,
-        args.leader_elect_retry_period,
-        lead,
-        stopped,
-    )
+    config = electionconfig.Config(lock, args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
+                                   args.leader_elect_retry_period, lead, stopped)
     await leaderelection.LeaderElection(config).run()

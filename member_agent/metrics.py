@@ -34,108 +34,54 @@ class AgentMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.e2e_latency = Histogram(
-            "volcano_e2e_scheduling_latency_milliseconds",
-            "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
-            buckets=_span(1, 5000, 20),
-            registry=r,
-        )
-        self.job_latency = Histogram(
-            "volcano_e2e_job_scheduling_latency_milliseconds",
-            "E2e job scheduling latency in milliseconds",
-            buckets=_span(100, 120000, 30),
-            registry=r,
-        )
-        self.job_duration = Gauge(
-            "volcano_e2e_job_scheduling_duration",
-            "E2e job scheduling duration",
-            ["job_name", "queue", "job_namespace"],
-            registry=r,
-        )
-        self.job_start_time = Gauge(
-            "volcano_e2e_job_scheduling_start_time",
-            "E2e job scheduling start time",
-            ["job_name", "queue", "job_namespace"],
-            registry=r,
-        )
-        self.job_last_time = Gauge(
-            "volcano_e2e_job_scheduling_last_time",
-            "E2e job scheduling last time",
-            ["job_name", "queue", "job_namespace"],
-            registry=r,
-        )
-        self.pod_creation_latency = Histogram(
-            "volcano_controller_job_to_pod_creation_latency_milliseconds",
-            "Latency from the job's creation to its first pod's creation",
-            buckets=_span(1, 60000, 24),
-            registry=r,
-        )
-        self.attempts = Counter(
-            "volcano_schedule_attempts_total",
-            "Number of attempts to schedule pods, by the result",
-            ["result"],
-            registry=r,
-        )
-        self.unschedule_jobs = Gauge(
-            "volcano_unschedule_job_count", "Number of jobs could not be scheduled", registry=r
-        )
-        self.unschedule_tasks = Gauge(
-            "volcano_unschedule_task_count", "Number of tasks could not be scheduled", ["job_id"], registry=r
-        )
-        self.evictions = Counter(
-            "volcano_eviction_transactions_total", "Evictions committed", ["action"], registry=r
-        )
+        self.e2e_latency = Histogram("volcano_e2e_scheduling_latency_milliseconds",
+                                     "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
+                                     buckets=_span(1, 5000, 20), registry=r)
+        self.job_latency = Histogram("volcano_e2e_job_scheduling_latency_milliseconds",
+                                     "E2e job scheduling latency in milliseconds", buckets=_span(100, 120000, 30),
+                                     registry=r)
+        self.job_duration = Gauge("volcano_e2e_job_scheduling_duration", "E2e job scheduling duration",
+                                  ["job_name", "queue", "job_namespace"], registry=r)
+        self.job_start_time = Gauge("volcano_e2e_job_scheduling_start_time", "E2e job scheduling start time",
+                                    ["job_name", "queue", "job_namespace"], registry=r)
+        self.job_last_time = Gauge("volcano_e2e_job_scheduling_last_time", "E2e job scheduling last time",
+                                   ["job_name", "queue", "job_namespace"], registry=r)
+        self.pod_creation_latency = Histogram("volcano_controller_job_to_pod_creation_latency_milliseconds",
+                                              "Latency from the job's creation to its first pod's creation",
+                                              buckets=_span(1, 60000, 24), registry=r)
+        self.attempts = Counter("volcano_schedule_attempts_total",
+                                "Number of attempts to schedule pods, by the result", ["result"], registry=r)
+        self.unschedule_jobs = Gauge("volcano_unschedule_job_count", "Number of jobs could not be scheduled",
+                                     registry=r)
+        self.unschedule_tasks = Gauge("volcano_unschedule_task_count", "Number of tasks could not be scheduled",
+                                      ["job_id"], registry=r)
+        self.evictions = Counter("volcano_eviction_transactions_total", "Evictions committed", ["action"], registry=r)
         self.queue: dict[tuple[str, str], Gauge] = {}
         for kind in QUEUE_KINDS:
-            self.queue[(kind, "cpu")] = Gauge(
-                f"volcano_queue_{kind}_milli_cpu", f"{kind} CPU of the queue", ["queue_name"], registry=r
-            )
-            self.queue[(kind, "memory")] = Gauge(
-                f"volcano_queue_{kind}_memory_bytes",
-                f"{kind} memory of the queue",
-                ["queue_name"],
-                registry=r,
-            )
-            self.queue[(kind, "scalar")] = Gauge(
-                f"volcano_queue_{kind}_scalar_resources",
-                f"{kind} scalar resources of the queue",
-                ["queue_name", "resource"],
-                registry=r,
-            )
+            self.queue[(kind, "cpu")] = Gauge(f"volcano_queue_{kind}_milli_cpu", f"{kind} CPU of the queue",
+                                              ["queue_name"], registry=r)
+            self.queue[(kind, "memory")] = Gauge(f"volcano_queue_{kind}_memory_bytes", f"{kind} memory of the queue",
+                                                 ["queue_name"], registry=r)
+            self.queue[(kind, "scalar")] = Gauge(f"volcano_queue_{kind}_scalar_resources",
+                                                 f"{kind} scalar resources of the queue", ["queue_name", "resource"],
+                                                 registry=r)
         self.pod_groups = {
-            phase: Gauge(
-                f"volcano_queue_pod_group_{phase.lower()}_count",
-                f"PodGroups {phase} in the queue",
-                ["queue_name"],
-                registry=r,
-            )
+            phase: Gauge(f"volcano_queue_pod_group_{phase.lower()}_count", f"PodGroups {phase} in the queue",
+                         ["queue_name"], registry=r)
             for phase in POD_GROUP_PHASES
         }
-        self.job_completed = Gauge(
-            "volcano_job_completed_phase_count",
-            "Jobs in phase Completed",
-            ["job_name", "queue_name"],
-            registry=r,
-        )
-        self.job_failed = Gauge(
-            "volcano_job_failed_phase_count", "Jobs in phase Failed", ["job_name", "queue_name"], registry=r
-        )
-        self.preemption_attempts = Counter(
-            "volcano_total_preemption_attempts",
-            "Sessions whose preempt or reclaim actions evicted pods",
-            registry=r,
-        )
-        self.preemption_victims = Gauge(
-            "volcano_pod_preemption_victims", "Pods evicted by the last session that preempted", registry=r
-        )
+        self.job_completed = Gauge("volcano_job_completed_phase_count", "Jobs in phase Completed", ["job_name", "queue_name"],
+                                   registry=r)
+        self.job_failed = Gauge("volcano_job_failed_phase_count", "Jobs in phase Failed", ["job_name", "queue_name"],
+                                registry=r)
+        self.preemption_attempts = Counter("volcano_total_preemption_attempts",
+                                           "Sessions whose preempt or reclaim actions evicted pods", registry=r)
+        self.preemption_victims = Gauge("volcano_pod_preemption_victims",
+                                        "Pods evicted by the last session that preempted", registry=r)
         self.queue_gauges = QueueGauges()
         r.register(self.queue_gauges)
-        self.sync_errors = Counter(
-            "caldera_agent_sync_errors_total",
-            "Federation calls that failed after retries",
-            ["operation"],
-            registry=r,
-        )
+        self.sync_errors = Counter("caldera_agent_sync_errors_total", "Federation calls that failed after retries",
+                                   ["operation"], registry=r)
 
     def observe_cycle(self, result: CycleResult, milliseconds: float) -> None:
         self.e2e_latency.observe(milliseconds)
@@ -164,9 +110,7 @@ class AgentMetrics:
         self.job_latency.observe(seconds * 1000.0)
         self.job_duration.labels(name, queue, namespace).set(seconds)
 
-    def observe_job_placed(
-        self, name: str, namespace: str, queue: str, first_seen: float, now: float
-    ) -> None:
+    def observe_job_placed(self, name: str, namespace: str, queue: str, first_seen: float, now: float) -> None:
         """A session placed tasks of the job (Volcano sets these on each allocate)."""
         self.job_start_time.labels(name, queue, namespace).set(first_seen)
         self.job_last_time.labels(name, queue, namespace).set(now)
@@ -187,11 +131,7 @@ class AgentMetrics:
         self.queue_gauges.update(summaries)
         for entry in summaries:
             name = str(entry.get("name"))
-            for kind, field in (
-                ("allocated", "allocated"),
-                ("deserved", "deserved"),
-                ("capacity", "capability"),
-            ):
+            for kind, field in (("allocated", "allocated"), ("deserved", "deserved"), ("capacity", "capability")):
                 values = entry.get(field) or {}
                 for resource, quantity in values.items():
                     amount = to_internal(resource, quantity)
@@ -209,3 +149,4 @@ class AgentMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+

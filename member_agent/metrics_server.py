@@ -39,13 +39,8 @@ Review = Callable[[str], Awaitable[int]]
 
 def federation_review(endpoints: Sequence[tuple[str, ssl.SSLContext | bool]]) -> Review:
     """A :data:`Review` asking each federation endpoint in turn (the first that answers decides)."""
-    body = json.dumps(
-        {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}},
-        }
-    )
+    body = json.dumps({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                       "spec": {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}}})
 
     async def review(token: str) -> int:
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -53,13 +48,8 @@ def federation_review(endpoints: Sequence[tuple[str, ssl.SSLContext | bool]]) ->
         async with aiohttp.ClientSession() as session:
             for server, context in endpoints:
                 try:
-                    async with session.post(
-                        server + REVIEW_PATH,
-                        data=body,
-                        headers=headers,
-                        ssl=context,
-                        timeout=aiohttp.ClientTimeout(total=REVIEW_TIMEOUT),
-                    ) as resp:
+                    async with session.post(server + REVIEW_PATH, data=body, headers=headers, ssl=context,
+                                            timeout=aiohttp.ClientTimeout(total=REVIEW_TIMEOUT)) as resp:
                         if resp.status in (401, 403):
                             return resp.status
                         if resp.status >= 400:
@@ -107,12 +97,9 @@ def build_metrics_app(render: Callable[[], bytes], auth: ScrapeAuth) -> web.Appl
             log.warning("metrics scrape refused: %s", exc)
             return web.Response(status=503, text="cannot verify the token: the federation is unreachable\n")
         if code == 401:
-            return web.Response(
-                status=401,
-                text="Unauthorized: send a federation token (a viewer token "
-                "suffices) as 'Authorization: Bearer TOKEN'\n",
-                headers={"WWW-Authenticate": 'Bearer realm="caldera-agent"'},
-            )
+            return web.Response(status=401, text="Unauthorized: send a federation token (a viewer token "
+                                                 "suffices) as 'Authorization: Bearer TOKEN'\n",
+                                headers={"WWW-Authenticate": 'Bearer realm="caldera-agent"'})
         if code == 403:
             return web.Response(status=403, text='Forbidden: the token may not "get" the path "/metrics"\n')
         return web.Response(body=render(), headers={"Content-Type": CONTENT_TYPE})

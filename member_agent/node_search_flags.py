@@ -34,30 +34,19 @@ def _bounded(flag: str, upper: int | None) -> Callable[[str], int]:
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--minimum-feasible-nodes",
-        type=_bounded("--minimum-feasible-nodes", None),
-        default=DEFAULTS.minimum_feasible_nodes,
-        metavar="N",
-        help="The minimum number of feasible nodes to find and score "
-        f"(default {DEFAULTS.minimum_feasible_nodes})",
-    )
-    parser.add_argument(
-        "--minimum-percentage-nodes-to-find",
-        metavar="PCT",
-        type=_bounded("--minimum-percentage-nodes-to-find", 100),
-        default=DEFAULTS.minimum_percentage_nodes_to_find,
-        help="The minimum percentage of nodes to find and score "
-        f"(default {DEFAULTS.minimum_percentage_nodes_to_find})",
-    )
-    parser.add_argument(
-        "--percentage-nodes-to-find",
-        type=_bounded("--percentage-nodes-to-find", 100),
-        default=DEFAULTS.percentage_nodes_to_find,
-        metavar="PCT",
-        help="The percentage of nodes to find and score, if <=0 will be calculated based on "
-        f"the cluster size (default {DEFAULTS.percentage_nodes_to_find})",
-    )
+    parser.add_argument("--minimum-feasible-nodes", type=_bounded("--minimum-feasible-nodes", None),
+                        default=DEFAULTS.minimum_feasible_nodes, metavar="N",
+                        help="The minimum number of feasible nodes to find and score "
+                             f"(default {DEFAULTS.minimum_feasible_nodes})")
+    parser.add_argument("--minimum-percentage-nodes-to-find", metavar="PCT",
+                        type=_bounded("--minimum-percentage-nodes-to-find", 100),
+                        default=DEFAULTS.minimum_percentage_nodes_to_find,
+                        help="The minimum percentage of nodes to find and score "
+                             f"(default {DEFAULTS.minimum_percentage_nodes_to_find})")
+    parser.add_argument("--percentage-nodes-to-find", type=_bounded("--percentage-nodes-to-find", 100),
+                        default=DEFAULTS.percentage_nodes_to_find, metavar="PCT",
+                        help="The percentage of nodes to find and score, if <=0 will be calculated based on "
+                             f"the cluster size (default {DEFAULTS.percentage_nodes_to_find})")
 
 
 def session_options(args: argparse.Namespace, base: SessionOptions = DEFAULTS) -> SessionOptions:

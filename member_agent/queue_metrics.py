@@ -19,11 +19,9 @@ from prometheus_client.registry import Collector
 
 from policies.resource_labels import natural_amount, resource_labels
 
-KINDS = (
-    ("allocated", "allocated", "Resources allocated to the queue's running pods in this cluster"),
-    ("deserved", "deserved", "The queue's deserved resources (spec.deserved)"),
-    ("capability", "capability", "The queue's resource limit (spec.capability)"),
-)
+KINDS = (("allocated", "allocated", "Resources allocated to the queue's running pods in this cluster"),
+         ("deserved", "deserved", "The queue's deserved resources (spec.deserved)"),
+         ("capability", "capability", "The queue's resource limit (spec.capability)"))
 
 
 class QueueGauges(Collector):
@@ -49,9 +47,8 @@ class QueueGauges(Collector):
                         amount = natural_amount(resource, quantity)
                     except (ValueError, TypeError):
                         continue  # a quantity the API server accepted but we cannot read: not exported
-                    families[kind].add_sample(
-                        f"volcano_queue_{kind}", {"queue_name": queue, **resource_labels(resource)}, amount
-                    )
+                    families[kind].add_sample(f"volcano_queue_{kind}",
+                                              {"queue_name": queue, **resource_labels(resource)}, amount)
         return list(families.values())
 
     def describe(self) -> list[Any]:

@@ -30,35 +30,15 @@ HELP = "dry-run one scheduling session on a cluster-state file"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="STATE",
-        help="multi-document YAML of Nodes, Pods, PodGroups, Queues, PriorityClasses "
-        "and the scheduler ConfigMap ('-' reads stdin; repeatable)",
-    )
-    parser.add_argument(
-        "-o",
-        "--output",
-        choices=("json", "table"),
-        default="json",
-        help="json: bindings/evictions/pipelined/podGroups/sessionSeconds; table: per-job summary",
-    )
-    parser.add_argument(
-        "--conf",
-        metavar="FILE",
-        help="volcano-scheduler.conf to use instead of the ConfigMap in STATE (or the default)",
-    )
-    parser.add_argument(
-        "-v",
-        "--verbosity",
-        type=int,
-        default=0,
-        metavar="N",
-        help="klog-style verbosity of the scheduler log on stderr (3: decisions, 5: everything)",
-    )
+    parser.add_argument("-f", "--filename", action="append", required=True, metavar="STATE",
+                        help="multi-document YAML of Nodes, Pods, PodGroups, Queues, PriorityClasses "
+                             "and the scheduler ConfigMap ('-' reads stdin; repeatable)")
+    parser.add_argument("-o", "--output", choices=("json", "table"), default="json",
+                        help="json: bindings/evictions/pipelined/podGroups/sessionSeconds; table: per-job summary")
+    parser.add_argument("--conf", metavar="FILE",
+                        help="volcano-scheduler.conf to use instead of the ConfigMap in STATE (or the default)")
+    parser.add_argument("-v", "--verbosity", type=int, default=0, metavar="N",
+                        help="klog-style verbosity of the scheduler log on stderr (3: decisions, 5: everything)")
     node_search_flags.add_flags(parser)
 
 
@@ -79,34 +59,18 @@ def load_state(paths: list[str], conf_path: str | None) -> State:
 
 def print_table(result: CycleResult, state: State, out: TextIO) -> None:
     snapshot = state.snapshot
-    out.write(
-        f"Session {result.session_uid}: {len(snapshot.nodes)} nodes, {len(snapshot.jobs)} jobs, "
-        f"conf from {state.conf_source}; actions {', '.join(state.conf.actions)}\n"
-    )
+    out.write(f"Session {result.session_uid}: {len(snapshot.nodes)} nodes, {len(snapshot.jobs)} jobs, "
+              f"conf from {state.conf_source}; actions {', '.join(state.conf.actions)}\n")
     rows = [("JOB", "QUEUE", "PHASE", "MIN", "BOUND", "PIPELINED", "PENDING", "REASON")]
     for key in sorted(result.jobs):
         r = result.jobs[key]
-        rows.append(
-            (
-                key,
-                r.queue,
-                r.phase,
-                str(r.min_available),
-                f"{r.bound}/{r.tasks}",
-                str(r.pipelined),
-                str(r.pending),
-                r.reason or "-",
-            )
-        )
+        rows.append((key, r.queue, r.phase, str(r.min_available), f"{r.bound}/{r.tasks}", str(r.pipelined),
+                     str(r.pending), r.reason or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
-        out.write(
-            "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] + "\n"
-        )
-    out.write(
-        f"{len(result.bindings)} binding(s), {len(result.evictions)} eviction(s), "
-        f"{sum(len(v) for v in result.pipelined.values())} pipelined; {result.session_seconds:.3f}s\n"
-    )
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] + "\n")
+    out.write(f"{len(result.bindings)} binding(s), {len(result.evictions)} eviction(s), "
+              f"{sum(len(v) for v in result.pipelined.values())} pipelined; {result.session_seconds:.3f}s\n")
     for line in eviction_lines(result) + device_lines(result):
         out.write(line + "\n")
     for problem in result.problems:
@@ -121,9 +85,7 @@ def eviction_lines(result: CycleResult) -> list[str]:
     for pod in sorted(result.evictions):
         reason = result.eviction_reasons.get(pod, "")
         action, sep, rest = reason.partition(": evicted")
-        lines.append(
-            f"{action}: evicted {pod}{rest}" if sep else f"evicted {pod}: {reason or 'no reason given'}"
-        )
+        lines.append(f"{action}: evicted {pod}{rest}" if sep else f"evicted {pod}: {reason or 'no reason given'}")
     return lines
 
 
@@ -141,12 +103,9 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO - max(0, args.verbosity), format="%(message)s", stream=sys.stderr)
     try:
         state = load_state(args.filename, args.conf)
-        result = run_cycle(
-            state.snapshot,
-            state.conf,
-            RealClock(),
-            options=node_search_flags.session_options(args, SessionOptions(verbosity=max(0, args.verbosity))),
-        )
+        result = run_cycle(state.snapshot, state.conf, RealClock(),
+                           options=node_search_flags.session_options(
+                               args, SessionOptions(verbosity=max(0, args.verbosity))))
     except (CalderaError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -43,14 +43,8 @@ def real_scheduler() -> Optional[tuple[RunCycle, Callable[..., Any]]]:
     return run_cycle, build_snapshot
 
 
-def run_once(
-    objects: Sequence[Obj],
-    conf: SchedulerConf,
-    clock: Any,
-    use_real: bool = True,
-    sync: Any = None,
-    options: Optional[SessionOptions] = None,
-) -> CycleResult:
+def run_once(objects: Sequence[Obj], conf: SchedulerConf, clock: Any, use_real: bool = True,
+             sync: Any = None, options: Optional[SessionOptions] = None) -> CycleResult:
     """One session over ``objects``; with ``sync`` (a ``member_agent.scheduler.scheduler_cache.ObjectSync``) the
     snapshot comes from the incremental cache instead of a from-scratch build."""
     started = time.perf_counter()
@@ -73,14 +67,10 @@ def standin_cycle(objects: Sequence[Obj]) -> CycleResult:
     nodes = [o for o in objects if o.get("kind") == "Node"]
     pods = [o for o in objects if o.get("kind") == "Pod"]
     groups = [o for o in objects if o.get("kind") == "PodGroup"]
-    queues = {(q.get("metadata") or {}).get("name") for q in objects if q.get("kind") == "Queue"} | {
-        "default"
-    }
+    queues = {(q.get("metadata") or {}).get("name") for q in objects if q.get("kind") == "Queue"} | {"default"}
     state = NodeState(nodes, pods)
     free = state.free.copy()
-    result = CycleResult(
-        logs=[f"Open Session with {len(groups)} Job and {len(queues)} Queues (stand-in scheduler)"]
-    )
+    result = CycleResult(logs=[f"Open Session with {len(groups)} Job and {len(queues)} Queues (stand-in scheduler)"])
     members: dict[str, list[Obj]] = {}
     for pod in pods:
         group = ((pod.get("metadata") or {}).get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
@@ -118,22 +108,11 @@ def standin_cycle(objects: Sequence[Obj]) -> CycleResult:
                     result.logs.append(f"Binding Task {pod_key} to node {node}")
             else:
                 reason = f"gang: {len(scheduled) + len(placed)}/{min_member} tasks fit"
-        bound = len(scheduled) + sum(
-            1 for p in pending if f"{md.get('namespace')}/{p['metadata']['name']}" in result.bindings
-        )
+        bound = len(scheduled) + sum(1 for p in pending if f"{md.get('namespace')}/{p['metadata']['name']}" in result.bindings)
         active = [p for p in scheduled if not pod_terminal(p)]
         if len(scheduled) >= min_member and scheduled:
             phase = "Completed" if not active else "Running"
         result.pod_groups[key] = phase
-        result.jobs[key] = JobReport(
-            job=key,
-            queue=queue,
-            phase=phase,
-            min_available=min_member,
-            tasks=len(job_pods),
-            bound=bound,
-            pipelined=0,
-            pending=len(pending),
-            reason=reason,
-        )
+        result.jobs[key] = JobReport(job=key, queue=queue, phase=phase, min_available=min_member, tasks=len(job_pods),
+                                     bound=bound, pipelined=0, pending=len(pending), reason=reason)
     return result

@@ -46,20 +46,9 @@ def micro_time(epoch: float) -> str:
 
 
 class FederationSync:
-    def __init__(
-        self,
-        agent: Agent,
-        api: FederationAPI,
-        clock: Clock,
-        *,
-        lease_period: float = 10.0,
-        lease_duration: int = 40,
-        status_period: float = 0.5,
-        status_heartbeat: float = 30.0,
-        inputs_period: float = 5.0,
-        attempts: int = 5,
-        status_settle: float = 0.05,
-    ) -> None:
+    def __init__(self, agent: Agent, api: FederationAPI, clock: Clock, *, lease_period: float = 10.0,
+                 lease_duration: int = 40, status_period: float = 0.5, status_heartbeat: float = 30.0,
+                 inputs_period: float = 5.0, attempts: int = 5, status_settle: float = 0.05) -> None:
         self.agent = agent
         self.api = api
         self.clock = clock
@@ -110,12 +99,8 @@ class FederationSync:
                 spec[key] = extra[key]
         if extra.get("zone"):
             spec["zones"] = [extra["zone"]]
-        return {
-            "apiVersion": "cluster.karmada.io/v1alpha1",
-            "kind": "Cluster",
-            "metadata": {"name": self.cluster, "labels": dict(extra.get("labels") or {})},
-            "spec": spec,
-        }
+        return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                "metadata": {"name": self.cluster, "labels": dict(extra.get("labels") or {})}, "spec": spec}
 
     async def register(self) -> None:
         try:
@@ -130,17 +115,13 @@ class FederationSync:
 
     def cluster_status(self) -> Obj:
         status = self.agent.cluster_status()
-        status["conditions"] = [
-            {
-                "type": "Ready",
-                "status": "True",
-                "reason": "ClusterReady",
-                "message": "cluster is healthy and ready to accept workloads",
-                # stamped once: Ready has held since this agent first reported it, and the federation's
-                # readiness damping counts from here (restamping every publish would never let it pass)
-                "lastTransitionTime": self._ready_since,
-            }
-        ]
+        status["conditions"] = [{
+            "type": "Ready", "status": "True", "reason": "ClusterReady",
+            "message": "cluster is healthy and ready to accept workloads",
+            # stamped once: Ready has held since this agent first reported it, and the federation's
+            # readiness damping counts from here (restamping every publish would never let it pass)
+            "lastTransitionTime": self._ready_since,
+        }]
         return status
 
     async def publish_status(self, force: bool = False) -> bool:
@@ -182,28 +163,16 @@ class FederationSync:
         try:
             lease = await self.call("get_lease", lambda: self.api.get_lease(LEASE_NAMESPACE, self.cluster))
         except NotFound:
-            body = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {"name": self.cluster, "namespace": LEASE_NAMESPACE},
-                "spec": {
-                    "holderIdentity": self.cluster,
-                    "leaseDurationSeconds": self.lease_duration,
-                    "renewTime": micro_time(now),
-                    "acquireTime": micro_time(now),
-                },
-            }
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.cluster, "namespace": LEASE_NAMESPACE},
+                    "spec": {"holderIdentity": self.cluster, "leaseDurationSeconds": self.lease_duration,
+                             "renewTime": micro_time(now), "acquireTime": micro_time(now)}}
             await self.call("create_lease", lambda: self.api.create_lease(LEASE_NAMESPACE, body))
             self.lease_renewals += 1
             return
         spec = dict(lease.get("spec") or {})
-        spec.update(
-            {
-                "holderIdentity": self.cluster,
-                "leaseDurationSeconds": self.lease_duration,
-                "renewTime": micro_time(now),
-            }
-        )
+        spec.update({"holderIdentity": self.cluster, "leaseDurationSeconds": self.lease_duration,
+                     "renewTime": micro_time(now)})
         lease = dict(lease, spec=spec)
         await self.call("replace_lease", lambda: self.api.replace_lease(LEASE_NAMESPACE, self.cluster, lease))
         self.lease_renewals += 1
@@ -260,9 +229,7 @@ class FederationSync:
                     gang.setdefault(key, None)  # merge patch: absent keys must be cleared explicitly
             record = state.record
             try:
-                await self.call(
-                    "work_status", lambda r=record, b=body: self.api.patch_work_status(r.namespace, r.name, b)
-                )
+                await self.call("work_status", lambda r=record, b=body: self.api.patch_work_status(r.namespace, r.name, b))
             except NotFound:
                 self.agent.forget_work(record.key)
                 continue
@@ -317,13 +284,8 @@ class FederationSync:
             except Exception as exc:  # noqa: BLE001
                 log.warning("registering Cluster %s failed: %s; retrying", self.cluster, exc)
                 await self.clock.sleep(2.0)
-        await asyncio.gather(
-            self.lease_loop(),
-            self.status_loop(),
-            self.works_loop(),
-            self.work_status_loop(),
-            self.inputs_loop(),
-        )
+        await asyncio.gather(self.lease_loop(), self.status_loop(), self.works_loop(), self.work_status_loop(),
+                             self.inputs_loop())
 
 
 async def _first(*awaitables: Any) -> None:

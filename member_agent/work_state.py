@@ -47,10 +47,7 @@ class WorkState:
         if manifests and isinstance(manifests[0].get("status"), dict):
             self.seed_status = dict(manifests[0]["status"])
         gang = status.get("gang") or {}
-        if gang.get("generation") == self.record.placement.generation and gang.get("phase") in (
-            "Released",
-            "Running",
-        ):
+        if gang.get("generation") == self.record.placement.generation and gang.get("phase") in ("Released", "Running"):
             self.gang.phase = gang["phase"]
             self.gang.released = True
         elif self.record.placement.hold:

@@ -68,9 +68,7 @@ class WorkRecord:
 
 def _placement(work: Obj, manifest: Optional[Obj]) -> Placement:
     raw = ((work.get("spec") or {}).get("placement")) or {}
-    annotation = (((manifest or {}).get("metadata") or {}).get("annotations") or {}).get(
-        GENERATION_ANNOTATION
-    )
+    annotation = (((manifest or {}).get("metadata") or {}).get("annotations") or {}).get(GENERATION_ANNOTATION)
     fallback = int((work.get("metadata") or {}).get("generation") or 0)
     try:
         generation = int(raw.get("generation", annotation if annotation is not None else fallback))
@@ -99,10 +97,8 @@ def parse_work(work: Obj) -> WorkRecord:
         previous_status=dict(work.get("status") or {}),
     )
     if manifest is None:
-        record.error = (
-            f"Work {record.key}: spec.workload.manifests must hold exactly one "
-            f"{JOB_API_VERSION} Job, found {len(jobs)} among {len(manifests)} manifest(s)"
-        )
+        record.error = (f"Work {record.key}: spec.workload.manifests must hold exactly one "
+                        f"{JOB_API_VERSION} Job, found {len(jobs)} among {len(manifests)} manifest(s)")
         return record
     if manifest.get("apiVersion") != JOB_API_VERSION:
         record.error = f"Work {record.key}: spec.workload.manifests[0].apiVersion must be {JOB_API_VERSION}"
@@ -126,13 +122,8 @@ def parse_work(work: Obj) -> WorkRecord:
 
 
 def condition(type_: str, ok: bool, reason: str, message: str, now: float) -> Obj:
-    return {
-        "type": type_,
-        "status": "True" if ok else "False",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": rfc3339(now),
-    }
+    return {"type": type_, "status": "True" if ok else "False", "reason": reason, "message": message,
+            "lastTransitionTime": rfc3339(now)}
 
 
 def job_health(job_status: Obj) -> str:
@@ -144,15 +135,8 @@ def job_health(job_status: Obj) -> str:
     return "Unknown"
 
 
-def work_status(
-    record: WorkRecord,
-    job_status: Obj,
-    podgroup_phase: Optional[str],
-    gang: Optional[Obj],
-    now: float,
-    previous: Optional[Obj] = None,
-    error: Optional[str] = None,
-) -> Obj:
+def work_status(record: WorkRecord, job_status: Obj, podgroup_phase: Optional[str], gang: Optional[Obj],
+                now: float, previous: Optional[Obj] = None, error: Optional[str] = None) -> Obj:
     """The Work's status as the agent writes it (conditions keep their transition times).
 
     ``error``: the job controller refused the Job (reason ``InvalidJob``); a manifest that does
@@ -166,31 +150,16 @@ def work_status(
         pg_ok = podgroup_phase in ("Running", "Completed")
         conditions = [
             condition("Applied", True, "AppliedSuccessful", "Manifest has been successfully applied", now),
-            condition(
-                "PodGroup",
-                pg_ok,
-                podgroup_phase or "Pending",
-                f"PodGroup phase {podgroup_phase or 'Pending'}",
-                now,
-            ),
+            condition("PodGroup", pg_ok, podgroup_phase or "Pending", f"PodGroup phase {podgroup_phase or 'Pending'}", now),
         ]
         status = {
             "conditions": conditions,
-            "manifestStatuses": [
-                {
-                    "identifier": {
-                        "ordinal": 0,
-                        "group": "batch.volcano.sh",
-                        "version": "v1alpha1",
-                        "kind": "Job",
-                        "resource": "jobs",
-                        "namespace": job_md.get("namespace"),
-                        "name": job_md.get("name"),
-                    },
-                    "status": job_status,
-                    "health": job_health(job_status),
-                }
-            ],
+            "manifestStatuses": [{
+                "identifier": {"ordinal": 0, "group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job",
+                               "resource": "jobs", "namespace": job_md.get("namespace"), "name": job_md.get("name")},
+                "status": job_status,
+                "health": job_health(job_status),
+            }],
         }
     if gang is not None:
         status["gang"] = gang
@@ -208,7 +177,6 @@ def _keep_transition_times(conditions: list[Obj], previous: list[Obj]) -> None:
 
 def comparable(status: Obj) -> str:
     """Status text without timestamps, to decide whether a write is needed."""
-
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: strip(v) for k, v in value.items() if k not in ("lastTransitionTime", "lastProbeTime")}

@@ -48,13 +48,8 @@ class ClusterCache:
             self._follow("Pod", self.gateway.list_pods, self.gateway.watch_pods, self.pods),
         )
 
-    async def _follow(
-        self,
-        kind: str,
-        lister: Callable[[], Any],
-        watcher: Callable[[str], AsyncIterator[WatchEvent]],
-        table: dict[str, Obj],
-    ) -> None:
+    async def _follow(self, kind: str, lister: Callable[[], Any], watcher: Callable[[str], AsyncIterator[WatchEvent]],
+                      table: dict[str, Obj]) -> None:
         while True:
             try:
                 listing: Listing = await lister()

@@ -108,12 +108,8 @@ class KubeGateway:
     async def _watch(self, kind: str, fn: Any, resource_version: str) -> AsyncIterator[WatchEvent]:
         try:
             async with k8s_watch.Watch() as w:
-                async for event in w.stream(
-                    fn,
-                    resource_version=resource_version,
-                    timeout_seconds=WATCH_TIMEOUT,
-                    allow_watch_bookmarks=True,
-                ):
+                async for event in w.stream(fn, resource_version=resource_version, timeout_seconds=WATCH_TIMEOUT,
+                                            allow_watch_bookmarks=True):
                     raw = event.get("raw_object")
                     if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and isinstance(raw, dict):
                         yield WatchEvent(event["type"], dict(raw, apiVersion="v1", kind=kind))
@@ -140,12 +136,8 @@ class KubeGateway:
         namespace = md.get("namespace") or "default"
         what = f"create pod {namespace}/{md.get('name')}"
         for attempt in range(2):
-            status, data = await self._raw(
-                what,
-                self.core.create_namespaced_pod(
-                    namespace, pod, _preload_content=False, _request_timeout=TIMEOUT
-                ),
-            )
+            status, data = await self._raw(what, self.core.create_namespaced_pod(
+                namespace, pod, _preload_content=False, _request_timeout=TIMEOUT))
             if status == 409:
                 raise AlreadyExists(f"{what}: already exists")
             if status != 404:
@@ -157,16 +149,12 @@ class KubeGateway:
     async def ensure_namespace(self, namespace: str) -> None:
         """Create the job's namespace in the member cluster, as Karmada propagates namespaces."""
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-        await self._raw(
-            f"create namespace {namespace}",
-            self.core.create_namespace(body, _preload_content=False, _request_timeout=TIMEOUT),
-        )
+        await self._raw(f"create namespace {namespace}", self.core.create_namespace(
+            body, _preload_content=False, _request_timeout=TIMEOUT))
 
     async def get_pod(self, namespace: str, name: str) -> Obj:
-        status, data = await self._raw(
-            f"get pod {namespace}/{name}",
-            self.core.read_namespaced_pod(name, namespace, _preload_content=False, _request_timeout=TIMEOUT),
-        )
+        status, data = await self._raw(f"get pod {namespace}/{name}", self.core.read_namespaced_pod(
+            name, namespace, _preload_content=False, _request_timeout=TIMEOUT))
         if status == 404:
             raise NotFound(f"pod {namespace}/{name} not found")
         return data
@@ -175,24 +163,14 @@ class KubeGateway:
         kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": TIMEOUT}
         if grace_period_seconds is not None:
             kwargs["grace_period_seconds"] = int(grace_period_seconds)
-        await self._raw(
-            f"delete pod {namespace}/{name}", self.core.delete_namespaced_pod(name, namespace, **kwargs)
-        )
+        await self._raw(f"delete pod {namespace}/{name}", self.core.delete_namespaced_pod(name, namespace, **kwargs))
 
     async def bind_pod(self, namespace: str, name: str, node: str) -> None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         what = f"bind pod {namespace}/{name} to {node}"
-        status, data = await self._raw(
-            what,
-            self.core.create_namespaced_pod_binding(
-                name, namespace, body, _preload_content=False, _request_timeout=TIMEOUT
-            ),
-        )
+        status, data = await self._raw(what, self.core.create_namespaced_pod_binding(
+            name, namespace, body, _preload_content=False, _request_timeout=TIMEOUT))
         if status == 404:
             raise NotFound(f"{what}: pod not found")
         if status == 409:
@@ -205,61 +183,29 @@ class KubeGateway:
             pod = await self.get_pod(namespace, name)
         except NotFound:
             return
-        conditions = [
-            c
-            for c in (pod.get("status") or {}).get("conditions") or []
-            if c.get("type") != "DisruptionTarget"
-        ]
-        conditions.append(
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "reason": "PreemptionByScheduler",
-                "message": reason,
-            }
-        )
+        conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                           "message": reason})
         try:
-            await self._raw(
-                f"mark pod {namespace}/{name} disrupted",
-                self.core.patch_namespaced_pod_status(
-                    name,
-                    namespace,
-                    {"status": {"conditions": conditions}},
-                    _preload_content=False,
-                    _request_timeout=TIMEOUT,
-                ),
-            )
+            await self._raw(f"mark pod {namespace}/{name} disrupted", self.core.patch_namespaced_pod_status(
+                name, namespace, {"status": {"conditions": conditions}}, _preload_content=False,
+                _request_timeout=TIMEOUT))
         except Unavailable as exc:
             log.debug("eviction condition on %s/%s: %s", namespace, name, exc)
         await self.delete_pod(namespace, name, grace_period_seconds)
 
     async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, Optional[str]]) -> None:
-        status, _ = await self._raw(
-            f"annotate pod {namespace}/{name}",
-            self.core.patch_namespaced_pod(
-                name,
-                namespace,
-                {"metadata": {"annotations": annotations}},
-                _preload_content=False,
-                _request_timeout=TIMEOUT,
-            ),
-        )
+        status, _ = await self._raw(f"annotate pod {namespace}/{name}", self.core.patch_namespaced_pod(
+            name, namespace, {"metadata": {"annotations": annotations}}, _preload_content=False,
+            _request_timeout=TIMEOUT))
         if status == 404:
             raise NotFound(f"pod {namespace}/{name} not found")
 
     async def nominate_pod(self, namespace: str, name: str, node: Optional[str]) -> None:
         # JSON merge patch: a null removes the field, which a strategic merge patch of status keeps.
-        status, _ = await self._raw(
-            f"nominate pod {namespace}/{name}",
-            self.core.patch_namespaced_pod_status(
-                name,
-                namespace,
-                {"status": {"nominatedNodeName": node}},
-                _content_type="application/merge-patch+json",
-                _preload_content=False,
-                _request_timeout=TIMEOUT,
-            ),
-        )
+        status, _ = await self._raw(f"nominate pod {namespace}/{name}", self.core.patch_namespaced_pod_status(
+            name, namespace, {"status": {"nominatedNodeName": node}}, _content_type="application/merge-patch+json",
+            _preload_content=False, _request_timeout=TIMEOUT))
         if status == 404:
             raise NotFound(f"pod {namespace}/{name} not found")
 
@@ -267,29 +213,16 @@ class KubeGateway:
         md = involved.get("metadata") or {}
         namespace = md.get("namespace") or "default"
         body = {
-            "apiVersion": "v1",
-            "kind": "Event",
+            "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": f"{md.get('name', 'caldera')}.", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": involved.get("apiVersion"),
-                "kind": involved.get("kind"),
-                "namespace": namespace,
-                "name": md.get("name"),
-                "uid": md.get("uid"),
-            },
-            "type": event_type,
-            "reason": reason,
-            "message": message,
-            "source": {"component": "caldera-agent"},
-            "reportingComponent": "caldera-agent",
+            "involvedObject": {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
+                               "namespace": namespace, "name": md.get("name"), "uid": md.get("uid")},
+            "type": event_type, "reason": reason, "message": message,
+            "source": {"component": "caldera-agent"}, "reportingComponent": "caldera-agent",
         }
         try:
-            await self._raw(
-                "record event",
-                self.core.create_namespaced_event(
-                    namespace, body, _preload_content=False, _request_timeout=TIMEOUT
-                ),
-            )
+            await self._raw("record event", self.core.create_namespaced_event(
+                namespace, body, _preload_content=False, _request_timeout=TIMEOUT))
         except GatewayError as exc:
             log.debug("event %s on %s/%s not recorded: %s", reason, namespace, md.get("name"), exc)
 
@@ -298,24 +231,14 @@ class KubeGateway:
         """(create, patch, delete) client methods for a plugin object's kind."""
         if kind == "NetworkPolicy":
             net = k8s.NetworkingV1Api(self.api_client)
-            return (
-                net.create_namespaced_network_policy,
-                net.patch_namespaced_network_policy,
-                net.delete_namespaced_network_policy,
-            )
-        snake = {
-            "ConfigMap": "config_map",
-            "Service": "service",
-            "Secret": "secret",
-            "PersistentVolumeClaim": "persistent_volume_claim",
-        }.get(kind)
+            return (net.create_namespaced_network_policy, net.patch_namespaced_network_policy,
+                    net.delete_namespaced_network_policy)
+        snake = {"ConfigMap": "config_map", "Service": "service", "Secret": "secret",
+                 "PersistentVolumeClaim": "persistent_volume_claim"}.get(kind)
         if snake is None:
             raise GatewayError(f"the kube gateway does not manage {kind} objects")
-        return (
-            getattr(self.core, f"create_namespaced_{snake}"),
-            getattr(self.core, f"patch_namespaced_{snake}"),
-            getattr(self.core, f"delete_namespaced_{snake}"),
-        )
+        return (getattr(self.core, f"create_namespaced_{snake}"), getattr(self.core, f"patch_namespaced_{snake}"),
+                getattr(self.core, f"delete_namespaced_{snake}"))
 
     async def apply_object(self, obj: Obj) -> None:
         md = obj.get("metadata") or {}
@@ -323,35 +246,23 @@ class KubeGateway:
         create, patch, _ = self._object_calls(kind)
         what = f"{kind} {namespace}/{name}"
         body = dict(obj, metadata={k: v for k, v in md.items() if k != "ownerReferences"})
-        status, data = await self._raw(
-            f"create {what}", create(namespace, body, _preload_content=False, _request_timeout=TIMEOUT)
-        )
+        status, data = await self._raw(f"create {what}", create(namespace, body, _preload_content=False,
+                                                               _request_timeout=TIMEOUT))
         if status == 404:
             await self.ensure_namespace(namespace)
-            status, data = await self._raw(
-                f"create {what}", create(namespace, body, _preload_content=False, _request_timeout=TIMEOUT)
-            )
+            status, data = await self._raw(f"create {what}", create(namespace, body, _preload_content=False,
+                                                                   _request_timeout=TIMEOUT))
         if status == 409:
-            status, data = await self._raw(
-                f"update {what}",
-                patch(
-                    name,
-                    namespace,
-                    body,
-                    _content_type="application/merge-patch+json",
-                    _preload_content=False,
-                    _request_timeout=TIMEOUT,
-                ),
-            )
+            status, data = await self._raw(f"update {what}", patch(
+                name, namespace, body, _content_type="application/merge-patch+json", _preload_content=False,
+                _request_timeout=TIMEOUT))
         if status == 404:
             raise NotFound(f"{what}: {data.get('message') or 'not served by the member cluster'}")
 
     async def delete_object(self, kind: str, namespace: str, name: str) -> None:
         _, _, delete = self._object_calls(kind)
-        await self._raw(
-            f"delete {kind} {namespace}/{name}",
-            delete(name, namespace, _preload_content=False, _request_timeout=TIMEOUT),
-        )
+        await self._raw(f"delete {kind} {namespace}/{name}", delete(name, namespace, _preload_content=False,
+                                                                    _request_timeout=TIMEOUT))
 
     async def close(self) -> None:
         await self.api_client.close()

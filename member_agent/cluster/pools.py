@@ -35,40 +35,17 @@ from policies.errors import InvalidConfiguration, InvalidQuantity
 from policies.quantity import from_fraction, parse_quantity
 
 POOL_FIELDS = {
-    "name",
-    "count",
-    "cpu",
-    "memory",
-    "pods",
-    "ephemeralStorage",
-    "gpus",
-    "numaNodes",
-    "labels",
-    "taints",
-    "annotations",
-    "zone",
-    "cpuManagerPolicy",
-    "topologyManagerPolicy",
-    "nodeNamePrefix",
+    "name", "count", "cpu", "memory", "pods", "ephemeralStorage", "gpus", "numaNodes", "labels",
+    "taints", "annotations", "zone", "cpuManagerPolicy", "topologyManagerPolicy", "nodeNamePrefix",
 }
 GPU_FIELDS = {"product", "count", "memoryGiB", "sharing", "nvlink"}
 FILE_FIELDS = {"apiVersion", "kind", "name", "provider", "region", "zone", "labels", "pools", "nodes"}
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 CPU_MANAGER_POLICIES = ("none", "static")
 NVLINK_MODES = ("all", "pairs", "none")
-GPU_FAMILIES = (
-    ("A100", "ampere"),
-    ("A10", "ampere"),
-    ("A30", "ampere"),
-    ("H100", "hopper"),
-    ("H200", "hopper"),
-    ("H800", "hopper"),
-    ("B200", "blackwell"),
-    ("L40", "ada-lovelace"),
-    ("L4", "ada-lovelace"),
-    ("V100", "volta"),
-    ("T4", "turing"),
-)
+GPU_FAMILIES = (("A100", "ampere"), ("A10", "ampere"), ("A30", "ampere"), ("H100", "hopper"),
+                ("H200", "hopper"), ("H800", "hopper"), ("B200", "blackwell"), ("L40", "ada-lovelace"),
+                ("L4", "ada-lovelace"), ("V100", "volta"), ("T4", "turing"))
 
 
 @dataclass
@@ -92,9 +69,7 @@ def load_cluster_file(path: str, cluster_name: Optional[str] = None) -> ClusterF
     return parse_cluster_text(text, source=path, cluster_name=cluster_name)
 
 
-def parse_cluster_text(
-    text: str, source: str = "<cluster file>", cluster_name: Optional[str] = None
-) -> ClusterFile:
+def parse_cluster_text(text: str, source: str = "<cluster file>", cluster_name: Optional[str] = None) -> ClusterFile:
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
@@ -112,9 +87,7 @@ def parse_cluster_text(
         elif "pools" in doc or "nodes" in doc:
             _read_pool_document(doc, where, result)
         else:
-            raise InvalidConfiguration(
-                f"{where}: expected a v1 Node, a v1 List of Nodes, or a document with 'pools'"
-            )
+            raise InvalidConfiguration(f"{where}: expected a v1 Node, a v1 List of Nodes, or a document with 'pools'")
     names = [n["metadata"]["name"] for n in result.nodes]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -127,9 +100,7 @@ def parse_cluster_text(
 def _read_pool_document(doc: dict[str, Any], where: str, result: ClusterFile) -> None:
     unknown = sorted(set(doc) - FILE_FIELDS)
     if unknown:
-        raise InvalidConfiguration(
-            f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(FILE_FIELDS))}"
-        )
+        raise InvalidConfiguration(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(FILE_FIELDS))}")
     result.name = result.name or doc.get("name")
     result.provider = doc.get("provider", result.provider)
     result.region = doc.get("region", result.region)
@@ -200,9 +171,7 @@ def pool_nodes(pool: Any, where: str, name_prefix: str = "", default_zone: Optio
         raise InvalidConfiguration(f"{where}: a pool must be a mapping")
     unknown = sorted(set(pool) - POOL_FIELDS)
     if unknown:
-        raise InvalidConfiguration(
-            f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(POOL_FIELDS))}"
-        )
+        raise InvalidConfiguration(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(POOL_FIELDS))}")
     name = pool.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidConfiguration(f"{where}.name: required")
@@ -213,20 +182,12 @@ def pool_nodes(pool: Any, where: str, name_prefix: str = "", default_zone: Optio
     cpu = parse_quantity(_quantity(pool["cpu"], f"{where}.cpu"))
     memory = parse_quantity(_quantity(pool["memory"], f"{where}.memory"))
     allocatable: dict[str, str] = {
-        "cpu": str(pool["cpu"]),
-        "memory": str(pool["memory"]),
-        "pods": str(_int(pool.get("pods", 110), f"{where}.pods", 1)),
+        "cpu": str(pool["cpu"]), "memory": str(pool["memory"]), "pods": str(_int(pool.get("pods", 110), f"{where}.pods", 1)),
     }
     if "ephemeralStorage" in pool:
-        allocatable["ephemeral-storage"] = str(
-            _quantity(pool["ephemeralStorage"], f"{where}.ephemeralStorage")
-        )
+        allocatable["ephemeral-storage"] = str(_quantity(pool["ephemeralStorage"], f"{where}.ephemeralStorage"))
     numa_count = _int(pool.get("numaNodes", 1), f"{where}.numaNodes", 1)
-    labels: dict[str, str] = {
-        "caldera.io/pool": name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
-    }
+    labels: dict[str, str] = {"caldera.io/pool": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
     zone = pool.get("zone", default_zone)
     if zone:
         labels["topology.kubernetes.io/zone"] = str(zone)
@@ -235,14 +196,12 @@ def pool_nodes(pool: Any, where: str, name_prefix: str = "", default_zone: Optio
     if gpus is not None:
         gpu_info = _gpu_block(gpus, f"{where}.gpus")
         allocatable["nvidia.com/gpu"] = str(gpu_info["count"])
-        labels.update(
-            {
-                "nvidia.com/gpu.present": "true",
-                "nvidia.com/gpu.product": gpu_info["product"],
-                "nvidia.com/gpu.count": str(gpu_info["count"]),
-                "nvidia.com/gpu.memory": str(gpu_info["memoryGiB"] * 1024),
-            }
-        )
+        labels.update({
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": gpu_info["product"],
+            "nvidia.com/gpu.count": str(gpu_info["count"]),
+            "nvidia.com/gpu.memory": str(gpu_info["memoryGiB"] * 1024),
+        })
         family = gpu_family(gpu_info["product"])
         if family:
             labels["nvidia.com/gpu.family"] = family
@@ -251,17 +210,12 @@ def pool_nodes(pool: Any, where: str, name_prefix: str = "", default_zone: Optio
             allocatable["nvidia.com/gpucores"] = str(gpu_info["count"] * 100)
     labels.update({str(k): str(v) for k, v in (pool.get("labels") or {}).items()})
     taints = pool.get("taints") or []
-    if not isinstance(taints, list) or any(
-        not isinstance(t, dict) or "key" not in t or "effect" not in t for t in taints
-    ):
+    if not isinstance(taints, list) or any(not isinstance(t, dict) or "key" not in t or "effect" not in t for t in taints):
         raise InvalidConfiguration(f"{where}.taints: each taint needs key and effect")
     policies = {
-        "cpuManagerPolicy": _choice(
-            pool.get("cpuManagerPolicy", "none"), CPU_MANAGER_POLICIES, f"{where}.cpuManagerPolicy"
-        ),
-        "topologyManagerPolicy": _choice(
-            pool.get("topologyManagerPolicy", "none"), TOPOLOGY_POLICIES, f"{where}.topologyManagerPolicy"
-        ),
+        "cpuManagerPolicy": _choice(pool.get("cpuManagerPolicy", "none"), CPU_MANAGER_POLICIES, f"{where}.cpuManagerPolicy"),
+        "topologyManagerPolicy": _choice(pool.get("topologyManagerPolicy", "none"), TOPOLOGY_POLICIES,
+                                         f"{where}.topologyManagerPolicy"),
     }
     topology = build_topology(int(cpu.value), int(memory.value), numa_count, gpu_info, policies)
     prefix = pool.get("nodeNamePrefix", f"{name_prefix}{name}-")
@@ -271,19 +225,17 @@ def pool_nodes(pool: Any, where: str, name_prefix: str = "", default_zone: Optio
         node_labels = dict(labels, **{"kubernetes.io/hostname": node_name})
         annotations = {str(k): str(v) for k, v in (pool.get("annotations") or {}).items()}
         annotations[TOPOLOGY_ANNOTATION] = json.dumps(topology, separators=(",", ":"))
-        nodes.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": node_name, "labels": node_labels, "annotations": annotations},
-                "spec": {"taints": [dict(t) for t in taints]} if taints else {},
-                "status": {
-                    "allocatable": dict(allocatable),
-                    "capacity": dict(allocatable),
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                },
-            }
-        )
+        nodes.append({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node_name, "labels": node_labels, "annotations": annotations},
+            "spec": {"taints": [dict(t) for t in taints]} if taints else {},
+            "status": {
+                "allocatable": dict(allocatable),
+                "capacity": dict(allocatable),
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            },
+        })
     return nodes
 
 
@@ -292,9 +244,7 @@ def _gpu_block(gpus: Any, where: str) -> dict[str, Any]:
         raise InvalidConfiguration(f"{where}: must be a mapping with product, count, memoryGiB")
     unknown = sorted(set(gpus) - GPU_FIELDS)
     if unknown:
-        raise InvalidConfiguration(
-            f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(GPU_FIELDS))}"
-        )
+        raise InvalidConfiguration(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(GPU_FIELDS))}")
     product = gpus.get("product")
     if not isinstance(product, str) or not product:
         raise InvalidConfiguration(f"{where}.product: required (e.g. NVIDIA-A100-SXM4-80GB)")
@@ -311,13 +261,8 @@ def _cpu_range(start: int, count: int) -> str:
     return f"{start}-{start + count - 1}" if count > 1 else str(start)
 
 
-def build_topology(
-    cpu_cores: int,
-    memory_bytes: int,
-    numa_count: int,
-    gpu_info: Optional[dict[str, Any]],
-    policies: dict[str, str],
-) -> dict[str, Any]:
+def build_topology(cpu_cores: int, memory_bytes: int, numa_count: int, gpu_info: Optional[dict[str, Any]],
+                   policies: dict[str, str]) -> dict[str, Any]:
     """The ``caldera.io/topology`` document (docs/topology.md): CPUs, memory and GPUs split evenly
     over NUMA nodes, the remainder going to the lowest ids; NVLink groups from ``gpus.nvlink``."""
     gpu_count = gpu_info["count"] if gpu_info else 0
@@ -327,15 +272,13 @@ def build_topology(
     for nid in range(numa_count):
         cpus = cpu_cores // numa_count + (1 if nid < cpu_cores % numa_count else 0)
         gpus_here = gpu_count // numa_count + (1 if nid < gpu_count % numa_count else 0)
-        numa.append(
-            {
-                "id": nid,
-                "cpus": _cpu_range(cpu_start, cpus) if cpus else "",
-                "cpuCount": cpus,
-                "memory": from_fraction(Fraction(memory_bytes // numa_count), "BinarySI").canonical(),
-                "gpus": list(range(gpu_start, gpu_start + gpus_here)),
-            }
-        )
+        numa.append({
+            "id": nid,
+            "cpus": _cpu_range(cpu_start, cpus) if cpus else "",
+            "cpuCount": cpus,
+            "memory": from_fraction(Fraction(memory_bytes // numa_count), "BinarySI").canonical(),
+            "gpus": list(range(gpu_start, gpu_start + gpus_here)),
+        })
         cpu_start += cpus
         gpu_start += gpus_here
     gpus = []
@@ -343,17 +286,10 @@ def build_topology(
     if gpu_info:
         for nid, node in enumerate(numa):
             for gid in node["gpus"]:
-                gpus.append(
-                    {
-                        "id": gid,
-                        "product": gpu_info["product"],
-                        "memoryGiB": gpu_info["memoryGiB"],
-                        "numa": nid,
-                    }
-                )
+                gpus.append({"id": gid, "product": gpu_info["product"], "memoryGiB": gpu_info["memoryGiB"], "numa": nid})
         ids = list(range(gpu_count))
         if gpu_info["nvlink"] == "all" and gpu_count > 1:
             nvlink = [ids]
         elif gpu_info["nvlink"] == "pairs":
-            nvlink = [ids[i : i + 2] for i in range(0, gpu_count - 1, 2)]
+            nvlink = [ids[i:i + 2] for i in range(0, gpu_count - 1, 2)]
     return {"version": 1, **policies, "numa": numa, "gpus": gpus, "nvlink": nvlink}

@@ -37,9 +37,8 @@ HISTORY = 5000
 
 
 class SimCluster:
-    def __init__(
-        self, nodes: list[Obj], clock: Clock, options: Optional[KubeletOptions] = None, history: int = HISTORY
-    ) -> None:
+    def __init__(self, nodes: list[Obj], clock: Clock, options: Optional[KubeletOptions] = None,
+                 history: int = HISTORY) -> None:
         self.clock = clock
         self._rv = itertools.count(1)
         self.resource_version = 0
@@ -168,9 +167,7 @@ class SimCluster:
         def assign(p: Obj) -> None:
             p["spec"]["nodeName"] = node
             conditions = [c for c in p["status"].get("conditions") or [] if c.get("type") != "PodScheduled"]
-            conditions.append(
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(self.clock.now())}
-            )
+            conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(self.clock.now())})
             p["status"]["conditions"] = conditions
 
         self.modify_pod(key, assign)
@@ -202,18 +199,9 @@ class SimCluster:
             return
 
         def disrupt(p: Obj) -> None:
-            conditions = [
-                c for c in p["status"].get("conditions") or [] if c.get("type") != "DisruptionTarget"
-            ]
-            conditions.append(
-                {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "reason": "PreemptionByScheduler",
-                    "message": reason,
-                    "lastTransitionTime": rfc3339(self.clock.now()),
-                }
-            )
+            conditions = [c for c in p["status"].get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+            conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                               "message": reason, "lastTransitionTime": rfc3339(self.clock.now())})
             p["status"]["conditions"] = conditions
 
         self.modify_pod(key, disrupt)
@@ -242,35 +230,21 @@ class SimCluster:
 
     def record_event(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
         md = involved.get("metadata") or {}
-        self.events.append(
-            {
-                "type": event_type,
-                "reason": reason,
-                "message": message,
-                "involvedObject": {
-                    "kind": involved.get("kind"),
-                    "namespace": md.get("namespace"),
-                    "name": md.get("name"),
-                    "uid": md.get("uid"),
-                },
-                "lastTimestamp": rfc3339(self.clock.now()),
-            }
-        )
+        self.events.append({
+            "type": event_type, "reason": reason, "message": message,
+            "involvedObject": {"kind": involved.get("kind"), "namespace": md.get("namespace"),
+                               "name": md.get("name"), "uid": md.get("uid")},
+            "lastTimestamp": rfc3339(self.clock.now()),
+        })
 
     # ----------------------------------------------------------------- node faults
     def fail_node(self, name: str, reason: str = "NodeFailure") -> None:
         """The node goes NotReady; every pod on it that was still running fails with ``NodeLost``."""
 
         def down(n: Obj) -> None:
-            n["status"]["conditions"] = [
-                {
-                    "type": "Ready",
-                    "status": "False",
-                    "reason": reason,
-                    "message": f"node {name} failed ({reason})",
-                    "lastTransitionTime": rfc3339(self.clock.now()),
-                }
-            ]
+            n["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": reason,
+                                          "message": f"node {name} failed ({reason})",
+                                          "lastTransitionTime": rfc3339(self.clock.now())}]
 
         self.modify_node(name, down)
         for key, pod in list(self.pods.items()):
@@ -279,14 +253,8 @@ class SimCluster:
 
     def recover_node(self, name: str) -> None:
         def up(n: Obj) -> None:
-            n["status"]["conditions"] = [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "lastTransitionTime": rfc3339(self.clock.now()),
-                }
-            ]
+            n["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                          "lastTransitionTime": rfc3339(self.clock.now())}]
 
         self.modify_node(name, up)
 
@@ -335,9 +303,8 @@ class SimGateway:
 
     async def apply_object(self, obj: Obj) -> None:
         md = obj.get("metadata") or {}
-        self.cluster.objects[
-            (str(obj.get("kind")), str(md.get("namespace") or "default"), str(md.get("name")))
-        ] = copy.deepcopy(obj)
+        self.cluster.objects[(str(obj.get("kind")), str(md.get("namespace") or "default"), str(md.get("name")))] = \
+            copy.deepcopy(obj)
 
     async def delete_object(self, kind: str, namespace: str, name: str) -> None:
         self.cluster.objects.pop((kind, namespace, name), None)

@@ -118,12 +118,7 @@ class SimKubelet:
             if action == "remove":
                 self.cluster.remove_pod(key)
                 done += 1
-            elif (
-                action == "start"
-                and self._start(key, pod, due)
-                or action == "finish"
-                and self._finish(key, pod, due)
-            ):
+            elif action == "start" and self._start(key, pod, due) or action == "finish" and self._finish(key, pod, due):
                 done += 1
         return done
 
@@ -145,21 +140,13 @@ class SimKubelet:
             status["podIP"] = f"10.{128 + pod_index // 250 % 128}.{pod_index % 250}.{2 + host_index % 250}"
             status["conditions"] = _ready_conditions(status.get("conditions"), stamp, ready=True)
             status["containerStatuses"] = [
-                {
-                    "name": c.get("name", f"c{i}"),
-                    "ready": True,
-                    "restartCount": 0,
-                    "started": True,
-                    "image": c.get("image", ""),
-                    "state": {"running": {"startedAt": stamp}},
-                }
+                {"name": c.get("name", f"c{i}"), "ready": True, "restartCount": 0, "started": True,
+                 "image": c.get("image", ""), "state": {"running": {"startedAt": stamp}}}
                 for i, c in enumerate((p.get("spec") or {}).get("containers") or [{}])
             ]
 
         self.cluster.modify_pod(key, run)
-        duration = parse_duration(
-            self._annotation(key, SIM_DURATION_ANNOTATION), self.options.default_duration
-        )
+        duration = parse_duration(self._annotation(key, SIM_DURATION_ANNOTATION), self.options.default_duration)
         self._at(when + self._scaled(duration), key, "finish")
         return True
 
@@ -174,33 +161,21 @@ class SimKubelet:
         stamp = rfc3339(when)
         restart_policy = (pod.get("spec") or {}).get("restartPolicy")
         if exit_code != 0 and restart_policy in ("OnFailure", "Always"):
-
             def restart(p: Obj) -> None:
                 for cs in p["status"].get("containerStatuses") or []:
                     cs["restartCount"] = int(cs.get("restartCount", 0)) + 1
-                    cs["lastState"] = {
-                        "terminated": {"exitCode": exit_code, "reason": "Error", "finishedAt": stamp}
-                    }
+                    cs["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error", "finishedAt": stamp}}
                     cs["state"] = {"running": {"startedAt": stamp}}
 
             self.cluster.modify_pod(key, restart)
-            duration = parse_duration(
-                self._annotation(key, SIM_DURATION_ANNOTATION), self.options.default_duration
-            )
+            duration = parse_duration(self._annotation(key, SIM_DURATION_ANNOTATION), self.options.default_duration)
             self._at(when + self._scaled(self.options.start_delay + duration), key, "finish")
             return True
         self._terminate(key, exit_code, "Completed" if exit_code == 0 else "Error", stamp)
         return True
 
-    def _terminate(
-        self,
-        key: str,
-        exit_code: int,
-        reason: str,
-        stamp: str,
-        pod_reason: Optional[str] = None,
-        message: Optional[str] = None,
-    ) -> None:
+    def _terminate(self, key: str, exit_code: int, reason: str, stamp: str, pod_reason: Optional[str] = None,
+                   message: Optional[str] = None) -> None:
         def end(p: Obj) -> None:
             status = p.setdefault("status", {})
             status["phase"] = "Succeeded" if exit_code == 0 and pod_reason is None else "Failed"
@@ -241,9 +216,7 @@ class SimKubelet:
                     task.cancel()
 
 
-def _ready_conditions(
-    existing: Optional[list[dict[str, object]]], stamp: str, ready: bool
-) -> list[dict[str, object]]:
+def _ready_conditions(existing: Optional[list[dict[str, object]]], stamp: str, ready: bool) -> list[dict[str, object]]:
     kept = [c for c in existing or [] if c.get("type") not in ("Ready", "ContainersReady", "Initialized")]
     value = "True" if ready else "False"
     extra: dict[str, object] = {} if ready else {"reason": "PodCompleted"}

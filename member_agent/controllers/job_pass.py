@@ -162,10 +162,8 @@ class JobPass:
             if dependency is None:
                 return False
             done = sum(
-                1
-                for p in self.pods.values()
-                if pod_status.task_of(p) == name
-                and not pod_status.is_terminating(p)
+                1 for p in self.pods.values()
+                if pod_status.task_of(p) == name and not pod_status.is_terminating(p)
                 and (pod_status.is_ready(p) or pod_status.phase(p) == pod_status.SUCCEEDED)
             )
             return done >= dependency.min_available
@@ -205,12 +203,8 @@ class JobPass:
             return
         for condition in self.pod_group.status.conditions or []:
             if condition.type == "Unschedulable":
-                self.event(
-                    "PodGroupPending",
-                    f"PodGroup {self.job.namespace}:{self.job.name} unschedule,"
-                    f"reason: {condition.message or ''}",
-                    "Warning",
-                )
+                self.event("PodGroupPending", f"PodGroup {self.job.namespace}:{self.job.name} unschedule,"
+                           f"reason: {condition.message or ''}", "Warning")
 
     def _sync_pods(self, plugins: list[JobPlugin], ctx: PluginContext) -> pod_status.PodCounts:
         counts = pod_status.PodCounts()
@@ -233,15 +227,8 @@ class JobPass:
             if task.name not in shapes:
                 shapes[task.name] = prototype(self.job, task, self.priority_classes)
             pod = build_pod(
-                self.job,
-                task,
-                local,
-                version=self.version,
-                retry_count=self.retry_count,
-                plugins=plugins,
-                ctx=ctx,
-                priority_classes=self.priority_classes,
-                shape=shapes[task.name],
+                self.job, task, local, version=self.version, retry_count=self.retry_count,
+                plugins=plugins, ctx=ctx, priority_classes=self.priority_classes, shape=shapes[task.name],
             )
             if self.pod_labels:
                 pod.metadata.labels = {**(pod.metadata.labels or {}), **self.pod_labels}
@@ -315,12 +302,8 @@ class JobPass:
         if partition is None and pod in self.pods:
             label = (self.pods[pod].metadata.labels or {}).get(naming.PARTITION_ID)
             partition = int(label) if label is not None and label.isdigit() else None
-        return [
-            p
-            for p in live
-            if pod_status.task_of(p) == task
-            and (p.metadata.labels or {}).get(naming.PARTITION_ID) == str(partition)
-        ]
+        return [p for p in live if pod_status.task_of(p) == task
+                and (p.metadata.labels or {}).get(naming.PARTITION_ID) == str(partition)]
 
 
 def initial_status(status: Optional[Mapping[str, Any]]) -> dict[str, Any]:

@@ -157,20 +157,14 @@ def _annotation_ranges(job: Job, errors: list[FieldError]) -> dict[str, tuple[in
     try:
         value: Any = json.loads(raw)
     except json.JSONDecodeError as exc:
-        errors.append(
-            FieldError(path, f"must be a JSON object of task name to [start, end) ranges: {exc.msg}")
-        )
+        errors.append(FieldError(path, f"must be a JSON object of task name to [start, end) ranges: {exc.msg}"))
         return {}
     out: dict[str, tuple[int, ...]] = {}
     if isinstance(value, dict):
         for task, ranges in value.items():
             ok = isinstance(ranges, list) and all(
-                isinstance(r, list)
-                and len(r) == 2
-                and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
-                and 0 <= r[0] < r[1]
-                for r in ranges
-            )
+                isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                            for x in r) and 0 <= r[0] < r[1] for r in ranges)
             if not ok:
                 break
             indices = tuple(i for start, end in ranges for i in range(start, end))
@@ -179,12 +173,8 @@ def _annotation_ranges(job: Job, errors: list[FieldError]) -> dict[str, tuple[in
             out[str(task)] = indices
         else:
             return out
-    errors.append(
-        FieldError(
-            path,
-            "must map task names to lists of non-overlapping [start, end) ranges of non-negative integers",
-        )
-    )
+    errors.append(FieldError(path, "must map task names to lists of non-overlapping [start, end) ranges "
+                                   "of non-negative integers"))
     return {}
 
 
@@ -207,9 +197,7 @@ def view_job(job: Job) -> JobView:
         if raw_world.isdigit():
             world_size = int(raw_world)
         else:
-            errors.append(
-                FieldError(f"metadata.annotations[{naming.WORLD_SIZE}]", "must be a non-negative integer")
-            )
+            errors.append(FieldError(f"metadata.annotations[{naming.WORLD_SIZE}]", "must be a non-negative integer"))
     spec = job.spec
     tasks: list[TaskView] = []
     for position, task in enumerate(spec.tasks or []):
@@ -220,45 +208,39 @@ def view_job(job: Job) -> JobView:
         indices = explicit.get(name, ())
         if indices:
             if len(indices) != replicas or max(indices) >= total:
-                errors.append(
-                    FieldError(
-                        f"metadata.annotations[{naming.TASK_INDICES}]",
-                        f"task {name!r}: {len(indices)} indices (max {max(indices)}) for {replicas} replicas "
-                        f"of total {total}; need exactly one index per replica, each below the total",
-                    )
-                )
+                errors.append(FieldError(
+                    f"metadata.annotations[{naming.TASK_INDICES}]",
+                    f"task {name!r}: {len(indices)} indices (max {max(indices)}) for {replicas} replicas "
+                    f"of total {total}; need exactly one index per replica, each below the total",
+                ))
         elif total < offset + replicas:
-            errors.append(
-                FieldError(
-                    f"metadata.annotations[{naming.TASK_TOTALS}]",
-                    f"task {name!r}: total {total} is smaller than offset {offset} + replicas {replicas}",
-                )
-            )
+            errors.append(FieldError(
+                f"metadata.annotations[{naming.TASK_TOTALS}]",
+                f"task {name!r}: total {total} is smaller than offset {offset} + replicas {replicas}",
+            ))
         partition = task.partition_policy
         min_available = task.min_available
         if min_available is None and partition is not None and partition.min_partitions:
             min_available = partition.min_partitions * (partition.partition_size or 1)
         depends = task.depends_on
-        tasks.append(
-            TaskView(
-                name=name,
-                position=position,
-                replicas=replicas,
-                min_available=replicas if min_available is None else min_available,
-                min_available_set=task.min_available is not None,
-                template=task.template or PodTemplateSpec(),
-                policies=tuple(task.policies or ()),
-                topology_policy=task.topology_policy,
-                max_retry=_task_max_retry(task.max_retry),
-                depends_on=tuple(depends.name or ()) if depends else (),
-                depends_iteration=(depends.iteration or "all") if depends else "all",
-                partition_size=partition.partition_size if partition else None,
-                offset=offset,
-                total=total,
-                task_topology=_task_topology_json(task.task_topology),
-                indices=indices,
-            )
-        )
+        tasks.append(TaskView(
+            name=name,
+            position=position,
+            replicas=replicas,
+            min_available=replicas if min_available is None else min_available,
+            min_available_set=task.min_available is not None,
+            template=task.template or PodTemplateSpec(),
+            policies=tuple(task.policies or ()),
+            topology_policy=task.topology_policy,
+            max_retry=_task_max_retry(task.max_retry),
+            depends_on=tuple(depends.name or ()) if depends else (),
+            depends_iteration=(depends.iteration or "all") if depends else "all",
+            partition_size=partition.partition_size if partition else None,
+            offset=offset,
+            total=total,
+            task_topology=_task_topology_json(task.task_topology),
+            indices=indices,
+        ))
     if errors:
         raise ValidationFailed(job.ref(), errors)
     local_names = {task.name for task in tasks}

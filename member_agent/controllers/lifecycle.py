@@ -57,16 +57,10 @@ def _matches(policy: LifecyclePolicy, request: JobRequest) -> bool:
     if events and (request.event.value in events or JobEvent.ANY.value in events):
         # A pod is Pending the moment it is created: without a timeout the rule would fire at once.
         return request.event != JobEvent.POD_PENDING or bool(policy.timeout)
-    return (
-        policy.exit_code is not None
-        and request.exit_code is not None
-        and policy.exit_code == request.exit_code
-    )
+    return policy.exit_code is not None and request.exit_code is not None and policy.exit_code == request.exit_code
 
 
-def _first_match(
-    policies: Sequence[LifecyclePolicy], request: JobRequest, path: str, ref: str
-) -> Optional[Resolution]:
+def _first_match(policies: Sequence[LifecyclePolicy], request: JobRequest, path: str, ref: str) -> Optional[Resolution]:
     for i, policy in enumerate(policies):
         if _matches(policy, request):
             delay = timedelta(seconds=duration_seconds(policy.timeout)) if policy.timeout else timedelta(0)
@@ -102,9 +96,8 @@ def defer(request: JobRequest, resolution: Resolution) -> DeferredAction:
 _EXPECTED_PHASE = {JobEvent.POD_PENDING: "Pending", JobEvent.POD_FAILED: "Failed"}
 
 
-def still_valid(
-    deferred: DeferredAction, later: Sequence[JobRequest], pod_phases: Mapping[str, str], version: int
-) -> bool:
+def still_valid(deferred: DeferredAction, later: Sequence[JobRequest], pod_phases: Mapping[str, str],
+                version: int) -> bool:
     """A deferred action survives until its pod changes phase or the job restarts.
 
     ``pod_phases`` maps every live (not terminating) pod to its phase. A repeat of the same
@@ -120,9 +113,8 @@ def still_valid(
         # the replacement is running again.
         if pod_phases.get(request.pod) == "Running":
             return False
-        return not any(
-            o.pod == request.pod and o.event == JobEvent.POD_RUNNING and o.at >= request.at for o in later
-        )
+        return not any(o.pod == request.pod and o.event == JobEvent.POD_RUNNING and o.at >= request.at
+                       for o in later)
     if request.pod not in pod_phases:
         return False
     expected = _EXPECTED_PHASE.get(request.event)

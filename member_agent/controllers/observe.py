@@ -77,9 +77,7 @@ class _TaskTotals:
 
     def failed(self, task: str) -> bool:
         spec = self.job.task(task)
-        return (
-            spec is not None and spec.max_retry != UNLIMITED and self.restarts.get(task, 0) >= spec.max_retry
-        )
+        return spec is not None and spec.max_retry != UNLIMITED and self.restarts.get(task, 0) >= spec.max_retry
 
 
 def _update_event(totals: _TaskTotals, old: Pod, new: Pod, now: datetime) -> JobRequest:
@@ -125,11 +123,8 @@ def observe_pods(
             out_of_sync = pod_status.annotation(pod, naming.OUT_OF_SYNC) is not None
             # Timed from the pod's creation, so a PodPending timeout survives an agent restart.
             created = parse_rfc3339(pod.metadata.creation_timestamp) or now
-            requests.append(
-                _request(
-                    JobEvent.OUT_OF_SYNC if out_of_sync else JobEvent.POD_PENDING, pod, min(created, now)
-                )
-            )
+            requests.append(_request(JobEvent.OUT_OF_SYNC if out_of_sync else JobEvent.POD_PENDING, pod,
+                                     min(created, now)))
         elif old is not pod and old != pod:
             if totals is None:
                 totals = _TaskTotals(job, after_list)

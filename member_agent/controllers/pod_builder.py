@@ -33,37 +33,28 @@ def job_pvcs(job: JobView) -> list[dict[str, Any]]:
     for (claim, _), volume in zip(job_volume_claims(job), job.job.spec.volumes or [], strict=True):
         if volume.volume_claim is None:
             continue  # a named claim without a spec must already exist
-        claims.append(
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "metadata": {
-                    "name": claim,
-                    "namespace": job.namespace,
-                    "ownerReferences": [owner_reference(job)],
-                },
-                "spec": copy.deepcopy(volume.volume_claim),
-            }
-        )
+        claims.append({
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": job.namespace, "ownerReferences": [owner_reference(job)]},
+            "spec": copy.deepcopy(volume.volume_claim),
+        })
     return claims
 
 
-def _annotations(
-    job: JobView, task: TaskView, index: int, version: int, retry_count: int, template: Mapping[str, str]
-) -> dict[str, str]:
+def _annotations(job: JobView, task: TaskView, index: int, version: int, retry_count: int,
+                 template: Mapping[str, str]) -> dict[str, str]:
     annotations = dict(template)
-    annotations.update(
-        {
-            naming.TASK_INDEX: str(index),
-            naming.TASK_SPEC: task.name,
-            naming.GROUP_NAME: job.pod_group_name,
-            naming.JOB_NAME: job.name,
-            naming.QUEUE_NAME: job.queue,
-            naming.JOB_VERSION: str(version),
-            naming.TEMPLATE_UID: naming.template_uid(job.name, task.name),
-            naming.JOB_RETRY_COUNT: str(retry_count),
-        }
-    )
+    annotations.update({
+        naming.TASK_INDEX: str(index),
+        naming.TASK_SPEC: task.name,
+        naming.GROUP_NAME: job.pod_group_name,
+        naming.JOB_NAME: job.name,
+        naming.QUEUE_NAME: job.queue,
+        naming.JOB_VERSION: str(version),
+        naming.TEMPLATE_UID: naming.template_uid(job.name, task.name),
+        naming.JOB_RETRY_COUNT: str(retry_count),
+    })
     if task.topology_policy:
         annotations[naming.NUMA_POLICY] = task.topology_policy
     if task.task_topology:
@@ -77,15 +68,13 @@ def _annotations(
 
 def _labels(job: JobView, task: TaskView, index: int, template: Mapping[str, str]) -> dict[str, str]:
     labels = dict(template)
-    labels.update(
-        {
-            naming.TASK_INDEX: str(index),
-            naming.JOB_NAME: job.name,
-            naming.TASK_SPEC: task.name,
-            naming.JOB_NAMESPACE: job.namespace,
-            naming.QUEUE_NAME: job.queue,
-        }
-    )
+    labels.update({
+        naming.TASK_INDEX: str(index),
+        naming.JOB_NAME: job.name,
+        naming.TASK_SPEC: task.name,
+        naming.JOB_NAMESPACE: job.namespace,
+        naming.QUEUE_NAME: job.queue,
+    })
     job_labels = job.job.metadata.labels or {}
     for key in naming.JOB_TO_POD_LABELS:
         if key in job_labels:

@@ -43,9 +43,7 @@ def _container_statuses(pod: Pod, init: bool = False) -> list[dict[str, Any]]:
 
 def restart_count(pod: Pod) -> int:
     """Container restarts of the pod, init containers included (Volcano's TaskFailed input)."""
-    return sum(
-        int(s.get("restartCount") or 0) for s in _container_statuses(pod) + _container_statuses(pod, True)
-    )
+    return sum(int(s.get("restartCount") or 0) for s in _container_statuses(pod) + _container_statuses(pod, True))
 
 
 def first_exit_code(pod: Pod) -> Optional[int]:
@@ -112,9 +110,7 @@ class PodCounts:
             "failed": self.failed,
             "terminating": self.terminating,
             "unknown": self.unknown,
-            "taskStatusCount": {
-                task: {"phase": dict(sorted(p.items()))} for task, p in sorted(self.task_status.items())
-            },
+            "taskStatusCount": {task: {"phase": dict(sorted(p.items()))} for task, p in sorted(self.task_status.items())},
         }
 
 

@@ -100,23 +100,20 @@ def desired_spec(job: JobView, priority_classes: Mapping[str, int]) -> dict[str,
 
 
 def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGroup:
-    return PodGroup.model_validate(
-        {
-            "metadata": {
-                "name": job.pod_group_name,
-                "namespace": job.namespace,
-                "annotations": dict(job.job.metadata.annotations or {}),
-                "labels": dict(job.job.metadata.labels or {}),
-                "ownerReferences": [owner_reference(job)],
-            },
-            "spec": desired_spec(job, priority_classes),
-        }
-    )
+    return PodGroup.model_validate({
+        "metadata": {
+            "name": job.pod_group_name,
+            "namespace": job.namespace,
+            "annotations": dict(job.job.metadata.annotations or {}),
+            "labels": dict(job.job.metadata.labels or {}),
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": desired_spec(job, priority_classes),
+    })
 
 
-def reconcile_pod_group(
-    job: JobView, observed: Optional[PodGroup], priority_classes: Mapping[str, int]
-) -> tuple[Optional[str], PodGroup]:
+def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
+                        priority_classes: Mapping[str, int]) -> tuple[Optional[str], PodGroup]:
     """``("create" | "update" | None, desired PodGroup)``; an update keeps the observed status."""
     desired = build_pod_group(job, priority_classes)
     if observed is None:

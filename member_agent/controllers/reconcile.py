@@ -95,16 +95,11 @@ def _ttl_deadline(job: JobView, status: Mapping[str, Any]) -> Optional[datetime]
 
 
 def _live_phases(observation: JobObservation) -> dict[str, str]:
-    return {
-        p.metadata.name or "": pod_status.phase(p)
-        for p in observation.pods
-        if p.metadata.deletion_timestamp is None
-    }
+    return {p.metadata.name or "": pod_status.phase(p) for p in observation.pods if p.metadata.deletion_timestamp is None}
 
 
-def _split_deferred(
-    observation: JobObservation, live: Mapping[str, str], version: int, now: datetime
-) -> tuple[list[DeferredAction], list[DeferredAction]]:
+def _split_deferred(observation: JobObservation, live: Mapping[str, str], version: int,
+                    now: datetime) -> tuple[list[DeferredAction], list[DeferredAction]]:
     due: list[DeferredAction] = []
     waiting: list[DeferredAction] = []
     for deferred in observation.deferred:
@@ -114,9 +109,7 @@ def _split_deferred(
     return due, waiting
 
 
-def reconcile(
-    observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()
-) -> JobPlan:
+def reconcile(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> JobPlan:
     """Plan one pass over ``observation.job`` at time ``now``.
 
     Raises :class:`~policies.errors.ValidationFailed` for a malformed share annotation or an
@@ -125,16 +118,11 @@ def reconcile(
     job = view_job(observation.job)
     old_status = observation.job.status.to_wire() if observation.job.status else {}
     p = JobPass(
-        job=job,
-        now=now,
-        status=initial_status(old_status),
+        job=job, now=now, status=initial_status(old_status),
         pods={pod.metadata.name or "": pod for pod in observation.pods},
-        pod_group=observation.pod_group,
-        priority_classes=observation.priority_classes,
-        existing_objects=observation.existing_objects,
-        key_source=config.key_source,
-        default_plugins=dict(config.default_plugins),
-        pod_labels=dict(observation.pod_labels),
+        pod_group=observation.pod_group, priority_classes=observation.priority_classes,
+        existing_objects=observation.existing_objects, key_source=config.key_source,
+        default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
     )
     plan = JobPlan(status=JobStatus.model_validate(old_status), status_changed=False)
     if observation.job.metadata.deletion_timestamp is not None:
@@ -154,17 +142,13 @@ def reconcile(
         if resolution.delay > timedelta(0):
             deferred = lifecycle.defer(request, resolution)
             # Overdue already (an event timed from a pod's creation after an agent restart): run now.
-            overdue = deferred.due <= now and lifecycle.still_valid(
-                deferred, observation.requests, live, p.version
-            )
+            overdue = deferred.due <= now and lifecycle.still_valid(deferred, observation.requests, live, p.version)
             if not overdue:
                 if deferred.key() not in pending_keys:
                     waiting.append(deferred)
                     pending_keys.add(deferred.key())
-                    p.event(
-                        "ExecuteAction",
-                        f"Execute action {resolution.action.value} after {go_duration(resolution.delay)}",
-                    )
+                    p.event("ExecuteAction", f"Execute action {resolution.action.value} after "
+                            f"{go_duration(resolution.delay)}")
                 continue
         if request.event == JobEvent.COMMAND_ISSUED and request.action is not None:
             p.event("CommandIssued", f"Start to execute action {request.action.value}")
@@ -189,9 +173,7 @@ def reconcile(
     plan.delete_objects = p.delete_objects
     plan.events = p.events
     # Actions after a kill must not be lost if the job restarted: drop deferrals of old versions.
-    plan.deferred = [
-        d for d in waiting if d.request.job_version is None or d.request.job_version >= p.version
-    ]
+    plan.deferred = [d for d in waiting if d.request.job_version is None or d.request.job_version >= p.version]
     plan.delete_job_at = _ttl_deadline(job, p.status)
     times = [d.due for d in plan.deferred] + ([plan.delete_job_at] if plan.delete_job_at else [])
     if p.killed:

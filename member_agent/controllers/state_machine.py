@@ -29,20 +29,8 @@ from member_agent.controllers.pod_status import PodCounts
 from member_agent.controllers.requests import TARGETED_RESTARTS, JobAction, JobRequest
 
 FINISHED_PHASES = frozenset({"Completed", "Terminated", "Failed"})
-KNOWN_PHASES = frozenset(
-    {
-        "Pending",
-        "Running",
-        "Restarting",
-        "Aborting",
-        "Aborted",
-        "Completing",
-        "Completed",
-        "Terminating",
-        "Terminated",
-        "Failed",
-    }
-)
+KNOWN_PHASES = frozenset({"Pending", "Running", "Restarting", "Aborting", "Aborted", "Completing", "Completed",
+                          "Terminating", "Terminated", "Failed"})
 
 
 def _enter(phase: str, retry: bool = False) -> StatusRule:
@@ -50,7 +38,6 @@ def _enter(phase: str, retry: bool = False) -> StatusRule:
         if retry:
             p.add_retry()
         p.set_phase(phase)
-
     return rule
 
 
@@ -58,7 +45,6 @@ def _when_nothing_alive(phase: str) -> StatusRule:
     def rule(p: JobPass, counts: PodCounts) -> None:
         if counts.terminating == 0 and counts.pending == 0 and counts.running == 0:
             p.set_phase(phase)
-
     return rule
 
 
@@ -97,9 +83,7 @@ def running_rule(p: JobPass, counts: PodCounts) -> None:
 
 def restarting_rule(p: JobPass, counts: PodCounts) -> None:
     if p.retry_count >= p.job.max_retry:
-        p.set_phase(
-            "Failed", f"retry limit reached: retryCount {p.retry_count} >= maxRetry {p.job.max_retry}"
-        )
+        p.set_phase("Failed", f"retry limit reached: retryCount {p.retry_count} >= maxRetry {p.job.max_retry}")
         return
     if p.job.total_replicas() - counts.terminating >= p.status_min_available:
         p.set_phase("Pending")

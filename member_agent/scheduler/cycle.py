@@ -23,9 +23,7 @@ from policies.scheduler_conf import DEFAULT_CONF, SchedulerConf
 
 def session_uid(clock: SessionClock, snapshot: Snapshot) -> str:
     """A stable id: the same snapshot at the same time gives the same session UID."""
-    digest = hashlib.sha1(
-        f"{clock.now():.6f}/{len(snapshot.jobs)}/{len(snapshot.nodes)}".encode()
-    ).hexdigest()
+    digest = hashlib.sha1(f"{clock.now():.6f}/{len(snapshot.jobs)}/{len(snapshot.nodes)}".encode()).hexdigest()
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
@@ -52,13 +50,8 @@ def build_actions(conf: SchedulerConf, actions: Registry) -> tuple[list[Any], li
     return built, warnings
 
 
-def open_session(
-    snapshot: Snapshot,
-    conf: SchedulerConf,
-    clock: SessionClock,
-    options: SessionOptions = SessionOptions(),
-    plugins: Registry = PLUGINS,
-) -> Session:
+def open_session(snapshot: Snapshot, conf: SchedulerConf, clock: SessionClock,
+                 options: SessionOptions = SessionOptions(), plugins: Registry = PLUGINS) -> Session:
     tiers, warnings = build_plugins(conf, plugins)
     warnings = [*conf.warnings, *warnings]
     ssn = Session(snapshot, conf, session_uid(clock, snapshot), options)
@@ -66,10 +59,7 @@ def open_session(
     for warning in warnings:
         ssn.warn(warning)
     ssn.log(3, f"Open Session {ssn.uid} with <{len(ssn.jobs)}> Job and <{len(ssn.queues)}> Queues")
-    ssn.log(
-        2,
-        f"Session Open {ssn.uid}: {len(ssn.node_names)} nodes, {len(ssn.jobs)} jobs, {len(ssn.queues)} queues",
-    )
+    ssn.log(2, f"Session Open {ssn.uid}: {len(ssn.node_names)} nodes, {len(ssn.jobs)} jobs, {len(ssn.queues)} queues")
     for tier in tiers:
         ssn.begin_tier()
         for option, plugin in tier:
@@ -78,15 +68,9 @@ def open_session(
     return ssn
 
 
-def run_cycle(
-    snapshot: Snapshot,
-    conf: SchedulerConf = DEFAULT_CONF,
-    clock: SessionClock | None = None,
-    *,
-    options: SessionOptions = SessionOptions(),
-    plugins: Registry = PLUGINS,
-    actions: Registry = ACTIONS,
-) -> CycleResult:
+def run_cycle(snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF, clock: SessionClock | None = None, *,
+              options: SessionOptions = SessionOptions(), plugins: Registry = PLUGINS,
+              actions: Registry = ACTIONS) -> CycleResult:
     """Run one session over ``snapshot`` and return what it decided."""
     clock = clock or FixedClock()
     started = clock.monotonic()

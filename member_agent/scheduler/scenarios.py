@@ -45,30 +45,10 @@ from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.state import load_documents, state_from_documents
 from policies.errors import CalderaError
 
-KNOWN_KEYS = frozenset(
-    {
-        "kind",
-        "description",
-        "bindings",
-        "bindingCount",
-        "bound",
-        "evicted",
-        "evictions",
-        "pipelined",
-        "nominationsCleared",
-        "podGroups",
-        "reasons",
-        "conditions",
-        "problems",
-        "warnings",
-        "logs",
-        "error",
-        "evictionReasons",
-        "devices",
-        "annotations",
-        "now",
-    }
-)
+KNOWN_KEYS = frozenset({"kind", "description", "bindings", "bindingCount", "bound", "evicted", "evictions", "pipelined",
+                        "nominationsCleared",
+                        "podGroups", "reasons", "conditions", "problems", "warnings", "logs", "error",
+                        "evictionReasons", "devices", "annotations", "now"})
 
 
 @dataclass
@@ -87,9 +67,7 @@ def _expectation(docs: list[dict[str, Any]], path: str) -> tuple[list[dict[str, 
     rest = [d for d in docs if d.get("kind") != "Expectation"]
     found = [d for d in docs if d.get("kind") == "Expectation"]
     if len(found) != 1:
-        raise ValueError(
-            f"{path}: a scenario needs exactly one 'kind: Expectation' document, found {len(found)}"
-        )
+        raise ValueError(f"{path}: a scenario needs exactly one 'kind: Expectation' document, found {len(found)}")
     unknown = set(found[0]) - KNOWN_KEYS
     if unknown:
         raise ValueError(f"{path}: unknown expectation keys {sorted(unknown)}; known: {sorted(KNOWN_KEYS)}")
@@ -120,9 +98,7 @@ def check_text(text: str, path: str = "<scenario>") -> Outcome:
 def _compare(outcome: Outcome, expect: dict[str, Any], result: CycleResult) -> None:
     fail = outcome.failures.append
     if "bindings" in expect and dict(expect["bindings"] or {}) != result.bindings:
-        fail(
-            f"bindings: expected {dict(sorted((expect['bindings'] or {}).items()))}, got {dict(sorted(result.bindings.items()))}"
-        )
+        fail(f"bindings: expected {dict(sorted((expect['bindings'] or {}).items()))}, got {dict(sorted(result.bindings.items()))}")
     if "bindingCount" in expect and int(expect["bindingCount"]) != len(result.bindings):
         fail(f"bindingCount: expected {expect['bindingCount']}, got {len(result.bindings)}")
     if "bound" in expect:
@@ -135,13 +111,9 @@ def _compare(outcome: Outcome, expect: dict[str, Any], result: CycleResult) -> N
         want = {g: int(n) for g, n in (expect["evicted"] or {}).items() if int(n)}
         if want != dict(per_group):
             fail(f"evicted: expected {dict(sorted(want.items()))}, got {dict(sorted(per_group.items()))}")
-    if "nominationsCleared" in expect and sorted(expect["nominationsCleared"] or []) != sorted(
-        result.nominations_cleared
-    ):
-        fail(
-            f"nominationsCleared: expected {sorted(expect['nominationsCleared'] or [])}, "
-            f"got {sorted(result.nominations_cleared)}"
-        )
+    if "nominationsCleared" in expect and sorted(expect["nominationsCleared"] or []) != sorted(result.nominations_cleared):
+        fail(f"nominationsCleared: expected {sorted(expect['nominationsCleared'] or [])}, "
+             f"got {sorted(result.nominations_cleared)}")
     if "evictions" in expect and sorted(expect["evictions"] or []) != sorted(result.evictions):
         fail(f"evictions: expected {sorted(expect['evictions'] or [])}, got {sorted(result.evictions)}")
     if "pipelined" in expect:
@@ -157,9 +129,7 @@ def _compare(outcome: Outcome, expect: dict[str, Any], result: CycleResult) -> N
         if got is None or str(text) not in got:
             fail(f"reasons[{group}]: expected to contain {text!r}, got {got!r}")
     for group, text in (expect.get("conditions") or {}).items():
-        messages = [
-            c.get("message", "") + " " + c.get("reason", "") for c in result.conditions.get(group, [])
-        ]
+        messages = [c.get("message", "") + " " + c.get("reason", "") for c in result.conditions.get(group, [])]
         if not any(str(text) in m for m in messages):
             fail(f"conditions[{group}]: no condition contains {text!r}; got {messages}")
     for text in expect.get("problems") or []:
@@ -182,9 +152,7 @@ def _compare_part2(fail: Any, expect: dict[str, Any], result: CycleResult) -> No
             fail(f"evictionReasons[{pod}]: expected to contain {text!r}, got {got!r}")
     if "devices" in expect:
         want = {pod: sorted(int(i) for i in ids) for pod, ids in (expect["devices"] or {}).items()}
-        got = {
-            pod: sorted(d.get("gpus", [])) for pod, d in result.device_allocations.items() if d.get("gpus")
-        }
+        got = {pod: sorted(d.get("gpus", [])) for pod, d in result.device_allocations.items() if d.get("gpus")}
         if want != got:
             fail(f"devices: expected {want}, got {got}")
     for pod, wanted in (expect.get("annotations") or {}).items():

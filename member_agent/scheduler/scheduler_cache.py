@@ -55,11 +55,7 @@ ARRAYS = ("idle", "used", "releasing", "pipelined", "pod_count", "nonzero_used")
 def _key(obj: Mapping[str, Any]) -> str:
     meta = _meta(obj)
     ns = meta.get("namespace")
-    return (
-        f"{ns or 'default'}/{meta.get('name')}"
-        if obj.get("kind") in ("Pod", "PodGroup")
-        else str(meta.get("name"))
-    )
+    return f"{ns or 'default'}/{meta.get('name')}" if obj.get("kind") in ("Pod", "PodGroup") else str(meta.get("name"))
 
 
 class _PodEntry:
@@ -77,19 +73,13 @@ class _PodEntry:
 class SchedulerCache:
     """Nodes, pods, PodGroups, Queues and PriorityClasses, and the snapshot derived from them."""
 
-    def __init__(
-        self,
-        *,
-        default_queue: str = "default",
-        scheduler_names: tuple[str, ...] = ("volcano",),
-        resources: Iterable[str] = (),
-    ) -> None:
+    def __init__(self, *, default_queue: str = "default", scheduler_names: tuple[str, ...] = ("volcano",),
+                 resources: Iterable[str] = ()) -> None:
         self.default_queue = default_queue
         self.scheduler_names = scheduler_names
         self._resources = set(resources)
         self._objects: dict[str, dict[str, Mapping[str, Any]]] = {
-            k: {} for k in ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
-        }
+            k: {} for k in ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")}
         #: Every distinct request seen and how many pods had it (deleted pods stay counted).
         self._workload: dict[tuple[float, ...], int] = {}
         self._seen: set[str] = set()
@@ -220,11 +210,8 @@ class SchedulerCache:
             job = f"{task.namespace}/{group}"
             queue = str(((_meta(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
             self._shadow[job] = {
-                "metadata": {
-                    "name": group,
-                    "namespace": task.namespace,
-                    "creationTimestamp": _meta(pod).get("creationTimestamp"),
-                },
+                "metadata": {"name": group, "namespace": task.namespace,
+                             "creationTimestamp": _meta(pod).get("creationTimestamp")},
                 "spec": {"minMember": 1, "queue": queue, "priorityClassName": task.priority_class_name},
                 "_minResources": request,
             }
@@ -301,9 +288,8 @@ class SchedulerCache:
         row = self._table.index.get(task.node)
         if row is None:
             if sign > 0:
-                self._pod_problems[task.key] = (
-                    f"Pod {task.key}: node {task.node} is not in the state; its resources are not counted"
-                )
+                self._pod_problems[task.key] = (f"Pod {task.key}: node {task.node} is not in the state; "
+                                                f"its resources are not counted")
             return
         a = self._arrays
         if task.status == S.PIPELINED:
@@ -347,28 +333,16 @@ class SchedulerCache:
                 arrays.exclusive[row, :k] = node.exclusive
         self._dirty_rows.clear()
         table = self._frozen_table()
-        problems = [
-            *self._node_problems,
-            *(p for job in sorted(self._broken) for p in self._jobs[job][1]),
-            *(self._pod_problems[k] for k in sorted(self._pod_problems)),
-        ]
+        problems = [*self._node_problems, *(p for job in sorted(self._broken) for p in self._jobs[job][1]),
+                    *(self._pod_problems[k] for k in sorted(self._pod_problems))]
         residents = [*self._residents.values(), *self._orphans()]
         total = table.allocatable.sum(axis=0) if len(table) else self.dims.zeros()
         if self._workload_tuple is None:
             self._workload_tuple = tuple(sorted(self._workload.items()))
-        return Snapshot(
-            self.dims,
-            table,
-            getattr(self, "_job_tuple", ()),
-            dict(self._queue_specs),
-            dict(self._builder.priority_classes),
-            tuple(problems),
-            total,
-            tuple(sorted(residents, key=lambda t: t.uid)),
-            tuple(self._usage),
-            self._workload_tuple or (),
-            self._frozen_arrays(),
-        )
+        return Snapshot(self.dims, table, getattr(self, "_job_tuple", ()), dict(self._queue_specs),
+                        dict(self._builder.priority_classes), tuple(problems), total,
+                        tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._usage),
+                        self._workload_tuple or (), self._frozen_arrays())
 
     def _frozen_arrays(self) -> DeviceArrays:
         copies = {}
@@ -393,10 +367,8 @@ class SchedulerCache:
         if pg is None and not tasks:
             return None, ()
         if pg is None:
-            return None, tuple(
-                f"Pod {t.key}: PodGroup {job} is not in the state; the pod is not scheduled"
-                for t in sorted(tasks, key=lambda t: t.uid)
-            )
+            return None, tuple(f"Pod {t.key}: PodGroup {job} is not in the state; the pod is not scheduled"
+                               for t in sorted(tasks, key=lambda t: t.uid))
         before = len(self._builder.problems)
         spec = self._builder._job(job, pg, tasks, self.dims, self._queue_specs)
         problems = tuple(self._builder.problems[before:])
@@ -408,11 +380,8 @@ class SchedulerCache:
         out = []
         for job in sorted(self._broken):
             if self._jobs[job][0] is None:
-                out.extend(
-                    t
-                    for t in self._members.get(job, {}).values()
-                    if t.node is not None and t.status not in (*TERMINAL, S.PIPELINED)
-                )
+                out.extend(t for t in self._members.get(job, {}).values()
+                           if t.node is not None and t.status not in (*TERMINAL, S.PIPELINED))
         return out
 
     # ------------------------------------------------------------------ readings

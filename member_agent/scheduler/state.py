@@ -54,9 +54,8 @@ def _flatten(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def state_from_documents(
-    docs: Iterable[dict[str, Any]], conf: SchedulerConf | None = None, conf_source: str = ""
-) -> State:
+def state_from_documents(docs: Iterable[dict[str, Any]], conf: SchedulerConf | None = None,
+                         conf_source: str = "") -> State:
     objects, extra = [], []
     found: SchedulerConf | None = None
     source = conf_source or "default"

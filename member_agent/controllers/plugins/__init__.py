@@ -26,16 +26,8 @@ REGISTRY: dict[str, type[JobPlugin]] = {
 IMPLIED: dict[str, tuple[str, ...]] = {"pytorch": ("svc",), "mpi": ("svc", "ssh")}
 RUN_LAST = ("hcclrank",)
 
-__all__ = [
-    "REGISTRY",
-    "JobPlugin",
-    "KeySource",
-    "PluginContext",
-    "PluginError",
-    "load_plugins",
-    "master_task",
-    "plugin_context",
-]
+__all__ = ["REGISTRY", "JobPlugin", "KeySource", "PluginContext", "PluginError", "load_plugins", "master_task",
+           "plugin_context"]
 
 
 def load_plugins(job: JobView, defaults: Optional[dict[str, list[str]]] = None) -> list[JobPlugin]:
@@ -66,12 +58,7 @@ def master_task(job: JobView, plugins: Sequence[JobPlugin]) -> Optional[str]:
     return tasks[0] if tasks else None
 
 
-def plugin_context(
-    job: JobView,
-    plugins: Sequence[JobPlugin],
-    existing: dict[tuple[str, str], dict[str, Any]] | None = None,
-    key_source: Optional[KeySource] = None,
-) -> PluginContext:
-    return PluginContext(
-        job=job, existing=existing or {}, key_source=key_source, master_task=master_task(job, plugins)
-    )
+def plugin_context(job: JobView, plugins: Sequence[JobPlugin], existing: dict[tuple[str, str], dict[str, Any]] | None = None,
+                   key_source: Optional[KeySource] = None) -> PluginContext:
+    return PluginContext(job=job, existing=existing or {}, key_source=key_source,
+                         master_task=master_task(job, plugins))

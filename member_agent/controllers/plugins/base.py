@@ -48,9 +48,7 @@ def parse_flags(plugin: str, args: list[str], defaults: Mapping[str, FlagValue])
             raise PluginError(plugin, f"unexpected argument {arg!r} (flags look like --name=value)")
         name, has_value, text = arg.lstrip("-").partition("=")
         if name not in defaults:
-            raise PluginError(
-                plugin, f"unknown flag --{name} (known: {', '.join('--' + k for k in defaults)})"
-            )
+            raise PluginError(plugin, f"unknown flag --{name} (known: {', '.join('--' + k for k in defaults)})")
         default = defaults[name]
         if isinstance(default, bool):
             if not has_value or text.lower() in ("true", "1", "t"):
@@ -132,12 +130,8 @@ def containers(pod: WireObject, init: bool = True) -> list[dict[str, Any]]:
     return found
 
 
-def add_env(
-    container: dict[str, Any],
-    name: str,
-    value: Optional[str] = None,
-    value_from: Optional[dict[str, Any]] = None,
-) -> None:
+def add_env(container: dict[str, Any], name: str, value: Optional[str] = None,
+            value_from: Optional[dict[str, Any]] = None) -> None:
     """Append an env var unless the container already sets that name (the user's value wins)."""
     env = container.setdefault("env", [])
     if any(e.get("name") == name for e in env):
@@ -170,14 +164,8 @@ def add_mount(container: dict[str, Any], mount: dict[str, Any]) -> None:
 
 
 def owner_reference(job: JobView) -> dict[str, Any]:
-    return {
-        "apiVersion": naming.JOB_API_VERSION,
-        "kind": naming.JOB_KIND,
-        "name": job.name,
-        "uid": job.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return {"apiVersion": naming.JOB_API_VERSION, "kind": naming.JOB_KIND, "name": job.name,
+            "uid": job.uid, "controller": True, "blockOwnerDeletion": True}
 
 
 def owned_metadata(job: JobView, name: str) -> dict[str, Any]:

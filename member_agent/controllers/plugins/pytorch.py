@@ -69,17 +69,9 @@ class PytorchPlugin(JobPlugin):
             add_port(container, PORT_NAME, port)
         if task == worker and self.flags["wait-master-enabled"]:
             timeout = self.number("wait-master-timeout")
-            script = (
-                f"end=$(( $(date +%s) + {timeout} )); until nc -z {address} {port}; do "
-                f"[ $(date +%s) -ge $end ] && exit 1; sleep 2; done"
-            )
+            script = (f"end=$(( $(date +%s) + {timeout} )); until nc -z {address} {port}; do "
+                      f"[ $(date +%s) -ge $end ] && exit 1; sleep 2; done")
             init = pod["spec"].setdefault("initContainers", [])
             if not any(c.get("name") == WAIT_CONTAINER for c in init):
-                init.insert(
-                    0,
-                    {
-                        "name": WAIT_CONTAINER,
-                        "image": self.text("wait-master-image"),
-                        "command": ["sh", "-c", script],
-                    },
-                )
+                init.insert(0, {"name": WAIT_CONTAINER, "image": self.text("wait-master-image"),
+                                "command": ["sh", "-c", script]})

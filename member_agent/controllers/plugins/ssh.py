@@ -38,11 +38,7 @@ def generate_rsa_key_pair() -> tuple[str, str]:
         serialization.PrivateFormat.TraditionalOpenSSL,
         serialization.NoEncryption(),
     ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
-        .decode()
-    )
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
     return private, public
 
 
@@ -52,12 +48,7 @@ def secret_name(job_name: str) -> str:
 
 class SshPlugin(JobPlugin):
     NAME = "ssh"
-    FLAGS = {
-        "ssh-key-file-path": DEFAULT_KEY_PATH,
-        "ssh-private-key": "",
-        "ssh-public-key": "",
-        "ssh-port": 22,
-    }
+    FLAGS = {"ssh-key-file-path": DEFAULT_KEY_PATH, "ssh-private-key": "", "ssh-public-key": "", "ssh-port": 22}
 
     def ssh_config(self, ctx: PluginContext) -> str:
         lines = ["StrictHostKeyChecking no", "UserKnownHostsFile /dev/null"]
@@ -80,21 +71,14 @@ class SshPlugin(JobPlugin):
 
     def on_job_add(self, ctx: PluginContext) -> list[WireObject]:
         private, public = self._key_pair(ctx)
-        files = {
-            "id_rsa": private,
-            "id_rsa.pub": public,
-            "authorized_keys": public,
-            "config": self.ssh_config(ctx),
-        }
-        return [
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "type": "Opaque",
-                "metadata": owned_metadata(ctx.job, secret_name(ctx.job.name)),
-                "data": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()},
-            }
-        ]
+        files = {"id_rsa": private, "id_rsa.pub": public, "authorized_keys": public, "config": self.ssh_config(ctx)}
+        return [{
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": owned_metadata(ctx.job, secret_name(ctx.job.name)),
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()},
+        }]
 
     def owned_objects(self, ctx: PluginContext) -> list[tuple[str, str]]:
         return [("Secret", secret_name(ctx.job.name))]
@@ -104,16 +88,10 @@ class SshPlugin(JobPlugin):
         # Private keys must not be group/world readable; a custom path keeps Volcano's 0644.
         mode = 0o600 if path == DEFAULT_KEY_PATH else 0o644
         name = secret_name(ctx.job.name)
-        add_volume(
-            pod,
-            {
-                "name": name,
-                "secret": {
-                    "secretName": name,
-                    "defaultMode": mode,
-                    "items": [{"key": key, "path": f".ssh/{key}"} for key in KEY_FILES],
-                },
-            },
-        )
+        add_volume(pod, {"name": name, "secret": {
+            "secretName": name,
+            "defaultMode": mode,
+            "items": [{"key": key, "path": f".ssh/{key}"} for key in KEY_FILES],
+        }})
         for container in containers(pod):
             add_mount(container, {"name": name, "mountPath": path, "subPath": ".ssh"})

@@ -120,12 +120,10 @@ class SvcPlugin(JobPlugin):
                 "ingress": [{"from": [{"podSelector": {"matchLabels": selector}}]}],
                 "policyTypes": ["Ingress"],
             }
-            objects.append(
-                {
-                    "apiVersion": "networking.k8s.io/v1",
-                    "kind": "NetworkPolicy",
-                    "metadata": owned_metadata(ctx.job, ctx.job.name),
-                    "spec": policy,
-                }
-            )
+            objects.append({
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": owned_metadata(ctx.job, ctx.job.name),
+                "spec": policy,
+            })
         return objects

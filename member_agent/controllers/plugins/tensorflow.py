@@ -41,9 +41,7 @@ class TensorflowPlugin(JobPlugin):
             task = self.text(role)
             total = ctx.job.federated_total(task)
             if total:
-                cluster[role] = [
-                    f"{naming.pod_name(ctx.job.name, task, i)}.{ctx.job.name}:{port}" for i in range(total)
-                ]
+                cluster[role] = [f"{naming.pod_name(ctx.job.name, task, i)}.{ctx.job.name}:{port}" for i in range(total)]
         return cluster
 
     def on_pod_create(self, pod: WireObject, ctx: PluginContext) -> None:
@@ -53,10 +51,7 @@ class TensorflowPlugin(JobPlugin):
         role = self.role_of(pod_task(pod))
         if role is None:
             return
-        config: dict[str, Any] = {
-            "cluster": self.cluster_spec(ctx),
-            "task": {"type": role, "index": pod_index(pod)},
-        }
+        config: dict[str, Any] = {"cluster": self.cluster_spec(ctx), "task": {"type": role, "index": pod_index(pod)}}
         text = json.dumps(config, separators=(",", ":"))
         for container in containers(pod, init=False):
             add_env(container, "TF_CONFIG", text)

@@ -50,9 +50,7 @@ class Allocate:
                 continue
             if job.queue not in ssn.queues:
                 continue
-            tasks = [
-                t for t in job.tasks if t.status == S.PENDING and not t.spec.gated and not t.spec.best_effort
-            ]
+            tasks = [t for t in job.tasks if t.status == S.PENDING and not t.spec.gated and not t.spec.best_effort]
             if not tasks:
                 continue
             worksheets[job.uid] = deque(ssn.sorted_tasks(tasks))
@@ -86,9 +84,8 @@ class Allocate:
             queues.push(queue)
         ssn.log(5, "Leaving Allocate ...")
 
-    def _allocate_tasks(
-        self, ssn: Session, search: NodeSearch, job: JobInfo, tasks: deque[TaskInfo]
-    ) -> Statement | None:
+    def _allocate_tasks(self, ssn: Session, search: NodeSearch, job: JobInfo,
+                        tasks: deque[TaskInfo]) -> Statement | None:
         stmt = Statement(ssn)
         while tasks:
             task = tasks.popleft()
@@ -97,9 +94,7 @@ class Allocate:
                 task.fit_error = f"queue {job.queue} overused"
                 continue
             if job.has_role_fit_error(task):
-                task.fit_error = (
-                    f"Task {task.key} with role spec {task.spec.role} has already predicated failed, skip"
-                )
+                task.fit_error = f"Task {task.key} with role spec {task.spec.role} has already predicated failed, skip"
                 continue
             error = ssn.pre_predicate(task)
             if error:

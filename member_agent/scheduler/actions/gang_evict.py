@@ -92,7 +92,8 @@ def make_bundles(ssn: Session, candidates: list[TaskInfo], allow_whole: bool) ->
     return bundles
 
 
-def order_bundles(ssn: Session, bundles: list[Bundle], preemptor: JobInfo, need: Vector) -> list[Bundle]:
+def order_bundles(ssn: Session, bundles: list[Bundle], preemptor: JobInfo,
+                  need: Vector) -> list[Bundle]:
     wanted = need > 0
     wanted[ssn.dims.PODS] = False
 
@@ -113,14 +114,8 @@ def order_bundles(ssn: Session, bundles: list[Bundle], preemptor: JobInfo, need:
     return sorted(bundles, key=cmp_to_key(compare))
 
 
-def try_plan(
-    ssn: Session,
-    stmt: Statement,
-    job: JobInfo,
-    victims: list[TaskInfo],
-    reason: Callable[[TaskInfo, JobInfo], str],
-    search: NodeSearch,
-) -> bool:
+def try_plan(ssn: Session, stmt: Statement, job: JobInfo, victims: list[TaskInfo], reason: Callable[[TaskInfo, JobInfo], str],
+             search: NodeSearch) -> bool:
     """Evict ``victims`` and pipeline the job's pending tasks; keep it only if the job is pipelined."""
     for victim in victims:
         stmt.evict(victim, reason(victim, job))
@@ -137,14 +132,8 @@ def try_plan(
     return False
 
 
-def plan_for_job(
-    ssn: Session,
-    job: JobInfo,
-    candidates: list[TaskInfo],
-    allow_whole: bool,
-    reason: Callable[[TaskInfo, JobInfo], str],
-    search: NodeSearch,
-) -> Statement | None:
+def plan_for_job(ssn: Session, job: JobInfo, candidates: list[TaskInfo], allow_whole: bool,
+                 reason: Callable[[TaskInfo, JobInfo], str], search: NodeSearch) -> Statement | None:
     """Add bundles until a plan works; the returned statement holds it (uncommitted)."""
     pending = pending_tasks(job)
     need = sum((t.spec.request for t in pending), ssn.dims.zeros())

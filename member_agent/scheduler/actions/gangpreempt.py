@@ -55,11 +55,8 @@ class GangPreempt:
         for other in ssn.jobs.values():
             if other is job or other.queue != job.queue or other.priority >= job.priority:
                 continue
-            out.extend(
-                t
-                for t in other.tasks
-                if t.status in PREEMPTABLE_STATUSES and t.spec.preemptable and t.node is not None
-            )
+            out.extend(t for t in other.tasks
+                       if t.status in PREEMPTABLE_STATUSES and t.spec.preemptable and t.node is not None)
         return out
 
 

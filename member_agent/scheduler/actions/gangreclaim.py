@@ -51,9 +51,7 @@ class GangReclaim:
             candidates = self.candidates(ssn, job)
             if not candidates:
                 continue
-            candidates = self._within_guarantee(
-                ssn, vote_filter(ssn, Point.RECLAIMABLE, VOTERS, pending[0], candidates)
-            )
+            candidates = self._within_guarantee(ssn, vote_filter(ssn, Point.RECLAIMABLE, VOTERS, pending[0], candidates))
 
             stmt = plan_for_job(ssn, job, candidates, self.allow_whole, reason, search)
             if stmt is not None:
@@ -67,11 +65,7 @@ class GangReclaim:
             queue = ssn.queues.get(other.queue)
             if other.queue == job.queue or queue is None or not queue.reclaimable:
                 continue
-            out.extend(
-                t
-                for t in other.tasks
-                if t.status == TaskStatus.RUNNING and t.spec.preemptable and t.node is not None
-            )
+            out.extend(t for t in other.tasks if t.status == TaskStatus.RUNNING and t.spec.preemptable and t.node is not None)
         return out
 
     @staticmethod
@@ -84,15 +78,8 @@ class GangReclaim:
             queue = task.job.queue
             floor = ssn.dims.vector(ssn.queues[queue].guarantee)
             if queue not in left:
-                left[queue] = sum(
-                    (
-                        t.spec.request
-                        for j in ssn.queue_jobs(queue)
-                        for t in j.tasks
-                        if t.status in ALLOCATED_STATUSES
-                    ),
-                    ssn.dims.zeros(),
-                )
+                left[queue] = sum((t.spec.request for j in ssn.queue_jobs(queue) for t in j.tasks
+                                   if t.status in ALLOCATED_STATUSES), ssn.dims.zeros())
             after = left[queue] - task.spec.request
             held = (task.spec.request > 0) & (floor > 0) & ~ssn.dims.is_pods
             if np.any(after[held] < floor[held] - 0.1):

@@ -76,11 +76,8 @@ class Preempt:
 
     def __init__(self, args: dict[str, Any]) -> None:
         self.topology_aware = bool(args["enableTopologyAwarePreemption"])
-        self.candidate_limits = (
-            int(args["minCandidateNodesPercentage"]),
-            int(args["minCandidateNodesAbsolute"]),
-            int(args["maxCandidateNodesAbsolute"]),
-        )
+        self.candidate_limits = (int(args["minCandidateNodesPercentage"]), int(args["minCandidateNodesAbsolute"]),
+                                 int(args["maxCandidateNodesAbsolute"]))
 
     def execute(self, ssn: Session) -> None:
         ssn.log(5, "Enter Preempt ...")
@@ -142,9 +139,7 @@ class Preempt:
         job = preemptor.job
 
         def accept(victim: TaskInfo) -> bool:
-            return (
-                victim.job is not job and victim.job.queue == job.queue and eligible_victim(preemptor, victim)
-            )
+            return victim.job is not job and victim.job.queue == job.queue and eligible_victim(preemptor, victim)
 
         return accept
 
@@ -158,9 +153,7 @@ class Preempt:
         accept.within_job = True  # type: ignore[attr-defined]  # own-job victims: no minMember floor
         return accept
 
-    def preempt(
-        self, ssn: Session, index: EvictableIndex, stmt: Statement, task: TaskInfo, accept: Filter
-    ) -> bool:
+    def preempt(self, ssn: Session, index: EvictableIndex, stmt: Statement, task: TaskInfo, accept: Filter) -> bool:
         """Try to make room for ``task`` on one node; on success its ops are in ``stmt``."""
         if task.spec.extras.preemption_policy == "Never":
             return False
@@ -178,11 +171,7 @@ class Preempt:
             return preempt_topology_aware(ssn, stmt, task, accept, rows.tolist(), self.candidate_limits)
         for row in ranked_rows(ssn, task, rows).tolist():
             preemptees = [t for t in ssn.node_tasks[row].values() if accept(t)]
-            victims = (
-                guard(task, tiered_victims(ssn, Point.PREEMPTABLE, task, preemptees), lower_priority=True)
-                if preemptees
-                else []
-            )
+            victims = guard(task, tiered_victims(ssn, Point.PREEMPTABLE, task, preemptees), lower_priority=True) if preemptees else []
             blockers = affinity_blockers(ssn, task, row, victims)
             if blockers is None or not covers(ssn, task, row, victims):
                 self.memo.fail(key, row)
@@ -193,9 +182,7 @@ class Preempt:
             evicted = 0
             while not (queue_ok and fits_now(ssn, task, row)) and pending:
                 victim = pending.pop(0)
-                node_stmt.evict(
-                    victim, f"preempt: evicted ({priority_text(victim, task)}) for {task.job.uid}"
-                )
+                node_stmt.evict(victim, f"preempt: evicted ({priority_text(victim, task)}) for {task.job.uid}")
                 evicted += 1
                 queue_ok = ssn.allocatable(queue, task)
             if queue_ok and fits_now(ssn, task, row):

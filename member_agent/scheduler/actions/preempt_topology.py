@@ -62,9 +62,8 @@ def victim_priority(task: TaskInfo, preemptor: TaskInfo) -> int:
     return task.spec.priority if task.job is preemptor.job else task.job.priority
 
 
-def minimal_victims(
-    ssn: Session, preemptor: TaskInfo, row: int, victims: list[TaskInfo], blockers: Sequence[TaskInfo] = ()
-) -> list[TaskInfo] | None:
+def minimal_victims(ssn: Session, preemptor: TaskInfo, row: int, victims: list[TaskInfo],
+                    blockers: Sequence[TaskInfo] = ()) -> list[TaskInfo] | None:
     """The dry run and the reprieve on one node: the victims that must go, or None if it cannot work.
 
     ``blockers`` (the pods whose anti-affinity conflict must go) are removed first and never
@@ -100,14 +99,8 @@ def _rank(preemptor: TaskInfo, victims: list[TaskInfo], row: int) -> tuple[int, 
     return highest, sum(p + OFFSET for p in priorities), len(victims), -earliest_start, row
 
 
-def preempt_topology_aware(
-    ssn: Session,
-    stmt: Statement,
-    task: TaskInfo,
-    accept: Filter,
-    rows: list[int],
-    limits: tuple[int, int, int],
-) -> bool:
+def preempt_topology_aware(ssn: Session, stmt: Statement, task: TaskInfo, accept: Filter, rows: list[int],
+                           limits: tuple[int, int, int]) -> bool:
     """Try the topology-aware mode for ``task`` over candidate ``rows``; on success the ops are in ``stmt``."""
     wanted = num_candidates(len(rows), *limits)
     found: list[tuple[tuple[int, int, int, float, int], list[TaskInfo]]] = []
@@ -132,11 +125,8 @@ def preempt_topology_aware(
         if ssn.allocatable(task.job.queue, task) and fits_now(ssn, task, row):
             node_stmt.pipeline(task, row, True)
             stmt.merge(node_stmt)
-            ssn.log(
-                3,
-                f"Topology-aware preemption: {len(chosen)} victim(s) on node {ssn.node_names[row]} "
-                f"for task {task.key}",
-            )
+            ssn.log(3, f"Topology-aware preemption: {len(chosen)} victim(s) on node {ssn.node_names[row]} "
+                       f"for task {task.key}")
             return True
         node_stmt.discard()
     return False

@@ -102,10 +102,7 @@ class Reclaim:
                 if task.status != S.PENDING or task.spec.extras.preemption_policy == "Never":
                     continue
                 if not ssn.preemptive(queue, [task]):
-                    ssn.log(
-                        3,
-                        f"Queue <{queue}> can not reclaim by preempt others when considering task <{task.name}>",
-                    )
+                    ssn.log(3, f"Queue <{queue}> can not reclaim by preempt others when considering task <{task.name}>")
                     continue
                 if ssn.pre_predicate(task):
                     continue
@@ -132,21 +129,16 @@ class Reclaim:
         rows = self.memo.keep(key, candidate_rows(ssn, task, index.evictable(donors)))
         for row in rows.tolist():
             reclaimees = [
-                t
-                for t in ssn.node_tasks[row].values()
+                t for t in ssn.node_tasks[row].values()
                 if t.status == S.RUNNING and t.spec.preemptable and t.job.queue in donors
             ]
             if not reclaimees:
                 self.memo.fail(key, row)
                 continue
-            victims = guard(
-                task, tiered_victims(ssn, Point.RECLAIMABLE, task, reclaimees), lower_priority=False
-            )
+            victims = guard(task, tiered_victims(ssn, Point.RECLAIMABLE, task, reclaimees), lower_priority=False)
             # the queue-share plugins' vote applies whatever tier they sit in: with the usual tiers gang
             # and conformance (tier 1) decide alone and would ignore deserved shares
-            victims = vote_filter(
-                ssn, Point.RECLAIMABLE, SHARE_PLUGINS, task, ordered_victims(ssn, task, victims)
-            )
+            victims = vote_filter(ssn, Point.RECLAIMABLE, SHARE_PLUGINS, task, ordered_victims(ssn, task, victims))
             blockers = affinity_blockers(ssn, task, row, victims)  # anti-affinity conflicts go first
             if blockers is None or not covers(ssn, task, row, victims):
                 self.memo.fail(key, row)
@@ -158,11 +150,8 @@ class Reclaim:
                     break
                 if self._below_guarantee(ssn, index, victim):
                     continue
-                node_stmt.evict(
-                    victim,
-                    f"reclaim: evicted (queue {victim.job.queue} is above its deserved share) "
-                    f"for {task.job.uid} in queue {queue}",
-                )
+                node_stmt.evict(victim, f"reclaim: evicted (queue {victim.job.queue} is above its deserved share) "
+                                        f"for {task.job.uid} in queue {queue}")
             resolved = all(b.status == S.RELEASING for b in blockers)
             if resolved and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always):
                 node_stmt.pipeline(task, row, len(node_stmt) > 0)

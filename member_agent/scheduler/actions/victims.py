@@ -37,7 +37,6 @@ S = TaskStatus
 
 def victim_order(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], int]:
     """Comparator: negative when ``left`` is evicted before ``right``."""
-
     def compare(left: TaskInfo, right: TaskInfo) -> int:
         if left.job is right.job:
             return -ssn.task_order(left, right)
@@ -61,9 +60,7 @@ def priority_text(victim: TaskInfo, preemptor: TaskInfo) -> str:
     return f"priority {victim.job.priority} < {preemptor.job.priority}"
 
 
-def tiered_victims(
-    ssn: Session, point: Point, preemptor: TaskInfo, candidates: list[TaskInfo]
-) -> list[TaskInfo]:
+def tiered_victims(ssn: Session, point: Point, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
     """``Session.Preemptable`` / ``Reclaimable``: per tier, abstentions are skipped, the first
     voting plugin's answer starts the set and later ones intersect it; a tier that ends with
     victims returns them. An empty answer or intersection ends the search with no victims.
@@ -189,9 +186,7 @@ class EvictableIndex:
             self.allocated[queue] = self.allocated.get(queue, self.ssn.dims.zeros()) + req
             self._alloc_counted[key] = queue
 
-    def evictable(
-        self, queues: Iterable[str], *, open_only: bool = True, below: int | None = None
-    ) -> np.ndarray:
+    def evictable(self, queues: Iterable[str], *, open_only: bool = True, below: int | None = None) -> np.ndarray:
         """Σ over ``queues`` (and job priorities below ``below``, when given)."""
         grids = self.open if open_only else self.all
         wanted = set(queues)
@@ -234,7 +229,7 @@ class FailureMemo:
         changes = self.ssn.changes
         if len(changes) > self.pos:
             self.tick += 1
-            self.touched[np.asarray(changes[self.pos :], dtype=np.int64)] = self.tick
+            self.touched[np.asarray(changes[self.pos:], dtype=np.int64)] = self.tick
             self.pos = len(changes)
 
     def keep(self, key: object, rows: np.ndarray) -> np.ndarray:
@@ -291,9 +286,8 @@ def fits_now(ssn: Session, task: TaskInfo, row: int) -> bool:
     return bool(shape_cache(ssn, task).ok[row])
 
 
-def vote_filter(
-    ssn: Session, point: Point, plugins: frozenset[str], preemptor: TaskInfo, candidates: list[TaskInfo]
-) -> list[TaskInfo]:
+def vote_filter(ssn: Session, point: Point, plugins: frozenset[str], preemptor: TaskInfo,
+                candidates: list[TaskInfo]) -> list[TaskInfo]:
     """Keep candidates every listed plugin's vote on ``point`` accepts (abstentions ignored)."""
     for tier in ssn.callbacks[point]:
         for name, fn in tier:
@@ -306,9 +300,7 @@ def vote_filter(
     return candidates
 
 
-def affinity_blockers(
-    ssn: Session, task: TaskInfo, row: int, victims: Iterable[TaskInfo]
-) -> list[TaskInfo] | None:
+def affinity_blockers(ssn: Session, task: TaskInfo, row: int, victims: Iterable[TaskInfo]) -> list[TaskInfo] | None:
     """The pods on ``row`` that must be evicted for ``task``'s inter-pod anti-affinity (either
     direction), all among ``victims``: [] when nothing conflicts, None when the conflict cannot
     be resolved on this node with these victims (a conflicting pod elsewhere in the topology

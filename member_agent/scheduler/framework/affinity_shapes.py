@@ -44,9 +44,7 @@ def affinity_shapes(tasks: list[TaskInfo], residents: Iterable[TaskSpec]) -> Non
         sig = (spec.namespace, tuple(sorted(spec.labels.items())))
         matched = selected.get(sig)
         if matched is None:
-            matched = selected[sig] = tuple(
-                i for i, t in enumerate(terms) if t.matches(spec.namespace, spec.labels)
-            )
+            matched = selected[sig] = tuple(i for i, t in enumerate(terms) if t.matches(spec.namespace, spec.labels))
         if not matched and not spec.pod_affinity:
             continue
         key = (spec.shape, matched)

@@ -142,9 +142,7 @@ def pod_request(spec: Mapping[str, Any]) -> tuple[dict[str, float], tuple[float,
 
 def _requirements(raw: Iterable[Mapping[str, Any]] | None) -> tuple[SelectorRequirement, ...]:
     return tuple(
-        SelectorRequirement(
-            str(r.get("key", "")), str(r.get("operator", "In")), tuple(str(v) for v in r.get("values") or ())
-        )
+        SelectorRequirement(str(r.get("key", "")), str(r.get("operator", "In")), tuple(str(v) for v in r.get("values") or ()))
         for r in raw or ()
     )
 
@@ -168,12 +166,7 @@ def _node_affinity(spec: Mapping[str, Any]) -> NodeAffinity:
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     return tuple(
-        Toleration(
-            str(t.get("key") or ""),
-            str(t.get("operator") or "Equal"),
-            str(t.get("value") or ""),
-            str(t.get("effect") or ""),
-        )
+        Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"), str(t.get("value") or ""), str(t.get("effect") or ""))
         for t in spec.get("tolerations") or ()
     )
 
@@ -263,12 +256,8 @@ class _Builder:
             node_labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
             if node_labels.get("volcano.sh/oversubscription") == "true":
                 ann = meta.get("annotations") or {}
-                values["cpu"] = values.get("cpu", 0.0) + float(
-                    ann.get("volcano.sh/oversubscription-cpu", 0) or 0
-                )
-                values["memory"] = values.get("memory", 0.0) + float(
-                    ann.get("volcano.sh/oversubscription-memory", 0) or 0
-                )
+                values["cpu"] = values.get("cpu", 0.0) + float(ann.get("volcano.sh/oversubscription-cpu", 0) or 0)
+                values["memory"] = values.get("memory", 0.0) + float(ann.get("volcano.sh/oversubscription-memory", 0) or 0)
             pods = int(values.get("pods", DEFAULT_MAX_PODS))
             values["pods"] = float(pods)
             alloc[i] = dims.vector(values)
@@ -277,33 +266,19 @@ class _Builder:
             labels.append(node_labels)
             spec = node.get("spec") or {}
             unsched[i] = bool(spec.get("unschedulable"))
-            taints.append(
-                tuple(
-                    Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect", "")))
-                    for t in spec.get("taints") or ()
-                )
-            )
+            taints.append(tuple(
+                Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect", ""))) for t in spec.get("taints") or ()
+            ))
         return NodeTable(
-            names=tuple(names),
-            labels=tuple(labels),
-            taints=tuple(taints),
-            unschedulable=unsched,
-            allocatable=alloc,
-            max_pods=max_pods,
-            idle=alloc.copy(),
-            used=np.zeros((n, d)),
-            releasing=np.zeros((n, d)),
-            pipelined=np.zeros((n, d)),
-            pod_count=np.zeros(n, dtype=np.int64),
-            nonzero_used=np.zeros((n, 2)),
-            index={name: i for i, name in enumerate(names)},
+            names=tuple(names), labels=tuple(labels), taints=tuple(taints), unschedulable=unsched,
+            allocatable=alloc, max_pods=max_pods, idle=alloc.copy(), used=np.zeros((n, d)),
+            releasing=np.zeros((n, d)), pipelined=np.zeros((n, d)), pod_count=np.zeros(n, dtype=np.int64),
+            nonzero_used=np.zeros((n, 2)), index={name: i for i, name in enumerate(names)},
             topology=tuple(topologies),
         )
 
     # ------------------------------------------------------------------ tasks
-    def task(
-        self, pod: Mapping[str, Any], dims: Dimensions, request: dict[str, float], nz: tuple[float, float]
-    ) -> TaskSpec:
+    def task(self, pod: Mapping[str, Any], dims: Dimensions, request: dict[str, float], nz: tuple[float, float]) -> TaskSpec:
         meta = _meta(pod)
         spec = pod.get("spec") or {}
         ann = meta.get("annotations") or {}
@@ -327,48 +302,26 @@ class _Builder:
         extras = pod_extras(pod)
         pod_affinity = parse_pod_affinity(spec, ns)
         return TaskSpec(
-            uid=str(meta.get("uid") or f"{ns}-{name}"),
-            name=name,
-            namespace=ns,
-            job=f"{ns}/{group}" if group else "",
-            role=str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
-            status=status,
-            priority=int(priority),
-            request=vec,
-            nonzero=nz,
-            node=spec.get("nodeName") or None,
-            node_selector=selector,
-            affinity=affinity,
-            tolerations=tolerations,
+            uid=str(meta.get("uid") or f"{ns}-{name}"), name=name, namespace=ns,
+            job=f"{ns}/{group}" if group else "", role=str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
+            status=status, priority=int(priority), request=vec, nonzero=nz, node=spec.get("nodeName") or None,
+            node_selector=selector, affinity=affinity, tolerations=tolerations,
             creation=parse_time(meta.get("creationTimestamp")),
             nominated_node=str((pod.get("status") or {}).get("nominatedNodeName") or ""),
-            best_effort=is_empty(vec),
-            priority_class_name=str(spec.get("priorityClassName") or ""),
+            best_effort=is_empty(vec), priority_class_name=str(spec.get("priorityClassName") or ""),
             preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
             gated=bool(spec.get("schedulingGates")),
-            shape=self.shape_id(
-                (
-                    vec.tobytes(),
-                    tuple(sorted(selector.items())),
-                    affinity,
-                    tolerations,
-                    shape_extra(extras),
-                    pod_affinity,
-                )
-            ),
+            shape=self.shape_id((vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations,
+                                 shape_extra(extras), pod_affinity)),
             request_list=tuple(vec.tolist()),
             requested_dims=tuple(int(d) for d in np.flatnonzero(vec > 0) if d != Dimensions.PODS),
-            extras=extras,
-            labels={str(k): str(v) for k, v in labels.items()},
-            pod_affinity=pod_affinity,
+            extras=extras, labels={str(k): str(v) for k, v in labels.items()}, pod_affinity=pod_affinity,
         )
 
     # ------------------------------------------------------------------ queues and jobs
     def queue(self, name: str, obj: Mapping[str, Any] | None) -> QueueSpec:
         if obj is None:  # created by the Volcano cache at start-up
-            return QueueSpec(
-                name, 1, None, {}, {}, name != "root", "" if name == "root" else "root", "Open", 0, 0.0
-            )
+            return QueueSpec(name, 1, None, {}, {}, name != "root", "" if name == "root" else "root", "Open", 0, 0.0)
         spec = obj.get("spec") or {}
         guarantee = spec.get("guarantee") or {}
         if isinstance(guarantee, Mapping) and isinstance(guarantee.get("resource"), Mapping):
@@ -376,15 +329,12 @@ class _Builder:
         capability = spec.get("capability")
         reclaimable = spec.get("reclaimable")
         return QueueSpec(
-            name=name,
-            weight=int(spec.get("weight", 1) if spec.get("weight") is not None else 1),
+            name=name, weight=int(spec.get("weight", 1) if spec.get("weight") is not None else 1),
             capability=resource_list(capability) if capability else None,
-            guarantee=resource_list(guarantee),
-            deserved=resource_list(spec.get("deserved")),
+            guarantee=resource_list(guarantee), deserved=resource_list(spec.get("deserved")),
             reclaimable=True if reclaimable is None else bool(reclaimable),
             parent=str(spec.get("parent") or ("" if name == "root" else "root")),
-            state=str((obj.get("status") or {}).get("state") or "Open"),
-            priority=int(spec.get("priority") or 0),
+            state=str((obj.get("status") or {}).get("state") or "Open"), priority=int(spec.get("priority") or 0),
             creation=parse_time(_meta(obj).get("creationTimestamp")),
             annotations={str(k): str(v) for k, v in (_meta(obj).get("annotations") or {}).items()},
         )
@@ -426,11 +376,7 @@ class _Builder:
                 group = f"podgroup-{task.uid}"
                 queue = str(((_meta(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
                 shadow[f"{task.namespace}/{group}"] = {
-                    "metadata": {
-                        "name": group,
-                        "namespace": task.namespace,
-                        "creationTimestamp": _meta(pod).get("creationTimestamp"),
-                    },
+                    "metadata": {"name": group, "namespace": task.namespace, "creationTimestamp": _meta(pod).get("creationTimestamp")},
                     "spec": {"minMember": 1, "queue": queue, "priorityClassName": task.priority_class_name},
                     "_minResources": request,
                 }
@@ -448,41 +394,18 @@ class _Builder:
                     self._resident(residents, t)
         for job_id, tasks in sorted(tasks_by_job.items()):
             for t in tasks:
-                self.problems.append(
-                    f"Pod {t.key}: PodGroup {job_id} is not in the state; the pod is not scheduled"
-                )
+                self.problems.append(f"Pod {t.key}: PodGroup {job_id} is not in the state; the pod is not scheduled")
                 self._resident(residents, t)
-        for arr in (
-            nodes.allocatable,
-            nodes.idle,
-            nodes.used,
-            nodes.releasing,
-            nodes.pipelined,
-            nodes.pod_count,
-            nodes.nonzero_used,
-        ):
+        for arr in (nodes.allocatable, nodes.idle, nodes.used, nodes.releasing, nodes.pipelined, nodes.pod_count, nodes.nonzero_used):
             arr.setflags(write=False)
         total = nodes.allocatable.sum(axis=0) if len(nodes) else dims.zeros()
-        return Snapshot(
-            dims,
-            nodes,
-            tuple(jobs),
-            queues,
-            dict(self.priority_classes),
-            tuple(self.problems),
-            total,
-            tuple(sorted(residents, key=lambda t: t.uid)),
-            workload=tuple(sorted(seen.items())),
-        )
+        return Snapshot(dims, nodes, tuple(jobs), queues, dict(self.priority_classes), tuple(self.problems), total,
+                        tuple(sorted(residents, key=lambda t: t.uid)), workload=tuple(sorted(seen.items())))
 
     @staticmethod
     def _resident(residents: list[TaskSpec], task: TaskSpec) -> None:
         """Keep a pod outside every job when it occupies a node (it was counted by _account)."""
-        if task.node is not None and task.status not in (
-            TaskStatus.SUCCEEDED,
-            TaskStatus.FAILED,
-            TaskStatus.PIPELINED,
-        ):
+        if task.node is not None and task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.PIPELINED):
             residents.append(task)
 
     def _account(self, nodes: NodeTable, task: TaskSpec) -> None:
@@ -490,9 +413,7 @@ class _Builder:
             return
         i = nodes.index.get(task.node)
         if i is None:
-            self.problems.append(
-                f"Pod {task.key}: node {task.node} is not in the state; its resources are not counted"
-            )
+            self.problems.append(f"Pod {task.key}: node {task.node} is not in the state; its resources are not counted")
             return
         req = task.request
         if task.status == TaskStatus.PIPELINED:
@@ -505,30 +426,20 @@ class _Builder:
         nodes.pod_count[i] += 1
         nodes.nonzero_used[i] += task.nonzero
 
-    def _job(
-        self,
-        job_id: str,
-        pg: Mapping[str, Any],
-        tasks: list[TaskSpec],
-        dims: Dimensions,
-        queues: Mapping[str, QueueSpec],
-    ) -> JobSpec | None:
+    def _job(self, job_id: str, pg: Mapping[str, Any], tasks: list[TaskSpec], dims: Dimensions,
+             queues: Mapping[str, QueueSpec]) -> JobSpec | None:
         meta = _meta(pg)
         spec = pg.get("spec") or {}
         queue = str(spec.get("queue") or self.default_queue)
         if queue not in queues:
-            self.problems.append(
-                f"PodGroup {job_id}: queue {queue} is not in the state; its {len(tasks)} pod(s) are not scheduled"
-            )
+            self.problems.append(f"PodGroup {job_id}: queue {queue} is not in the state; its {len(tasks)} pod(s) are not scheduled")
             return None
         pc = str(spec.get("priorityClassName") or "")
         if pc and pc in self.priority_classes:
             priority = self.priority_classes[pc]
         else:
             if pc:
-                self.problems.append(
-                    f"PodGroup {job_id}: PriorityClass {pc} is not in the state; priority falls back to the default"
-                )
+                self.problems.append(f"PodGroup {job_id}: PriorityClass {pc} is not in the state; priority falls back to the default")
             priority = self.global_default if self.global_default is not None else 0
         raw_min = pg.get("_minResources", spec.get("minResources"))
         min_resources = None
@@ -541,19 +452,12 @@ class _Builder:
         labels = meta.get("labels") or {}
         tasks.sort(key=lambda t: t.uid)
         return JobSpec(
-            uid=job_id,
-            name=str(meta.get("name")),
-            namespace=str(meta.get("namespace") or "default"),
-            queue=queue,
+            uid=job_id, name=str(meta.get("name")), namespace=str(meta.get("namespace") or "default"), queue=queue,
             min_available=int(spec.get("minMember") or 0),
             min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
-            min_resources=min_resources,
-            priority_class_name=pc,
-            priority=int(priority),
-            creation=parse_time(meta.get("creationTimestamp")),
-            phase=str(status.get("phase") or ""),
-            conditions=tuple(status.get("conditions") or ()),
-            tasks=tuple(tasks),
+            min_resources=min_resources, priority_class_name=pc, priority=int(priority),
+            creation=parse_time(meta.get("creationTimestamp")), phase=str(status.get("phase") or ""),
+            conditions=tuple(status.get("conditions") or ()), tasks=tuple(tasks),
             preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), False),
             annotations={str(k): str(v) for k, v in ann.items()},
         )
@@ -565,9 +469,8 @@ def _with_job(task: TaskSpec, job: str) -> TaskSpec:
     return replace(task, job=job)
 
 
-def build_snapshot(
-    objects: Iterable[Any], *, default_queue: str = "default", scheduler_names: tuple[str, ...] = ("volcano",)
-) -> Snapshot:
+def build_snapshot(objects: Iterable[Any], *, default_queue: str = "default",
+                   scheduler_names: tuple[str, ...] = ("volcano",)) -> Snapshot:
     """A snapshot of every Node, Pod, PodGroup, Queue and PriorityClass in ``objects``."""
     builder = _Builder(default_queue, scheduler_names)
     for obj in objects:

@@ -67,8 +67,8 @@ def short_reason(ssn: Session, job: JobInfo) -> str:
     if not pending and not waiting:
         return ""
     node_reason = next((t.fit_error for t in pending if t.fit_error), "")
-    placed = (
-        job.ready_num + job.waiting_num + sum(1 for t in pending if t.last_tx in (S.ALLOCATED, S.PIPELINED))
+    placed = job.ready_num + job.waiting_num + sum(
+        1 for t in pending if t.last_tx in (S.ALLOCATED, S.PIPELINED)
     )
     ready = job.is_ready() and job.check_task_ready()
     if not ready and job.min_available > 0 and (placed < job.min_available):
@@ -77,14 +77,8 @@ def short_reason(ssn: Session, job: JobInfo) -> str:
     if not ready and job.min_available >= job.task_min_total:
         for role, need in sorted(job.spec.min_task_member.items()):
             have = sum(
-                1
-                for t in job.tasks
-                if t.spec.role == role
-                and (
-                    t.status in READY_STATUSES
-                    or t.status == S.PIPELINED
-                    or t.last_tx in (S.ALLOCATED, S.PIPELINED)
-                )
+                1 for t in job.tasks if t.spec.role == role
+                and (t.status in READY_STATUSES or t.status == S.PIPELINED or t.last_tx in (S.ALLOCATED, S.PIPELINED))
             )
             if have < need:
                 text = f"gang: task {role} has {have}/{need} tasks fit"
@@ -103,12 +97,8 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
-    result = CycleResult(
-        session_uid=ssn.uid,
-        problems=list(ssn.snapshot.problems),
-        warnings=list(ssn.warnings),
-        last_processed_node_index=ssn.node_cursor,
-    )
+    result = CycleResult(session_uid=ssn.uid, problems=list(ssn.snapshot.problems), warnings=list(ssn.warnings),
+                         last_processed_node_index=ssn.node_cursor)
     names = ssn.node_names
     for task, reason in ssn.evictions:
         result.evictions.append(task.key)
@@ -141,16 +131,8 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         message = next((c.get("message", "") for c in job.conditions if c.get("type") == "Unschedulable"), "")
         reason = short_reason(ssn, job)
         result.jobs[job.uid] = JobReport(
-            job=job.uid,
-            queue=job.queue,
-            phase=phase,
-            min_available=job.min_available,
-            tasks=len(job.tasks),
-            bound=bound,
-            pipelined=pipelined,
-            pending=pending,
-            reason=reason,
-            message=message,
+            job=job.uid, queue=job.queue, phase=phase, min_available=job.min_available, tasks=len(job.tasks),
+            bound=bound, pipelined=pipelined, pending=pending, reason=reason, message=message,
         )
         if phase in ("Pending", "Inqueue") and reason:
             ssn.log(3, f"PodGroup {job.uid} is pending reason: {reason}")

@@ -142,8 +142,7 @@ class JobInfo:
         statuses = ALLOCATED_STATUSES | {S.SUCCEEDED, S.PIPELINED, S.PENDING}
         return all(
             sum(self.role_counts.get(role, Counter())[s] for s in statuses) >= need
-            for role, need in self.spec.min_task_member.items()
-            if need > 0
+            for role, need in self.spec.min_task_member.items() if need > 0
         )
 
     def _role_ready(self, with_pipelined: bool) -> bool:
@@ -154,9 +153,7 @@ class JobInfo:
             if need <= 0:
                 continue
             have = sum(self.role_counts.get(role, Counter())[s] for s in statuses)
-            have += sum(
-                1 for t in self.tasks if t.spec.role == role and t.status == S.PENDING and t.spec.best_effort
-            )
+            have += sum(1 for t in self.tasks if t.spec.role == role and t.status == S.PENDING and t.spec.best_effort)
             if have < need:
                 return False
         return True
@@ -177,9 +174,7 @@ class JobInfo:
             return False
         if self.min_available < self.task_min_total:
             fitting = sum(
-                1
-                for t in self.tasks
-                if t.status == S.PENDING and t.spec.role not in self.roles_with_fit_errors
+                1 for t in self.tasks if t.status == S.PENDING and t.spec.role not in self.roles_with_fit_errors
             )
             return self.ready_num + fitting >= self.min_available
         for role in self.roles_with_fit_errors:

@@ -75,9 +75,8 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
     same_ids = ids[opening]
     changed = rows[~opening]  # touched since: a class of their own each
     total: np.ndarray | float = 0.0
-    for i, ((fn, row_fn), by_resources) in enumerate(
-        zip(ssn.node_order_fns, ssn.node_order_by_resources, strict=True)
-    ):
+    for i, ((fn, row_fn), by_resources) in enumerate(zip(ssn.node_order_fns, ssn.node_order_by_resources,
+                                                          strict=True)):
         if not by_resources:
             total = total + np.asarray(fn(task, rows), dtype=np.float64)
             continue

@@ -56,8 +56,7 @@ class NodeIndex:
             codes_of: dict[str | None, int] = {}
             codes = np.fromiter(
                 (codes_of.setdefault(labels.get(key), len(codes_of)) for labels in self.nodes.labels),
-                np.int32,
-                len(self.nodes),
+                np.int32, len(self.nodes),
             )
             values = list(codes_of)
             found = self._columns[key] = (codes, values, codes_of)
@@ -83,9 +82,7 @@ class NodeIndex:
             for row, taints in enumerate(self.nodes.taints):
                 if taints:
                     rows_of.setdefault(taints, []).append(row)
-            self._taint_groups = [
-                (taints, np.array(rows, dtype=np.int64)) for taints, rows in rows_of.items()
-            ]
+            self._taint_groups = [(taints, np.array(rows, dtype=np.int64)) for taints, rows in rows_of.items()]
         return self._taint_groups
 
 

@@ -42,22 +42,8 @@ class ShapeCache:
     :func:`shape_cache` (callers that read every row) completes the evaluation first.
     """
 
-    __slots__ = (
-        "codes",
-        "fit_idle",
-        "fit_future",
-        "ok",
-        "_ok_rows",
-        "score",
-        "pos",
-        "limit",
-        "checked",
-        "evaluated",
-        "scored",
-        "missing",
-        "memo",
-        "density",
-    )
+    __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
+                 "evaluated", "scored", "missing", "memo", "density")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -124,13 +110,13 @@ class ShapeCache:
             return
         if count <= SMALL_ROWS:
             evaluated = self.evaluated
-            for row in changes[self.pos :]:
+            for row in changes[self.pos:]:
                 if evaluated[row]:
                     evaluated[row] = False
                     self.missing += 1
             self.pos = len(changes)
             return
-        rows = np.unique(np.array(changes[self.pos :], dtype=np.int64))
+        rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
         self.pos = len(changes)
         if self.missing:
             rows = rows[self.evaluated[rows]]
@@ -385,7 +371,7 @@ class NodeSearch:
                 if failed.any():  # some visited node failed: siblings skip it
                     if role is None:
                         role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
-                    role[lo : lo + visited] |= failed
+                    role[lo:lo + visited] |= failed
             found.append(rows[:take] + lo)
             count += take
             scanned += visited
@@ -402,14 +388,8 @@ class NodeSearch:
         codes = self._reason_codes(task, cache, np.arange(n), check_resources, role)
         return order, FitErrors(ssn, codes)
 
-    def _reason_codes(
-        self,
-        task: TaskInfo,
-        cache: ShapeCache,
-        rows: np.ndarray,
-        check_resources: bool,
-        failed: np.ndarray | None,
-    ) -> np.ndarray:
+    def _reason_codes(self, task: TaskInfo, cache: ShapeCache, rows: np.ndarray, check_resources: bool,
+                      failed: np.ndarray | None) -> np.ndarray:
         codes = cache.codes[rows].copy()
         if check_resources:
             short = ~cache.fit_future[rows]

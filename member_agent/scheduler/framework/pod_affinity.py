@@ -49,9 +49,8 @@ class LabelSelector:
     expressions: tuple[LabelRequirement, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.match_labels) and all(
-            r.matches(labels) for r in self.expressions
-        )
+        return (all(labels.get(k) == v for k, v in self.match_labels)
+                and all(r.matches(labels) for r in self.expressions))
 
     def keys(self) -> set[str]:
         return {k for k, _ in self.match_labels} | {r.key for r in self.expressions}
@@ -70,8 +69,7 @@ class PodAffinityTerm:
             return False
         in_namespace = namespace in self.namespaces or (
             self.namespace_selector is not None
-            and self.namespace_selector.matches({NAMESPACE_NAME_LABEL: namespace})
-        )
+            and self.namespace_selector.matches({NAMESPACE_NAME_LABEL: namespace}))
         return in_namespace and self.selector.matches(labels)
 
 
@@ -97,9 +95,7 @@ def _selector(raw: Mapping[str, Any] | None) -> LabelSelector | None:
         return None
     labels = tuple(sorted((str(k), str(v)) for k, v in (raw.get("matchLabels") or {}).items()))
     expressions = tuple(
-        LabelRequirement(
-            str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ())
-        )
+        LabelRequirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
         for e in raw.get("matchExpressions") or ()
     )
     return LabelSelector(labels, expressions)
@@ -110,9 +106,8 @@ def _term(raw: Mapping[str, Any], namespace: str) -> PodAffinityTerm:
     ns_selector = _selector(raw.get("namespaceSelector"))
     if not namespaces and ns_selector is None:
         namespaces = frozenset({namespace})
-    return PodAffinityTerm(
-        _selector(raw.get("labelSelector")), str(raw.get("topologyKey") or ""), namespaces, ns_selector
-    )
+    return PodAffinityTerm(_selector(raw.get("labelSelector")), str(raw.get("topologyKey") or ""),
+                           namespaces, ns_selector)
 
 
 def parse_pod_affinity(spec: Mapping[str, Any], namespace: str) -> PodAffinity:

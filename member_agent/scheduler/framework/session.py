@@ -161,14 +161,8 @@ class Session:
         finally:
             self._opening = None
 
-    def add(
-        self,
-        point: Point,
-        plugin_name: str,
-        fn: Callable[..., Any],
-        row: Callable[..., Any] | None = None,
-        by_resources: bool = False,
-    ) -> None:
+    def add(self, point: Point, plugin_name: str, fn: Callable[..., Any],
+            row: Callable[..., Any] | None = None, by_resources: bool = False) -> None:
         """Register ``fn`` on ``point`` for the plugin being opened (honours its switch).
 
         For PREDICATE and NODE_ORDER, ``row(task, row_index) -> value`` may give the same
@@ -188,7 +182,6 @@ class Session:
 
     def finish_open(self) -> None:
         """Flatten the node-level callbacks once (they are called for every task)."""
-
         def flat(point: Point) -> list[tuple[Callable[..., Any], Callable[..., Any] | None]]:
             return [(fn, self.row_fns.get(fn)) for tier in self.callbacks[point] for _name, fn in tier]
 
@@ -197,12 +190,8 @@ class Session:
         self.node_order_by_resources = [fn in self.by_resources for fn, _ in self.node_order_fns]
         self.batch_node_order_fns = [fn for fn, _ in flat(Point.BATCH_NODE_ORDER)]
 
-    def add_event_handler(
-        self,
-        plugin_name: str,
-        on_allocate: Callable[[TaskInfo], None],
-        on_deallocate: Callable[[TaskInfo], None],
-    ) -> None:
+    def add_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
+                          on_deallocate: Callable[[TaskInfo], None]) -> None:
         self.handlers.append((plugin_name, on_allocate, on_deallocate))
 
     def has(self, point: Point) -> bool:

@@ -116,9 +116,7 @@ class TaskSpec:
     request_list: tuple[float, ...] = ()  # ``request`` as Python floats (scalar hot paths)
     requested_dims: tuple[int, ...] = ()  # dims with a positive request, ``pods`` excluded
     extras: PodExtras = NO_EXTRAS  # annotations, QoS, preemptionPolicy (framework/topology.py)
-    labels: Mapping[str, str] = field(
-        default_factory=dict
-    )  # metadata.labels (inter-pod terms select on them)
+    labels: Mapping[str, str] = field(default_factory=dict)  # metadata.labels (inter-pod terms select on them)
     pod_affinity: PodAffinity = NO_POD_AFFINITY  # required inter-pod terms (framework/pod_affinity.py)
 
     @property

@@ -46,11 +46,8 @@ class Statement:
         task.evicted_for = self.ssn.node_names[row] if eviction_occurred else ""
         ssn = self.ssn
         if ssn.options.verbosity >= 3:
-            ssn.log(
-                3,
-                f"Pipelining Task {task.key} to node {ssn.node_names[row]} for "
-                f"{ssn.dims.describe(task.spec.request)} on {ssn.dims.describe(ssn.releasing[row])}",
-            )
+            ssn.log(3, f"Pipelining Task {task.key} to node {ssn.node_names[row]} for "
+                       f"{ssn.dims.describe(task.spec.request)} on {ssn.dims.describe(ssn.releasing[row])}")
         self.ops.append((Op.PIPELINE, task, ""))
 
     def allocate(self, task: TaskInfo, row: int) -> None:

@@ -107,9 +107,7 @@ def parse_topology(text: str) -> NodeTopology:
     cpu_policy = str(doc.get("cpuManagerPolicy") or "none")
     topo_policy = str(doc.get("topologyManagerPolicy") or "none")
     if topo_policy not in TOPOLOGY_POLICIES:
-        raise TopologyError(
-            f"topologyManagerPolicy: must be one of {', '.join(TOPOLOGY_POLICIES)}, got {topo_policy!r}"
-        )
+        raise TopologyError(f"topologyManagerPolicy: must be one of {', '.join(TOPOLOGY_POLICIES)}, got {topo_policy!r}")
     numa = []
     for i, raw in enumerate(doc.get("numa") or ()):
         where = f"numa[{i}]"
@@ -120,14 +118,10 @@ def parse_topology(text: str) -> NodeTopology:
             mem = to_internal("memory", memory if isinstance(memory, (int, float)) else str(memory))
         except Exception:  # noqa: BLE001 - any quantity parse failure is the same user error
             raise TopologyError(f"{where}.memory: not a quantity: {memory!r}") from None
-        numa.append(
-            NumaNode(
-                id=_int(raw.get("id", i), f"{where}.id"),
-                cpu_count=_int(raw.get("cpuCount", 0), f"{where}.cpuCount"),
-                memory=mem,
-                gpus=tuple(_int(g, f"{where}.gpus") for g in raw.get("gpus") or ()),
-            )
-        )
+        numa.append(NumaNode(
+            id=_int(raw.get("id", i), f"{where}.id"), cpu_count=_int(raw.get("cpuCount", 0), f"{where}.cpuCount"),
+            memory=mem, gpus=tuple(_int(g, f"{where}.gpus") for g in raw.get("gpus") or ()),
+        ))
     if [n.id for n in numa] != list(range(len(numa))):
         raise TopologyError("numa[].id: must be 0..n-1 in order")
     gpus = []
@@ -136,14 +130,10 @@ def parse_topology(text: str) -> NodeTopology:
         if not isinstance(raw, dict):
             raise TopologyError(f"{where}: must be an object")
         node = raw.get("numa")
-        gpus.append(
-            Gpu(
-                id=_int(raw.get("id", i), f"{where}.id"),
-                product=str(raw.get("product") or ""),
-                memory_gib=float(raw.get("memoryGiB") or 0),
-                numa=None if node is None else _int(node, f"{where}.numa"),
-            )
-        )
+        gpus.append(Gpu(
+            id=_int(raw.get("id", i), f"{where}.id"), product=str(raw.get("product") or ""),
+            memory_gib=float(raw.get("memoryGiB") or 0), numa=None if node is None else _int(node, f"{where}.numa"),
+        ))
     if [g.id for g in gpus] != list(range(len(gpus))):
         raise TopologyError("gpus[].id: must be 0..n-1 in order")
     nvlink = tuple(tuple(_int(g, "nvlink") for g in group) for group in doc.get("nvlink") or ())

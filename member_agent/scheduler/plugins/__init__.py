@@ -25,23 +25,6 @@ from member_agent.scheduler.plugins import (
 
 REGISTRY = Registry(
     "plugin",
-    [
-        priority,
-        gang,
-        conformance,
-        predicates,
-        nodeorder,
-        binpack,
-        drf,
-        proportion,
-        capacity,
-        overcommit,
-        numa_aware,
-        task_topology,
-        deviceshare,
-        fgd,
-        sla,
-        deadline,
-        tdm,
-    ],
+    [priority, gang, conformance, predicates, nodeorder, binpack, drf, proportion, capacity, overcommit,
+     numa_aware, task_topology, deviceshare, fgd, sla, deadline, tdm],
 )

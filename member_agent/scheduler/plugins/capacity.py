@@ -96,18 +96,11 @@ class CapacityPlugin:
         dims, queue = self.dims, ssn.queues[name]
         zeros = dims.zeros()
         return Attr(
-            name=name,
-            priority=queue.priority,
-            state=queue.state,
-            parent=queue.parent or ROOT,
-            deserved=dims.vector(queue.deserved),
-            guarantee=dims.vector(queue.guarantee),
-            capability=capability_vector(dims, queue),
-            real_capability=zeros.copy(),
-            allocated=use.allocated.copy() if use else zeros.copy(),
-            request=use.request.copy() if use else zeros.copy(),
-            inqueue=use.inqueue.copy() if use else zeros.copy(),
-            elastic=use.elastic.copy() if use else zeros.copy(),
+            name=name, priority=queue.priority, state=queue.state, parent=queue.parent or ROOT,
+            deserved=dims.vector(queue.deserved), guarantee=dims.vector(queue.guarantee),
+            capability=capability_vector(dims, queue), real_capability=zeros.copy(),
+            allocated=use.allocated.copy() if use else zeros.copy(), request=use.request.copy() if use else zeros.copy(),
+            inqueue=use.inqueue.copy() if use else zeros.copy(), elastic=use.elastic.copy() if use else zeros.copy(),
         )
 
     def _build_flat(self, ssn: Session, usage: dict[str, Usage]) -> None:
@@ -221,9 +214,7 @@ class CapacityPlugin:
             attr = self.attrs.get(name)
             if attr is None:
                 continue
-            total = (
-                attr.allocated + amount + (attr.inqueue - attr.elastic if field_name == "enqueue" else 0.0)
-            )
+            total = attr.allocated + amount + (attr.inqueue - attr.elastic if field_name == "enqueue" else 0.0)
             if not le_on_requested(total, attr.real_capability, request, self.dims.is_pods):
                 return False
         return True
@@ -245,9 +236,7 @@ class CapacityPlugin:
         if attr is None or not tasks:
             return True
         if attr.state != "Open":
-            self.ssn.log(
-                3, f"Queue <{queue}> current state: {attr.state}, is not open state, can not reclaim"
-            )
+            self.ssn.log(3, f"Queue <{queue}> current state: {attr.state}, is not open state, can not reclaim")
             return False
         req = sum((t.spec.request for t in tasks), self.dims.zeros())
         if not self._fits_chain(queue, req, req, "allocate"):
@@ -256,12 +245,8 @@ class CapacityPlugin:
             return True
         # ancestorReclaimLevel: an ancestor (not root) within the level still under its deserved
         # on a requested dimension lets the queue reclaim although the queue itself is not
-        for ancestor in self._ancestors(queue)[1 : self._level() + 1]:
-            if (
-                ancestor != ROOT
-                and ancestor in self.attrs
-                and self._partly_within_deserved(self.attrs[ancestor], req)
-            ):
+        for ancestor in self._ancestors(queue)[1:self._level() + 1]:
+            if ancestor != ROOT and ancestor in self.attrs and self._partly_within_deserved(self.attrs[ancestor], req):
                 return True
         return False
 
@@ -294,21 +279,15 @@ class CapacityPlugin:
             if self._immediate(attr, req):
                 # no deserved on the victim's resources; with ancestor levels, not between
                 # relatives when the reclaimer has no deserved signal either (no real contention)
-                if (
-                    self._level() > 0
-                    and self._share_ancestor(own.name, attr.name)
-                    and self._immediate(own, reclaimer.spec.request)
-                ):
+                if self._level() > 0 and self._share_ancestor(own.name, attr.name) and self._immediate(own, reclaimer.spec.request):
                     continue
             elif not self._over_deserved(attr, allocated, req):
                 continue
             checked = self._ancestors_to_check(own.name, attr.name)
             for name in checked:
                 working.setdefault(name, self.attrs[name].allocated.copy())
-            if not all(
-                self._immediate(self.attrs[n], req) or self._over_deserved(self.attrs[n], working[n], req)
-                for n in checked
-            ):
+            if not all(self._immediate(self.attrs[n], req) or self._over_deserved(self.attrs[n], working[n], req)
+                       for n in checked):
                 continue  # an ancestor within the level is not over its deserved share
             allocated -= req
             for name in checked:
@@ -328,8 +307,8 @@ class CapacityPlugin:
     def _share_ancestor(self, left: str, right: str) -> bool:
         """A common non-root ancestor within ``ancestorReclaimLevel`` levels of both queues."""
         level = self._level()
-        mine = set(self._ancestors(left)[1 : level + 1]) - {ROOT}
-        return bool(mine & set(self._ancestors(right)[1 : level + 1]))
+        mine = set(self._ancestors(left)[1:level + 1]) - {ROOT}
+        return bool(mine & set(self._ancestors(right)[1:level + 1]))
 
     def _ancestors_to_check(self, reclaimer: str, victim: str) -> list[str]:
         """The victim's ancestors that must be over their deserved share too: levels
@@ -398,3 +377,4 @@ class CapacityPlugin:
 
 def new(args: dict[str, Any]) -> CapacityPlugin:
     return CapacityPlugin(args)
+

@@ -16,8 +16,7 @@ CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 
 def evictable(_preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
     keep = [
-        t
-        for t in candidates
+        t for t in candidates
         if t.spec.priority_class_name not in CRITICAL and t.spec.namespace != "kube-system"
     ]
     return keep, Vote.PERMIT

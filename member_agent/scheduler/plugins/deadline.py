@@ -93,11 +93,8 @@ class DeadlinePlugin:
             s = slack_factor(remaining, deadline, ssn.now)
             self.slack[job.uid] = s
             queue_slack[job.queue] = max(queue_slack.get(job.queue, 0.0), s)
-            ssn.log(
-                4,
-                f"Job <{job.uid}> deadline SLO: remaining work {remaining:.0f}s, "
-                f"{deadline - ssn.now:.0f}s to deadline, slack factor {s:.3f}",
-            )
+            ssn.log(4, f"Job <{job.uid}> deadline SLO: remaining work {remaining:.0f}s, "
+                       f"{deadline - ssn.now:.0f}s to deadline, slack factor {s:.3f}")
         self.queue_slack = queue_slack
         if queue_slack:  # every queue gets a score once some queue has SLO jobs
             for queue, alloc in queue_alloc.items():

@@ -99,9 +99,7 @@ class NodeDevices:
             self._signature = None
 
     def usage(self) -> DeviceUsage:
-        return DeviceUsage(
-            tuple(self.memory_used), tuple(self.cores_used), tuple(self.holders), tuple(self.exclusive)
-        )
+        return DeviceUsage(tuple(self.memory_used), tuple(self.cores_used), tuple(self.holders), tuple(self.exclusive))
 
     def free_fraction(self, g: int) -> float:
         """Free part of GPU ``g`` in 0..1 (by cores; a GPU held whole or with full memory: 0)."""
@@ -112,14 +110,8 @@ class NodeDevices:
     def signature(self) -> tuple[object, ...]:
         """Equal for nodes of one layout in the same state (memo key of decisions)."""
         if self._signature is None:
-            self._signature = (
-                id(self.topology),
-                tuple(self.memory_used),
-                tuple(self.cores_used),
-                tuple(self.holders),
-                tuple(self.exclusive),
-                tuple(self.cpu_pinned),
-            )
+            self._signature = (id(self.topology), tuple(self.memory_used), tuple(self.cores_used),
+                               tuple(self.holders), tuple(self.exclusive), tuple(self.cpu_pinned))
         return self._signature
 
     def free_gpus(self) -> list[int]:
@@ -222,9 +214,7 @@ class DeviceLedger:
     def _occupants(ssn: Session) -> dict[int, list[TaskInfo]]:
         """Per occupied row, every pod on the node: the session's tasks and the snapshot's
         residents (pods of no job, which hold devices all the same)."""
-        rows: dict[int, list[TaskInfo]] = {
-            r: list(tasks.values()) for r, tasks in enumerate(ssn.node_tasks) if tasks
-        }
+        rows: dict[int, list[TaskInfo]] = {r: list(tasks.values()) for r, tasks in enumerate(ssn.node_tasks) if tasks}
         index = ssn.nodes.index
         for spec in ssn.snapshot.residents:
             row = index.get(spec.node) if spec.node else None
@@ -235,9 +225,7 @@ class DeviceLedger:
     def matrix(self) -> GpuMatrix:
         """The ledger as (nodes × GPUs) arrays, kept in step from the first call on."""
         if self._matrix is None:
-            self._matrix = GpuMatrix(
-                self.topology, self.ssn.snapshot.device_arrays, list(self.nodes), self.node
-            )
+            self._matrix = GpuMatrix(self.topology, self.ssn.snapshot.device_arrays, list(self.nodes), self.node)
         return self._matrix
 
     # ------------------------------------------------------------------ queries
@@ -284,16 +272,8 @@ class DeviceLedger:
         found = self._decisions.get(key)
         if found is None:
             cpu_free = [t - p for t, p in zip(node.cpu_total, node.cpu_pinned, strict=True)]
-            found = decide(
-                policy,
-                len(node.cpu_total),
-                demand.cpus,
-                node.cpu_total,
-                cpu_free,
-                gpus,
-                node.gpu_total_per_numa(),
-                node.gpu_free_per_numa(),
-            )
+            found = decide(policy, len(node.cpu_total), demand.cpus, node.cpu_total, cpu_free,
+                           gpus, node.gpu_total_per_numa(), node.gpu_free_per_numa())
             self._remember(self._decisions, key, found)
         return found
 
@@ -303,43 +283,23 @@ class DeviceLedger:
             memo.clear()
         memo[key] = value
 
-    def choose_gpus(
-        self,
-        node: NodeDevices,
-        demand: Demand,
-        prefer: tuple[int, ...] = (),
-        row: int = -1,
-        task: TaskInfo | None = None,
-    ) -> tuple[int, ...] | None:
+    def choose_gpus(self, node: NodeDevices, demand: Demand, prefer: tuple[int, ...] = (),
+                    row: int = -1, task: TaskInfo | None = None) -> tuple[int, ...] | None:
         """Device ids for ``demand`` on ``node``, or None when it does not fit. With ``row`` (a
         placement of ``task``, not a feasibility question) a ``shared_chooser`` picks the GPU."""
         if demand.gpus == 0:
             return ()
-        chooser = (
-            self.shared_chooser
-            if demand.shared and demand.gpus == 1 and not prefer and task is not None
-            else None
-        )
-        key = (
-            demand,
-            prefer,
-            self.gpu_policy,
-            node.signature(),
-            (row, task.spec.request_list) if chooser and task is not None else None,
-        )
+        chooser = self.shared_chooser if demand.shared and demand.gpus == 1 and not prefer and task is not None else None
+        key = (demand, prefer, self.gpu_policy, node.signature(),
+               (row, task.spec.request_list) if chooser and task is not None else None)
         if key in self._choices:
             return self._choices[key]
         chosen = self._choose(node, demand, prefer, (row, task) if chooser and task is not None else None)
         self._remember(self._choices, key, chosen)
         return chosen
 
-    def _choose(
-        self,
-        node: NodeDevices,
-        demand: Demand,
-        prefer: tuple[int, ...],
-        placing: tuple[int, TaskInfo] | None = None,
-    ) -> tuple[int, ...] | None:
+    def _choose(self, node: NodeDevices, demand: Demand, prefer: tuple[int, ...],
+                placing: tuple[int, TaskInfo] | None = None) -> tuple[int, ...] | None:
         if demand.shared:
             eligible = [g for g in range(len(node.holders)) if node.shareable(g, demand)]
             if placing is not None and self.shared_chooser is not None and eligible:
@@ -352,7 +312,7 @@ class DeviceLedger:
                 eligible.sort(reverse=True)  # HAMi's default visiting order: highest index first
             if prefer:
                 eligible.sort(key=lambda g: node.gpu_numa[g] not in prefer)
-            return tuple(sorted(eligible[: demand.gpus])) if len(eligible) >= demand.gpus else None
+            return tuple(sorted(eligible[:demand.gpus])) if len(eligible) >= demand.gpus else None
         free = node.free_gpus()
         if len(free) < demand.gpus:
             return None
@@ -368,7 +328,7 @@ class DeviceLedger:
         pools.append(free)
         for pool in pools:
             if len(pool) >= demand.gpus:
-                return tuple(sorted(pool)[: demand.gpus])
+                return tuple(sorted(pool)[:demand.gpus])
         return None
 
     def plan(self, task: TaskInfo, row: int) -> Assignment | None:
@@ -388,9 +348,7 @@ class DeviceLedger:
         return Assignment(row, gpus, numa, cpus, demand)
 
     @staticmethod
-    def _pin(
-        node: NodeDevices, demand: Demand, numa_ids: Iterable[int]
-    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def _pin(node: NodeDevices, demand: Demand, numa_ids: Iterable[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Whole CPUs from the chosen NUMA nodes first, then any other (kubelet's take)."""
         left = demand.cpus
         chosen, counts = [], []
@@ -435,7 +393,7 @@ class DeviceLedger:
         if gpus is None:
             planned = self.plan(task, row)
             if planned is None:
-                gpus = tuple(node.free_gpus()[: demand.gpus]) if not demand.shared else ()
+                gpus = tuple(node.free_gpus()[:demand.gpus]) if not demand.shared else ()
             else:
                 gpus, numa, cpus = planned.gpus, planned.numa or numa, planned.cpus or cpus
         self._hold(task, Assignment(row, gpus, numa, cpus, demand))

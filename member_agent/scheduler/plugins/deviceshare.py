@@ -55,17 +55,13 @@ class DeviceSharePlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         if self.policy not in POLICIES:
-            ssn.warn(
-                f"plugin {NAME}: argument deviceshare.SchedulePolicy {self.policy!r} is not one of "
-                f"binpack, spread; the default order is used"
-            )
+            ssn.warn(f"plugin {NAME}: argument deviceshare.SchedulePolicy {self.policy!r} is not one of "
+                     f"binpack, spread; the default order is used")
             self.policy = ""
         ledger = self.ledger = ledger_for(ssn)
         ledger.gpu_policy = self.policy
         self.no_devices = ssn.reasons.code("node has no GPU devices", Code.UNRESOLVABLE)
-        self.no_shared = ssn.reasons.code(
-            "no GPU has the requested gpumem and gpucores left", Code.UNSCHEDULABLE
-        )
+        self.no_shared = ssn.reasons.code("no GPU has the requested gpumem and gpucores left", Code.UNSCHEDULABLE)
         self.no_whole = ssn.reasons.code("not enough whole GPUs free", Code.UNSCHEDULABLE)
         ssn.add(Point.PREDICATE, NAME, self._predicate, row=self._predicate_row)
         if self.weight > 0 and self.policy:
@@ -90,9 +86,7 @@ class DeviceSharePlugin:
         if not demand.any_gpu:
             return np.zeros(len(rows), dtype=np.int32)
         if self.ledger.numa_enabled or demand.cpus:  # NUMA admission is decided node by node
-            return np.fromiter(
-                (self._predicate_row(task, r) for r in rows.tolist()), dtype=np.int32, count=len(rows)
-            )
+            return np.fromiter((self._predicate_row(task, r) for r in rows.tolist()), dtype=np.int32, count=len(rows))
         matrix = self.ledger.matrix()
         miss = self.no_shared if demand.shared else self.no_whole
         codes = np.where(matrix.fits(demand, rows), 0, miss)
@@ -110,10 +104,7 @@ class DeviceSharePlugin:
             return 0.0
         if self.policy == "binpack":
             if demand.shared:
-                used = [
-                    (node.memory_used[g] + demand.memory) / node.memory[g] if node.memory[g] else 1.0
-                    for g in chosen
-                ]
+                used = [(node.memory_used[g] + demand.memory) / node.memory[g] if node.memory[g] else 1.0 for g in chosen]
                 return 100.0 * float(np.mean(used)) * self.weight
             busy = sum(1 for h in node.holders if h) + len(chosen)
             return 100.0 * busy / len(node.holders) * self.weight
@@ -121,9 +112,7 @@ class DeviceSharePlugin:
         return (100.0 if idle else 0.0) * self.weight
 
     def _score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        return np.fromiter(
-            (self._score_row(task, r) for r in rows.tolist()), dtype=np.float64, count=len(rows)
-        )
+        return np.fromiter((self._score_row(task, r) for r in rows.tolist()), dtype=np.float64, count=len(rows))
 
     # ------------------------------------------------------------------ close
     def on_session_close(self, ssn: Session) -> None:
@@ -133,14 +122,9 @@ class DeviceSharePlugin:
             if not assignment.gpus:
                 continue
             ssn.device_allocations.setdefault(task.key, {})["gpus"] = list(assignment.gpus)
-            ssn.pod_annotations.setdefault(task.key, {})[GPU_INDEX_ANNOTATION] = ",".join(
-                map(str, assignment.gpus)
-            )
-            ssn.log(
-                3,
-                f"Assigned GPU(s) {','.join(map(str, assignment.gpus))} of node "
-                f"{ssn.node_names[assignment.row]} to task {task.key}",
-            )
+            ssn.pod_annotations.setdefault(task.key, {})[GPU_INDEX_ANNOTATION] = ",".join(map(str, assignment.gpus))
+            ssn.log(3, f"Assigned GPU(s) {','.join(map(str, assignment.gpus))} of node "
+                       f"{ssn.node_names[assignment.row]} to task {task.key}")
 
 
 def new(args: dict[str, Any]) -> DeviceSharePlugin:

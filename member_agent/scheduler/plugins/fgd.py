@@ -46,9 +46,8 @@ class Workload:
     """M as arrays: per task type its CPU, memory and share p_m; per GPU-request class j the
     threshold below which a GPU is a fragment and how many such-or-better GPUs it needs."""
 
-    def __init__(
-        self, types: list[tuple[tuple[float, ...], int]], index: dict[str, int], by_gpus: bool = False
-    ) -> None:
+    def __init__(self, types: list[tuple[tuple[float, ...], int]], index: dict[str, int],
+                 by_gpus: bool = False) -> None:
         classes: dict[tuple[int, float], int] = {}
         cls, cpu, mem, count = [], [], [], []
         for request, n in types:
@@ -127,16 +126,13 @@ class FgdPlugin:
         self.ssn = ssn
         self.ledger: DeviceLedger = ledger_for(ssn)
         if self.popularity not in ("pods", "gpus"):
-            ssn.warn(
-                f"plugin {NAME}: argument fgd.popularity {self.popularity!r} is not one of pods, gpus; "
-                f"pods is used"
-            )
+            ssn.warn(f"plugin {NAME}: argument fgd.popularity {self.popularity!r} is not one of pods, gpus; "
+                     f"pods is used")
             self.by_gpus = False
         if not any(p.name == "deviceshare" for tier in ssn.conf.tiers for p in tier.plugins):
             ssn.warn(f"plugin {NAME}: deviceshare is not configured; GPUs are not checked one by one")
         types = list(ssn.snapshot.workload) or sorted(
-            {(t.spec.request_list, 1) for job in ssn.jobs.values() for t in job.tasks}
-        )
+            {(t.spec.request_list, 1) for job in ssn.jobs.values() for t in job.tasks})
         self.work = Workload(types, ssn.dims.index, self.by_gpus)
         topologies = [t for t in ssn.nodes.topology if t is not None]
         self.gpus = max((len(t.gpus) for t in topologies), default=0)
@@ -163,7 +159,7 @@ class FgdPlugin:
         """F_n(M) of the rows as they are now; kept per row until the session touches it."""
         ssn = self.ssn
         if self._pos < len(ssn.changes):
-            self._fresh[np.asarray(ssn.changes[self._pos :], dtype=np.int64)] = False
+            self._fresh[np.asarray(ssn.changes[self._pos:], dtype=np.int64)] = False
             self._pos = len(ssn.changes)
         stale = ~self._fresh[rows]
         if stale.any():
@@ -181,9 +177,7 @@ class FgdPlugin:
         req = task.spec.request_list
         idle = ssn.idle[index] + (np.asarray(req) if placed else 0.0)
         demand = self.ledger.demand(task)
-        can = (idle[:, Dimensions.CPU] + 0.1 >= req[Dimensions.CPU]) & (
-            idle[:, Dimensions.MEMORY] + 0.1 >= req[Dimensions.MEMORY]
-        )
+        can = (idle[:, Dimensions.CPU] + 0.1 >= req[Dimensions.CPU]) & (idle[:, Dimensions.MEMORY] + 0.1 >= req[Dimensions.MEMORY])
         if demand.any_gpu:
             can &= self.ledger.matrix().fits(demand, index)
         delta = np.zeros(len(index))
@@ -213,9 +207,8 @@ class FgdPlugin:
         after[full & taken] = 0.0
         return after
 
-    def _shared_deltas(
-        self, u: np.ndarray, before: np.ndarray, cpu: np.ndarray, mem: np.ndarray, d: float
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _shared_deltas(self, u: np.ndarray, before: np.ndarray, cpu: np.ndarray, mem: np.ndarray,
+                       d: float) -> tuple[np.ndarray, np.ndarray]:
         """Δ of putting ``d`` on each GPU g of each row: only u_g changes, so every term is
         updated from the row's totals rather than recomputed over all GPUs."""
         work = self.work

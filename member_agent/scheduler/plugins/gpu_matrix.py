@@ -42,13 +42,8 @@ class GpuDemand(Protocol):
 
 
 class GpuMatrix:
-    def __init__(
-        self,
-        topology: Sequence[NodeTopology | None],
-        base: DeviceArrays | None,
-        held: Iterable[int],
-        node: Callable[[int], DeviceRow | None],
-    ) -> None:
+    def __init__(self, topology: Sequence[NodeTopology | None], base: DeviceArrays | None,
+                 held: Iterable[int], node: Callable[[int], DeviceRow | None]) -> None:
         """From the cache's arrays ``base`` plus the rows in ``held`` (the ledger's own state
         there), or, without a base, from every node with a topology."""
         if base is not None and len(base.count) == len(topology):
@@ -90,15 +85,9 @@ class GpuMatrix:
         memory = np.zeros((n, width))
         for row, layout in enumerate(topology):
             if layout is not None:
-                memory[row, : len(layout.gpus)] = [g.memory_gib for g in layout.gpus]
-        return DeviceArrays(
-            count,
-            memory,
-            np.zeros((n, width)),
-            np.zeros((n, width)),
-            np.zeros((n, width), dtype=np.int64),
-            np.zeros((n, width), dtype=bool),
-        )
+                memory[row, :len(layout.gpus)] = [g.memory_gib for g in layout.gpus]
+        return DeviceArrays(count, memory, np.zeros((n, width)), np.zeros((n, width)),
+                            np.zeros((n, width), dtype=np.int64), np.zeros((n, width), dtype=bool))
 
     def refresh(self, row: int, node: DeviceRow) -> None:
         k = len(node.holders)

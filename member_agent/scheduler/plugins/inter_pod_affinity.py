@@ -69,11 +69,9 @@ class InterPodAffinity:
         self.version = 0
         self.by_shape: dict[int, tuple[int, np.ndarray | None]] = {}
         self.selected_by: dict[int, tuple[int, ...]] = {}  # shape -> terms selecting its tasks
-        self.reasons = (
-            ssn.reasons.code(AFFINITY_MISMATCH, Code.UNRESOLVABLE),
-            ssn.reasons.code(ANTI_AFFINITY_MISMATCH, Code.UNSCHEDULABLE),
-            ssn.reasons.code(EXISTING_ANTI_AFFINITY, Code.UNSCHEDULABLE),
-        )
+        self.reasons = (ssn.reasons.code(AFFINITY_MISMATCH, Code.UNRESOLVABLE),
+                        ssn.reasons.code(ANTI_AFFINITY_MISMATCH, Code.UNSCHEDULABLE),
+                        ssn.reasons.code(EXISTING_ANTI_AFFINITY, Code.UNSCHEDULABLE))
         for spec in ssn.snapshot.residents:
             row = ssn.nodes.index.get(spec.node) if spec.node else None
             if row is not None:
@@ -103,9 +101,7 @@ class InterPodAffinity:
             self.on_row[row].pop(key, None)
             self._count(row, selected, held, -1, True)
 
-    def _count(
-        self, row: int, selected: tuple[int, ...], held: tuple[int, ...], delta: int, touch: bool
-    ) -> None:
+    def _count(self, row: int, selected: tuple[int, ...], held: tuple[int, ...], delta: int, touch: bool) -> None:
         crossed = False
         for i in selected:
             self.selects[i, row] += delta
@@ -152,9 +148,7 @@ class InterPodAffinity:
             return cached[1]
         selected = self.selected_by.get(spec.shape)
         if selected is None:
-            selected = self.selected_by[spec.shape] = tuple(
-                i for i in self._selecting(spec) if i in self.anti
-            )
+            selected = self.selected_by[spec.shape] = tuple(i for i in self._selecting(spec) if i in self.anti)
         codes = self._evaluate(spec, selected) if spec.pod_affinity or selected else None
         self.by_shape[spec.shape] = (self.version, codes)
         return codes

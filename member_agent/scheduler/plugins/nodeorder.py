@@ -71,9 +71,7 @@ class NodeOrderPlugin:
         self.denom_b = np.asfortranarray(np.where(self.present_b, alloc_b, 1.0))
         self.count_b = self.present_b.sum(axis=1)
         if self.least or self.most or self.balanced:
-            ssn.add(
-                Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row, by_resources=True
-            )
+            ssn.add(Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row, by_resources=True)
         if self.affinity or self.taint:
             ssn.add(Point.BATCH_NODE_ORDER, NAME, self._normalised_scores)
 
@@ -107,9 +105,7 @@ class NodeOrderPlugin:
         allocs = self.alloc2_rows[row]
         requested = (int(float(nz_used[0]) + nz[0]), int(float(nz_used[1]) + nz[1]))
         if self.least:
-            per = [
-                0 if a == 0 or r > a else ((a - r) * MAX) // a for a, r in zip(allocs, requested, strict=True)
-            ]
+            per = [0 if a == 0 or r > a else ((a - r) * MAX) // a for a, r in zip(allocs, requested, strict=True)]
             total += ((per[0] * 50 + per[1] * 50) // 100) * self.least
         if self.most:
             per = [0 if a == 0 else (min(r, a) * MAX) // a for a, r in zip(allocs, requested, strict=True)]
@@ -121,9 +117,7 @@ class NodeOrderPlugin:
                 used = ssn.used[row].tolist()
                 pipelined = ssn.pipelined[row].tolist()
                 fractions = [
-                    min((used[c] + pipelined[c] + req[c]) / alloc_row[c], 1.0)
-                    for c in cols
-                    if alloc_row[c] > 0
+                    min((used[c] + pipelined[c] + req[c]) / alloc_row[c], 1.0) for c in cols if alloc_row[c] > 0
                 ]
                 if len(fractions) >= 2:
                     mean = sum(fractions) / len(fractions)
@@ -152,10 +146,7 @@ class NodeOrderPlugin:
         count = self.count_b[rows]
         divisor = np.maximum(count, 1)
         mean = np.where(count > 0, _left_sum(fractions) / divisor, 0.0)
-        var = (
-            _left_sum([np.where(p, (f - mean) ** 2, 0.0) for f, p in zip(fractions, presents, strict=True)])
-            / divisor
-        )
+        var = _left_sum([np.where(p, (f - mean) ** 2, 0.0) for f, p in zip(fractions, presents, strict=True)]) / divisor
         std = np.sqrt(var)
         # Two resources: |f1 - f2| / 2, which equals the population std; fewer than two: 0.
         std = np.where(count < 2, 0.0, std)
@@ -185,9 +176,7 @@ class NodeOrderPlugin:
         taints = np.zeros(n)
         for node_taints, rows in index.taint_groups():
             taints[rows] = sum(
-                1
-                for t in node_taints
-                if t.effect == "PreferNoSchedule" and not tolerated(task.spec.tolerations, t)
+                1 for t in node_taints if t.effect == "PreferNoSchedule" and not tolerated(task.spec.tolerations, t)
             )
         flat = not affinity.any() and not taints.any()
         return affinity, taints, flat

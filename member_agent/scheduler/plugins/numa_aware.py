@@ -70,10 +70,8 @@ class NumaAwarePlugin:
             if node.topology.cpu_manager_policy != "static":
                 return self._code("cpu manager policy isn't static")
             if node.topology.topology_manager_policy != own:
-                return self._code(
-                    f"task topology policy[{own}] is different with node"
-                    f"[{node.topology.topology_manager_policy}]"
-                )
+                return self._code(f"task topology policy[{own}] is different with node"
+                                  f"[{node.topology.topology_manager_policy}]")
         demand = ledger.demand(task)
         decision = ledger.numa_decision(task, row, demand)
         if decision is not None and not decision.admitted:
@@ -91,9 +89,7 @@ class NumaAwarePlugin:
     def _predicate(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         if not self._relevant(task):
             return np.zeros(len(rows), dtype=np.int32)
-        return np.fromiter(
-            (self._predicate_row(task, r) for r in rows.tolist()), dtype=np.int32, count=len(rows)
-        )
+        return np.fromiter((self._predicate_row(task, r) for r in rows.tolist()), dtype=np.int32, count=len(rows))
 
     # ------------------------------------------------------------------ score
     def _score_row(self, task: TaskInfo, row: int) -> float:
@@ -115,9 +111,7 @@ class NumaAwarePlugin:
     def _scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         if self.weight == 0 or not self._relevant(task):
             return np.zeros(len(rows), dtype=np.float64)
-        return np.fromiter(
-            (self._score_row(task, r) for r in rows.tolist()), dtype=np.float64, count=len(rows)
-        )
+        return np.fromiter((self._score_row(task, r) for r in rows.tolist()), dtype=np.float64, count=len(rows))
 
     # ------------------------------------------------------------------ close
     def on_session_close(self, ssn: Session) -> None:
@@ -127,13 +121,10 @@ class NumaAwarePlugin:
             if not assignment.numa:
                 continue
             ssn.device_allocations.setdefault(task.key, {})["numa"] = list(assignment.numa)
-            decision = {
-                "numa": list(assignment.numa),
-                "cpus": dict(zip(map(str, assignment.numa), assignment.cpus, strict=True)),
-            }
+            decision = {"numa": list(assignment.numa), "cpus": dict(zip(map(str, assignment.numa), assignment.cpus,
+                                                                           strict=True))}
             ssn.pod_annotations.setdefault(task.key, {})[TOPOLOGY_DECISION_ANNOTATION] = json.dumps(
-                decision, separators=(",", ":"), sort_keys=True
-            )
+                decision, separators=(",", ":"), sort_keys=True)
 
 
 def new(args: dict[str, Any]) -> NumaAwarePlugin:

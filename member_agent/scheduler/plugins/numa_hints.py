@@ -90,16 +90,8 @@ class Decision:
         return ids(self.mask)
 
 
-def decide(
-    policy: str,
-    numa_count: int,
-    cpus: int,
-    cpu_total: Sequence[int],
-    cpu_free: Sequence[int],
-    gpus: int,
-    gpu_total: Sequence[int],
-    gpu_free: Sequence[int],
-) -> Decision:
+def decide(policy: str, numa_count: int, cpus: int, cpu_total: Sequence[int], cpu_free: Sequence[int],
+           gpus: int, gpu_total: Sequence[int], gpu_free: Sequence[int]) -> Decision:
     """Merge the CPU and GPU providers' hints for one pod under the node's ``policy``."""
     providers: list[list[Hint] | None] = [
         resource_hints(cpus, cpu_total, cpu_free) if cpus > 0 else None,

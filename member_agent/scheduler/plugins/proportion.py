@@ -125,17 +125,9 @@ class ProportionPlugin:
             if queue.capability:
                 real = np.minimum(real, capability)
             self.attrs[name] = QueueAttr(
-                name=name,
-                weight=queue.weight,
-                priority=queue.priority,
-                state=queue.state,
-                capability=capability,
-                guarantee=guarantee,
-                real_capability=real,
-                allocated=use.allocated,
-                request=use.request,
-                inqueue=use.inqueue,
-                elastic=use.elastic,
+                name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
+                capability=capability, guarantee=guarantee, real_capability=real,
+                allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
                 deserved=dims.zeros(),
             )
         water_fill(list(self.attrs.values()), ssn.total, dims.always)
@@ -143,11 +135,8 @@ class ProportionPlugin:
             attr.inv_deserved = inverse(attr.deserved)
         for attr in self.attrs.values() if ssn.options.verbosity >= 4 else ():
             # guarded: describing three vectors per queue cost ~10 % of a session at verbosity 0
-            ssn.log(
-                4,
-                f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "
-                f"allocated <{dims.describe(attr.allocated)}>, request <{dims.describe(attr.request)}>",
-            )
+            ssn.log(4, f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "
+                       f"allocated <{dims.describe(attr.allocated)}>, request <{dims.describe(attr.request)}>")
         self.ssn = ssn
         ssn.add(Point.QUEUE_ORDER, NAME, self._queue_order)
         ssn.add(Point.RECLAIMABLE, NAME, self._reclaimable)
@@ -176,11 +165,8 @@ class ProportionPlugin:
         assert self.dims is not None
         over = fits(attr.deserved, attr.allocated, self.dims.always)
         if over and self.ssn.options.verbosity >= 3:
-            self.ssn.log(
-                3,
-                f"Queue <{queue}> is overused: deserved <{self.dims.describe(attr.deserved)}>, "
-                f"allocated <{self.dims.describe(attr.allocated)}>, share <{attr.share:g}>",
-            )
+            self.ssn.log(3, f"Queue <{queue}> is overused: deserved <{self.dims.describe(attr.deserved)}>, "
+                            f"allocated <{self.dims.describe(attr.allocated)}>, share <{attr.share:g}>")
         return over
 
     def _allocatable(self, queue: str, task: TaskInfo) -> bool:
@@ -200,9 +186,7 @@ class ProportionPlugin:
         if attr is None or not tasks:
             return True
         if attr.state != "Open":  # Volcano: "is not open state, can not reclaim"
-            self.ssn.log(
-                3, f"Queue <{queue}> current state: {attr.state}, is not open state, can not reclaim"
-            )
+            self.ssn.log(3, f"Queue <{queue}> current state: {attr.state}, is not open state, can not reclaim")
             return False
         assert self.dims is not None
         req = sum((t.spec.request for t in tasks), self.dims.zeros())
@@ -236,10 +220,7 @@ class ProportionPlugin:
         need = min_req + attr.allocated + attr.inqueue - attr.elastic
         if le_on_requested(need, attr.real_capability, min_req, self.dims.is_pods):
             return Vote.PERMIT
-        short = [
-            self.dims.names[i]
-            for i in np.flatnonzero((min_req > 0) & ~self.dims.is_pods & (need > attr.real_capability))
-        ]
+        short = [self.dims.names[i] for i in np.flatnonzero((min_req > 0) & ~self.dims.is_pods & (need > attr.real_capability))]
         job.job_fit_error = f"queue {job.queue} resource quota insufficient: insufficient {', '.join(short)}"
         return Vote.REJECT
 

@@ -71,17 +71,11 @@ def _pod_rules(text: str) -> list[Rule]:
         raise ValueError("must be a JSON object with affinity / antiAffinity")
     out = []
     for field, anti in (("affinity", False), ("antiAffinity", True)):
-        for term in (doc.get(field) or {}).get("pod") or ():
+        for term in ((doc.get(field) or {}).get("pod") or ()):
             if not isinstance(term, dict) or not term.get("task"):
                 raise ValueError(f"{field}.pod[]: each term needs a task")
-            out.append(
-                Rule(
-                    str(term["task"]),
-                    str(term.get("topologyKey") or HOSTNAME),
-                    float(term.get("weight") or DEFAULT_WEIGHT),
-                    anti,
-                )
-            )
+            out.append(Rule(str(term["task"]), str(term.get("topologyKey") or HOSTNAME),
+                            float(term.get("weight") or DEFAULT_WEIGHT), anti))
     return out
 
 
@@ -130,10 +124,8 @@ class TaskTopologyPlugin:
         for role, role_rules in list(rules.by_role.items()):
             unknown = sorted({r.target for r in role_rules} - roles)
             if unknown or role not in roles:
-                ssn.warn(
-                    f"PodGroup {job.uid}: task-topology names task(s) {', '.join(unknown or [role])} "
-                    f"the job does not have; those rules are ignored"
-                )
+                ssn.warn(f"PodGroup {job.uid}: task-topology names task(s) {', '.join(unknown or [role])} "
+                         f"the job does not have; those rules are ignored")
                 rules.by_role[role] = [r for r in role_rules if r.target in roles]
         if not any(rules.by_role.values()) and not rules.order:
             return None
@@ -172,12 +164,7 @@ class TaskTopologyPlugin:
             placed: dict[str | None, int] = {}
             total = 0
             for other in task.job.tasks:
-                if (
-                    other is task
-                    or other.spec.role != rule.target
-                    or other.status not in PLACED
-                    or other.node is None
-                ):
+                if other is task or other.spec.role != rule.target or other.status not in PLACED or other.node is None:
                     continue
                 domain = self._domain(other.node, rule.key)
                 placed[domain] = placed.get(domain, 0) + 1
@@ -186,13 +173,8 @@ class TaskTopologyPlugin:
                 continue
             sign = -1.0 if rule.anti else 1.0
             counts = np.fromiter(
-                (
-                    placed.get(d, 0) if d is not None else 0
-                    for d in (self._domain(r, rule.key) for r in rows.tolist())
-                ),
-                dtype=np.float64,
-                count=len(rows),
-            )
+                (placed.get(d, 0) if d is not None else 0 for d in (self._domain(r, rule.key) for r in rows.tolist())),
+                dtype=np.float64, count=len(rows))
             out += sign * rule.weight * counts / total
         return out * self.weight
 

@@ -61,7 +61,7 @@ class TdmPlugin:
     name = NAME
 
     def __init__(self, args: dict[str, Any]) -> None:
-        self.raw = {k[len(ZONE_PREFIX) :]: str(v) for k, v in args.items() if k.startswith(ZONE_PREFIX)}
+        self.raw = {k[len(ZONE_PREFIX):]: str(v) for k, v in args.items() if k.startswith(ZONE_PREFIX)}
 
     def on_session_open(self, ssn: Session) -> None:
         minute = int(ssn.now // 60) % DAY
@@ -80,9 +80,7 @@ class TdmPlugin:
         ssn.add(Point.PREEMPTABLE, NAME, self._preemptable)
         ssn.add(Point.JOB_ORDER, NAME, self._job_order)
         ssn.add(Point.JOB_PIPELINED, NAME, lambda j: Vote.PERMIT if j.is_pipelined() else Vote.REJECT)
-        ssn.add(
-            Point.JOB_STARVING, NAME, lambda j: not j.spec.preemptable and j.counts[TaskStatus.PENDING] > 0
-        )
+        ssn.add(Point.JOB_STARVING, NAME, lambda j: not j.spec.preemptable and j.counts[TaskStatus.PENDING] > 0)
 
     @staticmethod
     def _task_zone(task: TaskInfo) -> str:
@@ -98,9 +96,7 @@ class TdmPlugin:
         return 0 if wanted in ("*", zone) else self.refused
 
     def _predicate(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        return np.fromiter(
-            (self._predicate_row(task, r) for r in rows.tolist()), dtype=np.int32, count=len(rows)
-        )
+        return np.fromiter((self._predicate_row(task, r) for r in rows.tolist()), dtype=np.int32, count=len(rows))
 
     def _score_row(self, task: TaskInfo, row: int) -> float:
         zone = self.zones[row]
@@ -108,9 +104,7 @@ class TdmPlugin:
         return 100.0 if usable else 0.0
 
     def _scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        return np.fromiter(
-            (self._score_row(task, r) for r in rows.tolist()), dtype=np.float64, count=len(rows)
-        )
+        return np.fromiter((self._score_row(task, r) for r in rows.tolist()), dtype=np.float64, count=len(rows))
 
     def _preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
         if preemptor.spec.preemptable or self._task_zone(preemptor):

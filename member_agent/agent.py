@@ -99,6 +99,8 @@ class Agent:
         self.conf: SchedulerConf = DEFAULT_CONF
         self._conf_mtime: Optional[float] = None
         self.last_cycle: Optional[float] = None
+        #: with --leader-elect: whether this replica holds the Lease (None: not electing)
+        self.leading: Optional[bool] = None
         #: Where the next session's node search starts (Volcano's lastProcessedNodeIndex).
         self.last_processed_node_index = 0
         self.work_changed = asyncio.Event()

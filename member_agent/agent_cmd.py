@@ -168,17 +168,24 @@ async def serve(args: argparse.Namespace) -> int:
     metrics_runner = await _metrics_runner(args, agent, clock)  # announced first: "listening" means all are up
     print(f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}", flush=True)
     acting = [agent.controller_loop, agent.schedule_loop, sync.run]
-    if sim is not None:
-        acting.append(sim.kubelet.run)
+    # the simulated member cluster runs whoever leads: its pods go on while the agent stands by
+    cluster_loops = [agent.cache.run(), *([sim.kubelet.run()] if sim is not None else [])]
 
     async def act() -> None:
         await asyncio.gather(*(loop() for loop in acting))
 
-    if args.leader_elect:  # only the Lease holder schedules and writes; losing it ends the process
+    if args.leader_elect:  # only the Lease holder schedules and writes
         lock = leader.make_lock(args, getattr(gateway, "api_client", None), federation)
-        loops = [agent.cache.run(), leader.lead_while_elected(args, lock, act)]
+        agent.leading = False
+
+        def on_change(leading: bool) -> None:
+            agent.leading = leading
+
+        # a real agent that loses the Lease exits; a --sim one is its member cluster, so it campaigns again
+        election = leader.lead_while_elected(args, lock, act, on_change, rejoin=sim is not None)
+        loops = [election, *cluster_loops]
     else:
-        loops = [agent.cache.run(), act()]
+        loops = [act(), *cluster_loops]
     tasks = [asyncio.ensure_future(loop) for loop in loops]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -198,7 +205,7 @@ async def serve(args: argparse.Namespace) -> int:
     await gateway.close()
     await federation.close()
     log.info("agent %s stopped", args.cluster)
-    lost = args.leader_elect and tasks[1] in done
+    lost = args.leader_elect and tasks[0] in done
     return 1 if lost else 0  # a deposed leader exits non-zero: its Deployment restarts it as a standby
 
 

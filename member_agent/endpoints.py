@@ -35,6 +35,7 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
         "pods": len(agent.cache.pods),
         "boundPods": sum(1 for p in agent.cache.pods.values() if pod_node(p)),
         "synced": agent.cache.synced.is_set(),
+        "leading": agent.leading,
         "federationConnected": bool(sync and sync.connected),
         "federationEndpoint": getattr(sync.api, "current", None) if sync else None,
         "leaseRenewals": sync.lease_renewals if sync else 0,

@@ -7,8 +7,12 @@ outlives a federation outage), or, for a simulated cluster (``--sim``, no member
 the same Lease in the federation
 (:mod:`member_agent.federation_lease_lock`). Only the
 leader schedules, runs the job controller and talks to the federation; a standby keeps nothing but
-its process warm. A leader that loses the Lease exits (as kube-scheduler does) and its Deployment
-restarts it as a standby, so a deposed agent never goes on binding pods.
+its process warm. A leader that loses the Lease stops acting at once (within the renew deadline,
+before any other replica may take the Lease over), so a deposed agent never goes on binding pods.
+With a member API it then exits (as kube-scheduler does) and its Deployment restarts it as a standby.
+A ``--sim`` agent *is* its member cluster (the simulated kubelet runs in the process), so it stays up:
+its pods keep running, and it campaigns again under the same identity, so when a federation endpoint
+answers again it renews its own Lease (the holder needs no expiry) and resumes.
 """
 
 from __future__ import annotations
@@ -76,16 +80,28 @@ def make_lock(args: argparse.Namespace, member_api_client: Any, federation: Any)
     return LeaseLock(f"caldera-agent-{args.cluster}", LEASE_NAMESPACE, identity, member_api_client)
 
 
-async def lead_while_elected(args: argparse.Namespace, lock: Any, lead: Callable[[], Awaitable[None]]) -> None:
-    """Campaign; run ``lead()`` while leading; return when the Lease is lost (the caller exits)."""
+async def lead_while_elected(args: argparse.Namespace, lock: Any, lead: Callable[[], Awaitable[None]],
+                             on_change: Callable[[bool], None] = lambda leading: None,
+                             rejoin: bool = False) -> None:
+    """Campaign; run ``lead()`` while leading. A lost Lease returns (the caller exits), or with
+    ``rejoin`` stops ``lead()`` and campaigns again under the same identity."""
     from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 
     identity = lock.identity
 
-    async def stopped() -> None:
-        log.warning("agent %s lost Lease %s/%s; exiting", identity, lock.namespace, lock.name)
+    async def started() -> None:
+        on_change(True)
+        await lead()
 
-    log.info("agent %s campaigning for Lease %s/%s", identity, lock.namespace, lock.name)
-    config = electionconfig.Config(lock, args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
-                                   args.leader_elect_retry_period, lead, stopped)
-    await leaderelection.LeaderElection(config).run()
+    async def stopped() -> None:
+        on_change(False)
+        what = "stepping down, campaigning again" if rejoin else "exiting"
+        log.warning("agent %s lost Lease %s/%s; %s", identity, lock.namespace, lock.name, what)
+
+    while True:
+        log.info("agent %s campaigning for Lease %s/%s", identity, lock.namespace, lock.name)
+        config = electionconfig.Config(lock, args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
+                                       args.leader_elect_retry_period, started, stopped)
+        await leaderelection.LeaderElection(config).run()
+        if not rejoin:
+            return

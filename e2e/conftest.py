@@ -9,12 +9,13 @@ them started is still alive and that no caldera child of this pytest process rem
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 
+from e2e.ha_system import HA
 from e2e.harness import AGENT_ARGS, SPEED, WATCHED, seed_clusters
 from federation.demo.processes import ClusterSpec, System, leftover_processes
 
@@ -82,3 +83,20 @@ def module_systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SystemF
 def seed_system(module_systems: SystemFactory) -> System:
     """The seed's two clusters, cluster-a (8x8 A100) and cluster-b (16x8 H100)."""
     return module_systems()
+
+
+@pytest.fixture
+def ha_spec() -> dict[str, Any]:
+    """Arguments of :class:`e2e.ha_system.HA` (lease timings, agent replicas); a test module overrides it."""
+    return {}
+
+
+@pytest.fixture
+async def ha(tmp_path: Path, ha_spec: dict[str, Any]) -> AsyncIterator[HA]:
+    """The highly available federation (3 etcd, 3 ``caldera serve``, sim agents), stopped afterwards."""
+    system = HA(tmp_path, **ha_spec)
+    try:
+        system.start()
+        yield system
+    finally:
+        system.stop()

@@ -111,6 +111,19 @@ class HA:
             self.agent_urls[key] = proc.wait_for(AGENT_LISTENING, 90).group(1)
         return self
 
+    def kill_serves(self) -> None:
+        """kill -9 every API replica: the agents have no federation endpoint left."""
+        for proc in self.serves:
+            proc.kill()
+
+    def restart_serves(self) -> None:
+        """Every API replica again, on its old port and data dir (etcd kept the data)."""
+        for i, proc in enumerate(self.serves):
+            port = int(self.urls[i].rsplit(":", 1)[1])
+            self.serves[i] = ManagedProcess(proc.name, self.serve_cmd(i, port), proc.log_path).start()
+        for proc in self.serves:
+            proc.wait_for(SERVE_LISTENING, 90)
+
     def stop(self) -> None:
         everything = [*self.agents.values(), *self.serves]
         for proc in everything:  # signal all at once, then wait: they shut down in parallel

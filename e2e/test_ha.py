@@ -18,8 +18,6 @@ A paused leader: test_ha_paused_leader.py; two agent replicas: test_ha_agent_ele
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,13 +33,8 @@ JOBS = 12  # the CI size; bench/ha_burst.py runs 500
 
 
 @pytest.fixture
-async def ha(tmp_path: Path) -> AsyncIterator[HA]:
-    system = HA(tmp_path, lease=LEASE)
-    try:
-        system.start()
-        yield system
-    finally:
-        system.stop()
+def ha_spec() -> dict[str, Any]:
+    return {"lease": LEASE}
 
 
 async def _created(rc: Any, body: dict[str, Any]) -> bool:

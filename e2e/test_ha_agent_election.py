@@ -10,8 +10,6 @@ the standby takes the Lease within the lease duration + 5 s and runs the Job's p
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,13 +23,8 @@ ELECTION = ("caldera-agent-cluster-a", "caldera-system")
 
 
 @pytest.fixture
-async def ha(tmp_path: Path) -> AsyncIterator[HA]:
-    system = HA(tmp_path, agent_replicas={"cluster-a": 2}, agent_lease=LEASE)
-    try:
-        system.start()
-        yield system
-    finally:
-        system.stop()
+def ha_spec() -> dict[str, Any]:
+    return {"agent_replicas": {"cluster-a": 2}, "agent_lease": LEASE}
 
 
 def _acting(status: dict[str, Any]) -> bool:

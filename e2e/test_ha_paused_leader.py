@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,13 +29,8 @@ BEFORE, DURING = 2, 4  # Jobs placed before the pause; Jobs created right before
 
 
 @pytest.fixture
-async def ha(tmp_path: Path) -> AsyncIterator[HA]:
-    system = HA(tmp_path, lease=LEASE)
-    try:
-        system.start()
-        yield system
-    finally:
-        system.stop()
+def ha_spec() -> dict[str, Any]:
+    return {"lease": LEASE}
 
 
 async def placements(rc: Any) -> dict[str, Any]:

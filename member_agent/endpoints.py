@@ -3,6 +3,7 @@ simulated cluster, fault injection (``POST /sim/nodes/<name>/fail|recover|cordon
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Optional
 
 from aiohttp import web
@@ -34,6 +35,7 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
         "nodes": len(agent.cache.nodes),
         "pods": len(agent.cache.pods),
         "boundPods": sum(1 for p in agent.cache.pods.values() if pod_node(p)),
+        "podPhases": dict(Counter(str((p.get("status") or {}).get("phase") or "") for p in agent.cache.pods.values())),
         "synced": agent.cache.synced.is_set(),
         "leading": agent.leading,
         "federationConnected": bool(sync and sync.connected),

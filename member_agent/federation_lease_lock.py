@@ -22,6 +22,7 @@ from kubernetes_asyncio.leaderelection.resourcelock.baselock import BaseLock
 
 from member_agent.cluster.gateway import GatewayError, NotFound
 from member_agent.federation_api import FederationAPI
+from policies.errors import CalderaError
 
 log = logging.getLogger("caldera.agent.leader")
 #: kubernetes-asyncio writes record times as ``str(datetime)``; the API wants RFC 3339 micro-times
@@ -90,7 +91,7 @@ class FederationLeaseLock(BaseLock):  # type: ignore[misc]
                 "metadata": {"name": name, "namespace": namespace}, "spec": self._spec(election_record)}
         try:
             self.lease = await self.api.create_lease(namespace, body)
-        except GatewayError as exc:
+        except CalderaError as exc:  # unreachable, or another replica created it first
             log.info("cannot create Lease %s/%s: %s", namespace, name, exc)
             return False
         return True
@@ -104,7 +105,7 @@ class FederationLeaseLock(BaseLock):  # type: ignore[misc]
                 "spec": self._spec(updated_record)}
         try:  # the resourceVersion makes this a compare-and-swap
             self.lease = await self.api.replace_lease(namespace, name, body)
-        except GatewayError as exc:
+        except CalderaError as exc:  # 409 Conflict: another replica wrote that version first; or unreachable
             log.info("Lease %s/%s update refused: %s", namespace, name, exc)
             return False
         return True

@@ -13,8 +13,9 @@ from kubernetes_asyncio.leaderelection.leaderelectionrecord import LeaderElectio
 
 from member_agent import leader
 from member_agent.cli import build_parser
-from member_agent.cluster.gateway import AlreadyExists, GatewayError, NotFound, Unavailable
+from member_agent.cluster.gateway import AlreadyExists, NotFound, Unavailable
 from member_agent.federation_lease_lock import FederationLeaseLock
+from policies.errors import Conflict
 
 BASE = ["agent", "--cluster", "c1", "--kubeconfig", "fed.kubeconfig", "--leader-elect"]
 FLAG_CASES = [  # (extra flags, the message's start) ; None = accepted
@@ -66,7 +67,7 @@ class FakeFederation:
 
     async def replace_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.leases[namespace, name]["metadata"]["resourceVersion"] != body["metadata"]["resourceVersion"]:
-            raise GatewayError("409 Conflict")
+            raise Conflict(f"Lease {namespace}/{name}: conflict")  # what FederationAPI raises on 409
         self.leases[namespace, name] = self._bump(body)
         return copy.deepcopy(self.leases[namespace, name])
 

@@ -83,6 +83,7 @@ async def test_agent_keeps_its_cluster_through_a_federation_outage_and_reconnect
             return await job_phase(rcs[1], "after-outage", "Completed")
 
         await until(completed, 120, "the Job created after the outage completing")
+        assert all(proc.alive for proc in ha.agents.values()), "an agent replica exited (nothing may restart)"
         if new_leader == leading:  # the same replica: its cluster kept the first Job's pods all along
             status = await ha.agent_status(("cluster-a", leading))
             assert status["podPhases"].get("Running", 0) >= running_pods, status

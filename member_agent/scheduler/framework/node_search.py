@@ -386,7 +386,12 @@ class NodeSearch:
         want = num_nodes_to_find(ssn, n)
         found: list[np.ndarray] = []
         count = scanned = 0
-        chunk = n if want >= n or not cache.missing else first_chunk(task, cache, want)
+        if want >= n:
+            chunk = n
+        elif cache.missing:
+            chunk = first_chunk(task, cache, want)
+        else:  # every row current: read about one window, not the whole cluster per task
+            chunk = max(MIN_CHUNK, int(1.25 * (want + 1) / cache.density))
         while scanned < n and count <= want:
             lo = (start + scanned) % n
             hi = min(lo + chunk, n, lo + n - scanned)

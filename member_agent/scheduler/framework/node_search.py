@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from member_agent.scheduler.framework.node_classes import new_memo, score_rows
-from member_agent.scheduler.framework.rows import selector
+from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.resources import TOLERANCE
 
@@ -139,12 +139,19 @@ class ShapeCache:
         self.evaluated[sel] = True
         # Checked dims one contiguous column at a time (ResourceColumns): 1-D comparisons
         # are much cheaper than ``all(axis=1)`` over a short second axis or strided reads.
-        idle_t, future_t = resource_columns(ssn).current(ssn)
         fit_idle: np.ndarray | bool = True
         fit_future: np.ndarray | bool = True
-        for d, lim in self.checked:
-            fit_idle = fit_idle & (idle_t[d][sel] > lim)
-            fit_future = fit_future & (future_t[d][sel] > lim)
+        if isinstance(sel, slice):  # a span (a fresh shape's pass): slices of the shared columns
+            idle_t, future_t = resource_columns(ssn).current(ssn)
+            for d, lim in self.checked:
+                fit_idle = fit_idle & (idle_t[d][sel] > lim)
+                fit_future = fit_future & (future_t[d][sel] > lim)
+        else:  # scattered touched rows: one gather of each array is cheaper than refreshing columns
+            idle, releasing, pipelined = take(ssn.idle, sel), take(ssn.releasing, sel), take(ssn.pipelined, sel)
+            for d, lim in self.checked:
+                column = idle[:, d]
+                fit_idle = fit_idle & (column > lim)
+                fit_future = fit_future & ((column + releasing[:, d] - pipelined[:, d]) > lim)
         self.fit_idle[sel] = fit_idle
         self.fit_future[sel] = fit_future
         codes: np.ndarray | None = None
@@ -386,12 +393,7 @@ class NodeSearch:
         want = num_nodes_to_find(ssn, n)
         found: list[np.ndarray] = []
         count = scanned = 0
-        if want >= n:
-            chunk = n
-        elif cache.missing:
-            chunk = first_chunk(task, cache, want)
-        else:  # every row current: read about one window, not the whole cluster per task
-            chunk = max(MIN_CHUNK, int(1.25 * (want + 1) / cache.density))
+        chunk = n if want >= n or not cache.missing else first_chunk(task, cache, want)
         while scanned < n and count <= want:
             lo = (start + scanned) % n
             hi = min(lo + chunk, n, lo + n - scanned)

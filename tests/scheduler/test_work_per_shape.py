@@ -132,3 +132,21 @@ def test_queue_lines_are_formatted_only_when_logged(verbosity: int, monkeypatch:
     considering = [line for line in result.logs if line.startswith("Considering Queue")]
     assert result.bindings  # the session did its work either way
     assert (calls[0], considering) == (0, []) if verbosity == 0 else (calls[0] > 0 and len(considering) == 1)
+
+
+def test_shared_resource_columns_match_the_session_arrays_at_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Idle/FutureIdle columns the shape caches compare against are kept from Session.touch;
+    at every read they must equal the row-major arrays the session mutates."""
+    current = node_search.ResourceColumns.current
+    reads = [0]
+
+    def checked(self: Any, ssn: Session) -> tuple[np.ndarray, np.ndarray]:
+        idle_t, future_t = current(self, ssn)
+        assert np.array_equal(idle_t, ssn.idle.T)
+        assert np.array_equal(future_t, (ssn.idle + ssn.releasing - ssn.pipelined).T)
+        reads[0] += 1
+        return idle_t, future_t
+
+    monkeypatch.setattr(node_search.ResourceColumns, "current", checked)
+    result = run_cycle(build_snapshot(cluster(True)), CONF, FixedClock())
+    assert len(result.bindings) > 300 and reads[0] > 1

@@ -137,15 +137,21 @@ class ShapeCache:
             return
         sel = selector(rows)  # a contiguous span: views and slice writes, no gathers
         self.evaluated[sel] = True
-        # Checked dims one column at a time: 1-D comparisons are much cheaper than
-        # ``all(axis=1)`` over a short second axis.
-        idle, releasing, pipelined = take(ssn.idle, sel), take(ssn.releasing, sel), take(ssn.pipelined, sel)
+        # Checked dims one contiguous column at a time (ResourceColumns): 1-D comparisons
+        # are much cheaper than ``all(axis=1)`` over a short second axis or strided reads.
         fit_idle: np.ndarray | bool = True
         fit_future: np.ndarray | bool = True
-        for d, lim in self.checked:
-            column = idle[:, d]
-            fit_idle = fit_idle & (column > lim)
-            fit_future = fit_future & ((column + releasing[:, d] - pipelined[:, d]) > lim)
+        if isinstance(sel, slice):  # a span (a fresh shape's pass): slices of the shared columns
+            idle_t, future_t = resource_columns(ssn).current(ssn)
+            for d, lim in self.checked:
+                fit_idle = fit_idle & (idle_t[d][sel] > lim)
+                fit_future = fit_future & (future_t[d][sel] > lim)
+        else:  # scattered touched rows: one gather of each array is cheaper than refreshing columns
+            idle, releasing, pipelined = take(ssn.idle, sel), take(ssn.releasing, sel), take(ssn.pipelined, sel)
+            for d, lim in self.checked:
+                column = idle[:, d]
+                fit_idle = fit_idle & (column > lim)
+                fit_future = fit_future & ((column + releasing[:, d] - pipelined[:, d]) > lim)
         self.fit_idle[sel] = fit_idle
         self.fit_future[sel] = fit_future
         codes: np.ndarray | None = None
@@ -222,6 +228,40 @@ class ShapeCache:
         future = ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]
         first = np.argmax(~(future > self.limit), axis=1)
         return dim_reason_codes(ssn)[first]
+
+
+class ResourceColumns:
+    """Idle and FutureIdle (idle + releasing - pipelined) of every node, one contiguous row
+    per dimension, shared by every shape's cache.
+
+    A fresh shape compares a whole span of nodes against its request; reading a dimension of
+    the row-major session arrays is a strided gather and FutureIdle would be summed again per
+    shape. Every change to those arrays goes through :meth:`Session.touch`, so the columns are
+    kept current by copying the rows touched since the last read.
+    """
+
+    __slots__ = ("idle", "future", "pos")
+
+    def __init__(self, ssn: Session) -> None:
+        self.idle = np.ascontiguousarray(ssn.idle.T)
+        self.future = np.ascontiguousarray((ssn.idle + ssn.releasing - ssn.pipelined).T)
+        self.pos = len(ssn.changes)
+
+    def current(self, ssn: Session) -> tuple[np.ndarray, np.ndarray]:
+        changes = ssn.changes
+        if self.pos < len(changes):
+            rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
+            self.pos = len(changes)
+            self.idle[:, rows] = ssn.idle[rows].T
+            self.future[:, rows] = (ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]).T
+        return self.idle, self.future
+
+
+def resource_columns(ssn: Session) -> ResourceColumns:
+    columns: ResourceColumns | None = ssn.resource_columns
+    if columns is None or columns.idle.shape[1] != len(ssn.idle):
+        columns = ssn.resource_columns = ResourceColumns(ssn)
+    return columns
 
 
 def dim_reason_codes(ssn: Session) -> np.ndarray:

@@ -118,6 +118,7 @@ class Session:
         self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use
         self.node_classes: Any = None  # framework.node_classes.NodeClasses, built on first use
         self.insufficient_codes: np.ndarray | None = None  # "Insufficient <dim>" code per dim
+        self.resource_columns: Any = None  # node_search.ResourceColumns, built on first use
         self.logs: list[str] = []
         self.warnings: list[str] = []
         self.evictions: list[tuple[TaskInfo, str]] = []

@@ -33,7 +33,11 @@ from member_agent.cluster.gateway import (
 )
 from member_agent.cluster.sim_kubelet import KubeletOptions, SimKubelet
 
-HISTORY = 5000
+#: watch events kept for a watcher that resumes from an older resourceVersion (older ones get Gone and
+#: relist, as from kube-apiserver, whose watch cache keeps 100 per resource by default). Each entry is a
+#: deep copy of a whole pod or node (a few KiB), and every pod leaves ~5 of them: 5000 bound an agent that
+#: ran ~1000 pods at tens of MiB; the only watcher is this process's own cache, which resumes within a few.
+HISTORY = 500
 
 
 class SimCluster:

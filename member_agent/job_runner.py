@@ -18,6 +18,7 @@ change and that has nothing due is skipped (:meth:`JobRun.fingerprint`).
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -92,6 +93,7 @@ class JobRun:
     _last_job: Optional[Job] = None
     _models: dict[str, tuple[str, Pod]] = field(default_factory=dict)  # pod uid -> (resourceVersion, model)
     _fingerprint: Any = None
+    _group_model: Optional[tuple[Obj, PodGroup]] = None  # (a copy of the wire dict, its model)
     _recorded: dict[tuple[str, str], float] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
@@ -161,6 +163,18 @@ class JobRun:
         self._models[uid] = (version, model)
         return model
 
+    def _pod_group_model(self) -> Optional[PodGroup]:
+        """The PodGroup as a model, validated again only when its wire dict changed (the scheduler
+        writes its phase in place; most passes see the same PodGroup)."""
+        if self.pod_group is None:
+            return None
+        cached = self._group_model
+        if cached is not None and cached[0] == self.pod_group:
+            return cached[1]
+        model = PodGroup.model_validate(self.pod_group)
+        self._group_model = (copy.deepcopy(self.pod_group), model)
+        return model
+
     def fingerprint(self, pods: list[Obj], now: float) -> Any:
         """Everything a pass depends on; equal fingerprints and nothing due ⇒ skip the pass."""
         due = self.requeue_at if self.requeue_at is not None and now >= self.requeue_at else None
@@ -194,7 +208,7 @@ class JobRun:
                                       if (p.get("metadata") or {}).get("deletionTimestamp"))
         try:
             live = [self._pod_model(p) for p in pods]
-            pod_group = PodGroup.model_validate(self.pod_group) if self.pod_group is not None else None
+            pod_group = self._pod_group_model()
             requests = observe_job(self._last_job, self.job, when)
             requests += observe_pods(self.job, self._last_pods.values(), live, when, self.deleted_by_us)
             requests += observe_pod_group(self._last_pod_group, pod_group, when)

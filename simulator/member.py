@@ -90,6 +90,10 @@ class Member:
         self._by_group: dict[str, str] = {}  # "ns/podgroup" -> job name
         self._by_pod: dict[str, str] = {}  # "ns/pod" -> job name
         self._dirty: set[str] = set()
+        #: kept as things change, so that has_pending and a session's follow-up cost what changed
+        self._unstarted: set[str] = set()  # jobs whose share has not turned Running yet
+        self._unbound: set[str] = set()  # "ns/pod" of pods without a node
+        self._gang_jobs: set[str] = set()  # shares taking part in a two-phase start
         self._rv = 0
         self.changed = False  # since the last session
         self.finishes: list[tuple[float, int, str, str]] = []  # (time, seq, job, pod) heap
@@ -114,6 +118,9 @@ class Member:
             per_pod[task["name"]] = float(requests.get(GPU, 0) or 0) + float(requests.get("nvidia.com/gpucores", 0) or 0) / 100
         share = Share(job, record, JobRun.start(record, self.clock.now()), GangTracker(generation), duration, per_pod)
         self.shares[job] = share
+        self._unstarted.add(job)
+        if record.gang_managed:
+            self._gang_jobs.add(job)
         self._dirty.add(job)
         return share
 
@@ -174,12 +181,14 @@ class Member:
             self._stamp(wire)
             share.pods[name] = wire
             self._by_pod[self._pod_key(name)] = share.job
+            self._unbound.add(self._pod_key(name))
             self.cache.upsert(wire)
             self.changed = True
         self._sync_group(share)
         phase = share.run.phase
         if phase == "Running" and share.started is None:
             share.started = now
+            self._unstarted.discard(share.job)
             self.on_change(share, "started")
         if phase in FINISHED_JOB_PHASES and share.ended is None:
             share.phase, share.ended = phase, now
@@ -220,6 +229,8 @@ class Member:
             self._by_group.pop(self._group_key(share.cached_group), None)
         self.shares.pop(share.job, None)
         self._dirty.discard(share.job)
+        self._unstarted.discard(share.job)
+        self._gang_jobs.discard(share.job)
         self.changed = True
 
     def _delete_pod(self, share: Share, name: str) -> None:
@@ -228,6 +239,7 @@ class Member:
             return
         key = self._pod_key(name)
         self._by_pod.pop(key, None)
+        self._unbound.discard(key)
         share.gang.unreserve(key)
         if (pod.get("spec") or {}).get("nodeName") and pod["status"].get("phase") == "Running":
             self.gpus_allocated -= share.gpus_per_pod.get(self._task(pod), 0.0)
@@ -293,6 +305,7 @@ class Member:
                            "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {}}}]}
         self._stamp(bound)
         share.pods[name] = bound
+        self._unbound.discard(self._pod_key(name))
         self.cache.upsert(bound)
         self.gpus_allocated += share.gpus_per_pod.get(self._task(bound), 0.0)
         self._seq += 1
@@ -301,8 +314,8 @@ class Member:
 
     # ------------------------------------------------------------------ the scheduler
     def has_pending(self) -> bool:
-        return any(s.started is None or any(not (p.get("spec") or {}).get("nodeName") for p in s.pods.values())
-                   for s in self.shares.values())
+        """A share not yet Running, or a pod without a node (kept incrementally, not walked)."""
+        return bool(self._unstarted or self._unbound)
 
     def schedule(self) -> CycleResult:
         """One session on the cache's snapshot, its decisions applied as the agent applies them."""
@@ -331,10 +344,15 @@ class Member:
             job = self._by_group.get(key)
             if job is not None and self.shares[job].run.set_pod_group_phase(phase, result.conditions.get(key)):
                 self._dirty.add(job)
-        for job in sorted({j for j in self._by_group.values()}):
+        reasons: dict[str, str] = {}
+        for key, report in result.jobs.items():
+            owner = self._by_group.get(key)
+            if owner is not None and owner not in reasons:
+                reasons[owner] = report.reason
+        grouped = set(self._by_group.values())
+        for job in sorted(self._gang_jobs & grouped):  # only two-phase shares keep a gang tracker
             share = self.shares[job]
-            if share.record.gang_managed:
-                reason = next((r.reason for k, r in result.jobs.items() if self._by_group.get(k) == job), "")
-                share.gang.evaluate(share.record, share.run.min_member, share.run.phase, reason, self.clock.now())
+            share.gang.evaluate(share.record, share.run.min_member, share.run.phase, reasons.get(job, ""),
+                                self.clock.now())
         self.reconcile()
         return result

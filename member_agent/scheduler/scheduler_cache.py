@@ -160,6 +160,7 @@ class SchedulerCache:
         self._workload, self._seen, self._workload_tuple = {}, set(), None
         builder.nodes = list(self._objects["Node"].values())
         self._table = builder.node_table(self.dims)
+        self._table.allocatable.setflags(write=False)  # shared by every snapshot until a Node changes
         self._arrays = {name: getattr(self._table, name) for name in ARRAYS}
         self._node_problems = tuple(builder.problems)
         self._devices: dict[int, NodeDevices] = {}

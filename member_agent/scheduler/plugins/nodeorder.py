@@ -42,6 +42,22 @@ ARGUMENTS = (
 MAX = 100
 
 
+#: the per-node constants of the last allocatable array seen (see ``on_session_open``)
+_CONSTANTS: dict[Any, tuple[np.ndarray, tuple[Any, ...]]] = {}
+
+
+def _node_constants(alloc: np.ndarray, balanced_cols: np.ndarray) -> tuple[Any, ...]:
+    alloc2 = alloc[:, :2].astype(np.int64)
+    alloc_rows = alloc.tolist()  # the scalar scorer reads Python floats and ints
+    alloc2_rows = [(int(a), int(b)) for a, b in (row[:2] for row in alloc_rows)]
+    safe2 = np.where(alloc2 == 0, 1, alloc2)
+    zero2 = alloc2 == 0
+    alloc_b = alloc[:, balanced_cols]
+    present_b = np.asfortranarray(alloc_b > 0)  # column views below are contiguous
+    denom_b = np.asfortranarray(np.where(present_b, alloc_b, 1.0))
+    return alloc2, alloc_rows, alloc2_rows, safe2, zero2, present_b, denom_b, present_b.sum(axis=1)
+
+
 class NodeOrderPlugin:
     name = NAME
 
@@ -59,17 +75,17 @@ class NodeOrderPlugin:
         gpu = ssn.dims.index.get("nvidia.com/gpu")
         self.balanced_cols_list = [0, 1] + ([gpu] if gpu is not None else [])
         self.balanced_cols = np.array(self.balanced_cols_list, dtype=np.int64)
-        # Per-node constants of the vectorised scorers (allocatable never changes in a session).
+        # Per-node constants of the vectorised scorers (allocatable never changes in a session,
+        # and the cache hands every snapshot the same read-only array until a Node changes).
         alloc = ssn.node_allocatable
-        self.alloc2 = alloc[:, :2].astype(np.int64)
-        self.alloc_rows = alloc.tolist()  # the scalar scorer reads Python floats and ints
-        self.alloc2_rows = [(int(a), int(b)) for a, b in (row[:2] for row in self.alloc_rows)]
-        self.safe2 = np.where(self.alloc2 == 0, 1, self.alloc2)
-        self.zero2 = self.alloc2 == 0
-        alloc_b = alloc[:, self.balanced_cols]
-        self.present_b = np.asfortranarray(alloc_b > 0)  # column views below are contiguous
-        self.denom_b = np.asfortranarray(np.where(self.present_b, alloc_b, 1.0))
-        self.count_b = self.present_b.sum(axis=1)
+        key = (tuple(self.balanced_cols_list), alloc.shape)
+        cached = _CONSTANTS.get(key)
+        if cached is None or cached[0] is not alloc or alloc.flags.writeable:
+            cached = (alloc, _node_constants(alloc, self.balanced_cols))
+            _CONSTANTS.clear()  # one layout at a time: a strong reference to one array, no session
+            _CONSTANTS[key] = cached
+        (self.alloc2, self.alloc_rows, self.alloc2_rows, self.safe2, self.zero2, self.present_b, self.denom_b,
+         self.count_b) = cached[1]
         if self.least or self.most or self.balanced:
             ssn.add(Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row, by_resources=True)
         if self.affinity or self.taint:

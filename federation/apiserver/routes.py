@@ -334,7 +334,7 @@ class Handlers:
             feeder = None
         if feeder is None:
             raise expired(since, hub.floor)
-        feeder.add_done_callback(lambda _task: watcher.queue.put_nowait(None))
+        feeder.add_done_callback(lambda _task: watcher.put(None))
         watcher.feeder = feeder
         return watcher
 
@@ -361,23 +361,20 @@ class Handlers:
         deadline = loop.time() + timeout
         queue = watcher.queue
         interval = self.state.bookmark_interval
+        sent = self.state.metrics.watch_sent.labels(info.plural)  # looked up once, not per write
         newest = 0
         while not self.state.stopping:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
-            if queue.empty():
-                try:
-                    item = await asyncio.wait_for(queue.get(), min(remaining, interval))
-                except TimeoutError:
-                    if bookmarks and queue.empty() and (watcher.feeder is None or newest):
-                        await self.state.store.wait_durable()
-                        # a watcher fed from etcd's history may lag the cache: it bookmarks what it sent
-                        await response.write(self._bookmark(info, as_protobuf=as_protobuf,
-                                                            rv=newest if watcher.feeder else None))
-                    continue
-            else:
-                item = queue.get_nowait()
+            if not await watcher.wait(min(remaining, interval)):
+                if bookmarks and (watcher.feeder is None or newest):
+                    await self.state.store.wait_durable()
+                    # a watcher fed from etcd's history may lag the cache: it bookmarks what it sent
+                    await response.write(self._bookmark(info, as_protobuf=as_protobuf,
+                                                        rv=newest if watcher.feeder else None))
+                continue
+            item = queue.get_nowait()
             chunks: list[bytes] = []
             done = False
             while True:
@@ -396,6 +393,6 @@ class Handlers:
             if chunks:
                 await self.state.store.wait_durable(newest)  # events are sent once committed
                 await response.write(b"".join(chunks))
-                self.state.metrics.watch_events(info.plural, len(chunks))
+                sent.inc(len(chunks))
             if done:
                 return

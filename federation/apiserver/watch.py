@@ -67,6 +67,34 @@ class Watcher:
     overflowed: bool = False
     #: feeds a watcher older than the hub's history from the store's own (etcd) history
     feeder: asyncio.Task[None] | None = None
+    #: the future :meth:`wait` sleeps on; set by :meth:`put`
+    _waiter: asyncio.Future[bool] | None = None
+
+    def put(self, item: tuple[str, WatchEvent] | None) -> None:
+        """Queue ``item`` (None ends the stream) and wake the stream's writer."""
+        self.queue.put_nowait(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(True)
+
+    async def wait(self, timeout: float) -> bool:
+        """True once something is queued, False after ``timeout`` seconds with nothing.
+
+        Cheaper than ``asyncio.wait_for(queue.get(), timeout)``, which makes a Task per call:
+        with 100 watchers every event wakes 100 writers, and on etcd (no group commit to batch
+        events) that wrapper was a quarter of each wake-up's cost."""
+        if not self.queue.empty():
+            return True
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiter = waiter
+        timer = loop.call_later(timeout, _time_up, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+        return not self.queue.empty()
 
     def offer_change(self, type_: str, resource: str, obj: Obj, previous: Obj | None) -> None:
         self.offer(WatchEvent(type_, resource, int(obj["metadata"]["resourceVersion"]), obj, previous))
@@ -83,9 +111,9 @@ class Watcher:
         if self.queue.qsize() >= self.max_queued:
             # A watcher that cannot keep up is cut off; it resumes from its last resourceVersion.
             self.overflowed = True
-            self.queue.put_nowait(None)
+            self.put(None)
             return
-        self.queue.put_nowait((type_, event))
+        self.put((type_, event))
 
     def visible_type(self, event: WatchEvent) -> str | None:
         if self.predicate is None:
@@ -101,6 +129,11 @@ class Watcher:
         if before:
             return "DELETED"
         return None
+
+
+def _time_up(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
 
 
 class WatchHub:
@@ -148,7 +181,7 @@ class WatchHub:
 
     def close_all(self) -> None:
         for watcher in list(self._watchers):
-            watcher.queue.put_nowait(None)
+            watcher.put(None)
 
     def count(self, resource: str | None = None) -> int:
         return sum(1 for w in self._watchers if resource is None or w.resource == resource)

@@ -142,10 +142,7 @@ class ShapeCache:
         fit_idle: np.ndarray | bool = True
         fit_future: np.ndarray | bool = True
         if isinstance(sel, slice):  # a span (a fresh shape's pass): slices of the shared columns
-            idle_t, future_t = resource_columns(ssn).current(ssn)
-            for d, lim in self.checked:
-                fit_idle = fit_idle & (idle_t[d][sel] > lim)
-                fit_future = fit_future & (future_t[d][sel] > lim)
+            fit_idle, fit_future = self._fit_span(resource_columns(ssn).current(ssn), sel)
         else:  # scattered touched rows: one gather of each array is cheaper than refreshing columns
             idle, releasing, pipelined = take(ssn.idle, sel), take(ssn.releasing, sel), take(ssn.pipelined, sel)
             for d, lim in self.checked:
@@ -175,6 +172,23 @@ class ShapeCache:
             self._score_rows(ssn, task, rows)
         elif ok.any():
             self._score_rows(ssn, task, rows[ok])
+
+    def _fit_span(self, columns: tuple[np.ndarray, np.ndarray], sel: slice) -> tuple[np.ndarray | bool, ...]:
+        """Idle and FutureIdle fit over a span, comparing into one scratch buffer and AND-ing
+        in place: every fresh shape passes over most of the cluster (jobs x nodes rows in a
+        session), so temporaries per dimension were a third of this pass's cost."""
+        if not self.checked:
+            return True, True
+        idle_t, future_t = columns
+        (d, lim), rest = self.checked[0], self.checked[1:]
+        fit_idle = idle_t[d][sel] > lim
+        fit_future = future_t[d][sel] > lim
+        if rest:
+            scratch = np.empty(len(fit_idle), dtype=bool)
+            for d, lim in rest:
+                fit_idle &= np.greater(idle_t[d][sel], lim, out=scratch)
+                fit_future &= np.greater(future_t[d][sel], lim, out=scratch)
+        return fit_idle, fit_future
 
     def _score_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
         if self.memo is None:

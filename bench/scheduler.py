@@ -19,6 +19,8 @@ per job, hundreds in all) to show the cost growing with nodes x distinct shapes,
 Peak RSS is the process's high-water mark: ``--isolate`` runs each size in its own process
 and prints the growth exponents of session CPU time and peak RSS against nodes.
 ``--percentage-nodes-to-find`` etc. are the scheduler's flags (default: Volcano's adaptive bound).
+``--count-rows`` also prints the node-search work (rows visited, shape-rows evaluated) and, with
+``--isolate``, its growth exponents: counts do not move with the machine's load.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ import resource
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from typing import Any
+
+from row_counts import RowCounts, counting
 
 from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
 from policies.scheduler_conf import parse_scheduler_conf
@@ -125,7 +130,7 @@ def peak_rss_mib() -> float:
 
 
 def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False,
-        options: SessionOptions = SessionOptions()) -> tuple[float, float]:
+        options: SessionOptions = SessionOptions(), count_rows: bool = False) -> tuple[float, float, RowCounts]:
     rng = random.Random(seed)
     print(f"[{nodes} nodes, {pods} pending pods] generating objects ...", flush=True)
     objects = cluster(nodes, rng) + jobs(pods, rng, per_job_shapes)
@@ -135,16 +140,19 @@ def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False,
     shapes = len({task.shape for job in snapshot.jobs for task in job.tasks})
     print(f"  snapshot built in {build:.2f}s ({len(snapshot.jobs)} jobs, {shapes} distinct task shapes); "
           "running the session ...", flush=True)
-    cpu0 = time.process_time()
-    result = run_cycle(snapshot, CONF, Clock(), options=options)
-    cpu = time.process_time() - cpu0
+    with counting() if count_rows else nullcontext(RowCounts()) as counts:
+        cpu0 = time.process_time()
+        result = run_cycle(snapshot, CONF, Clock(), options=options)
+        cpu = time.process_time() - cpu0
     bound = len(result.bindings)
     secs = result.session_seconds
     # CPU seconds are the figure to compare on a shared machine (wall time includes waiting for a core)
     print(f"  session {secs:.3f}s wall ({cpu:.3f}s CPU)  bound {bound}/{pods} pods  "
           f"{bound / secs if secs else 0:,.0f} pods/s ({bound / cpu if cpu else 0:,.0f} per CPU-s)  "
           f"peak RSS {peak_rss_mib():.0f} MiB", flush=True)
-    return cpu, peak_rss_mib()
+    if count_rows:
+        print(counts.line(), flush=True)
+    return cpu, peak_rss_mib(), counts
 
 
 def growth(sizes: list[int], figures: list[float], what: str = "CPU time") -> None:
@@ -157,7 +165,7 @@ def growth(sizes: list[int], figures: list[float], what: str = "CPU time") -> No
 
 def isolated(args: argparse.Namespace, sizes: list[int]) -> None:
     """Each size in a fresh process (peak RSS per size), then the growth exponents."""
-    cpu, rss = [], []
+    cpu, rss, visited, evaluated = [], [], [], []
     for nodes in sizes:
         argv = [sys.executable, __file__, "--nodes", str(nodes), "--seed", str(args.seed), "--shapes", args.shapes,
                 "--percentage-nodes-to-find", str(args.percentage_nodes_to_find),
@@ -165,15 +173,22 @@ def isolated(args: argparse.Namespace, sizes: list[int]) -> None:
                 "--minimum-percentage-nodes-to-find", str(args.minimum_percentage_nodes_to_find), "--figures-json"]
         if args.pods:
             argv += ["--pods", str(args.pods)]
+        if args.count_rows:
+            argv.append("--count-rows")
         out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
         print("\n".join(line for line in out if not line.startswith("{")), flush=True)
         figures = json.loads(next(line for line in out if line.startswith("{")))
         cpu.append(figures["cpu"])
         rss.append(figures["rss"])
+        visited.append(figures["visited"])
+        evaluated.append(figures["evaluated"])
     print(f"shapes={args.shapes}: " + ", ".join(f"{n} nodes {c:.2f} s CPU / {r:.0f} MiB"
                                                 for n, c, r in zip(sizes, cpu, rss, strict=True)))
     growth(sizes, cpu)
     growth(sizes, rss, "peak RSS")
+    if args.count_rows:
+        growth(sizes, visited, "rows visited")
+        growth(sizes, evaluated, "shape-rows evaluated")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="allocate (default): pending gangs on an empty cluster; preempt/reclaim: a full cluster "
                              "where pending gangs must evict (bench/scheduler_evictions.py; --pods default nodes/5)")
     parser.add_argument("--isolate", action="store_true", help="run each size in its own process (per-size peak RSS)")
+    parser.add_argument("--count-rows", action="store_true",
+                        help="also count rows visited by node searches and shape-rows evaluated (load-independent)")
     parser.add_argument("--figures-json", action="store_true", help=argparse.SUPPRESS)
     node_search_flags.add_flags(parser)
     args = parser.parse_args(argv)
@@ -203,9 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         isolated(args, sizes)
         return 0
     options = node_search_flags.session_options(args)
-    cpu = [run(nodes, args.pods or 2 * nodes, args.seed, args.shapes == "per-job", options)[0] for nodes in sizes]
+    runs = [run(nodes, args.pods or 2 * nodes, args.seed, args.shapes == "per-job", options, args.count_rows)
+            for nodes in sizes]
+    cpu = [figures[0] for figures in runs]
     if args.figures_json:
-        print(json.dumps({"cpu": cpu[-1], "rss": peak_rss_mib()}))
+        last = runs[-1][2]
+        print(json.dumps({"cpu": cpu[-1], "rss": peak_rss_mib(), "visited": last.visited, "evaluated": last.evaluated}))
     growth(sizes, cpu)
     return 0
 

@@ -96,13 +96,18 @@ def kubeconfig_parts(config: dict[str, Any], base: str, path: str = "kubeconfig"
         headers["Authorization"] = f"Bearer {token}"
     ssl_context: ssl.SSLContext | bool = False
     if server.startswith("https://"):
-        ctx = ssl.create_default_context()
+        # As client-go: a kubeconfig's certificate-authority replaces the system roots rather than adding
+        # to them, so the system store (~2 MiB once parsed by OpenSSL) is loaded only when none is given.
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the chain and the host name
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ca = _data_or_file(cluster, "certificate-authority", base)
         if cluster.get("insecure-skip-tls-verify"):
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         elif ca:
             ctx.load_verify_locations(cadata=ca.decode())
+        else:
+            ctx.load_default_certs()
         cert = _data_or_file(user, "client-certificate", base)
         key = _data_or_file(user, "client-key", base)
         if cert and key:
@@ -126,13 +131,21 @@ def _path(group: str, version: str, plural: str, namespace: Optional[str] = None
     return "/".join(parts)
 
 
+#: concurrent connections to one federation endpoint: the Works watch plus three requests in flight
+CONNECTIONS_PER_SERVER = 4
+
+
 class RestFederationAPI:
     """:class:`member_agent.federation_api.FederationAPI` over aiohttp."""
 
     def __init__(self, server: str, headers: dict[str, str], ssl_context: ssl.SSLContext | bool) -> None:
         self.server = server
         self.ssl = ssl_context
-        self.session = aiohttp.ClientSession(headers={**headers, "Accept": "application/json"})
+        # A small pool: one connection for the Works watch and a few for requests. aiohttp's default
+        # (100) let bursts of status writes open ~10 TLS connections that periodic requests then kept
+        # alive, each holding its TLS read buffers (~130 KiB in Python, more in OpenSSL) while idle.
+        connector = aiohttp.TCPConnector(limit_per_host=CONNECTIONS_PER_SERVER)
+        self.session = aiohttp.ClientSession(headers={**headers, "Accept": "application/json"}, connector=connector)
 
     @classmethod
     async def from_kubeconfig(cls, path: str) -> "RestFederationAPI":

@@ -109,7 +109,8 @@ def build_metrics_app(render: Callable[[], bytes], auth: ScrapeAuth) -> web.Appl
 
 
 def server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # No client certificates are asked for (clients send bearer tokens), so no CA store is loaded.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert_file, key_file)
     return context

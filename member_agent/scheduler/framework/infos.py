@@ -11,7 +11,6 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from member_agent.scheduler.framework.status import (
-    ALLOCATED_STATUSES,
     READY_STATUSES,
     SCHEDULED_STATUSES,
     VALID_STATUSES,
@@ -67,6 +66,11 @@ class JobInfo:
         self.tasks: list[TaskInfo] = []
         self.counts: Counter[TaskStatus] = Counter()
         self.role_counts: dict[str, Counter[TaskStatus]] = {}
+        # Per role, kept incrementally like valid_num/ready_num: the gang checks run for every job
+        # in every session, and re-summing counters there cost ~15 % of a trace replay.
+        self.role_valid: dict[str, int] = {}  # ValidTaskNum of the role
+        self.role_ready: dict[str, int] = {}  # allocated + succeeded
+        self.role_pending_best_effort: dict[str, int] = {}
         self.task_min_total = sum(spec.min_task_member.values())
         self.pending_best_effort = 0
         self.ready_num = 0  # ReadyTaskNum, kept incrementally
@@ -105,12 +109,18 @@ class JobInfo:
             self.valid_num += delta
         if status in SCHEDULED_STATUSES:
             self.scheduled_num += delta
-        role = self.role_counts.get(task.spec.role)
+        name = task.spec.role
+        role = self.role_counts.get(name)
         if role is None:
-            role = self.role_counts[task.spec.role] = Counter()
+            role = self.role_counts[name] = Counter()
         role[status] += delta
+        if status in VALID_STATUSES:
+            self.role_valid[name] = self.role_valid.get(name, 0) + delta
+        if status in READY_STATUSES:
+            self.role_ready[name] = self.role_ready.get(name, 0) + delta
         if status == S.PENDING and task.spec.best_effort:
             self.pending_best_effort += delta
+            self.role_pending_best_effort[name] = self.role_pending_best_effort.get(name, 0) + delta
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
         c = self.counts
@@ -139,21 +149,20 @@ class JobInfo:
     def check_task_valid(self) -> bool:
         if not self.spec.min_task_member or not self._roles_enforced():
             return True
-        statuses = ALLOCATED_STATUSES | {S.SUCCEEDED, S.PIPELINED, S.PENDING}
-        return all(
-            sum(self.role_counts.get(role, Counter())[s] for s in statuses) >= need
-            for role, need in self.spec.min_task_member.items() if need > 0
-        )
+        valid = self.role_valid
+        return all(valid.get(role, 0) >= need for role, need in self.spec.min_task_member.items() if need > 0)
 
     def _role_ready(self, with_pipelined: bool) -> bool:
         if not self.spec.min_task_member or not self._roles_enforced():
             return True
-        statuses = ALLOCATED_STATUSES | {S.SUCCEEDED} | ({S.PIPELINED} if with_pipelined else set())
         for role, need in self.spec.min_task_member.items():
             if need <= 0:
                 continue
-            have = sum(self.role_counts.get(role, Counter())[s] for s in statuses)
-            have += sum(1 for t in self.tasks if t.spec.role == role and t.status == S.PENDING and t.spec.best_effort)
+            # READY_STATUSES is allocated + succeeded; pending best-effort pods count as ready.
+            have = self.role_ready.get(role, 0) + self.role_pending_best_effort.get(role, 0)
+            if with_pipelined:
+                counts = self.role_counts.get(role)
+                have += counts[S.PIPELINED] if counts is not None else 0
             if have < need:
                 return False
         return True
@@ -165,8 +174,7 @@ class JobInfo:
         return self._role_ready(True)
 
     def allocated_in_role(self, role: str) -> int:
-        counts = self.role_counts.get(role, Counter())
-        return sum(counts[s] for s in ALLOCATED_STATUSES | {S.SUCCEEDED})
+        return self.role_ready.get(role, 0)  # allocated + succeeded
 
     def need_continue_allocating(self) -> bool:
         """``NeedContinueAllocating``: keep trying siblings after a task found no node?"""

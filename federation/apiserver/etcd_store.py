@@ -75,6 +75,11 @@ def decode(value: bytes, revision: int) -> Obj:
 class EtcdStore:
     """:class:`federation.apiserver.storage.Storage` on etcd (call :meth:`start` first)."""
 
+    #: etcd delivers every event on its own after its own commit, so without a pause a busy
+    #: watch stream makes one loopback write per event (50-70 us each here), which bounded the
+    #: fan-out to a third of SQLite's; events arriving within 5 ms now go out in one write.
+    watch_coalesce_s = 0.005
+
     def __init__(self, config: EtcdConfig) -> None:
         self.config = config
         self.conn = EtcdConnection(config)  # checks the flags now: EtcdConfigError

@@ -59,13 +59,6 @@ def _body_name(body: Any) -> str:
     return str(meta.get("name") or "") if isinstance(meta, dict) else ""
 
 
-#: A stream that wrote less than this long ago waits this long before its next write, so the events
-#: that arrive meanwhile go out in one write. On etcd every event comes on its own after its own
-#: commit, and one loopback write per event per watch (50-70 us each here) bounded the fan-out;
-#: SQLite's group commit batches by itself. An idle stream still writes at once.
-BUSY_STREAM_COALESCE_S = 0.005
-
-
 class Handlers:
     def __init__(self, state: ApiServerState) -> None:
         self.state = state
@@ -371,6 +364,7 @@ class Handlers:
         sent = self.state.metrics.watch_sent.labels(info.plural)  # looked up once, not per write
         newest = 0
         last_write = 0.0
+        coalesce = getattr(self.state.store, "watch_coalesce_s", 0.0)
         while not self.state.stopping:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -382,8 +376,8 @@ class Handlers:
                     await response.write(self._bookmark(info, as_protobuf=as_protobuf,
                                                         rv=newest if watcher.feeder else None))
                 continue
-            if loop.time() - last_write < BUSY_STREAM_COALESCE_S:
-                await asyncio.sleep(BUSY_STREAM_COALESCE_S)
+            if coalesce and loop.time() - last_write < coalesce:
+                await asyncio.sleep(coalesce)  # a busy stream: let the next events join this write
             item = queue.get_nowait()
             chunks: list[bytes] = []
             done = False

@@ -77,6 +77,8 @@ class Storage(Protocol):
 
     #: the newest resourceVersion applied to this process's cache
     rv: int
+    #: how long a busy watch stream waits to batch its next write (0: write at once)
+    watch_coalesce_s: float
     #: the resourceVersion current when this process opened the store (watch history starts here)
     opened_rv: int
     #: set once a commit failed (SQLite): the store then refuses everything until a restart

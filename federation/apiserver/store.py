@@ -64,6 +64,9 @@ class Store:
     unconditional synchronous forms they use.
     """
 
+    #: SQLite's group commit already hands a stream several events per write
+    watch_coalesce_s = 0.0
+
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,3 @@ class ApiMetrics:
 
     def watch_ended(self, resource: str) -> None:
         self.watchers.labels(resource).dec()
-
-    def watch_events(self, resource: str, count: int) -> None:
-        self.watch_sent.labels(resource).inc(count)

@@ -364,7 +364,7 @@ class Handlers:
         sent = self.state.metrics.watch_sent.labels(info.plural)  # looked up once, not per write
         newest = 0
         last_write = 0.0
-        coalesce = getattr(self.state.store, "watch_coalesce_s", 0.0)
+        coalesce = self.state.store.watch_coalesce_s
         while not self.state.stopping:
             remaining = deadline - loop.time()
             if remaining <= 0:

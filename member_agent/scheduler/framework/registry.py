@@ -31,10 +31,7 @@ class Registry:
         self._modules: dict[str, ModuleType] = {}
         self._lazy: dict[str, str] = {}  # name -> dotted module path, not imported yet
         if isinstance(modules, Mapping):
-            for name, path in modules.items():
-                if name in self._lazy:
-                    raise ValueError(f"duplicate {self.kind} {name!r}")
-                self._lazy[name] = path
+            self._lazy.update(modules)
         else:
             for module in modules:
                 self.register(module)

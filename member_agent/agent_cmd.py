@@ -6,11 +6,13 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import importlib
 import logging
 import os
 import signal
 import ssl
 import sys
+import types
 from typing import Any, Optional
 
 from aiohttp import web
@@ -223,10 +225,41 @@ def one_malloc_arena() -> None:
 M_ARENA_MAX = -8
 
 
+#: pydantic's plugin discovery (imports importlib.metadata at its top)
+PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def skip_pydantic_plugin_discovery() -> None:
+    """With ``PYDANTIC_DISABLE_PLUGINS=__all__`` pydantic finds no plugins, but the first model it
+    builds still imports its plugin loader, whose module top imports ``importlib.metadata`` (with
+    ``zipfile``, ``csv``, ``importlib.resources``: ~0.7 MiB of live objects after the first Job, for a
+    lookup it then skips). A stand-in answers ``get_plugins()`` with no plugins, as the loader does
+    when they are disabled; any other name it is asked for loads the real loader in its place."""
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true") or \
+            PYDANTIC_PLUGIN_LOADER in sys.modules:
+        return
+    stand_in = types.ModuleType(PYDANTIC_PLUGIN_LOADER, "pydantic plugins disabled (member_agent.agent_cmd)")
+
+    def get_plugins() -> tuple[()]:
+        return ()
+
+    def real_attribute(name: str) -> Any:
+        if name.startswith("__"):  # the import system's probes (``__path__``, ...): a plain module
+            raise AttributeError(name)
+        if sys.modules.get(PYDANTIC_PLUGIN_LOADER) is stand_in:
+            del sys.modules[PYDANTIC_PLUGIN_LOADER]
+        return getattr(importlib.import_module(PYDANTIC_PLUGIN_LOADER), name)
+
+    stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
+    stand_in.__getattr__ = real_attribute  # type: ignore[attr-defined]
+    sys.modules[PYDANTIC_PLUGIN_LOADER] = stand_in
+
+
 def run(args: argparse.Namespace) -> int:
     # pydantic looks its plugins up in every installed distribution's entry points the first time a
     # model is built (importlib.metadata, zipfile, ~1 MiB kept); the agent uses none
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    skip_pydantic_plugin_discovery()
     one_malloc_arena()
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="%(asctime)s %(levelname).1s %(name)s] %(message)s")

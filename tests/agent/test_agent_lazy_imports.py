@@ -34,3 +34,44 @@ def test_only_the_configured_actions_and_plugins_are_imported() -> None:
     assert result["before"] == {"plugins": [], "actions": []}
     assert result["after"] == {"plugins": ["binpack", "gang", "predicates", "priority"],
                                "actions": ["allocate", "enqueue"]}
+
+
+PLUGINS_PROBE = r"""
+import json, os, sys
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = sys.argv[1]
+from member_agent.agent_cmd import skip_pydantic_plugin_discovery
+skip_pydantic_plugin_discovery()
+from pydantic import ValidationError
+from pydantic_core import SchemaValidator
+from policies.models.core import Pod
+from policies.models.volcano_batch import Job
+pod = Pod.model_validate({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+try:
+    Job.model_validate({"metadata": {"name": "j"}, "spec": {"minAvailable": "not a number"}})
+    error = None
+except ValidationError as exc:
+    error = exc.errors()[0]["loc"]
+loaded = "importlib.metadata" in sys.modules
+import pydantic.plugin._loader as loader  # asking for the loader by name still works
+print(json.dumps({"metadata_imported": loaded, "plain_validator": type(Pod.__pydantic_validator__) is SchemaValidator,
+                  "pod": pod.metadata.name, "error": error, "plugins": list(loader.get_plugins())}))
+"""
+
+
+def _plugins_probe(setting: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", PLUGINS_PROBE, setting], capture_output=True, text=True, check=True,
+                         timeout=60)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_models_are_built_without_importing_importlib_metadata_when_plugins_are_disabled() -> None:
+    """The agent disables pydantic's plugins; their discovery module (which imports importlib.metadata,
+    zipfile, csv: ~0.7 MiB kept) is then not even imported, and validation is unchanged."""
+    result = _plugins_probe("__all__")
+    assert result == {"metadata_imported": False, "plain_validator": True, "pod": "p",
+                      "error": ["spec", "minAvailable"], "plugins": []}
+
+
+def test_plugin_discovery_is_left_alone_unless_plugins_are_disabled() -> None:
+    result = _plugins_probe("")
+    assert result["metadata_imported"] is True and result["error"] == ["spec", "minAvailable"]

@@ -37,6 +37,7 @@ from member_agent.cluster.cache import ClusterCache
 from member_agent.cluster.clock import Clock
 from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
 from member_agent.controllers import ControllerConfig
+from member_agent.controllers.naming import pod_group_name
 from member_agent.gang import GangTracker
 from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
@@ -283,6 +284,8 @@ class Agent:
                 run.objects.clear()
             if not [p for p in self.pods_of(record) if not pod_terminating(p)]:
                 del self.works[key]
+                if run is not None:
+                    self._forget_job_metrics(run)
             return
         if record.error or run is None:
             self.update_status(state, now)
@@ -307,6 +310,14 @@ class Agent:
                 self.work_changed.set()  # e.g. the PodGroup was just made: the next pass may create pods
         self.evaluate_gang(state, state.session_reason, now)
         self.update_status(state, now)
+
+    def _forget_job_metrics(self, run: JobRun) -> None:
+        md = run.job.metadata
+        name, namespace = md.name or "", md.namespace or "default"
+        if any(s.run is not None and (s.run.job.metadata.name, s.run.job.metadata.namespace or "default")
+               == (name, namespace) for s in self.works.values()):
+            return  # deleted and created again under the same name: the series are the new one's
+        self.metrics.forget_job(name, namespace, pod_group_name(name, md.uid or ""))
 
     async def _carry_out(self, state: WorkState, plan: RunPlan) -> None:
         run, record = state.run, state.record

@@ -126,6 +126,17 @@ class AgentMetrics:
         elif phase == "Failed":
             self.job_failed.labels(job, queue).set(1)
 
+    def forget_job(self, name: str, namespace: str, pod_group: str) -> None:
+        """The job is gone (its Work deleted and its pods with it): its series go too, as Volcano's
+        ``DeleteJobMetrics`` drops them when a job leaves the cache (else every job ever run keeps
+        five label children, for as long as the agent runs)."""
+        job = {"job_name": name, "job_namespace": namespace}
+        for gauge in (self.job_duration, self.job_start_time, self.job_last_time):
+            _remove_children(gauge, ("job_name", "queue", "job_namespace"), job)
+        for gauge in (self.job_completed, self.job_failed):
+            _remove_children(gauge, ("job_name", "queue_name"), {"job_name": f"{namespace}/{name}"})
+        self.unschedule_tasks.remove(f"{namespace}/{pod_group}")
+
     def set_queues(self, summaries: Iterable[Mapping[str, Any]]) -> None:
         summaries = list(summaries)
         self.queue_gauges.update(summaries)
@@ -149,4 +160,13 @@ class AgentMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _remove_children(metric: Gauge, names: tuple[str, ...], match: Mapping[str, str]) -> None:
+    """Remove every labelled child of ``metric`` whose labels include ``match`` (whatever the others,
+    e.g. the queue, were when it was set). ``names`` is the metric's label order."""
+    for family in metric.collect():
+        for sample in family.samples:
+            if all(sample.labels.get(k) == v for k, v in match.items()):
+                metric.remove(*(sample.labels[n] for n in names))
 

@@ -91,6 +91,33 @@ async def test_deleted_work_removes_its_pods(harness: Harness) -> None:
     assert not [key for key in harness.sim.objects if key[2].startswith("gone")]
 
 
+def job_series(agent, job: str) -> list[str]:
+    """The agent's metric samples that name ``job`` (team/<job>), by any of Volcano's job labels."""
+    marks = (f'job_name="{job}"', f'job_name="team/{job}"', f'job_id="team/{job}-')
+    return [line for line in agent.metrics.render().decode().splitlines()
+            if not line.startswith("#") and any(mark in line for mark in marks)]
+
+
+async def test_a_deleted_works_job_metric_series_go_with_it() -> None:
+    real = Harness(real_scheduler=True)
+    await real.start()
+    try:
+        real.federation.put_work(job_work("done", replicas=2, duration="3s"))
+        real.federation.put_work(job_work("stays", replicas=1, duration="3s"))
+        await real.run_until(lambda: real.job_phase("done") == "Completed" and real.job_phase("stays") == "Completed")
+        names = {line.split("{")[0] for line in job_series(real.agent, "done")}
+        assert {"volcano_e2e_job_scheduling_duration", "volcano_e2e_job_scheduling_start_time",
+                "volcano_e2e_job_scheduling_last_time", "volcano_job_completed_phase_count",
+                "volcano_unschedule_task_count"} <= names
+        kept = job_series(real.agent, "stays")
+        real.federation.delete_work(NS, "team.done")
+        await real.run_until(lambda: f"{NS}/team.done" not in real.agent.works, steps=30)
+        assert job_series(real.agent, "done") == []
+        assert job_series(real.agent, "stays") == kept  # the other job's series stay
+    finally:
+        await real.stop()
+
+
 HELD = {"generation": 3, "hold": True, "clusters": 2, "reserveTimeoutSeconds": 60}
 
 

@@ -255,11 +255,27 @@ def skip_pydantic_plugin_discovery() -> None:
     sys.modules[PYDANTIC_PLUGIN_LOADER] = stand_in
 
 
+#: bytes asyncio reads from a TLS connection at once (and the read buffer each connection holds)
+TLS_READ_BUFFER = 64 * 1024
+
+
+def small_tls_read_buffers() -> None:
+    """asyncio gives every TLS connection a 256 KiB read buffer, zeroed (so resident) when the
+    connection opens; the agent keeps four to the federation open (the Works watch and the pooled
+    requests, each reused every few seconds): 1 MiB for reads of a few KiB. A quarter of it (four
+    full TLS records per read) is plenty; a bigger response is read in more chunks."""
+    from asyncio import sslproto
+
+    if getattr(sslproto.SSLProtocol, "max_size", 0) > TLS_READ_BUFFER:
+        sslproto.SSLProtocol.max_size = TLS_READ_BUFFER
+
+
 def run(args: argparse.Namespace) -> int:
     # pydantic looks its plugins up in every installed distribution's entry points the first time a
     # model is built (importlib.metadata, zipfile, ~1 MiB kept); the agent uses none
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     skip_pydantic_plugin_discovery()
+    small_tls_read_buffers()
     one_malloc_arena()
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="%(asctime)s %(levelname).1s %(name)s] %(message)s")

@@ -35,9 +35,10 @@ from member_agent.cluster.sim_kubelet import KubeletOptions, SimKubelet
 
 #: watch events kept for a watcher that resumes from an older resourceVersion (older ones get Gone and
 #: relist, as from kube-apiserver, whose watch cache keeps 100 per resource by default). Each entry is a
-#: deep copy of a whole pod or node (a few KiB), and every pod leaves ~5 of them: 5000 bound an agent that
-#: ran ~1000 pods at tens of MiB; the only watcher is this process's own cache, which resumes within a few.
-HISTORY = 500
+#: deep copy of a whole pod or node (~4 KiB), and every pod leaves ~6 of them: 5000 bound an agent that
+#: ran ~1000 pods at tens of MiB, 500 at ~2 MiB once ~80 pods had run; the only watcher is this process's
+#: own cache, which resumes from the resourceVersion of the listing it just made (within a few events).
+HISTORY = 100
 
 
 class SimCluster:

@@ -9,7 +9,7 @@ import pytest
 from member_agent.cluster.clock import ManualClock, ScaledClock
 from member_agent.cluster.gateway import AlreadyExists, BindConflict, Gone, NotFound, node_ready
 from member_agent.cluster.pools import pool_nodes
-from member_agent.cluster.sim import SimCluster, SimGateway
+from member_agent.cluster.sim import HISTORY, SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions, parse_duration
 
 
@@ -169,6 +169,22 @@ async def test_watch_replays_and_follows_then_410() -> None:
     with pytest.raises(Gone):
         async for _ in small.watch("Pod", "1"):
             pass
+
+
+async def test_watch_history_is_bounded_as_kube_apiservers_watch_cache() -> None:
+    """100 events kept (each a deep copy of a pod): older resourceVersions get Gone and relist."""
+    cluster = SimCluster(pool_nodes({"name": "x", "count": 1, "cpu": 1, "memory": "1Gi"}, "p"), ManualClock())
+    for i in range(150):
+        cluster.create_pod(pod(f"p{i}"))
+    assert HISTORY == 100 and len(cluster._history) == HISTORY
+    with pytest.raises(Gone):
+        async for _ in cluster.watch("Pod", str(cluster.resource_version - HISTORY - 1)):
+            pass
+    since = cluster.resource_version - HISTORY
+    watch = cluster.watch("Pod", str(since))
+    first = await asyncio.wait_for(watch.__anext__(), 2)
+    assert first.object["metadata"]["resourceVersion"] == str(since + 1)
+    await watch.aclose()
 
 
 async def test_kubelet_loop_on_scaled_clock_finishes_pod() -> None:

@@ -245,7 +245,7 @@ class JobRun:
         self.job = self.job.model_copy(update={"status": plan.status})
         if plan.pod_group_action == "delete":
             self.last_pod_group_phase = ((self.pod_group or {}).get("status") or {}).get("phase")
-            self.pod_group = None
+            self.pod_group, self._group_model = None, None
         elif plan.pod_group_action in ("create", "update") and plan.pod_group is not None:
             observed = dict((self.pod_group or {}).get("status") or {})
             wire = plan.pod_group.to_wire()

@@ -151,6 +151,8 @@ async def test_session_scheduler_runs_a_work_to_completion(real: Harness) -> Non
     await real.run_until(lambda: real.job_phase("sess") == "Completed")
     # Volcano deletes a finished job's PodGroup; the Work keeps its last phase
     assert real.agent.works[f"{NS}/team.sess"].podgroup is None
+    run = real.agent.works[f"{NS}/team.sess"].run
+    assert run is not None and run._group_model is None  # nor is the deleted PodGroup's model kept
     condition = next(c for c in real.status("sess")["conditions"] if c["type"] == "PodGroup")
     assert condition["reason"] in ("Running", "Completed")
 

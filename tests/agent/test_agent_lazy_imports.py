@@ -75,3 +75,41 @@ def test_models_are_built_without_importing_importlib_metadata_when_plugins_are_
 def test_plugin_discovery_is_left_alone_unless_plugins_are_disabled() -> None:
     result = _plugins_probe("")
     assert result["metadata_imported"] is True and result["error"] == ["spec", "minAvailable"]
+
+
+MIME_PROBE = r"""
+import json, sys
+skip = sys.argv[1] == "skip"
+if skip:
+    from member_agent.agent_cmd import skip_system_mime_types
+    skip_system_mime_types()
+import mimetypes
+from aiohttp import web  # noqa: F401 - builds aiohttp's MimeTypes()
+from aiohttp.web_fileresponse import CONTENT_TYPES, ENCODING_EXTENSIONS
+read_at_import = mimetypes._db is not None
+print(json.dumps({"system_files_read_at_import": read_at_import, "aiohttp_types": CONTENT_TYPES.types_map[True],
+                  "encodings": dict(ENCODING_EXTENSIONS), "guess": mimetypes.guess_type("x.woff2"),
+                  "known": len(mimetypes.types_map)}))
+"""
+
+
+def _mime_probe(mode: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", MIME_PROBE, mode], capture_output=True, text=True, check=True,
+                         timeout=60)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_aiohttp_web_is_imported_without_reading_the_system_mime_types() -> None:
+    """The agent serves no files: importing aiohttp.web no longer fills mimetypes' global tables from
+    /etc/mime.types (~0.35 MiB); aiohttp's own table and what mimetypes answers later are unchanged."""
+    skipped, plain = _mime_probe("skip"), _mime_probe("plain")
+    assert skipped["system_files_read_at_import"] is False and plain["system_files_read_at_import"] is True
+    assert {k: v for k, v in skipped.items() if k != "system_files_read_at_import"} == \
+        {k: v for k, v in plain.items() if k != "system_files_read_at_import"}
+
+
+def test_the_agent_command_imports_aiohttp_web_only_when_it_serves() -> None:
+    out = subprocess.run([sys.executable, "-c", "import sys, member_agent.agent_cmd; "
+                          "print('aiohttp.web_fileresponse' in sys.modules)"],
+                         capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "False"

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
+from pydantic import ValidationError
 
 from member_agent.cluster.gateway import (
     TOPOLOGY_ANNOTATION,
@@ -34,7 +35,7 @@ from member_agent.cluster.gateway import (
     pod_terminal,
     pod_terminating,
 )
-from policies.models.core import PodSpec
+from policies.models.core import Pod, PodSpec
 from policies.models.pod_resources import pod_spec_request
 from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_text
 
@@ -59,7 +60,7 @@ class PodShape:
 
     @classmethod
     def from_pod_spec(cls, spec: Mapping[str, Any]) -> "PodShape":
-        request = dict(pod_spec_request(PodSpec.model_validate(dict(spec))))
+        request = dict(pod_spec_request(validate_pod_spec(dict(spec))))
         affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
         required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
         return cls(
@@ -71,7 +72,18 @@ class PodShape:
 
 
 def pod_request(pod: Obj) -> dict[str, float]:
-    return dict(pod_spec_request(PodSpec.model_validate(pod.get("spec") or {})))
+    return dict(pod_spec_request(validate_pod_spec(pod.get("spec") or {})))
+
+
+def validate_pod_spec(spec: Any) -> PodSpec:
+    """``PodSpec.model_validate(spec)``, through the Pod model's validator: the agent validates
+    pods anyway (the job controller), and PodSpec's own validator would be a second copy of the whole
+    pod spec schema (~0.25 MiB). A spec that fails is validated again on its own, so the error
+    names the spec's fields as before."""
+    try:
+        return Pod.model_validate({"metadata": {}, "spec": spec}).spec
+    except ValidationError:
+        return PodSpec.model_validate(spec)
 
 
 def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:

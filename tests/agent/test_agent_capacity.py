@@ -218,3 +218,24 @@ def test_failed_node_leaves_summary() -> None:
     assert status["nodeSummary"] == {"totalNum": 2, "readyNum": 1}
     assert status["resourceSummary"]["allocatable"]["cpu"] == "4"
     assert [s["count"] for s in status["nodeShapes"]] == [1]
+
+
+def test_pod_specs_validate_as_before_and_fail_with_the_same_errors() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from member_agent.capacity import pod_request, validate_pod_spec
+    from policies.models.core import PodSpec
+
+    spec = {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1500m", "memory": "1Gi",
+                                                                                "nvidia.com/gpu": "2"}}}],
+            "initContainers": [{"name": "init", "image": "i", "resources": {"requests": {"cpu": "3"}}}],
+            "overhead": {"cpu": "100m"}, "nodeSelector": {"a": "b"}}
+    assert validate_pod_spec(spec) == PodSpec.model_validate(spec)
+    assert pod_request({"spec": spec}) == pod_request({"spec": PodSpec.model_validate(spec).to_wire()})
+    for bad in ({"containers": "not a list"}, {"containers": [{"name": ["c"], "image": "i"}]}, ["x"]):
+        with pytest.raises(ValidationError) as ours:
+            validate_pod_spec(bad)
+        with pytest.raises(ValidationError) as theirs:
+            PodSpec.model_validate(bad)
+        assert ours.value.errors() == theirs.value.errors() and ours.value.title == theirs.value.title

@@ -118,7 +118,8 @@ def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
     desired = build_pod_group(job, priority_classes)
     if observed is None:
         return "create", desired
-    if observed.spec.to_wire() == desired.spec.to_wire():
+    # compared through the PodGroup's own serializer (a nested model's to_wire would build a second)
+    if observed.to_wire().get("spec") == desired.to_wire().get("spec"):
         return None, observed
     updated = observed.model_copy(update={"spec": desired.spec})
     return "update", updated

@@ -70,3 +70,26 @@ def test_kind_modules_table_matches_every_rule_module() -> None:
         for kind in importlib.import_module(f"policies.admission.{module}").ADMITTERS:
             declared[kind] = module
     assert declared == admission.KIND_MODULES
+
+
+RUN_ONE_JOB_MODELS = RUN_ONE_JOB.replace("print(json.dumps(sorted(sys.modules)))", """
+from pydantic import BaseModel
+todo, seen = [BaseModel], set()
+while todo:
+    for sub in todo.pop().__subclasses__():
+        if sub not in seen:
+            seen.add(sub)
+            todo.append(sub)
+print(json.dumps(sorted(c.__name__ for c in seen if c.__module__.startswith("policies.")
+                        and c.__dict__.get("__pydantic_complete__"))))
+""").replace("    await h.stop()", "    h.agent.cluster_status()\n    await h.stop()")
+
+
+def test_agent_that_ran_a_job_built_no_second_pod_spec_or_pod_group_spec_schema() -> None:
+    """Pod specs (capacity) and PodGroup specs (the controller's comparison) go through the Pod and
+    PodGroup validators/serializers the agent builds anyway: no second copy of those schemas."""
+    out = subprocess.run([sys.executable, "-c", RUN_ONE_JOB_MODELS], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True)
+    built = json.loads(out.stdout.strip().splitlines()[-1])
+    assert {"Pod", "Job", "PodGroup"} <= set(built)
+    assert "PodSpec" not in built and "PodGroupSpec" not in built

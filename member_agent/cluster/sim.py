@@ -39,6 +39,8 @@ from member_agent.cluster.sim_kubelet import KubeletOptions, SimKubelet
 #: ran ~1000 pods at tens of MiB, 500 at ~2 MiB once ~80 pods had run; the only watcher is this process's
 #: own cache, which resumes from the resourceVersion of the listing it just made (within a few events).
 HISTORY = 100
+#: Events kept (the newest; kube-apiserver drops them after an hour): ~0.7 KiB each, only tests read them.
+EVENTS = 500
 
 
 class SimCluster:
@@ -49,7 +51,7 @@ class SimCluster:
         self.resource_version = 0
         self.nodes: dict[str, Obj] = {}
         self.pods: dict[str, Obj] = {}
-        self.events: deque[Obj] = deque(maxlen=2000)
+        self.events: deque[Obj] = deque(maxlen=EVENTS)
         #: Job plugins' objects (ConfigMap, Service, Secret, ...) by (kind, namespace, name).
         self.objects: dict[tuple[str, str, str], Obj] = {}
         self._history: deque[tuple[int, str, WatchEvent]] = deque(maxlen=history)

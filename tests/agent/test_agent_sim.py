@@ -9,7 +9,7 @@ import pytest
 from member_agent.cluster.clock import ManualClock, ScaledClock
 from member_agent.cluster.gateway import AlreadyExists, BindConflict, Gone, NotFound, node_ready
 from member_agent.cluster.pools import pool_nodes
-from member_agent.cluster.sim import HISTORY, SimCluster, SimGateway
+from member_agent.cluster.sim import EVENTS, HISTORY, SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions, parse_duration
 
 
@@ -185,6 +185,15 @@ async def test_watch_history_is_bounded_as_kube_apiservers_watch_cache() -> None
     first = await asyncio.wait_for(watch.__anext__(), 2)
     assert first.object["metadata"]["resourceVersion"] == str(since + 1)
     await watch.aclose()
+
+
+def test_recorded_events_are_bounded_newest_kept() -> None:
+    cluster = SimCluster(pool_nodes({"name": "x", "count": 1, "cpu": 1, "memory": "1Gi"}, "p"), ManualClock())
+    job = {"kind": "Job", "metadata": {"namespace": "ns", "name": "j", "uid": "u"}}
+    for i in range(EVENTS + 50):
+        cluster.record_event(job, "Normal", "ExecuteAction", f"event {i}")
+    assert EVENTS == 500 and len(cluster.events) == EVENTS
+    assert cluster.events[0]["message"] == "event 50" and cluster.events[-1]["message"] == f"event {EVENTS + 49}"
 
 
 async def test_kubelet_loop_on_scaled_clock_finishes_pod() -> None:

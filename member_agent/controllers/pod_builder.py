@@ -111,8 +111,17 @@ class TaskPrototype:
     spec: Mapping[str, Any]
 
 
+def _template_wire(job: JobView, task: TaskView) -> dict[str, Any]:
+    """The task's pod template as wire data, read from the Job's own dump: ``to_wire()`` on the
+    nested template would build PodTemplateSpec's serializer, a second copy of the pod spec schema."""
+    tasks = job.job.spec.tasks or []
+    if task.position < len(tasks) and tasks[task.position].template is task.template:
+        return job.job.to_wire()["spec"]["tasks"][task.position].get("template") or {}
+    return task.template.to_wire()  # no template in the Job: the view's default one
+
+
 def prototype(job: JobView, task: TaskView, priority_classes: Mapping[str, int]) -> TaskPrototype:
-    template = task.template.to_wire()
+    template = _template_wire(job, task)
     meta = template.get("metadata") or {}
     spec = copy.deepcopy(template.get("spec") or {})
     _defaults(job, spec, priority_classes)

@@ -85,11 +85,12 @@ print(json.dumps(sorted(c.__name__ for c in seen if c.__module__.startswith("pol
 """).replace("    await h.stop()", "    h.agent.cluster_status()\n    await h.stop()")
 
 
-def test_agent_that_ran_a_job_built_no_second_pod_spec_or_pod_group_spec_schema() -> None:
-    """Pod specs (capacity) and PodGroup specs (the controller's comparison) go through the Pod and
-    PodGroup validators/serializers the agent builds anyway: no second copy of those schemas."""
+def test_agent_that_ran_a_job_built_no_second_pod_spec_pod_template_or_pod_group_spec_schema() -> None:
+    """Pod specs (capacity), pod templates (the pods built) and PodGroup specs (the controller's
+    comparison) go through the Pod, Job and PodGroup validators/serializers the agent builds anyway:
+    no second copy of those schemas."""
     out = subprocess.run([sys.executable, "-c", RUN_ONE_JOB_MODELS], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, check=True)
     built = json.loads(out.stdout.strip().splitlines()[-1])
     assert {"Pod", "Job", "PodGroup"} <= set(built)
-    assert "PodSpec" not in built and "PodGroupSpec" not in built
+    assert not {"PodSpec", "PodGroupSpec", "PodTemplateSpec"} & set(built)

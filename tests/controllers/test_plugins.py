@@ -264,3 +264,22 @@ def test_svc_host_list_follows_scale_up_and_restart_recreates_objects() -> None:
     assert world.objects == {} and world.job.status.controlled_resources == {}
     world.settle()
     assert ("Service", "job") in world.objects and world.job.status.controlled_resources == {"plugin-svc": "svc"}
+
+
+def test_pod_templates_read_from_the_jobs_dump_equal_their_own() -> None:
+    """The controller reads a task's pod template from the Job's dump (no PodTemplateSpec serializer
+    of its own): the same wire data as the template's own to_wire, and a task without a template
+    still gets the default one."""
+    from member_agent.controllers.job_view import view_job
+    from member_agent.controllers.pod_builder import _template_wire
+
+    labelled = worker_task("master", 1, template={
+        "metadata": {"labels": {"a": "b"}, "annotations": {"c": "d"}},
+        "spec": {"restartPolicy": "OnFailure", "hostname": "h", "nodeSelector": {"x": "y"},
+                 "containers": [{"name": "m", "image": "i", "env": [{"name": "E", "value": "1"}],
+                                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+    bare = {"name": "bare", "replicas": 1}
+    view = view_job(make_job({"minAvailable": 1, "tasks": [labelled, worker_task(), bare]}))
+    for task in view.tasks:
+        assert _template_wire(view, task) == task.template.to_wire()
+    assert _template_wire(view, view.tasks[0])["metadata"]["labels"] == {"a": "b"}

@@ -9,6 +9,7 @@ writes the spec and keeps the observed status.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
 from member_agent.controllers import naming
@@ -112,13 +113,35 @@ def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGro
     })
 
 
+#: Desired PodGroups by the identity of the Job's spec and metadata and the PriorityClass values.
+#: A controller pass replaces only the Job's status (``model_copy`` keeps the spec and metadata
+#: objects), so every pass of an unchanged Job asks the same question: building and validating
+#: the PodGroup again was half of a pass in a trace replay. Entries hold the objects they are
+#: keyed by, so an id cannot be reused while its entry lives.
+_DESIRED: OrderedDict[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, PodGroup, dict[str, Any]]] = OrderedDict()
+_DESIRED_SIZE = 2048
+
+
+def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[PodGroup, dict[str, Any]]:
+    spec, metadata = job.job.spec, job.job.metadata
+    key = (id(spec), id(metadata), tuple(sorted(priority_classes.items())))
+    hit = _DESIRED.get(key)
+    if hit is not None and hit[0] is spec and hit[1] is metadata:
+        return hit[2], hit[3]
+    desired = build_pod_group(job, priority_classes)
+    _DESIRED[key] = (spec, metadata, desired, desired.spec.to_wire())
+    while len(_DESIRED) > _DESIRED_SIZE:
+        _DESIRED.popitem(last=False)
+    return desired, _DESIRED[key][3]
+
+
 def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
                         priority_classes: Mapping[str, int]) -> tuple[Optional[str], PodGroup]:
     """``("create" | "update" | None, desired PodGroup)``; an update keeps the observed status."""
-    desired = build_pod_group(job, priority_classes)
+    desired, desired_wire = _desired(job, priority_classes)
     if observed is None:
         return "create", desired
-    if observed.spec.to_wire() == desired.spec.to_wire():
+    if observed.spec.to_wire() == desired_wire:
         return None, observed
     updated = observed.model_copy(update={"spec": desired.spec})
     return "update", updated

@@ -80,4 +80,6 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF, clock: Ses
         ssn.warn(warning)
     for action in built_actions:
         action.execute(ssn)
-    return close_session(ssn, clock.monotonic() - started)
+    result = close_session(ssn, clock.monotonic() - started)
+    ssn.dispose()  # the result holds plain data only
+    return result

@@ -143,6 +143,12 @@ class JobSpec:
     tasks: tuple[TaskSpec, ...]
     preemptable: bool = False
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: Values derived from this spec alone (its tasks' counters and usage at their snapshot
+    #: statuses), computed by the first session that needs them and reused by every later one:
+    #: an unchanged job keeps its JobSpec object across snapshots, so a session's per-job
+    #: opening work is paid once per change of the job, not once per session. Not an init field,
+    #: so ``dataclasses.replace`` gives the new spec a memo of its own.
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,33 @@ def allocated_count(job: JobInfo) -> int:
     return job.count(ALLOCATED_STATUSES)
 
 
+@dataclass(frozen=True)
+class _TaskSums:
+    """A job's task sums at some statuses: the same additions, in the same order, as a walk."""
+
+    allocated: Vector
+    pending: tuple[Vector, ...]  # requests of Pending tasks, added one by one as a walk adds them
+    allocated_count: int
+    gated: Vector
+
+    @classmethod
+    def of(cls, job: JobInfo, zeros: Vector) -> _TaskSums:
+        pending = tuple(t.spec.request for t in job.tasks if t.status == TaskStatus.PENDING)
+        return cls(job_allocated(job, zeros), pending, allocated_count(job), gated_request(job, zeros))
+
+
+def _task_sums(job: JobInfo, zeros: Vector) -> _TaskSums:
+    """Read from the spec's memo while every task is at its snapshot status (the common case at
+    session open: most jobs are unchanged since the last session, and walking their tasks was
+    most of proportion's opening)."""
+    if job.status_changes:
+        return _TaskSums.of(job, zeros)
+    sums: _TaskSums | None = job.spec.memo.get("task_sums")
+    if sums is None:
+        sums = job.spec.memo["task_sums"] = _TaskSums.of(job, zeros)
+    return sums
+
+
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
     """Usage of every queue that has at least one job in the session."""
     zeros = ssn.dims.zeros()
@@ -66,12 +93,12 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
         usage = out.get(job.queue)
         if usage is None:
             usage = out[job.queue] = Usage(zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy())
-        allocated = job_allocated(job, zeros)
+        sums = _task_sums(job, zeros)
+        allocated = sums.allocated
         usage.allocated += allocated
         usage.request += allocated
-        for t in job.tasks:
-            if t.status == TaskStatus.PENDING:
-                usage.request += t.spec.request
+        for request in sums.pending:
+            usage.request += request
         min_res = job.spec.min_resources
         # GetElasticResources: allocated above minResources (all of it without minResources).
         usage.elastic += np.maximum(allocated - (min_res if min_res is not None else zeros), 0.0)
@@ -79,7 +106,7 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
             continue
         if job.phase == "Inqueue":
             reserve = min_res if full_min_for_inqueue else inqueue_resource(job, allocated)
-            usage.inqueue += deduct_gated(job, reserve)
-        elif job.phase == "Running" and allocated_count(job) >= job.min_available:
-            usage.inqueue += deduct_gated(job, inqueue_resource(job, allocated))
+            usage.inqueue += np.maximum(reserve - sums.gated, 0.0)
+        elif job.phase == "Running" and sums.allocated_count >= job.min_available:
+            usage.inqueue += np.maximum(inqueue_resource(job, allocated) - sums.gated, 0.0)
     return out

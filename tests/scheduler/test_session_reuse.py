@@ -1,0 +1,140 @@
+"""What a session reuses from earlier ones must give what computing afresh gives.
+
+* ``JobSpec.memo``: a job's counters at its snapshot statuses (shared, copied on the first
+  change) and ``queue_usage``'s per-job task sums are computed once per spec;
+* ``state_classes``: the node-state classes found by one projection partition the rows as
+  ``np.unique(axis=0)`` does, and a projection collision falls back to it;
+* ``Session.dispose``: a finished session is freed by refcounting, without the cyclic collector.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from member_agent.scheduler.cycle import run_cycle
+from member_agent.scheduler.framework import node_classes, session as session_module
+from member_agent.scheduler.framework.builder import build_snapshot
+from member_agent.scheduler.framework.clock import FixedClock
+from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
+from member_agent.scheduler.plugins.queue_usage import _task_sums
+from tests.scheduler.test_node_search_bound import CONF, job, nodes
+
+S = TaskStatus
+ROLES = ("ps", "worker")
+COUNTERS = ("counts", "role_counts", "role_valid", "role_ready", "role_pending_best_effort",
+            "pending_best_effort", "ready_num", "valid_num", "scheduled_num")
+
+
+def _spec(tasks: list[tuple[str, bool, TaskStatus]]) -> Any:
+    task_specs = tuple(SimpleNamespace(role=role, best_effort=best_effort, status=status, name=f"t{i}",
+                                       request=np.array([1.0, float(i)]), gated=False)
+                       for i, (role, best_effort, status) in enumerate(tasks))
+    return SimpleNamespace(uid="ns/j", name="j", queue="default", min_available=1, min_task_member={"worker": 1},
+                           priority=0, phase="Inqueue", conditions=(), tasks=task_specs, memo={},
+                           min_resources=None)
+
+
+def _adopted(spec: Any) -> JobInfo:
+    job = JobInfo(spec)
+    job.adopt([TaskInfo(t, job, None, i) for i, t in enumerate(spec.tasks)])
+    return job
+
+
+def _counted(spec: Any) -> JobInfo:
+    job = JobInfo(spec)
+    for i, t in enumerate(spec.tasks):
+        job.add(TaskInfo(t, job, None, i))
+    return job
+
+
+def _counters(job: JobInfo) -> tuple[Any, ...]:
+    # Counter equality ignores zero entries, which is what the gang checks see as well.
+    return tuple(getattr(job, name) for name in COUNTERS)
+
+
+statuses = st.sampled_from(list(TaskStatus))
+task_lists = st.lists(st.tuples(st.sampled_from(ROLES), st.booleans(), statuses), min_size=0, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(tasks=task_lists, changes=st.lists(st.tuples(st.integers(0, 5), statuses), max_size=12))
+def test_jobs_sharing_a_spec_tally_count_as_a_fresh_walk_and_never_change_it(
+        tasks: list[tuple[str, bool, TaskStatus]], changes: list[tuple[int, TaskStatus]]) -> None:
+    spec = _spec(tasks)
+    first = _adopted(spec)  # computes the tally
+    second = _adopted(spec)  # reads it
+    walked = _counted(spec)
+    assert _counters(first) == _counters(walked) == _counters(second)
+    for index, status in changes if tasks else ():
+        second.set_status(second.tasks[index % len(tasks)], status)
+        walked.set_status(walked.tasks[index % len(tasks)], status)
+        assert _counters(second) == _counters(walked)
+    # The first job and the memo still hold the snapshot's counts.
+    assert _counters(first) == _counters(_counted(spec)) == _counters(_adopted(spec))
+
+
+@settings(max_examples=100, deadline=None)
+@given(tasks=task_lists, changes=st.lists(st.tuples(st.integers(0, 5), statuses), max_size=6))
+def test_queue_usage_task_sums_from_the_memo_equal_a_walk(tasks: list[tuple[str, bool, TaskStatus]],
+                                                          changes: list[tuple[int, TaskStatus]]) -> None:
+    spec = _spec(tasks)
+    zeros = np.zeros(2)
+    for job in (_adopted(spec), _adopted(spec)):  # the second reads the memo the first filled
+        for index, status in changes if tasks else ():
+            job.set_status(job.tasks[index % len(tasks)], status)
+        sums = _task_sums(job, zeros)
+        allocated = [t.spec.request for t in job.tasks if t.status in ALLOCATED_STATUSES]
+        np.testing.assert_array_equal(sums.allocated, sum(allocated, zeros.copy()))
+        assert [list(r) for r in sums.pending] == [list(t.spec.request) for t in job.tasks if t.status == S.PENDING]
+        assert sums.allocated_count == len(allocated)
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    return len({*zip(a.tolist(), b.tolist())}) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0, 4.0, 1e9]), min_size=3, max_size=3), max_size=40))
+def test_state_classes_partition_rows_as_unique_does(rows: list[list[float]]) -> None:
+    state = np.array(rows, dtype=np.float64).reshape(len(rows), 3)
+    ids = node_classes.state_classes(state)
+    if len(rows):
+        _, expected = np.unique(state, axis=0, return_inverse=True)
+        assert _same_partition(ids, np.asarray(expected).reshape(-1))
+    else:
+        assert len(ids) == 0
+
+
+def test_a_projection_collision_falls_back_to_comparing_rows(monkeypatch: Any) -> None:
+    monkeypatch.setattr(node_classes, "_projection", lambda width: np.zeros(width))  # every row collides
+    state = np.array([[1.0, 2.0], [2.0, 1.0], [1.0, 2.0]])
+    ids = node_classes.state_classes(state)
+    assert ids[0] == ids[2] and ids[0] != ids[1]
+
+
+def test_a_finished_session_is_freed_without_the_cyclic_collector(monkeypatch: Any) -> None:
+    objects = [*nodes(8), *job("a", 3), *job("b", 2, gpus=1)]
+    snapshot = build_snapshot(objects)
+    sessions: list[weakref.ref[Any]] = []
+    original = session_module.Session.dispose
+
+    def keep(self: Any) -> None:
+        original(self)
+        sessions.append(weakref.ref(self))
+
+    monkeypatch.setattr(session_module.Session, "dispose", keep)
+    gc.disable()
+    try:
+        result = run_cycle(snapshot, CONF, FixedClock())
+        assert len(result.bindings) == 5
+        assert sessions and sessions[0]() is None
+    finally:
+        gc.enable()

@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from member_agent.scheduler.cycle import run_cycle
-from member_agent.scheduler.framework import node_classes, session as session_module
+from member_agent.scheduler.framework import node_classes
+from member_agent.scheduler.framework import session as session_module
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
@@ -87,18 +88,18 @@ def test_queue_usage_task_sums_from_the_memo_equal_a_walk(tasks: list[tuple[str,
                                                           changes: list[tuple[int, TaskStatus]]) -> None:
     spec = _spec(tasks)
     zeros = np.zeros(2)
-    for job in (_adopted(spec), _adopted(spec)):  # the second reads the memo the first filled
+    for info in (_adopted(spec), _adopted(spec)):  # the second reads the memo the first filled
         for index, status in changes if tasks else ():
-            job.set_status(job.tasks[index % len(tasks)], status)
-        sums = _task_sums(job, zeros)
-        allocated = [t.spec.request for t in job.tasks if t.status in ALLOCATED_STATUSES]
+            info.set_status(info.tasks[index % len(tasks)], status)
+        sums = _task_sums(info, zeros)
+        allocated = [t.spec.request for t in info.tasks if t.status in ALLOCATED_STATUSES]
         np.testing.assert_array_equal(sums.allocated, sum(allocated, zeros.copy()))
-        assert [list(r) for r in sums.pending] == [list(t.spec.request) for t in job.tasks if t.status == S.PENDING]
+        assert [list(r) for r in sums.pending] == [list(t.spec.request) for t in info.tasks if t.status == S.PENDING]
         assert sums.allocated_count == len(allocated)
 
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
-    return len({*zip(a.tolist(), b.tolist())}) == len(set(a.tolist())) == len(set(b.tolist()))
+    return len({*zip(a.tolist(), b.tolist(), strict=True)}) == len(set(a.tolist())) == len(set(b.tolist()))
 
 
 @settings(max_examples=100, deadline=None)

@@ -139,3 +139,78 @@ def test_a_finished_session_is_freed_without_the_cyclic_collector(monkeypatch: A
         assert sessions and sessions[0]() is None
     finally:
         gc.enable()
+
+
+def _walked_usage(ssn: Any, full_min_for_inqueue: bool) -> dict[str, Any]:
+    """Proportion's queue usage as a plain walk over every task (the reference)."""
+    from member_agent.scheduler.plugins.queue_usage import Usage, inqueue_resource
+
+    zeros = ssn.dims.zeros()
+    out: dict[str, Usage] = {}
+    for info in ssn.jobs.values():
+        usage = out.setdefault(info.queue, Usage(zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()))
+        allocated = sum((t.spec.request for t in info.tasks if t.status in ALLOCATED_STATUSES), zeros.copy())
+        gated = sum((t.spec.request for t in info.tasks if t.spec.gated and t.status == S.PENDING), zeros.copy())
+        usage.allocated += allocated
+        usage.request += allocated
+        for t in info.tasks:
+            if t.status == S.PENDING:
+                usage.request += t.spec.request
+        min_res = info.spec.min_resources
+        usage.elastic += np.maximum(allocated - (min_res if min_res is not None else zeros), 0.0)
+        placed = sum(1 for t in info.tasks if t.status in ALLOCATED_STATUSES)
+        if min_res is not None and info.phase == "Inqueue":
+            reserve = min_res if full_min_for_inqueue else inqueue_resource(info, allocated)
+            usage.inqueue += np.maximum(reserve - gated, 0.0)
+        elif min_res is not None and info.phase == "Running" and placed >= info.min_available:
+            usage.inqueue += np.maximum(inqueue_resource(info, allocated) - gated, 0.0)
+    return out
+
+
+def _objects(jobs: list[tuple[str, str, int, list[str]]]) -> list[dict[str, Any]]:
+    objects: list[dict[str, Any]] = [*nodes(4)]
+    for queue in ("q1", "q2"):
+        objects.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": queue},
+                        "spec": {"weight": 1}, "status": {"state": "Open"}})
+    for i, (queue, phase, min_member, pods) in enumerate(jobs):
+        name = f"j{i}"
+        objects.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                        "metadata": {"name": name, "namespace": "b"},
+                        "spec": {"minMember": min_member, "queue": queue,
+                                 "minResources": {"cpu": str(min_member), "memory": f"{min_member}Gi"}},
+                        "status": {"phase": phase}})
+        for k, pod_phase in enumerate(pods):
+            objects.append({"apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": f"{name}-{k}", "namespace": "b",
+                                         "annotations": {"scheduling.k8s.io/group-name": name}},
+                            "spec": {"containers": [{"name": "c", "resources": {"requests": {
+                                "cpu": "0.1" if k % 2 else "1", "memory": "1Gi"}}}],
+                                     **({"nodeName": f"n{k % 4:05d}"} if pod_phase == "Running" else {})},
+                            "status": {"phase": pod_phase}})
+    return objects
+
+
+jobs_strategy = st.lists(st.tuples(st.sampled_from(["q1", "q2"]), st.sampled_from(["Pending", "Inqueue", "Running"]),
+                                   st.integers(0, 3), st.lists(st.sampled_from(["Pending", "Running"]), max_size=4)),
+                         min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs=jobs_strategy, full_min=st.booleans(), moves=st.lists(st.integers(0, 30), max_size=4))
+def test_queue_usage_equals_a_walk_over_every_task(jobs: list[tuple[str, str, int, list[str]]], full_min: bool,
+                                                    moves: list[int]) -> None:
+    from member_agent.scheduler.cycle import open_session
+    from member_agent.scheduler.plugins.queue_usage import queue_usage
+
+    snapshot = build_snapshot(_objects(jobs))
+    for _ in range(2):  # the second session reads the memo the first filled
+        ssn = open_session(snapshot, CONF, FixedClock())
+        tasks = [t for info in ssn.jobs.values() for t in info.tasks]
+        for move in moves if tasks else ():  # statuses changed in the session: walked again
+            task = tasks[move % len(tasks)]
+            task.job.set_status(task, S.ALLOCATED if task.status == S.PENDING else S.PENDING)
+        got, expected = queue_usage(ssn, full_min_for_inqueue=full_min), _walked_usage(ssn, full_min)
+        assert got.keys() == expected.keys()
+        for queue, usage in expected.items():
+            for field in ("allocated", "request", "inqueue", "elastic"):
+                np.testing.assert_array_equal(getattr(got[queue], field), getattr(usage, field), err_msg=f"{queue}.{field}")

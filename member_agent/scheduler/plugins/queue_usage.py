@@ -85,28 +85,64 @@ def _task_sums(job: JobInfo, zeros: Vector) -> _TaskSums:
     return sums
 
 
+@dataclass(frozen=True)
+class _Terms:
+    """What one job adds to its queue's four sums."""
+
+    allocated: Vector
+    request: tuple[Vector, ...]  # allocated, then each Pending task's request
+    elastic: Vector
+    inqueue: Vector | None
+
+    @classmethod
+    def of(cls, job: JobInfo, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
+        sums = _task_sums(job, zeros)
+        allocated = sums.allocated
+        min_res = job.spec.min_resources
+        # GetElasticResources: allocated above minResources (all of it without minResources).
+        elastic = np.maximum(allocated - (min_res if min_res is not None else zeros), 0.0)
+        inqueue = None
+        if min_res is not None and job.phase == "Inqueue":
+            reserve = min_res if full_min_for_inqueue else inqueue_resource(job, allocated)
+            inqueue = np.maximum(reserve - sums.gated, 0.0)
+        elif min_res is not None and job.phase == "Running" and sums.allocated_count >= job.min_available:
+            inqueue = np.maximum(inqueue_resource(job, allocated) - sums.gated, 0.0)
+        return cls(allocated, (allocated, *sums.pending), elastic, inqueue)
+
+
+def _terms(job: JobInfo, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
+    if job.status_changes or job.phase != job.spec.phase:
+        return _Terms.of(job, zeros, full_min_for_inqueue)
+    key = ("queue_terms", full_min_for_inqueue)
+    terms: _Terms | None = job.spec.memo.get(key)
+    if terms is None:
+        terms = job.spec.memo[key] = _Terms.of(job, zeros, full_min_for_inqueue)
+    return terms
+
+
+def _in_order(zeros: Vector, terms: list[Vector]) -> Vector:
+    """``zeros`` plus each term in turn, as ``+=`` in a loop adds them (``cumsum`` is sequential,
+    so the floats are exactly the loop's), in one numpy call instead of one per term."""
+    if not terms:
+        return zeros.copy()
+    total: Vector = np.cumsum(np.array([zeros, *terms]), axis=0)[-1]
+    return total
+
+
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
     """Usage of every queue that has at least one job in the session."""
     zeros = ssn.dims.zeros()
-    out: dict[str, Usage] = {}
+    by_queue: dict[str, tuple[list[Vector], list[Vector], list[Vector], list[Vector]]] = {}
     for job in ssn.jobs.values():
-        usage = out.get(job.queue)
-        if usage is None:
-            usage = out[job.queue] = Usage(zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy())
-        sums = _task_sums(job, zeros)
-        allocated = sums.allocated
-        usage.allocated += allocated
-        usage.request += allocated
-        for request in sums.pending:
-            usage.request += request
-        min_res = job.spec.min_resources
-        # GetElasticResources: allocated above minResources (all of it without minResources).
-        usage.elastic += np.maximum(allocated - (min_res if min_res is not None else zeros), 0.0)
-        if min_res is None:
-            continue
-        if job.phase == "Inqueue":
-            reserve = min_res if full_min_for_inqueue else inqueue_resource(job, allocated)
-            usage.inqueue += np.maximum(reserve - sums.gated, 0.0)
-        elif job.phase == "Running" and sums.allocated_count >= job.min_available:
-            usage.inqueue += np.maximum(inqueue_resource(job, allocated) - sums.gated, 0.0)
-    return out
+        lists = by_queue.get(job.queue)
+        if lists is None:
+            lists = by_queue[job.queue] = ([], [], [], [])
+        terms = _terms(job, zeros, full_min_for_inqueue)
+        lists[0].append(terms.allocated)
+        lists[1].extend(terms.request)
+        lists[2].append(terms.elastic)
+        if terms.inqueue is not None:
+            lists[3].append(terms.inqueue)
+    return {queue: Usage(allocated=_in_order(zeros, allocated), request=_in_order(zeros, request),
+                         inqueue=_in_order(zeros, inqueue), elastic=_in_order(zeros, elastic))
+            for queue, (allocated, request, elastic, inqueue) in by_queue.items()}

@@ -40,7 +40,7 @@ from member_agent.works import GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL
 from policies.errors import CalderaError
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
-from policies.models.volcano_scheduling import PodGroup
+from policies.models.volcano_scheduling import PodGroup, PodGroupStatus
 
 log = logging.getLogger("caldera.agent.jobs")
 
@@ -171,7 +171,19 @@ class JobRun:
         cached = self._group_model
         if cached is not None and cached[0] == self.pod_group:
             return cached[1]
-        model = PodGroup.model_validate(self.pod_group)
+        model = None
+        if cached is not None and _without_status(cached[0]) == _without_status(self.pod_group):
+            # Only the status moved (the scheduler's phase and conditions): validate that part and
+            # keep the rest of the model, its spec included (a stable spec lets the next
+            # comparison with the desired PodGroup short-cut).
+            status = self.pod_group.get("status")
+            try:
+                model = cached[1].model_copy(update={
+                    "status": None if status is None else PodGroupStatus.model_validate(status)})
+            except ValueError:
+                model = None  # validated whole below, so the error names the field from the root
+        if model is None:
+            model = PodGroup.model_validate(self.pod_group)
         self._group_model = (copy.deepcopy(self.pod_group), model)
         return model
 
@@ -301,3 +313,7 @@ def federation_event(run: JobRun, cluster: str, now: float, event_type: str, rea
         "reportingComponent": "caldera-agent", "reportingInstance": cluster,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
+
+
+def _without_status(obj: Obj) -> Obj:
+    return {key: value for key, value in obj.items() if key != "status"}

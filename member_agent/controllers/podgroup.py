@@ -141,7 +141,8 @@ def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
     desired, desired_wire = _desired(job, priority_classes)
     if observed is None:
         return "create", desired
-    if observed.spec.to_wire() == desired_wire:
+    # Model equality first (same field values, no serialising); the wire form decides otherwise.
+    if observed.spec == desired.spec or observed.spec.to_wire() == desired_wire:
         return None, observed
     updated = observed.model_copy(update={"spec": desired.spec})
     return "update", updated

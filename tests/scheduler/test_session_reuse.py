@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from member_agent.scheduler.cycle import run_cycle
@@ -34,11 +34,12 @@ COUNTERS = ("counts", "role_counts", "role_valid", "role_ready", "role_pending_b
             "pending_best_effort", "ready_num", "valid_num", "scheduled_num")
 
 
-def _spec(tasks: list[tuple[str, bool, TaskStatus]]) -> Any:
+def _spec(tasks: list[tuple[str, bool, TaskStatus]], min_available: int = 1, workers: int = 1) -> Any:
     task_specs = tuple(SimpleNamespace(role=role, best_effort=best_effort, status=status, name=f"t{i}",
                                        request=np.array([1.0, float(i)]), gated=False)
                        for i, (role, best_effort, status) in enumerate(tasks))
-    return SimpleNamespace(uid="ns/j", name="j", queue="default", min_available=1, min_task_member={"worker": 1},
+    return SimpleNamespace(uid="ns/j", name="j", queue="default", min_available=min_available,
+                           min_task_member={"worker": workers},
                            priority=0, phase="Inqueue", conditions=(), tasks=task_specs, memo={},
                            min_resources=None)
 
@@ -57,8 +58,10 @@ def _counted(spec: Any) -> JobInfo:
 
 
 def _counters(job: JobInfo) -> tuple[Any, ...]:
-    # Counter equality ignores zero entries, which is what the gang checks see as well.
-    return tuple(getattr(job, name) for name in COUNTERS)
+    # Counter equality ignores zero entries, which is what the gang checks see as well; the role
+    # checks are memoised on the tally while the counters are shared.
+    return (*(getattr(job, name) for name in COUNTERS),
+            job.check_task_valid(), job.check_task_ready(), job.check_task_pipelined())
 
 
 statuses = st.sampled_from(list(TaskStatus))
@@ -66,10 +69,12 @@ task_lists = st.lists(st.tuples(st.sampled_from(ROLES), st.booleans(), statuses)
 
 
 @settings(max_examples=150, deadline=None)
-@given(tasks=task_lists, changes=st.lists(st.tuples(st.integers(0, 5), statuses), max_size=12))
+@given(tasks=task_lists, changes=st.lists(st.tuples(st.integers(0, 5), statuses), max_size=12),
+       min_available=st.integers(0, 4), workers=st.integers(0, 3))
 def test_jobs_sharing_a_spec_tally_count_as_a_fresh_walk_and_never_change_it(
-        tasks: list[tuple[str, bool, TaskStatus]], changes: list[tuple[int, TaskStatus]]) -> None:
-    spec = _spec(tasks)
+        tasks: list[tuple[str, bool, TaskStatus]], changes: list[tuple[int, TaskStatus]], min_available: int,
+        workers: int) -> None:
+    spec = _spec(tasks, min_available, workers)
     first = _adopted(spec)  # computes the tally
     second = _adopted(spec)  # reads it
     walked = _counted(spec)
@@ -167,8 +172,8 @@ def _walked_usage(ssn: Any, full_min_for_inqueue: bool) -> dict[str, Any]:
     return out
 
 
-def _objects(jobs: list[tuple[str, str, int, list[str]]]) -> list[dict[str, Any]]:
-    objects: list[dict[str, Any]] = [*nodes(4)]
+def _objects(jobs: list[tuple[str, str, int, list[str]]], node_count: int = 4, cpu: str = "1") -> list[dict[str, Any]]:
+    objects: list[dict[str, Any]] = [*nodes(node_count)]
     for queue in ("q1", "q2"):
         objects.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": queue},
                         "spec": {"weight": 1}, "status": {"state": "Open"}})
@@ -176,16 +181,17 @@ def _objects(jobs: list[tuple[str, str, int, list[str]]]) -> list[dict[str, Any]
         name = f"j{i}"
         objects.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                         "metadata": {"name": name, "namespace": "b"},
-                        "spec": {"minMember": min_member, "queue": queue,
+                        "spec": {"minMember": min_member, "queue": queue, "minTaskMember": {"worker": min_member},
                                  "minResources": {"cpu": str(min_member), "memory": f"{min_member}Gi"}},
                         "status": {"phase": phase}})
         for k, pod_phase in enumerate(pods):
             objects.append({"apiVersion": "v1", "kind": "Pod",
                             "metadata": {"name": f"{name}-{k}", "namespace": "b",
-                                         "annotations": {"scheduling.k8s.io/group-name": name}},
+                                         "annotations": {"scheduling.k8s.io/group-name": name,
+                                                         "volcano.sh/task-spec": "worker" if k % 3 else "ps"}},
                             "spec": {"containers": [{"name": "c", "resources": {"requests": {
-                                "cpu": "0.1" if k % 2 else "1", "memory": "1Gi"}}}],
-                                     **({"nodeName": f"n{k % 4:05d}"} if pod_phase == "Running" else {})},
+                                "cpu": "0.1" if k % 2 else cpu, "memory": "1Gi"}}}],
+                                     **({"nodeName": f"n{k % node_count:05d}"} if pod_phase == "Running" else {})},
                             "status": {"phase": pod_phase}})
     return objects
 
@@ -214,3 +220,52 @@ def test_queue_usage_equals_a_walk_over_every_task(jobs: list[tuple[str, str, in
         for queue, usage in expected.items():
             for field in ("allocated", "request", "inqueue", "elastic"):
                 np.testing.assert_array_equal(getattr(got[queue], field), getattr(usage, field), err_msg=f"{queue}.{field}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs=jobs_strategy)
+def test_a_session_over_warm_memos_decides_as_one_over_a_fresh_snapshot(jobs: list[tuple[str, str, int, list[str]]]) -> None:
+    objects = _objects(jobs)
+    warm = build_snapshot(objects)
+    run_cycle(warm, CONF, FixedClock())  # fills every spec's memo (counters, role checks, close walk)
+    again = run_cycle(warm, CONF, FixedClock())
+    fresh = run_cycle(build_snapshot(objects), CONF, FixedClock())
+    assert again == fresh
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=jobs_strategy)
+@example(jobs=[("q1", "Running", 1, ["Running", "Running", "Running"]), ("q1", "Inqueue", 1, ["Pending"])])
+def test_sessions_over_the_incremental_cache_decide_as_sessions_over_fresh_snapshots(
+        jobs: list[tuple[str, str, int, list[str]]]) -> None:
+    """The agent's loop: a session, its bindings applied as Running pods, the next session. Jobs
+    the bindings did not touch keep their specs (and memos) in the cache; each session must decide
+    what a session over a snapshot built afresh from the same objects decides."""
+    import copy
+
+    from member_agent.scheduler.scheduler_cache import SchedulerCache
+
+    objects = _objects(jobs, node_count=1, cpu="7")  # one 16-cpu node: jobs wait for room
+    cache = SchedulerCache()
+    for obj in objects:
+        cache.upsert(copy.deepcopy(obj))
+    pods = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in objects if o["kind"] == "Pod"}
+    for _ in range(4):
+        result = run_cycle(cache.snapshot(), CONF, FixedClock())
+        assert result == run_cycle(build_snapshot(copy.deepcopy(objects)), CONF, FixedClock())
+        running = sorted(key for key, pod in pods.items() if pod["status"]["phase"] == "Running")
+        if running:  # the oldest running pod ends: room for a job that waited
+            gone = pods.pop(running[0])
+            objects.remove(gone)
+            cache.delete(copy.deepcopy(gone))
+        for key, node in result.bindings.items():
+            pod = pods[key]
+            pod["spec"]["nodeName"], pod["status"] = node, {"phase": "Running"}
+            cache.upsert(copy.deepcopy(pod))
+        for key, phase in result.pod_groups.items():
+            # Written back only when the phase moved (as the agent writes a PodGroup status), so the
+            # other jobs keep their specs, and their memos, into the next session.
+            group = next(o for o in objects if o["kind"] == "PodGroup" and f"b/{o['metadata']['name']}" == key)
+            if group["status"].get("phase") != phase:
+                group["status"] = {"phase": phase, "conditions": result.conditions[key]}
+                cache.upsert(copy.deepcopy(group))

@@ -8,7 +8,7 @@ question (ready? pipelined? starving?) is O(1) per job.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from member_agent.scheduler.framework.status import (
     READY_STATUSES,
@@ -78,6 +78,8 @@ class JobInfo:
         _EMPTY.share_with(self)
         #: The counters are a tally's own objects (read-only) until the first change.
         self._shared_counters = True
+        #: The tally's memo of the role checks (valid, ready, pipelined), None for a job built by add().
+        self._tally_answers: list[bool | None] | None = None
         self.task_min_total = sum(spec.min_task_member.values())
         #: Task status changes since the session opened (0: every task is at its snapshot status,
         #: so values derived from the spec alone still hold, e.g. ``queue_usage``'s per-job sums).
@@ -107,6 +109,7 @@ class JobInfo:
                 probe.add(task)
             tally = self.spec.memo["tally"] = _Tally.of(probe)
         tally.share_with(self)
+        self._tally_answers = tally.answers
 
     def add(self, task: TaskInfo) -> None:
         self.tasks.append(task)
@@ -176,7 +179,23 @@ class JobInfo:
     def _roles_enforced(self) -> bool:
         return self.min_available >= self.task_min_total
 
+    def _role_check(self, which: int, check: Callable[[], bool]) -> bool:
+        """``check()``, read from the spec's tally while this job still shares its counters (the
+        answer is then a function of the spec alone; it is asked for every job every session)."""
+        if not self._shared_counters:
+            return check()
+        answers = self._tally_answers
+        if answers is None:
+            return check()
+        known = answers[which]
+        if known is None:
+            known = answers[which] = check()
+        return known
+
     def check_task_valid(self) -> bool:
+        return self._role_check(0, self._check_task_valid)
+
+    def _check_task_valid(self) -> bool:
         if not self.spec.min_task_member or not self._roles_enforced():
             return True
         valid = self.role_valid
@@ -198,10 +217,10 @@ class JobInfo:
         return True
 
     def check_task_ready(self) -> bool:
-        return self._role_ready(False)
+        return self._role_check(1, lambda: self._role_ready(False))
 
     def check_task_pipelined(self) -> bool:
-        return self._role_ready(True)
+        return self._role_check(2, lambda: self._role_ready(True))
 
     def allocated_in_role(self, role: str) -> int:
         return self.role_ready.get(role, 0)  # allocated + succeeded
@@ -229,14 +248,16 @@ class JobInfo:
 class _Tally:
     """A job's counters with every task at its snapshot status (kept in ``JobSpec.memo``)."""
 
-    __slots__ = ("counts", "role_counts", "role_valid", "role_ready", "role_pending_best_effort",
-                 "pending_best_effort", "ready_num", "valid_num", "scheduled_num")
+    COUNTERS = ("counts", "role_counts", "role_valid", "role_ready", "role_pending_best_effort",
+                "pending_best_effort", "ready_num", "valid_num", "scheduled_num")
+    __slots__ = (*COUNTERS, "answers")
 
     @classmethod
     def of(cls, job: JobInfo) -> _Tally:
         tally = cls()
-        for name in cls.__slots__:
+        for name in cls.COUNTERS:
             setattr(tally, name, getattr(job, name))
+        tally.answers = [None, None, None]
         return tally
 
     def share_with(self, job: JobInfo) -> None:
@@ -258,6 +279,7 @@ def _empty_tally() -> _Tally:
     tally.counts, tally.role_counts = Counter(), {}
     tally.role_valid, tally.role_ready, tally.role_pending_best_effort = {}, {}, {}
     tally.pending_best_effort = tally.ready_num = tally.valid_num = tally.scheduled_num = 0
+    tally.answers = [None, None, None]
     return tally
 
 

@@ -56,6 +56,15 @@ class TaskInfo:
 class JobInfo:
     """A PodGroup with its tasks and incremental status counters."""
 
+    #: Job-level reason it could not proceed this session (enqueue rejection, JobValid...).
+    job_fit_error = ""
+    #: Task status changes since the session opened (0: every task is at its snapshot status,
+    #: so values derived from the spec alone still hold, e.g. ``queue_usage``'s per-job sums).
+    status_changes = 0
+    allocated = None  # per-job allocated vector, owned by drf
+    # (Immutable defaults live on the class: a session builds a JobInfo per job, so every
+    # attribute set in __init__ is paid for every job in every session.)
+
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
         self.uid = spec.uid
@@ -80,15 +89,9 @@ class JobInfo:
         self._shared_counters = True
         #: The tally's memo of the role checks (valid, ready, pipelined), None for a job built by add().
         self._tally_answers: list[bool | None] | None = None
-        self.task_min_total = sum(spec.min_task_member.values())
-        #: Task status changes since the session opened (0: every task is at its snapshot status,
-        #: so values derived from the spec alone still hold, e.g. ``queue_usage``'s per-job sums).
-        self.status_changes = 0
-        #: Job-level reason it could not proceed this session (enqueue rejection, JobValid...).
-        self.job_fit_error = ""
+        self.task_min_total = sum(spec.min_task_member.values()) if spec.min_task_member else 0
         self.roles_with_fit_errors: set[str] = set()
         self.conditions: list[dict[str, str]] = [dict(c) for c in spec.conditions]
-        self.allocated = None  # per-job allocated vector, owned by drf
 
     def __repr__(self) -> str:
         return f"Job({self.uid})"

@@ -8,6 +8,7 @@ read-only so an accidental write fails loudly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 import numpy as np
@@ -119,8 +120,10 @@ class TaskSpec:
     labels: Mapping[str, str] = field(default_factory=dict)  # metadata.labels (inter-pod terms select on them)
     pod_affinity: PodAffinity = NO_POD_AFFINITY  # required inter-pod terms (framework/pod_affinity.py)
 
-    @property
+    @cached_property
     def key(self) -> str:
+        # Cached in the instance dict (a frozen dataclass allows that): read several times per
+        # task per session, and a spec lives across many sessions.
         return f"{self.namespace}/{self.name}"
 
 

@@ -19,13 +19,14 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from member_agent.scheduler.cycle import run_cycle
-from member_agent.scheduler.framework import node_classes
+from member_agent.scheduler.framework import node_classes, quiescent
 from member_agent.scheduler.framework import session as session_module
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
 from member_agent.scheduler.plugins.queue_usage import _task_sums
+from policies.scheduler_conf import parse_scheduler_conf
 from tests.scheduler.test_node_search_bound import CONF, job, nodes
 
 S = TaskStatus
@@ -233,17 +234,40 @@ def test_a_session_over_warm_memos_decides_as_one_over_a_fresh_snapshot(jobs: li
     assert again == fresh
 
 
+FIFO = parse_scheduler_conf("""
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
+""")
+
+
+def _cycle_without_quiescent(snapshot: Any, conf: Any) -> Any:
+    """The reference: every job wrapped and walked, as Volcano does."""
+    saved = quiescent.conf_allows
+    quiescent.conf_allows = lambda _conf: False  # type: ignore[assignment]
+    try:
+        return run_cycle(snapshot, conf, FixedClock())
+    finally:
+        quiescent.conf_allows = saved  # type: ignore[assignment]
+
+
 @settings(max_examples=40, deadline=None)
-@given(jobs=jobs_strategy)
-@example(jobs=[("q1", "Running", 1, ["Running", "Running", "Running"]), ("q1", "Inqueue", 1, ["Pending"])])
+@given(jobs=jobs_strategy, fifo=st.booleans())
+@example(jobs=[("q1", "Running", 1, ["Running", "Running", "Running"]), ("q1", "Inqueue", 1, ["Pending"])], fifo=False)
+@example(jobs=[("q1", "Running", 1, ["Running", "Running", "Running"]), ("q2", "Running", 1, ["Running"]),
+               ("q1", "Inqueue", 1, ["Pending"]), ("q2", "Pending", 1, ["Pending"])], fifo=True)
 def test_sessions_over_the_incremental_cache_decide_as_sessions_over_fresh_snapshots(
-        jobs: list[tuple[str, str, int, list[str]]]) -> None:
+        jobs: list[tuple[str, str, int, list[str]]], fifo: bool) -> None:
     """The agent's loop: a session, its bindings applied as Running pods, the next session. Jobs
-    the bindings did not touch keep their specs (and memos) in the cache; each session must decide
-    what a session over a snapshot built afresh from the same objects decides."""
+    the bindings did not touch keep their specs (and memos) in the cache, and running gangs are
+    left out of the session under an allocate-only conf (framework/quiescent.py); each session
+    must decide what a session over a snapshot built afresh, walking every job, decides."""
     import copy
 
     from member_agent.scheduler.scheduler_cache import SchedulerCache
+
+    conf = FIFO if fifo else CONF
 
     objects = _objects(jobs, node_count=1, cpu="7")  # one 16-cpu node: jobs wait for room
     cache = SchedulerCache()
@@ -251,8 +275,8 @@ def test_sessions_over_the_incremental_cache_decide_as_sessions_over_fresh_snaps
         cache.upsert(copy.deepcopy(obj))
     pods = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in objects if o["kind"] == "Pod"}
     for _ in range(4):
-        result = run_cycle(cache.snapshot(), CONF, FixedClock())
-        assert result == run_cycle(build_snapshot(copy.deepcopy(objects)), CONF, FixedClock())
+        result = run_cycle(cache.snapshot(), conf, FixedClock())
+        assert result == _cycle_without_quiescent(build_snapshot(copy.deepcopy(objects)), conf)
         running = sorted(key for key, pod in pods.items() if pod["status"]["phase"] == "Running")
         if running:  # the oldest running pod ends: room for a job that waited
             gone = pods.pop(running[0])

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
+from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework.dims import fits
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.result import CycleResult, JobReport
 from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.snapshot import JobSpec
 from member_agent.scheduler.framework.status import COMPLETED_STATUSES, READY_STATUSES, TaskStatus
 
 S = TaskStatus
@@ -152,6 +155,16 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
     return row is not None and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always)
 
 
+def _close_quiescent(ssn: Session, spec: JobSpec, index: Any, result: CycleResult) -> None:
+    """What closing writes for a job the session left out (framework/quiescent.py)."""
+    found = quiescent.fragment(spec, ssn.node_names, index)
+    assert found.report is not None
+    result.pod_owner.update(found.owners)
+    result.pod_groups[spec.uid] = "Running"
+    result.conditions[spec.uid] = [*(dict(c) for c in found.kept_conditions), quiescent.scheduled_condition(ssn.uid)]
+    result.jobs[spec.uid] = found.report
+
+
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
@@ -162,7 +175,13 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         result.evictions.append(task.key)
         result.eviction_reasons[task.key] = reason
         ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
-    for job in ssn.jobs.values():
+    jobs = ssn.jobs
+    index = ssn.nodes.index
+    for spec in ssn.snapshot.jobs:  # in snapshot order, quiescent jobs where they stand
+        job = jobs.get(spec.uid)
+        if job is None:
+            _close_quiescent(ssn, spec, index, result)
+            continue
         walk = _task_walk(ssn, job)
         result.pod_owner.update(walk.owners)
         result.bindings.update(walk.bindings)

@@ -22,12 +22,13 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework import tiers as votes
 from member_agent.scheduler.framework.affinity_shapes import affinity_shapes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.points import Point
-from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
+from member_agent.scheduler.framework.snapshot import JobSpec, QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.scheduler_conf import PluginOption, SchedulerConf
 
@@ -97,7 +98,13 @@ class Session:
         #: dicts per session were a fifth of opening one).
         self.node_tasks: defaultdict[int, dict[str, TaskInfo]] = defaultdict(dict)
         index = nodes.index
+        #: Specs of the jobs this session only reports on (framework/quiescent.py), in snapshot order.
+        self.quiescent: list[JobSpec] = []
+        skip = quiescent.conf_allows(conf) and quiescent.snapshot_allows(snapshot)
         for spec in snapshot.jobs:
+            if skip and quiescent.is_quiescent(spec, nodes.names, index, uid):
+                self.quiescent.append(spec)
+                continue
             job = JobInfo(spec)
             tasks = []
             for i, tspec in enumerate(spec.tasks):
@@ -204,6 +211,10 @@ class Session:
     def has(self, point: Point) -> bool:
         return any(self.callbacks[point])
 
+    def job_queues(self) -> list[str]:
+        """The queue of every job of the snapshot, quiescent ones included, in snapshot order."""
+        return [spec.queue for spec in self.snapshot.jobs]
+
     def dispose(self) -> None:
         """Break the session's reference cycles once its result is out (tasks and jobs point at
         each other, plugins at the session), so refcounting frees it at once rather than the
@@ -212,6 +223,7 @@ class Session:
         for job in self.jobs.values():
             job.tasks = []
         self.jobs.clear()
+        self.quiescent.clear()
         self.node_tasks.clear()
         self.plugins.clear()
         self.callbacks.clear()

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Vector
-from member_agent.scheduler.framework.infos import JobInfo
+from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.snapshot import JobSpec
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
 
 
@@ -110,14 +111,31 @@ class _Terms:
         return cls(allocated, (allocated, *sums.pending), elastic, inqueue)
 
 
-def _terms(job: JobInfo, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
-    if job.status_changes or job.phase != job.spec.phase:
+def _terms(job: JobInfo | JobSpec, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
+    if isinstance(job, JobInfo) and (job.status_changes or job.phase != job.spec.phase):
         return _Terms.of(job, zeros, full_min_for_inqueue)
+    spec = job.spec if isinstance(job, JobInfo) else job
     key = ("queue_terms", full_min_for_inqueue)
-    terms: _Terms | None = job.spec.memo.get(key)
+    terms: _Terms | None = spec.memo.get(key)
     if terms is None:
-        terms = job.spec.memo[key] = _Terms.of(job, zeros, full_min_for_inqueue)
+        info = job if isinstance(job, JobInfo) else _wrapped(spec)
+        terms = spec.memo[key] = _Terms.of(info, zeros, full_min_for_inqueue)
     return terms
+
+
+def _wrapped(spec: JobSpec) -> JobInfo:
+    """A quiescent job's spec as a JobInfo at its snapshot statuses (to compute its terms once)."""
+    info = JobInfo(spec)
+    info.adopt([TaskInfo(t, info, None, i) for i, t in enumerate(spec.tasks)])
+    return info
+
+
+def _all_jobs(ssn: Session) -> list[JobInfo | JobSpec]:
+    """Every job in snapshot order: the session's, and the quiescent ones it left out (whose
+    terms come from their spec's memo)."""
+    if not ssn.quiescent:
+        return list(ssn.jobs.values())
+    return [ssn.jobs.get(spec.uid) or spec for spec in ssn.snapshot.jobs]
 
 
 def _in_order(zeros: Vector, terms: list[Vector]) -> Vector:
@@ -133,7 +151,7 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
     """Usage of every queue that has at least one job in the session."""
     zeros = ssn.dims.zeros()
     by_queue: dict[str, tuple[list[Vector], list[Vector], list[Vector], list[Vector]]] = {}
-    for job in ssn.jobs.values():
+    for job in _all_jobs(ssn):
         lists = by_queue.get(job.queue)
         if lists is None:
             lists = by_queue[job.queue] = ([], [], [], [])

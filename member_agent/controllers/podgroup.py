@@ -135,14 +135,31 @@ def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[PodGrou
     return desired, _DESIRED[key][3]
 
 
+#: Whether an observed PodGroup spec matches a desired one, by the identity of both (the observed
+#: model keeps its spec while only its status moves, the desired one is memoised above).
+_SAME: OrderedDict[tuple[int, int], tuple[Any, Any, bool]] = OrderedDict()
+
+
+def _same_spec(observed: PodGroup, desired: PodGroup, desired_wire: dict[str, Any]) -> bool:
+    key = (id(observed.spec), id(desired.spec))
+    hit = _SAME.get(key)
+    if hit is not None and hit[0] is observed.spec and hit[1] is desired.spec:
+        return hit[2]
+    # Model equality first (same field values, no serialising); the wire form decides otherwise.
+    same = observed.spec == desired.spec or observed.spec.to_wire() == desired_wire
+    _SAME[key] = (observed.spec, desired.spec, same)
+    while len(_SAME) > _DESIRED_SIZE:
+        _SAME.popitem(last=False)
+    return same
+
+
 def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
                         priority_classes: Mapping[str, int]) -> tuple[Optional[str], PodGroup]:
     """``("create" | "update" | None, desired PodGroup)``; an update keeps the observed status."""
     desired, desired_wire = _desired(job, priority_classes)
     if observed is None:
         return "create", desired
-    # Model equality first (same field values, no serialising); the wire form decides otherwise.
-    if observed.spec == desired.spec or observed.spec.to_wire() == desired_wire:
+    if _same_spec(observed, desired, desired_wire):
         return None, observed
     updated = observed.model_copy(update={"spec": desired.spec})
     return "update", updated

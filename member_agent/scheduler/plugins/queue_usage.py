@@ -90,6 +90,7 @@ def _task_sums(job: JobInfo, zeros: Vector) -> _TaskSums:
 class _Terms:
     """What one job adds to its queue's four sums."""
 
+    queue: str
     allocated: Vector
     request: tuple[Vector, ...]  # allocated, then each Pending task's request
     elastic: Vector
@@ -108,7 +109,7 @@ class _Terms:
             inqueue = np.maximum(reserve - sums.gated, 0.0)
         elif min_res is not None and job.phase == "Running" and sums.allocated_count >= job.min_available:
             inqueue = np.maximum(inqueue_resource(job, allocated) - sums.gated, 0.0)
-        return cls(allocated, (allocated, *sums.pending), elastic, inqueue)
+        return cls(job.queue, allocated, (allocated, *sums.pending), elastic, inqueue)
 
 
 def _terms(job: JobInfo | JobSpec, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
@@ -130,12 +131,14 @@ def _wrapped(spec: JobSpec) -> JobInfo:
     return info
 
 
-def _all_jobs(ssn: Session) -> list[JobInfo | JobSpec]:
+def _all_jobs(ssn: Session, full_min_for_inqueue: bool = False) -> list[JobInfo | JobSpec | _Terms]:
     """Every job in snapshot order: the session's, and the quiescent ones it left out (whose
-    terms come from their spec's memo)."""
+    terms come from their spec's memo, read here directly when already known)."""
     if not ssn.quiescent:
         return list(ssn.jobs.values())
-    return [ssn.jobs.get(spec.uid) or spec for spec in ssn.snapshot.jobs]
+    key = ("queue_terms", full_min_for_inqueue)
+    jobs = ssn.jobs
+    return [jobs.get(spec.uid) or spec.memo.get(key) or spec for spec in ssn.snapshot.jobs]
 
 
 def _in_order(zeros: Vector, terms: list[Vector]) -> Vector:
@@ -151,11 +154,11 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
     """Usage of every queue that has at least one job in the session."""
     zeros = ssn.dims.zeros()
     by_queue: dict[str, tuple[list[Vector], list[Vector], list[Vector], list[Vector]]] = {}
-    for job in _all_jobs(ssn):
+    for job in _all_jobs(ssn, full_min_for_inqueue):
         lists = by_queue.get(job.queue)
         if lists is None:
             lists = by_queue[job.queue] = ([], [], [], [])
-        terms = _terms(job, zeros, full_min_for_inqueue)
+        terms = job if isinstance(job, _Terms) else _terms(job, zeros, full_min_for_inqueue)
         lists[0].append(terms.allocated)
         lists[1].extend(terms.request)
         lists[2].append(terms.elastic)

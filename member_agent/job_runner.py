@@ -40,7 +40,7 @@ from member_agent.works import GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL
 from policies.errors import CalderaError
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
-from policies.models.volcano_scheduling import PodGroup, PodGroupStatus
+from policies.models.volcano_scheduling import PodGroup
 
 log = logging.getLogger("caldera.agent.jobs")
 
@@ -178,8 +178,9 @@ class JobRun:
             # comparison with the desired PodGroup short-cut).
             status = self.pod_group.get("status")
             try:
+                # through PodGroup's own validator: a PodGroupStatus one would be a second schema
                 model = cached[1].model_copy(update={
-                    "status": None if status is None else PodGroupStatus.model_validate(status)})
+                    "status": None if status is None else PodGroup.model_validate({"status": status}).status})
             except ValueError:
                 model = None  # validated whole below, so the error names the field from the root
         if model is None:

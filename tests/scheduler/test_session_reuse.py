@@ -153,7 +153,8 @@ def _walked_usage(ssn: Any, full_min_for_inqueue: bool) -> dict[str, Any]:
 
     zeros = ssn.dims.zeros()
     out: dict[str, Usage] = {}
-    for info in ssn.jobs.values():
+    # every job in snapshot order, the ones a session left out (quiescent) wrapped here
+    for info in (ssn.jobs.get(spec.uid) or _adopted(spec) for spec in ssn.snapshot.jobs):
         usage = out.setdefault(info.queue, Usage(zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()))
         allocated = sum((t.spec.request for t in info.tasks if t.status in ALLOCATED_STATUSES), zeros.copy())
         gated = sum((t.spec.request for t in info.tasks if t.spec.gated and t.status == S.PENDING), zeros.copy())
@@ -203,21 +204,39 @@ jobs_strategy = st.lists(st.tuples(st.sampled_from(["q1", "q2"]), st.sampled_fro
 
 
 @settings(max_examples=60, deadline=None)
-@given(jobs=jobs_strategy, full_min=st.booleans(), moves=st.lists(st.integers(0, 30), max_size=4))
+@given(jobs=jobs_strategy, full_min=st.booleans(), moves=st.lists(st.integers(0, 30), max_size=4),
+       scatter=st.booleans(), fraction=st.booleans())
 def test_queue_usage_equals_a_walk_over_every_task(jobs: list[tuple[str, str, int, list[str]]], full_min: bool,
-                                                    moves: list[int]) -> None:
+                                                    moves: list[int], scatter: bool, fraction: bool) -> None:
+    """Both ways of summing (the sequential loop, and the scatter-add of whole numbers, which a
+    fractional request turns off) give the walk's floats exactly."""
+    from member_agent.scheduler.plugins import queue_usage as module
+
+    objects = _objects(jobs)
+    if fraction:  # a fractional extended resource on the first pod: no whole-number shortcut
+        for pod in [o for o in objects if o["kind"] == "Pod"][:1]:
+            pod["spec"]["containers"][0]["resources"]["requests"]["example.com/share"] = "0.3"
+    snapshot = build_snapshot(objects)
+    saved = module.SCATTER_FROM
+    module.SCATTER_FROM = 0 if scatter else 10**9
+    try:
+        _check_usage(snapshot, full_min, moves)
+    finally:
+        module.SCATTER_FROM = saved
+
+
+def _check_usage(snapshot: Any, full_min: bool, moves: list[int]) -> None:
     from member_agent.scheduler.cycle import open_session
     from member_agent.scheduler.plugins.queue_usage import queue_usage
 
-    snapshot = build_snapshot(_objects(jobs))
-    for _ in range(2):  # the second session reads the memo the first filled
-        ssn = open_session(snapshot, CONF, FixedClock())
+    for conf in (CONF, FIFO, FIFO):  # FIFO leaves running gangs out; the second FIFO reads the memos
+        ssn = open_session(snapshot, conf, FixedClock())
         tasks = [t for info in ssn.jobs.values() for t in info.tasks]
         for move in moves if tasks else ():  # statuses changed in the session: walked again
             task = tasks[move % len(tasks)]
             task.job.set_status(task, S.ALLOCATED if task.status == S.PENDING else S.PENDING)
         got, expected = queue_usage(ssn, full_min_for_inqueue=full_min), _walked_usage(ssn, full_min)
-        assert got.keys() == expected.keys()
+        assert list(got) == list(expected)  # the same queues, in the same order
         for queue, usage in expected.items():
             for field in ("allocated", "request", "inqueue", "elastic"):
                 np.testing.assert_array_equal(getattr(got[queue], field), getattr(usage, field), err_msg=f"{queue}.{field}")

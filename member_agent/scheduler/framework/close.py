@@ -155,14 +155,16 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
     return row is not None and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always)
 
 
-def _close_quiescent(ssn: Session, spec: JobSpec, index: Any, result: CycleResult) -> None:
+def _close_quiescent(ssn: Session, spec: JobSpec, index: Any, result: CycleResult, scheduled: dict[str, str]) -> None:
     """What closing writes for a job the session left out (framework/quiescent.py)."""
     found = quiescent.fragment(spec, ssn.node_names, index)
     assert found.report is not None
+    uid = spec.uid
     result.pod_owner.update(found.owners)
-    result.pod_groups[spec.uid] = "Running"
-    result.conditions[spec.uid] = [*(dict(c) for c in found.kept_conditions), quiescent.scheduled_condition(ssn.uid)]
-    result.jobs[spec.uid] = found.report
+    result.pod_groups[uid] = "Running"
+    kept = found.kept_conditions
+    result.conditions[uid] = [*(dict(c) for c in kept), dict(scheduled)] if kept else [dict(scheduled)]
+    result.jobs[uid] = found.report
 
 
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
@@ -177,10 +179,11 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
     jobs = ssn.jobs
     index = ssn.nodes.index
+    scheduled = quiescent.scheduled_condition(ssn.uid)  # gang's condition, copied per job
     for spec in ssn.snapshot.jobs:  # in snapshot order, quiescent jobs where they stand
         job = jobs.get(spec.uid)
         if job is None:
-            _close_quiescent(ssn, spec, index, result)
+            _close_quiescent(ssn, spec, index, result, scheduled)
             continue
         walk = _task_walk(ssn, job)
         result.pod_owner.update(walk.owners)

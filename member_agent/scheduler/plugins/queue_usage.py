@@ -95,6 +95,10 @@ class _Terms:
     request: tuple[Vector, ...]  # allocated, then each Pending task's request
     elastic: Vector
     inqueue: Vector | None
+    #: the four sums' terms as rows (request summed, inqueue zero when none), and whether every
+    #: value is a whole number: then any order of addition gives the same floats
+    block: np.ndarray
+    integral: bool
 
     @classmethod
     def of(cls, job: JobInfo, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
@@ -109,7 +113,12 @@ class _Terms:
             inqueue = np.maximum(reserve - sums.gated, 0.0)
         elif min_res is not None and job.phase == "Running" and sums.allocated_count >= job.min_available:
             inqueue = np.maximum(inqueue_resource(job, allocated) - sums.gated, 0.0)
-        return cls(job.queue, allocated, (allocated, *sums.pending), elastic, inqueue)
+        request = (allocated, *sums.pending)
+        block = np.array([allocated, _in_order(zeros, list(request)), elastic,
+                          inqueue if inqueue is not None else zeros])
+        parts = np.array([*request, elastic, *(() if inqueue is None else (inqueue,))])
+        integral = bool(np.isfinite(parts).all() and (np.floor(parts) == parts).all())
+        return cls(job.queue, allocated, request, elastic, inqueue, block, integral)
 
 
 def _terms(job: JobInfo | JobSpec, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
@@ -150,15 +159,43 @@ def _in_order(zeros: Vector, terms: list[Vector]) -> Vector:
     return total
 
 
+#: From this many jobs the whole-number path is taken (below, the loop is cheaper).
+SCATTER_FROM = 8
+#: Whole numbers below this add exactly in any order (float64's 53-bit significand).
+_EXACT = float(2 ** 53)
+
+
+def _whole_number_usage(all_terms: list[_Terms], zeros: Vector) -> dict[str, Usage] | None:
+    """The per-queue sums in one scatter-add, when every term is a whole number and no partial
+    sum can leave the exact range: then they equal the sequential sums bit for bit (requests are
+    integers in base units, millicores and bytes, unless a pod asks a fraction of a GPU)."""
+    if not all(t.integral for t in all_terms):
+        return None
+    blocks = np.array([t.block for t in all_terms])
+    if np.abs(blocks).sum(axis=0).max(initial=0.0) >= _EXACT:
+        return None
+    queues = list(dict.fromkeys(t.queue for t in all_terms))  # first appearance, as the loop's dict
+    slot = {queue: i for i, queue in enumerate(queues)}
+    totals = np.zeros((len(queues), *blocks.shape[1:]))
+    np.add.at(totals, np.fromiter((slot[t.queue] for t in all_terms), dtype=np.intp, count=len(all_terms)),
+              blocks)
+    return {queue: Usage(allocated=totals[i, 0], request=totals[i, 1], inqueue=totals[i, 3],
+                         elastic=totals[i, 2]) for i, queue in enumerate(queues)}
+
+
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
     """Usage of every queue that has at least one job in the session."""
     zeros = ssn.dims.zeros()
+    all_terms = [job if isinstance(job, _Terms) else _terms(job, zeros, full_min_for_inqueue)
+                 for job in _all_jobs(ssn, full_min_for_inqueue)]
+    fast = _whole_number_usage(all_terms, zeros) if len(all_terms) > SCATTER_FROM else None
+    if fast is not None:
+        return fast
     by_queue: dict[str, tuple[list[Vector], list[Vector], list[Vector], list[Vector]]] = {}
-    for job in _all_jobs(ssn, full_min_for_inqueue):
-        lists = by_queue.get(job.queue)
+    for terms in all_terms:
+        lists = by_queue.get(terms.queue)
         if lists is None:
-            lists = by_queue[job.queue] = ([], [], [], [])
-        terms = job if isinstance(job, _Terms) else _terms(job, zeros, full_min_for_inqueue)
+            lists = by_queue[terms.queue] = ([], [], [], [])
         lists[0].append(terms.allocated)
         lists[1].extend(terms.request)
         lists[2].append(terms.elastic)

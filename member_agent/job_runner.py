@@ -171,7 +171,20 @@ class JobRun:
         cached = self._group_model
         if cached is not None and cached[0] == self.pod_group:
             return cached[1]
-        model = PodGroup.model_validate(self.pod_group)
+        model = None
+        if cached is not None and _without_status(cached[0]) == _without_status(self.pod_group):
+            # Only the status moved (the scheduler's phase and conditions): validate that part and
+            # keep the rest of the model, its spec included (a stable spec lets the next
+            # comparison with the desired PodGroup short-cut).
+            status = self.pod_group.get("status")
+            try:
+                # through PodGroup's own validator: a PodGroupStatus one would be a second schema
+                model = cached[1].model_copy(update={
+                    "status": None if status is None else PodGroup.model_validate({"status": status}).status})
+            except ValueError:
+                model = None  # validated whole below, so the error names the field from the root
+        if model is None:
+            model = PodGroup.model_validate(self.pod_group)
         self._group_model = (copy.deepcopy(self.pod_group), model)
         return model
 
@@ -301,3 +314,7 @@ def federation_event(run: JobRun, cluster: str, now: float, event_type: str, rea
         "reportingComponent": "caldera-agent", "reportingInstance": cluster,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
+
+
+def _without_status(obj: Obj) -> Obj:
+    return {key: value for key, value in obj.items() if key != "status"}

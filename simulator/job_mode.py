@@ -160,6 +160,7 @@ def _replay(jobs: list[TraceJob], members: list[Member], divide: Divider, clock:
     for member in members:
         member.on_change = lambda share, what, m=member: on_change(m, share, what)
     done = [0]
+    unfittable = 0
     i, t = 0, 0.0
     changed = False
     while True:
@@ -173,7 +174,8 @@ def _replay(jobs: list[TraceJob], members: list[Member], divide: Divider, clock:
         t = max(due, t)
         clock.advance_to(EPOCH + t)
         while i < len(jobs) and jobs[i].arrival <= t + 1e-9:
-            results[jobs[i].name] = _submit(jobs[i], i, divide, run, by_share, pending)
+            submitted = results[jobs[i].name] = _submit(jobs[i], i, divide, run, by_share, pending)
+            unfittable += submitted.status == "Unfittable"  # counted here, not walked per tick
             i += 1
         for member in members:
             member.finish_due(EPOCH + t)
@@ -193,7 +195,7 @@ def _replay(jobs: list[TraceJob], members: list[Member], divide: Divider, clock:
         changed = any(m.changed and m.has_pending() for m in members)
         run.series.append((t, sum(m.gpus_allocated for m in members), tuple(pending[q] for q in queues)))
         if progress is not None:
-            progress(done[0] + sum(1 for r in run.jobs if r.status == "Unfittable"), len(jobs))
+            progress(done[0] + unfittable, len(jobs))
     run.simulated_seconds = t
     _close(run, until)
     run.wall_seconds = time.perf_counter() - started

@@ -340,17 +340,20 @@ class Member:
                 self.cache.upsert(shown)  # held: resources taken in every later snapshot, nothing bound
             else:
                 self._bind(share, key.split("/", 1)[1], node, annotations)
-        for key, phase in sorted(result.pod_groups.items()):
+        for key, phase in result.pod_groups.items():  # each PodGroup on its own: no order needed
             job = self._by_group.get(key)
             if job is not None and self.shares[job].run.set_pod_group_phase(phase, result.conditions.get(key)):
                 self._dirty.add(job)
+        if not self._gang_jobs:  # only two-phase shares keep a gang tracker
+            self.reconcile()
+            return result
         reasons: dict[str, str] = {}
         for key, report in result.jobs.items():
             owner = self._by_group.get(key)
             if owner is not None and owner not in reasons:
                 reasons[owner] = report.reason
         grouped = set(self._by_group.values())
-        for job in sorted(self._gang_jobs & grouped):  # only two-phase shares keep a gang tracker
+        for job in sorted(self._gang_jobs & grouped):
             share = self.shares[job]
             share.gang.evaluate(share.record, share.run.min_member, share.run.phase, reasons.get(job, ""),
                                 self.clock.now())

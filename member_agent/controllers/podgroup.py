@@ -9,6 +9,7 @@ writes the spec and keeps the observed status.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
 from member_agent.controllers import naming
@@ -112,14 +113,55 @@ def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGro
     })
 
 
+#: Desired PodGroups by the identity of the Job's spec and metadata and the PriorityClass values.
+#: A controller pass replaces only the Job's status (``model_copy`` keeps the spec and metadata
+#: objects), so every pass of an unchanged Job asks the same question: building and validating
+#: the PodGroup again was half of a pass in a trace replay. Entries hold the objects they are
+#: keyed by, so an id cannot be reused while its entry lives.
+_DESIRED: OrderedDict[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, PodGroup, dict[str, Any]]] = OrderedDict()
+_DESIRED_SIZE = 2048
+
+
+def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[PodGroup, dict[str, Any]]:
+    spec, metadata = job.job.spec, job.job.metadata
+    key = (id(spec), id(metadata), tuple(sorted(priority_classes.items())))
+    hit = _DESIRED.get(key)
+    if hit is not None and hit[0] is spec and hit[1] is metadata:
+        return hit[2], hit[3]
+    desired = build_pod_group(job, priority_classes)
+    # the spec's wire form through the PodGroup's own serializer: PodGroupSpec's own would be a
+    # second schema built in every agent (memory)
+    _DESIRED[key] = (spec, metadata, desired, desired.to_wire().get("spec"))
+    while len(_DESIRED) > _DESIRED_SIZE:
+        _DESIRED.popitem(last=False)
+    return desired, _DESIRED[key][3]
+
+
+#: Whether an observed PodGroup spec matches a desired one, by the identity of both (the observed
+#: model keeps its spec while only its status moves, the desired one is memoised above).
+_SAME: OrderedDict[tuple[int, int], tuple[Any, Any, bool]] = OrderedDict()
+
+
+def _same_spec(observed: PodGroup, desired: PodGroup, desired_wire: dict[str, Any]) -> bool:
+    key = (id(observed.spec), id(desired.spec))
+    hit = _SAME.get(key)
+    if hit is not None and hit[0] is observed.spec and hit[1] is desired.spec:
+        return hit[2]
+    # Model equality first (same field values, no serialising); the wire form decides otherwise.
+    same = observed.spec == desired.spec or observed.to_wire().get("spec") == desired_wire
+    _SAME[key] = (observed.spec, desired.spec, same)
+    while len(_SAME) > _DESIRED_SIZE:
+        _SAME.popitem(last=False)
+    return same
+
+
 def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
                         priority_classes: Mapping[str, int]) -> tuple[Optional[str], PodGroup]:
     """``("create" | "update" | None, desired PodGroup)``; an update keeps the observed status."""
-    desired = build_pod_group(job, priority_classes)
+    desired, desired_wire = _desired(job, priority_classes)
     if observed is None:
         return "create", desired
-    # compared through the PodGroup's own serializer (a nested model's to_wire would build a second)
-    if observed.to_wire().get("spec") == desired.to_wire().get("spec"):
+    if _same_spec(observed, desired, desired_wire):
         return None, observed
     updated = observed.model_copy(update={"spec": desired.spec})
     return "update", updated

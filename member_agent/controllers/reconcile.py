@@ -124,7 +124,10 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
         existing_objects=observation.existing_objects, key_source=config.key_source,
         default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
     )
-    plan = JobPlan(status=JobStatus.model_validate(old_status), status_changed=False)
+    # The Job's own status model stands for its wire form (validating that wire form again gives an
+    # equal model); a pass validates a status only when it changed it.
+    unchanged = observation.job.status if observation.job.status is not None else JobStatus.model_validate(old_status)
+    plan = JobPlan(status=unchanged, status_changed=False)
     if observation.job.metadata.deletion_timestamp is not None:
         return plan  # being deleted: the garbage collector removes the pods and PodGroup
     deadline = _ttl_deadline(job, p.status)
@@ -164,8 +167,8 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
         execute(p, JobAction.SYNC_JOB)
         plan.actions.append(JobAction.SYNC_JOB)
 
-    plan.status = JobStatus.model_validate(p.status)
     plan.status_changed = p.status != old_status
+    plan.status = JobStatus.model_validate(p.status) if plan.status_changed else unchanged
     plan.create_pods = p.create_pods
     plan.delete_pods = list(p.delete_pods.values())
     plan.pod_group_action, plan.pod_group = p.pod_group_action, p.pod_group_out

@@ -58,8 +58,8 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, clock: SessionClock,
     ssn.now = clock.now()
     for warning in warnings:
         ssn.warn(warning)
-    ssn.log(3, f"Open Session {ssn.uid} with <{len(ssn.jobs)}> Job and <{len(ssn.queues)}> Queues")
-    ssn.log(2, f"Session Open {ssn.uid}: {len(ssn.node_names)} nodes, {len(ssn.jobs)} jobs, {len(ssn.queues)} queues")
+    ssn.log(3, f"Open Session {ssn.uid} with <{len(snapshot.jobs)}> Job and <{len(ssn.queues)}> Queues")
+    ssn.log(2, f"Session Open {ssn.uid}: {len(ssn.node_names)} nodes, {len(snapshot.jobs)} jobs, {len(ssn.queues)} queues")
     for tier in tiers:
         ssn.begin_tier()
         for option, plugin in tier:
@@ -80,4 +80,6 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF, clock: Ses
         ssn.warn(warning)
     for action in built_actions:
         action.execute(ssn)
-    return close_session(ssn, clock.monotonic() - started)
+    result = close_session(ssn, clock.monotonic() - started)
+    ssn.dispose()  # the result holds plain data only
+    return result

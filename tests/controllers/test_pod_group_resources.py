@@ -46,3 +46,23 @@ def test_seed_pytorch_job_min_resources_counts_gpu_limits() -> None:
 
     job = view_job(make_job({"minAvailable": 4, "tasks": [seed_task("master", 1), seed_task("worker", 3)]}))
     assert min_resources(job, {}).to_resource_list() == {"nvidia.com/gpu": "16"}
+
+
+def test_the_desired_pod_group_is_built_again_only_when_the_job_or_its_priority_classes_change() -> None:
+    from member_agent.controllers.podgroup import reconcile_pod_group
+
+    model = make_job({"tasks": HIGH_FIRST, "minAvailable": 2})
+    action, first = reconcile_pod_group(view_job(model), None, {"high": 1000})
+    assert action == "create"
+    # A pass changes only the Job's status (model_copy keeps spec and metadata): same desired object.
+    passed = model.model_copy(update={"status": None})
+    assert reconcile_pod_group(view_job(passed), None, {"high": 1000})[1] is first
+    # Other PriorityClass values: another minResources.
+    _, other = reconcile_pod_group(view_job(passed), None, {"high": -1})
+    assert other.spec.to_wire()["minResources"]["cpu"] == "20"  # `b` first now
+    assert first.spec.to_wire()["minResources"]["cpu"] == "2"
+    # A new revision of the Job (validated again): built again, and the observed one is updated.
+    changed = make_job({"tasks": HIGH_FIRST, "minAvailable": 4})
+    action, updated = reconcile_pod_group(view_job(changed), first, {"high": 1000})
+    assert action == "update" and updated.spec.to_wire()["minResources"]["cpu"] == "22"
+    assert reconcile_pod_group(view_job(changed), updated, {"high": 1000})[0] is None

@@ -26,12 +26,15 @@ class Enqueue:
         queues: PriorityQueue[str] = PriorityQueue(ssn.queue_order)
         seen: set[str] = set()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        # Queues enter in the order their first job appears in the snapshot (quiescent jobs too:
+        # the queue order breaks ties by that arrival), then pending jobs join their queue.
+        for queue in ssn.job_queues():
+            if queue in ssn.queues and queue not in seen:
+                seen.add(queue)
+                queues.push(queue)
         for job in ssn.jobs.values():
             if job.queue not in ssn.queues:
                 continue
-            if job.queue not in seen:
-                seen.add(job.queue)
-                queues.push(job.queue)
             if job.is_pending():
                 pq = jobs_by_queue.get(job.queue)
                 if pq is None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from typing import Any
 
+from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework.dims import fits
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.result import CycleResult, JobReport
 from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.snapshot import JobSpec
 from member_agent.scheduler.framework.status import COMPLETED_STATUSES, READY_STATUSES, TaskStatus
 
 S = TaskStatus
@@ -45,23 +49,80 @@ def job_fit_error(job: JobInfo, ready: bool) -> str:
     return message
 
 
-def pod_group_phase(ssn: Session, job: JobInfo) -> str:
+@dataclass(frozen=True)
+class _TaskWalk:
+    """What closing reads from a job's tasks: a pure function of their statuses and nodes, kept in
+    the spec's memo for a job no task of which changed in the session (most jobs, most sessions)."""
+
+    node_names: tuple[str, ...]  # the node table the rows refer to
+    owners: dict[str, str]  # "ns/pod" -> job
+    bindings: dict[str, str]
+    nominations: dict[str, str]
+    pipelined_nodes: list[str]
+    bound: int
+    pipelined: int
+    pending: int  # Pending or Allocated, as the report counts them
+    releasing_scheduled: int
+    all_completed: bool
+    open_tasks: int  # Pending or Pipelined: short_reason has nothing to say without one
+    nominated: bool  # a task carries a nomination: checked against this session's nodes, never memoised
+
+    @classmethod
+    def of(cls, job: JobInfo, names: tuple[str, ...]) -> _TaskWalk:
+        owners, bindings, nominations, pipelined_nodes = {}, {}, {}, []
+        bound = pipelined = pending = releasing = open_tasks = 0
+        for task in job.tasks:
+            owners[task.key] = job.uid
+            status = task.status
+            if status == S.BINDING and task.node is not None:
+                bindings[task.key] = names[task.node]
+                bound += 1
+            elif status in (S.BOUND, S.RUNNING, S.SUCCEEDED, S.FAILED):
+                bound += 1
+            elif status == S.PIPELINED and task.node is not None:
+                pipelined_nodes.append(names[task.node])
+                pipelined += 1
+                if task.evicted_for:
+                    nominations[task.key] = task.evicted_for
+            elif status in (S.PENDING, S.ALLOCATED):
+                pending += 1
+            if status == S.RELEASING and task.node is not None:
+                releasing += 1
+            if status in (S.PENDING, S.PIPELINED):
+                open_tasks += 1
+        return cls(names, owners, bindings, nominations, pipelined_nodes, bound, pipelined, pending, releasing,
+                   all(t.status in COMPLETED_STATUSES for t in job.tasks), open_tasks,
+                   any(t.spec.nominated_node for t in job.tasks))
+
+
+def _task_walk(ssn: Session, job: JobInfo) -> _TaskWalk:
+    if job.status_changes:
+        return _TaskWalk.of(job, ssn.node_names)
+    walk: _TaskWalk | None = job.spec.memo.get("close_walk")
+    if walk is None or walk.node_names is not ssn.node_names:
+        walk = job.spec.memo["close_walk"] = _TaskWalk.of(job, ssn.node_names)
+    return walk
+
+
+def pod_group_phase(ssn: Session, job: JobInfo, walk: _TaskWalk | None = None) -> str:
     """``getPodGroupPhase`` at close (volcano.md §2.3)."""
     if job.counts[S.RUNNING] > 0 and any(
         c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == ssn.uid
         for c in job.conditions
     ):
         return "Unknown"
-    releasing_scheduled = sum(1 for t in job.tasks if t.status == S.RELEASING and t.node is not None)
-    if job.scheduled_num + releasing_scheduled >= job.min_available:
-        return "Completed" if all(t.status in COMPLETED_STATUSES for t in job.tasks) else "Running"
+    walk = walk or _TaskWalk.of(job, ssn.node_names)
+    if job.scheduled_num + walk.releasing_scheduled >= job.min_available:
+        return "Completed" if walk.all_completed else "Running"
     return "Inqueue" if job.phase == "Inqueue" else "Pending"
 
 
-def short_reason(ssn: Session, job: JobInfo) -> str:
+def short_reason(ssn: Session, job: JobInfo, walk: _TaskWalk | None = None) -> str:
     """The one-line "why not scheduled" shown by ``caldera schedule -o table``."""
     if job.job_fit_error:
         return job.job_fit_error
+    if walk is not None and not walk.open_tasks:
+        return ""
     pending = [t for t in job.tasks if t.status == S.PENDING]
     waiting = [t for t in job.tasks if t.status == S.PIPELINED]
     if not pending and not waiting:
@@ -94,6 +155,18 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
     return row is not None and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always)
 
 
+def _close_quiescent(ssn: Session, spec: JobSpec, index: Any, result: CycleResult, scheduled: dict[str, str]) -> None:
+    """What closing writes for a job the session left out (framework/quiescent.py)."""
+    found = quiescent.fragment(spec, ssn.node_names, index)
+    assert found.report is not None
+    uid = spec.uid
+    result.pod_owner.update(found.owners)
+    result.pod_groups[uid] = "Running"
+    kept = found.kept_conditions
+    result.conditions[uid] = [*(dict(c) for c in kept), dict(scheduled)] if kept else [dict(scheduled)]
+    result.jobs[uid] = found.report
+
+
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
@@ -104,35 +177,33 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         result.evictions.append(task.key)
         result.eviction_reasons[task.key] = reason
         ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
-    for job in ssn.jobs.values():
-        bound = pipelined = pending = 0
-        pipelined_nodes: list[str] = []
-        for task in job.tasks:
-            result.pod_owner[task.key] = job.uid
-            if task.status == S.BINDING and task.node is not None:
-                result.bindings[task.key] = names[task.node]
-                bound += 1
-            elif task.status in (S.BOUND, S.RUNNING, S.SUCCEEDED, S.FAILED):
-                bound += 1
-            elif task.status == S.PIPELINED and task.node is not None:
-                pipelined_nodes.append(names[task.node])
-                pipelined += 1
-                if task.evicted_for:
-                    result.nominations[task.key] = task.evicted_for
-            elif task.status in (S.PENDING, S.ALLOCATED):
-                pending += 1
-                if task.spec.nominated_node and not _nomination_holds(ssn, task):
+    jobs = ssn.jobs
+    index = ssn.nodes.index
+    scheduled = quiescent.scheduled_condition(ssn.uid)  # gang's condition, copied per job
+    for spec in ssn.snapshot.jobs:  # in snapshot order, quiescent jobs where they stand
+        job = jobs.get(spec.uid)
+        if job is None:
+            _close_quiescent(ssn, spec, index, result, scheduled)
+            continue
+        walk = _task_walk(ssn, job)
+        result.pod_owner.update(walk.owners)
+        result.bindings.update(walk.bindings)
+        result.nominations.update(walk.nominations)
+        if walk.nominated:
+            for task in job.tasks:
+                if (task.status in (S.PENDING, S.ALLOCATED) and task.spec.nominated_node
+                        and not _nomination_holds(ssn, task)):
                     result.nominations_cleared.append(task.key)
-        if pipelined_nodes:
-            result.pipelined[job.uid] = sorted(pipelined_nodes)
-        phase = pod_group_phase(ssn, job)
+        if walk.pipelined_nodes:
+            result.pipelined[job.uid] = sorted(walk.pipelined_nodes)
+        phase = pod_group_phase(ssn, job, walk)
         result.pod_groups[job.uid] = phase
         result.conditions[job.uid] = list(job.conditions)
         message = next((c.get("message", "") for c in job.conditions if c.get("type") == "Unschedulable"), "")
-        reason = short_reason(ssn, job)
+        reason = short_reason(ssn, job, walk)
         result.jobs[job.uid] = JobReport(
             job=job.uid, queue=job.queue, phase=phase, min_available=job.min_available, tasks=len(job.tasks),
-            bound=bound, pipelined=pipelined, pending=pending, reason=reason, message=message,
+            bound=walk.bound, pipelined=walk.pipelined, pending=walk.pending, reason=reason, message=message,
         )
         if phase in ("Pending", "Inqueue") and reason:
             ssn.log(3, f"PodGroup {job.uid} is pending reason: {reason}")

@@ -8,7 +8,7 @@ question (ready? pipelined? starving?) is O(1) per job.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from member_agent.scheduler.framework.status import (
     READY_STATUSES,
@@ -56,6 +56,15 @@ class TaskInfo:
 class JobInfo:
     """A PodGroup with its tasks and incremental status counters."""
 
+    #: Job-level reason it could not proceed this session (enqueue rejection, JobValid...).
+    job_fit_error = ""
+    #: Task status changes since the session opened (0: every task is at its snapshot status,
+    #: so values derived from the spec alone still hold, e.g. ``queue_usage``'s per-job sums).
+    status_changes = 0
+    allocated = None  # per-job allocated vector, owned by drf
+    # (Immutable defaults live on the class: a session builds a JobInfo per job, so every
+    # attribute set in __init__ is paid for every job in every session.)
+
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
         self.uid = spec.uid
@@ -64,23 +73,25 @@ class JobInfo:
         self.priority = spec.priority
         self.phase = spec.phase
         self.tasks: list[TaskInfo] = []
-        self.counts: Counter[TaskStatus] = Counter()
-        self.role_counts: dict[str, Counter[TaskStatus]] = {}
+        self.counts: Counter[TaskStatus]
+        self.role_counts: dict[str, Counter[TaskStatus]]
         # Per role, kept incrementally like valid_num/ready_num: the gang checks run for every job
         # in every session, and re-summing counters there cost ~15 % of a trace replay.
-        self.role_valid: dict[str, int] = {}  # ValidTaskNum of the role
-        self.role_ready: dict[str, int] = {}  # allocated + succeeded
-        self.role_pending_best_effort: dict[str, int] = {}
-        self.task_min_total = sum(spec.min_task_member.values())
-        self.pending_best_effort = 0
-        self.ready_num = 0  # ReadyTaskNum, kept incrementally
-        self.valid_num = 0  # ValidTaskNum
-        self.scheduled_num = 0  # ScheduledTaskNum
-        #: Job-level reason it could not proceed this session (enqueue rejection, JobValid...).
-        self.job_fit_error = ""
+        self.role_valid: dict[str, int]  # ValidTaskNum of the role
+        self.role_ready: dict[str, int]  # allocated + succeeded
+        self.role_pending_best_effort: dict[str, int]
+        self.pending_best_effort: int
+        self.ready_num: int  # ReadyTaskNum, kept incrementally
+        self.valid_num: int  # ValidTaskNum
+        self.scheduled_num: int  # ScheduledTaskNum
+        _EMPTY.share_with(self)
+        #: The counters are a tally's own objects (read-only) until the first change.
+        self._shared_counters = True
+        #: The tally's memo of the role checks (valid, ready, pipelined), None for a job built by add().
+        self._tally_answers: list[bool | None] | None = None
+        self.task_min_total = sum(spec.min_task_member.values()) if spec.min_task_member else 0
         self.roles_with_fit_errors: set[str] = set()
         self.conditions: list[dict[str, str]] = [dict(c) for c in spec.conditions]
-        self.allocated = None  # per-job allocated vector, owned by drf
 
     def __repr__(self) -> str:
         return f"Job({self.uid})"
@@ -90,6 +101,19 @@ class JobInfo:
         return self.spec.name
 
     # ---------------------------------------------------------------- bookkeeping
+    def adopt(self, tasks: list[TaskInfo]) -> None:
+        """Take ``tasks``, one per spec task in order and still at its snapshot status; the
+        counters come from the spec's memo (the same numbers :meth:`add` would count)."""
+        self.tasks = tasks
+        tally: _Tally | None = self.spec.memo.get("tally")
+        if tally is None:
+            probe = JobInfo(self.spec)
+            for task in tasks:
+                probe.add(task)
+            tally = self.spec.memo["tally"] = _Tally.of(probe)
+        tally.share_with(self)
+        self._tally_answers = tally.answers
+
     def add(self, task: TaskInfo) -> None:
         self.tasks.append(task)
         self._count(task, task.status, 1)
@@ -97,11 +121,23 @@ class JobInfo:
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         if task.status == status:
             return
+        self.status_changes += 1
         self._count(task, task.status, -1)
         task.status = status
         self._count(task, status, 1)
 
+    def _unshare(self) -> None:
+        """Own copies of the counters shared with the spec's tally, before the first change."""
+        self.counts = Counter(self.counts)
+        self.role_counts = {role: Counter(c) for role, c in self.role_counts.items()}
+        self.role_valid = dict(self.role_valid)
+        self.role_ready = dict(self.role_ready)
+        self.role_pending_best_effort = dict(self.role_pending_best_effort)
+        self._shared_counters = False
+
     def _count(self, task: TaskInfo, status: TaskStatus, delta: int) -> None:
+        if self._shared_counters:
+            self._unshare()
         self.counts[status] += delta
         if status in READY_STATUSES:
             self.ready_num += delta
@@ -146,7 +182,23 @@ class JobInfo:
     def _roles_enforced(self) -> bool:
         return self.min_available >= self.task_min_total
 
+    def _role_check(self, which: int, check: Callable[[], bool]) -> bool:
+        """``check()``, read from the spec's tally while this job still shares its counters (the
+        answer is then a function of the spec alone; it is asked for every job every session)."""
+        if not self._shared_counters:
+            return check()
+        answers = self._tally_answers
+        if answers is None:
+            return check()
+        known = answers[which]
+        if known is None:
+            known = answers[which] = check()
+        return known
+
     def check_task_valid(self) -> bool:
+        return self._role_check(0, self._check_task_valid)
+
+    def _check_task_valid(self) -> bool:
         if not self.spec.min_task_member or not self._roles_enforced():
             return True
         valid = self.role_valid
@@ -168,10 +220,10 @@ class JobInfo:
         return True
 
     def check_task_ready(self) -> bool:
-        return self._role_ready(False)
+        return self._role_check(1, lambda: self._role_ready(False))
 
     def check_task_pipelined(self) -> bool:
-        return self._role_ready(True)
+        return self._role_check(2, lambda: self._role_ready(True))
 
     def allocated_in_role(self, role: str) -> int:
         return self.role_ready.get(role, 0)  # allocated + succeeded
@@ -194,3 +246,45 @@ class JobInfo:
     def has_role_fit_error(self, task: TaskInfo) -> bool:
         """``TaskHasFitErrors``: a sibling with the same role already found no node."""
         return bool(task.spec.role) and task.spec.role in self.roles_with_fit_errors
+
+
+class _Tally:
+    """A job's counters with every task at its snapshot status (kept in ``JobSpec.memo``)."""
+
+    COUNTERS = ("counts", "role_counts", "role_valid", "role_ready", "role_pending_best_effort",
+                "pending_best_effort", "ready_num", "valid_num", "scheduled_num")
+    __slots__ = (*COUNTERS, "answers")
+
+    @classmethod
+    def of(cls, job: JobInfo) -> _Tally:
+        tally = cls()
+        for name in cls.COUNTERS:
+            setattr(tally, name, getattr(job, name))
+        tally.answers = [None, None, None]
+        return tally
+
+    def share_with(self, job: JobInfo) -> None:
+        # Shared, not copied: most jobs of a session never change, and copying their counters was
+        # dearer than counting them. ``JobInfo._count`` copies them before the first change.
+        job.counts = self.counts
+        job.role_counts = self.role_counts
+        job.role_valid = self.role_valid
+        job.role_ready = self.role_ready
+        job.role_pending_best_effort = self.role_pending_best_effort
+        job.pending_best_effort = self.pending_best_effort
+        job.ready_num = self.ready_num
+        job.valid_num = self.valid_num
+        job.scheduled_num = self.scheduled_num
+
+
+def _empty_tally() -> _Tally:
+    tally = _Tally()
+    tally.counts, tally.role_counts = Counter(), {}
+    tally.role_valid, tally.role_ready, tally.role_pending_best_effort = {}, {}, {}
+    tally.pending_best_effort = tally.ready_num = tally.valid_num = tally.scheduled_num = 0
+    tally.answers = [None, None, None]
+    return tally
+
+
+#: The counters of a job with no task: every JobInfo starts sharing them.
+_EMPTY = _empty_tally()

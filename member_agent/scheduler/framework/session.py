@@ -15,18 +15,20 @@ only the rows that changed.
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework import tiers as votes
 from member_agent.scheduler.framework.affinity_shapes import affinity_shapes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.points import Point
-from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
+from member_agent.scheduler.framework.snapshot import JobSpec, QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.scheduler_conf import PluginOption, SchedulerConf
 
@@ -92,15 +94,26 @@ class Session:
         self.total: Vector = snapshot.total
         self.queues: dict[str, QueueSpec] = dict(snapshot.queues)
         self.jobs: dict[str, JobInfo] = {}
-        self.node_tasks: list[dict[str, TaskInfo]] = [{} for _ in range(len(nodes))]
+        #: row -> the tasks on that node, by key (a row's dict appears on first use: a thousand empty
+        #: dicts per session were a fifth of opening one).
+        self.node_tasks: defaultdict[int, dict[str, TaskInfo]] = defaultdict(dict)
+        index = nodes.index
+        #: Specs of the jobs this session only reports on (framework/quiescent.py), in snapshot order.
+        self.quiescent: list[JobSpec] = []
+        skip = quiescent.conf_allows(conf) and quiescent.snapshot_allows(snapshot)
         for spec in snapshot.jobs:
+            if skip and quiescent.is_quiescent(spec, nodes.names, index, uid):
+                self.quiescent.append(spec)
+                continue
             job = JobInfo(spec)
+            tasks = []
             for i, tspec in enumerate(spec.tasks):
-                row = nodes.index.get(tspec.node) if tspec.node else None
+                row = index.get(tspec.node) if tspec.node else None
                 task = TaskInfo(tspec, job, row, i)
-                job.add(task)
+                tasks.append(task)
                 if row is not None and tspec.status not in (S.SUCCEEDED, S.FAILED):
                     self.node_tasks[row][tspec.key] = task
+            job.adopt(tasks)
             self.jobs[spec.uid] = job
         affinity_shapes([t for j in self.jobs.values() for t in j.tasks], snapshot.residents)
         self.reasons = Reasons()
@@ -197,6 +210,30 @@ class Session:
 
     def has(self, point: Point) -> bool:
         return any(self.callbacks[point])
+
+    def job_queues(self) -> list[str]:
+        """The queue of every job of the snapshot, quiescent ones included, in snapshot order."""
+        return [spec.queue for spec in self.snapshot.jobs]
+
+    def dispose(self) -> None:
+        """Break the session's reference cycles once its result is out (tasks and jobs point at
+        each other, plugins at the session), so refcounting frees it at once rather than the
+        cyclic collector much later: in a replay, sessions waiting for a collection were most of
+        the peak memory."""
+        for job in self.jobs.values():
+            job.tasks = []
+        self.jobs.clear()
+        self.quiescent.clear()
+        self.node_tasks.clear()
+        self.plugins.clear()
+        self.callbacks.clear()
+        self.handlers.clear()
+        self.shared.clear()
+        self.shape_caches.clear()
+        self.row_fns.clear()
+        self.by_resources.clear()
+        self.predicate_fns, self.node_order_fns, self.batch_node_order_fns = [], [], []
+        self.evictions.clear()
 
     # ------------------------------------------------------------------ ordering
     def job_order(self, left: JobInfo, right: JobInfo) -> int:

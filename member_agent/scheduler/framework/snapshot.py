@@ -8,6 +8,7 @@ read-only so an accidental write fails loudly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 import numpy as np
@@ -119,8 +120,10 @@ class TaskSpec:
     labels: Mapping[str, str] = field(default_factory=dict)  # metadata.labels (inter-pod terms select on them)
     pod_affinity: PodAffinity = NO_POD_AFFINITY  # required inter-pod terms (framework/pod_affinity.py)
 
-    @property
+    @cached_property
     def key(self) -> str:
+        # Cached in the instance dict (a frozen dataclass allows that): read several times per
+        # task per session, and a spec lives across many sessions.
         return f"{self.namespace}/{self.name}"
 
 
@@ -143,6 +146,12 @@ class JobSpec:
     tasks: tuple[TaskSpec, ...]
     preemptable: bool = False
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: Values derived from this spec alone (its tasks' counters and usage at their snapshot
+    #: statuses), computed by the first session that needs them and reused by every later one:
+    #: an unchanged job keeps its JobSpec object across snapshots, so a session's per-job
+    #: opening work is paid once per change of the job, not once per session. Not an init field,
+    #: so ``dataclasses.replace`` gives the new spec a memo of its own.
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

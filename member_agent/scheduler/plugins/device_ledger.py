@@ -214,7 +214,7 @@ class DeviceLedger:
     def _occupants(ssn: Session) -> dict[int, list[TaskInfo]]:
         """Per occupied row, every pod on the node: the session's tasks and the snapshot's
         residents (pods of no job, which hold devices all the same)."""
-        rows: dict[int, list[TaskInfo]] = {r: list(tasks.values()) for r, tasks in enumerate(ssn.node_tasks) if tasks}
+        rows: dict[int, list[TaskInfo]] = {r: list(tasks.values()) for r, tasks in sorted(ssn.node_tasks.items()) if tasks}
         index = ssn.nodes.index
         for spec in ssn.snapshot.residents:
             row = index.get(spec.node) if spec.node else None

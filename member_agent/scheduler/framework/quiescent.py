@@ -1,0 +1,110 @@
+"""Quiescent jobs: running gangs a session can only report on, kept out of its per-job loops.
+
+Volcano's session wraps and walks every job of the snapshot. In a long trace replay most of them
+are gangs whose every pod is Running or Bound: with allocate-style actions nothing can happen to
+them in the session, yet wrapping them, summing their usage, voting on them and closing them was
+most of a session (16 µs a job a session at 600 jobs). A job is *quiescent* for a session when
+
+* the configuration can only act on jobs with pending work: its actions are among
+  :data:`ACTIONS` (``enqueue`` admits Pending PodGroups, ``allocate`` and ``backfill`` place
+  pending tasks; none evicts) and its plugins among :data:`PLUGINS`, whose per-job work for such
+  a job is known (``gang`` marks it Scheduled, ``proportion`` counts its usage; the others read
+  only node rows and the jobs being placed);
+* the PodGroup is Running, every task Running or Bound on a node of the snapshot, none nominated,
+  and the gang is ready (``gang``'s JobReady);
+* no task of the snapshot carries inter-pod terms (those read every pod of a node), and no old
+  Unschedulable condition of the job carries this session's id.
+
+Such a job is not wrapped (``Session.jobs`` leaves it out; ``Session.quiescent`` lists its spec),
+``queue_usage`` adds its memoised terms, and ``close_session`` writes what it would have written
+for it, from :func:`fragment`: its pods' owner, phase Running, gang's Scheduled condition and its
+report. Everything here is a function of the spec, kept in ``JobSpec.memo``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from member_agent.scheduler.framework.result import JobReport
+from member_agent.scheduler.framework.status import TaskStatus
+
+if TYPE_CHECKING:
+    from member_agent.scheduler.framework.snapshot import JobSpec, Snapshot
+    from policies.scheduler_conf import SchedulerConf
+
+S = TaskStatus
+ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
+PLUGINS = frozenset({"priority", "gang", "conformance", "predicates", "proportion", "nodeorder", "binpack"})
+SETTLED = frozenset({S.RUNNING, S.BOUND})
+#: gang's condition for a ready job (``plugins/gang.py``)
+SCHEDULED = ("Scheduled", "tasks in gang are ready to be scheduled", "")
+
+
+def conf_allows(conf: SchedulerConf) -> bool:
+    return set(conf.actions) <= ACTIONS and all(
+        option.name in PLUGINS for tier in conf.tiers for option in tier.plugins)
+
+
+def snapshot_allows(snapshot: Snapshot) -> bool:
+    """No inter-pod terms anywhere (a pending pod's term may select a quiescent job's pods)."""
+    return not any(_has_terms(spec) for spec in snapshot.jobs) and not any(
+        t.pod_affinity for t in snapshot.residents)
+
+
+def _has_terms(spec: JobSpec) -> bool:
+    known = spec.memo.get("pod_terms")
+    if known is None:
+        known = spec.memo["pod_terms"] = any(t.pod_affinity for t in spec.tasks)
+    return bool(known)
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """What closing a quiescent job writes into the result."""
+
+    node_names: tuple[str, ...]  # the node table the check was made against
+    eligible: bool
+    owners: dict[str, str]
+    kept_conditions: tuple[dict[str, Any], ...]  # the spec's conditions but Scheduled, as gang keeps them
+    session_ids: frozenset[str]  # transitionIDs of old Unschedulable conditions
+    report: JobReport | None
+
+
+def fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment:
+    memo = spec.memo.get("quiescent")
+    if memo is None or memo.node_names is not node_names:
+        memo = spec.memo["quiescent"] = _fragment(spec, node_names, index)
+    return memo
+
+
+def is_quiescent(spec: JobSpec, node_names: tuple[str, ...], index: Any, session_uid: str) -> bool:
+    found = fragment(spec, node_names, index)
+    return found.eligible and session_uid not in found.session_ids
+
+
+def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment:
+    from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+
+    eligible = (spec.phase == "Running" and bool(spec.tasks) and all(
+        t.status in SETTLED and t.node and t.node in index and not t.nominated_node and not t.pod_affinity
+        for t in spec.tasks))
+    report = None
+    kept = tuple(dict(c) for c in spec.conditions if c.get("type") != SCHEDULED[0])
+    if eligible:
+        probe = JobInfo(spec)
+        for i, task in enumerate(spec.tasks):
+            probe.add(TaskInfo(task, probe, index.get(task.node), i))
+        eligible = probe.check_task_ready() and probe.is_ready()  # gang's JobReady
+        message = next((str(c.get("message", "")) for c in kept if c.get("type") == "Unschedulable"), "")
+        report = JobReport(job=spec.uid, queue=spec.queue, phase="Running", min_available=spec.min_available,
+                           tasks=len(spec.tasks), bound=len(spec.tasks), pipelined=0, pending=0, reason="",
+                           message=message)
+    ids = frozenset(str(c.get("transitionID")) for c in spec.conditions
+                    if c.get("type") == "Unschedulable" and c.get("status") == "True")
+    return Fragment(node_names, eligible, {t.key: spec.uid for t in spec.tasks}, kept, ids, report)
+
+
+def scheduled_condition(session_uid: str) -> dict[str, str]:
+    kind, reason, message = SCHEDULED
+    return {"type": kind, "status": "True", "reason": reason, "message": message, "transitionID": session_uid}

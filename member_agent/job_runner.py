@@ -178,9 +178,10 @@ class JobRun:
             # comparison with the desired PodGroup short-cut).
             status = self.pod_group.get("status")
             try:
-                # through PodGroup's own validator: a PodGroupStatus one would be a second schema
+                # through PodGroup's own validator (a PodGroupStatus one would be a second schema;
+                # "spec" given, so its default factory does not build PodGroupSpec's either)
                 model = cached[1].model_copy(update={
-                    "status": None if status is None else PodGroup.model_validate({"status": status}).status})
+                    "status": None if status is None else PodGroup.model_validate({"spec": {}, "status": status}).status})
             except ValueError:
                 model = None  # validated whole below, so the error names the field from the root
         if model is None:

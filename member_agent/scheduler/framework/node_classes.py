@@ -68,7 +68,10 @@ _PROJECTIONS: dict[int, np.ndarray] = {}
 def _projection(width: int) -> np.ndarray:
     weights = _PROJECTIONS.get(width)
     if weights is None:
-        weights = _PROJECTIONS[width] = np.random.default_rng(width).random(width) + 0.5
+        # Square roots of 2, 3, 4, ... scaled apart: different rows rarely project alike, and any
+        # fixed weights are exact (collisions are checked). Not numpy.random, whose import costs
+        # an agent ~3 MiB.
+        weights = _PROJECTIONS[width] = np.sqrt(np.arange(2, width + 2, dtype=np.float64)) * (1.0 + 1e-3 * np.arange(width))
     return weights
 
 

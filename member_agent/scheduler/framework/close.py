@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework.dims import fits
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.result import CycleResult, JobReport
 from member_agent.scheduler.framework.session import Session
-from member_agent.scheduler.framework.snapshot import JobSpec
 from member_agent.scheduler.framework.status import COMPLETED_STATUSES, READY_STATUSES, TaskStatus
 
 S = TaskStatus
@@ -155,11 +153,10 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
     return row is not None and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always)
 
 
-def _close_quiescent(ssn: Session, spec: JobSpec, index: Any, result: CycleResult, scheduled: dict[str, str]) -> None:
+def _close_quiescent(found: quiescent.Fragment, result: CycleResult, scheduled: dict[str, str]) -> None:
     """What closing writes for a job the session left out (framework/quiescent.py)."""
-    found = quiescent.fragment(spec, ssn.node_names, index)
     assert found.report is not None
-    uid = spec.uid
+    uid = found.uid
     result.pod_owner.update(found.owners)
     result.pod_groups[uid] = "Running"
     kept = found.kept_conditions
@@ -177,13 +174,12 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         result.evictions.append(task.key)
         result.eviction_reasons[task.key] = reason
         ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
-    jobs = ssn.jobs
-    index = ssn.nodes.index
+    jobs, left_out = ssn.jobs, ssn.left_out
     scheduled = quiescent.scheduled_condition(ssn.uid)  # gang's condition, copied per job
     for spec in ssn.snapshot.jobs:  # in snapshot order, quiescent jobs where they stand
         job = jobs.get(spec.uid)
         if job is None:
-            _close_quiescent(ssn, spec, index, result, scheduled)
+            _close_quiescent(left_out[spec.uid], result, scheduled)
             continue
         walk = _task_walk(ssn, job)
         result.pod_owner.update(walk.owners)

@@ -15,7 +15,8 @@ most of a session (16 µs a job a session at 600 jobs). A job is *quiescent* for
 * no task of the snapshot carries inter-pod terms (those read every pod of a node), and no old
   Unschedulable condition of the job carries this session's id.
 
-Such a job is not wrapped (``Session.jobs`` leaves it out; ``Session.quiescent`` lists its spec),
+Such a job is not wrapped (``Session.jobs`` leaves it out; ``Session.quiescent`` lists its spec,
+``Session.left_out`` its fragment),
 ``queue_usage`` adds its memoised terms, and ``close_session`` writes what it would have written
 for it, from :func:`fragment`: its pods' owner, phase Running, gang's Scheduled condition and its
 report. Everything here is a function of the spec, kept in ``JobSpec.memo``.
@@ -46,17 +47,15 @@ def conf_allows(conf: SchedulerConf) -> bool:
         option.name in PLUGINS for tier in conf.tiers for option in tier.plugins)
 
 
-def snapshot_allows(snapshot: Snapshot) -> bool:
-    """No inter-pod terms anywhere (a pending pod's term may select a quiescent job's pods)."""
-    return not any(_has_terms(spec) for spec in snapshot.jobs) and not any(
-        t.pod_affinity for t in snapshot.residents)
-
-
-def _has_terms(spec: JobSpec) -> bool:
-    known = spec.memo.get("pod_terms")
-    if known is None:
-        known = spec.memo["pod_terms"] = any(t.pod_affinity for t in spec.tasks)
-    return bool(known)
+def left_out(conf: SchedulerConf, snapshot: Snapshot, session_uid: str) -> dict[str, Fragment]:
+    """The jobs a session over ``snapshot`` may leave out, by uid, each with its fragment."""
+    if not conf_allows(conf) or any(t.pod_affinity for t in snapshot.residents):
+        return {}
+    names, index = snapshot.nodes.names, snapshot.nodes.index
+    found = [fragment(spec, names, index) for spec in snapshot.jobs]
+    if any(f.has_terms for f in found):  # a pending pod's term may select a quiescent job's pods
+        return {}
+    return {f.uid: f for f in found if f.eligible and session_uid not in f.session_ids}
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,9 @@ class Fragment:
     """What closing a quiescent job writes into the result."""
 
     node_names: tuple[str, ...]  # the node table the check was made against
+    uid: str
     eligible: bool
+    has_terms: bool  # a task carries inter-pod terms
     owners: dict[str, str]
     kept_conditions: tuple[dict[str, Any], ...]  # the spec's conditions but Scheduled, as gang keeps them
     session_ids: frozenset[str]  # transitionIDs of old Unschedulable conditions
@@ -76,11 +77,6 @@ def fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment
     if memo is None or memo.node_names is not node_names:
         memo = spec.memo["quiescent"] = _fragment(spec, node_names, index)
     return memo
-
-
-def is_quiescent(spec: JobSpec, node_names: tuple[str, ...], index: Any, session_uid: str) -> bool:
-    found = fragment(spec, node_names, index)
-    return found.eligible and session_uid not in found.session_ids
 
 
 def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment:
@@ -102,7 +98,8 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
                            message=message)
     ids = frozenset(str(c.get("transitionID")) for c in spec.conditions
                     if c.get("type") == "Unschedulable" and c.get("status") == "True")
-    return Fragment(node_names, eligible, {t.key: spec.uid for t in spec.tasks}, kept, ids, report)
+    return Fragment(node_names, spec.uid, eligible, any(t.pod_affinity for t in spec.tasks),
+                    {t.key: spec.uid for t in spec.tasks}, kept, ids, report)
 
 
 def scheduled_condition(session_uid: str) -> dict[str, str]:

@@ -100,9 +100,10 @@ class Session:
         index = nodes.index
         #: Specs of the jobs this session only reports on (framework/quiescent.py), in snapshot order.
         self.quiescent: list[JobSpec] = []
-        skip = quiescent.conf_allows(conf) and quiescent.snapshot_allows(snapshot)
+        self.left_out: dict[str, quiescent.Fragment] = quiescent.left_out(conf, snapshot, uid)
+        left_out = self.left_out
         for spec in snapshot.jobs:
-            if skip and quiescent.is_quiescent(spec, nodes.names, index, uid):
+            if left_out and spec.uid in left_out:
                 self.quiescent.append(spec)
                 continue
             job = JobInfo(spec)
@@ -224,6 +225,7 @@ class Session:
             job.tasks = []
         self.jobs.clear()
         self.quiescent.clear()
+        self.left_out = {}
         self.node_tasks.clear()
         self.plugins.clear()
         self.callbacks.clear()

@@ -312,3 +312,22 @@ def test_sessions_over_the_incremental_cache_decide_as_sessions_over_fresh_snaps
             if group["status"].get("phase") != phase:
                 group["status"] = {"phase": phase, "conditions": result.conditions[key]}
                 cache.upsert(copy.deepcopy(group))
+
+
+def test_a_left_out_job_whose_status_moves_only_in_transition_id_is_reported_steady() -> None:
+    """Volcano's job updater skips a PodGroup status that changed only in transition ids and
+    times; the result names those PodGroups so a consumer can skip them too."""
+    scheduled = {"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+                 "message": "", "transitionID": "an-older-session"}
+    objects = _objects([("q1", "Running", 1, ["Running", "Running"]), ("q1", "Running", 1, ["Running", "Running"]),
+                        ("q2", "Running", 1, ["Running", "Running"]), ("q1", "Inqueue", 1, ["Pending"])])
+    groups = [o for o in objects if o["kind"] == "PodGroup"]
+    groups[0]["status"]["conditions"] = [scheduled]
+    groups[1]["status"]["conditions"] = [{**scheduled, "reason": "something else"}]  # gang would rewrite it
+    result = run_cycle(build_snapshot(objects), FIFO, FixedClock())
+    assert result.steady_pod_groups == {"b/j0"}
+    written = result.conditions["b/j0"]
+    assert [{k: v for k, v in c.items() if k != "transitionID"} for c in written] == [
+        {k: v for k, v in scheduled.items() if k != "transitionID"}]
+    assert written[0]["transitionID"] == result.session_uid and result.pod_groups["b/j0"] == "Running"
+    assert result == _cycle_without_quiescent(build_snapshot(objects), FIFO)

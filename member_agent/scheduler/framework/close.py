@@ -162,6 +162,8 @@ def _close_quiescent(found: quiescent.Fragment, result: CycleResult, scheduled: 
     kept = found.kept_conditions
     result.conditions[uid] = [*(dict(c) for c in kept), dict(scheduled)] if kept else [dict(scheduled)]
     result.jobs[uid] = found.report
+    if found.steady:
+        result.steady_pod_groups.add(uid)
 
 
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:

@@ -70,6 +70,7 @@ class Fragment:
     kept_conditions: tuple[dict[str, Any], ...]  # the spec's conditions but Scheduled, as gang keeps them
     session_ids: frozenset[str]  # transitionIDs of old Unschedulable conditions
     report: JobReport | None
+    steady: bool  # the spec already carries gang's Scheduled condition: closing moves only its transitionID
 
 
 def fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment:
@@ -98,8 +99,15 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
                            message=message)
     ids = frozenset(str(c.get("transitionID")) for c in spec.conditions
                     if c.get("type") == "Unschedulable" and c.get("status") == "True")
+    # Closing rewrites the conditions as kept + gang's Scheduled: the same list but for its
+    # transitionID when the spec ends with that very condition and holds no other Scheduled one.
+    kind, reason, message = SCHEDULED
+    last = spec.conditions[-1] if spec.conditions else {}
+    steady = (sum(1 for c in spec.conditions if c.get("type") == kind) == 1
+              and {k: v for k, v in last.items() if k != "transitionID"}
+              == {"type": kind, "status": "True", "reason": reason, "message": message})
     return Fragment(node_names, spec.uid, eligible, any(t.pod_affinity for t in spec.tasks),
-                    {t.key: spec.uid for t in spec.tasks}, kept, ids, report)
+                    {t.key: spec.uid for t in spec.tasks}, kept, ids, report, steady)
 
 
 def scheduled_condition(session_uid: str) -> dict[str, str]:

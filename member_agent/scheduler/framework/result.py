@@ -51,6 +51,11 @@ class CycleResult:
     session_seconds: float = 0.0
     #: Where the next session's node search starts (``SessionOptions.last_processed_node_index``).
     last_processed_node_index: int = 0
+    #: PodGroups whose status above differs from their snapshot's only in the transitionID of
+    #: gang's Scheduled condition (quiescent jobs, framework/quiescent.py). Volcano's job updater
+    #: does not write such a status (it compares conditions without transition id and times), so
+    #: a consumer may skip them. Not part of the result's equality or JSON.
+    steady_pod_groups: set[str] = field(default_factory=set, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The stable shape of ``caldera schedule -o json`` (DESIGN.md "Stable file formats")."""

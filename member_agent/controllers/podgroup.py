@@ -119,7 +119,9 @@ def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGro
 #: the PodGroup again was half of a pass in a trace replay. Entries hold the objects they are
 #: keyed by, so an id cannot be reused while its entry lives.
 _DESIRED: OrderedDict[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, PodGroup, dict[str, Any]]] = OrderedDict()
-_DESIRED_SIZE = 2048
+#: Entries kept (least recently used go first): a Job's passes come in bursts, and each entry holds
+#: a PodGroup model, which a long-running agent should not keep for every Job it ever ran.
+_DESIRED_SIZE = 256
 
 
 def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[PodGroup, dict[str, Any]]:
@@ -127,6 +129,7 @@ def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[PodGrou
     key = (id(spec), id(metadata), tuple(sorted(priority_classes.items())))
     hit = _DESIRED.get(key)
     if hit is not None and hit[0] is spec and hit[1] is metadata:
+        _DESIRED.move_to_end(key)
         return hit[2], hit[3]
     desired = build_pod_group(job, priority_classes)
     # the spec's wire form through the PodGroup's own serializer: PodGroupSpec's own would be a
@@ -146,6 +149,7 @@ def _same_spec(observed: PodGroup, desired: PodGroup, desired_wire: dict[str, An
     key = (id(observed.spec), id(desired.spec))
     hit = _SAME.get(key)
     if hit is not None and hit[0] is observed.spec and hit[1] is desired.spec:
+        _SAME.move_to_end(key)
         return hit[2]
     # Model equality first (same field values, no serialising); the wire form decides otherwise.
     same = observed.spec == desired.spec or observed.to_wire().get("spec") == desired_wire

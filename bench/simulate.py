@@ -131,7 +131,15 @@ def philly(conf_path: str, limit: int | None, until: float | None, coalesce: flo
 
         prof = cProfile.Profile()
         prof.enable()
-    run, summary = run_job_mode(args, trace, parse_scheduler_conf(Path(conf_path).read_text()), Path(conf_path).name)
+    started, shown = time.perf_counter(), [0]
+
+    def progress(done: int, total: int) -> None:  # a line every 5,000 jobs: the whole trace takes minutes
+        if done - shown[0] >= 5000 or (done == total and done != shown[0]):
+            shown[0] = done
+            print(f"  {done:,}/{total:,} jobs done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+
+    run, summary = run_job_mode(args, trace, parse_scheduler_conf(Path(conf_path).read_text()), Path(conf_path).name,
+                                progress=progress)
     if prof is not None:
         import pstats
 

@@ -94,6 +94,9 @@ class Member:
         self._unstarted: set[str] = set()  # jobs whose share has not turned Running yet
         self._unbound: set[str] = set()  # "ns/pod" of pods without a node
         self._gang_jobs: set[str] = set()  # shares taking part in a two-phase start
+        #: job -> when its controller asked to be looked at again (only shares that asked): read on
+        #: every tick, so kept as passes set it rather than found by walking every share
+        self._requeue_at: dict[str, float] = {}
         self._rv = 0
         self.changed = False  # since the last session
         self.finishes: list[tuple[float, int, str, str]] = []  # (time, seq, job, pod) heap
@@ -118,6 +121,7 @@ class Member:
             per_pod[task["name"]] = float(requests.get(GPU, 0) or 0) + float(requests.get("nvidia.com/gpucores", 0) or 0) / 100
         share = Share(job, record, JobRun.start(record, self.clock.now()), GangTracker(generation), duration, per_pod)
         self.shares[job] = share
+        self._requeue_at.pop(job, None)  # a new run of the job: nothing asked yet
         self._unstarted.add(job)
         if record.gang_managed:
             self._gang_jobs.add(job)
@@ -160,6 +164,15 @@ class Member:
                 share = self.shares.get(job)
                 if share is not None:
                     self._pass(share)
+                    self._note_requeue(job)
+
+    def _note_requeue(self, job: str) -> None:
+        share = self.shares.get(job)  # gone when the pass finished it
+        at = share.run.requeue_at if share is not None else None
+        if at is None:
+            self._requeue_at.pop(job, None)
+        else:
+            self._requeue_at[job] = at
 
     def _pass(self, share: Share) -> None:
         now = self.clock.now()
@@ -228,6 +241,7 @@ class Member:
             self.cache.delete(share.cached_group)
             self._by_group.pop(self._group_key(share.cached_group), None)
         self.shares.pop(share.job, None)
+        self._requeue_at.pop(share.job, None)
         self._dirty.discard(share.job)
         self._unstarted.discard(share.job)
         self._gang_jobs.discard(share.job)
@@ -253,9 +267,9 @@ class Member:
     # ------------------------------------------------------------------ the kubelet
     def finish_due(self, until: float) -> None:
         """Pods whose run time is over succeed (exit code 0)."""
-        for share in self.shares.values():
-            if share.run.requeue_at is not None and share.run.requeue_at <= until:
-                self._dirty.add(share.job)
+        for job, at in self._requeue_at.items():
+            if at <= until:
+                self._dirty.add(job)
         while self.finishes and self.finishes[0][0] <= until:
             _when, _seq, job, name = heapq.heappop(self.finishes)
             share = self.shares.get(job)
@@ -277,8 +291,7 @@ class Member:
 
     def next_requeue(self) -> float:
         """The earliest time a share's controller asked to be looked at again (retry delay, TTL)."""
-        return min((s.run.requeue_at for s in self.shares.values() if s.run.requeue_at is not None),
-                   default=float("inf"))
+        return min(self._requeue_at.values(), default=float("inf"))
 
     def never_fits(self, job: TraceJob) -> str:
         """Why no state of this cluster could ever run ``job`` ("" when one could): a pod larger

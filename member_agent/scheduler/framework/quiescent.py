@@ -52,10 +52,16 @@ def left_out(conf: SchedulerConf, snapshot: Snapshot, session_uid: str) -> dict[
     if not conf_allows(conf) or any(t.pod_affinity for t in snapshot.residents):
         return {}
     names, index = snapshot.nodes.names, snapshot.nodes.index
-    found = [fragment(spec, names, index) for spec in snapshot.jobs]
-    if any(f.has_terms for f in found):  # a pending pod's term may select a quiescent job's pods
-        return {}
-    return {f.uid: f for f in found if f.eligible and session_uid not in f.session_ids}
+    out: dict[str, Fragment] = {}
+    for spec in snapshot.jobs:  # one pass, the memo read inline: this runs for every job every session
+        found = spec.memo.get("quiescent")
+        if found is None or found.node_names is not names:
+            found = fragment(spec, names, index)
+        if found.has_terms:  # a pending pod's term may select a quiescent job's pods
+            return {}
+        if found.eligible and session_uid not in found.session_ids:
+            out[found.uid] = found
+    return out
 
 
 @dataclass(frozen=True)

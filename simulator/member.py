@@ -360,9 +360,12 @@ class Member:
             job = self._by_group.get(key)
             if job is not None and self.shares[job].run.set_pod_group_phase(phase, result.conditions.get(key)):
                 self._dirty.add(job)
-        if not self._gang_jobs:  # only two-phase shares keep a gang tracker
-            self.reconcile()
-            return result
+        if self._gang_jobs:  # only two-phase shares keep a gang tracker
+            self._evaluate_gangs(result)
+        self.reconcile()
+        return result
+
+    def _evaluate_gangs(self, result: CycleResult) -> None:
         reasons: dict[str, str] = {}
         for key, report in result.jobs.items():
             owner = self._by_group.get(key)
@@ -373,5 +376,3 @@ class Member:
             share = self.shares[job]
             share.gang.evaluate(share.record, share.run.min_member, share.run.phase, reasons.get(job, ""),
                                 self.clock.now())
-        self.reconcile()
-        return result

@@ -100,6 +100,14 @@ class JobInfo:
     def name(self) -> str:
         return self.spec.name
 
+    @classmethod
+    def at_snapshot(cls, spec: JobSpec) -> JobInfo:
+        """``spec`` wrapped with every task at its snapshot status and on no node row (for values
+        derived from the spec alone, outside a session)."""
+        job = cls(spec)
+        job.adopt([TaskInfo(t, job, None, i) for i, t in enumerate(spec.tasks)])
+        return job
+
     # ---------------------------------------------------------------- bookkeeping
     def adopt(self, tasks: list[TaskInfo]) -> None:
         """Take ``tasks``, one per spec task in order and still at its snapshot status; the

@@ -48,7 +48,7 @@ def state_classes(state: np.ndarray) -> np.ndarray:
     """A class id per row of ``state``: equal rows, equal ids (labels are arbitrary).
 
     ``np.unique(axis=0)`` compares rows field by field (~3 ms for 1,000 nodes, paid every session).
-    Instead rows are grouped by one fixed random projection, and each row is then compared
+    Instead rows are grouped by one fixed projection (:func:`_projection`), and each row is then compared
     with its group's first row: exact whatever the projection, and a collision (two different
     rows, one projection) falls back to the row comparison."""
     if not len(state):

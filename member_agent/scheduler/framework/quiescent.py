@@ -38,7 +38,7 @@ S = TaskStatus
 ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
 PLUGINS = frozenset({"priority", "gang", "conformance", "predicates", "proportion", "nodeorder", "binpack"})
 SETTLED = frozenset({S.RUNNING, S.BOUND})
-#: gang's condition for a ready job (``plugins/gang.py``)
+#: gang's condition for a ready job (``plugins/gang.py`` sets it from here)
 SCHEDULED = ("Scheduled", "tasks in gang are ready to be scheduled", "")
 
 
@@ -87,7 +87,7 @@ def fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment
 
 
 def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment:
-    from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+    from member_agent.scheduler.framework.infos import JobInfo
 
     eligible = (spec.phase == "Running" and bool(spec.tasks) and all(
         t.status in SETTLED and t.node and t.node in index and not t.nominated_node and not t.pod_affinity
@@ -95,9 +95,7 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
     report = None
     kept = tuple(dict(c) for c in spec.conditions if c.get("type") != SCHEDULED[0])
     if eligible:
-        probe = JobInfo(spec)
-        for i, task in enumerate(spec.tasks):
-            probe.add(TaskInfo(task, probe, index.get(task.node), i))
+        probe = JobInfo.at_snapshot(spec)
         eligible = probe.check_task_ready() and probe.is_ready()  # gang's JobReady
         message = next((str(c.get("message", "")) for c in kept if c.get("type") == "Unschedulable"), "")
         report = JobReport(job=spec.uid, queue=spec.queue, phase="Running", min_available=spec.min_available,
@@ -116,6 +114,10 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
                     {t.key: spec.uid for t in spec.tasks}, kept, ids, report, steady)
 
 
-def scheduled_condition(session_uid: str) -> dict[str, str]:
-    kind, reason, message = SCHEDULED
+def condition(kind: str, reason: str, message: str, session_uid: str) -> dict[str, str]:
+    """A PodGroup condition as gang writes it (``plugins/gang.py`` builds its conditions here too)."""
     return {"type": kind, "status": "True", "reason": reason, "message": message, "transitionID": session_uid}
+
+
+def scheduled_condition(session_uid: str) -> dict[str, str]:
+    return condition(*SCHEDULED, session_uid)

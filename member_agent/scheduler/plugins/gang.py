@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework.close import job_fit_error
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
@@ -69,7 +70,7 @@ class GangPlugin:
             if not job.tasks:
                 continue
             if job_ready(job) or _releasing_holds_gang(job):
-                _set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "", ssn.uid)
+                _set_condition(job, *quiescent.SCHEDULED, ssn.uid)
                 continue
             tentative = sum(1 for t in job.tasks if t.status == S.PENDING and t.last_tx in ALLOCATED_STATUSES)
             unready = job.min_available - (job.ready_num + tentative)
@@ -85,9 +86,7 @@ def _releasing_holds_gang(job: JobInfo) -> bool:
 
 def _set_condition(job: JobInfo, kind: str, reason: str, message: str, uid: str) -> None:
     job.conditions = [c for c in job.conditions if c.get("type") != kind]
-    job.conditions.append(
-        {"type": kind, "status": "True", "reason": reason, "message": message, "transitionID": uid}
-    )
+    job.conditions.append(quiescent.condition(kind, reason, message, uid))
 
 
 def new(args: dict[str, Any]) -> GangPlugin:

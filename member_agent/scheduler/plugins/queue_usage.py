@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Vector
-from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import JobSpec
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
@@ -128,16 +128,9 @@ def _terms(job: JobInfo | JobSpec, zeros: Vector, full_min_for_inqueue: bool) ->
     key = ("queue_terms", full_min_for_inqueue)
     terms: _Terms | None = spec.memo.get(key)
     if terms is None:
-        info = job if isinstance(job, JobInfo) else _wrapped(spec)
+        info = job if isinstance(job, JobInfo) else JobInfo.at_snapshot(spec)  # a quiescent job's spec
         terms = spec.memo[key] = _Terms.of(info, zeros, full_min_for_inqueue)
     return terms
-
-
-def _wrapped(spec: JobSpec) -> JobInfo:
-    """A quiescent job's spec as a JobInfo at its snapshot statuses (to compute its terms once)."""
-    info = JobInfo(spec)
-    info.adopt([TaskInfo(t, info, None, i) for i, t in enumerate(spec.tasks)])
-    return info
 
 
 def _all_jobs(ssn: Session, full_min_for_inqueue: bool = False) -> list[JobInfo | JobSpec | _Terms]:
@@ -165,7 +158,7 @@ SCATTER_FROM = 8
 _EXACT = float(2 ** 53)
 
 
-def _whole_number_usage(all_terms: list[_Terms], zeros: Vector) -> dict[str, Usage] | None:
+def _whole_number_usage(all_terms: list[_Terms]) -> dict[str, Usage] | None:
     """The per-queue sums in one scatter-add, when every term is a whole number and no partial
     sum can leave the exact range: then they equal the sequential sums bit for bit (requests are
     integers in base units, millicores and bytes, unless a pod asks a fraction of a GPU)."""
@@ -188,7 +181,7 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
     zeros = ssn.dims.zeros()
     all_terms = [job if isinstance(job, _Terms) else _terms(job, zeros, full_min_for_inqueue)
                  for job in _all_jobs(ssn, full_min_for_inqueue)]
-    fast = _whole_number_usage(all_terms, zeros) if len(all_terms) > SCATTER_FROM else None
+    fast = _whole_number_usage(all_terms) if len(all_terms) > SCATTER_FROM else None
     if fast is not None:
         return fast
     by_queue: dict[str, tuple[list[Vector], list[Vector], list[Vector], list[Vector]]] = {}

@@ -17,6 +17,7 @@ everything on the next snapshot (it changes every row or every task).
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 from dataclasses import replace
@@ -33,6 +34,7 @@ from member_agent.scheduler.framework.builder import (
     resource_list,
 )
 from member_agent.scheduler.framework.dims import Dimensions
+from member_agent.scheduler.framework.left_out import QuiescentLedger
 from member_agent.scheduler.framework.snapshot import (
     DeviceArrays,
     DeviceUsage,
@@ -85,6 +87,8 @@ class SchedulerCache:
         self._seen: set[str] = set()
         self._workload_tuple: tuple[tuple[tuple[float, ...], int], ...] | None = None
         self._stale = True
+        #: Shared by every snapshot: what sessions leave out is kept across them (framework/left_out.py).
+        self.ledger = QuiescentLedger()
         self.rebuilds = 0  # full rebuilds so far (a bench/test reading)
 
     # ------------------------------------------------------------------ events
@@ -171,6 +175,11 @@ class SchedulerCache:
         self._members: dict[str, dict[str, TaskSpec]] = {}
         self._shadow: dict[str, Mapping[str, Any]] = {}
         self._jobs: dict[str, tuple[JobSpec | None, tuple[str, ...]]] = {}
+        #: The keys of the jobs that have a spec, sorted (the snapshot's order), and their specs:
+        #: kept as jobs come and go, so a snapshot's job tuple is one C-level pass, not a sort.
+        self._order: list[str] = []
+        self._specs: dict[str, JobSpec] = {}
+        self._job_tuple: tuple[JobSpec, ...] = ()
         self._dirty_jobs: set[str] = set()
         self._broken: set[str] = set()  # jobs with problems or no spec
         self._residents: dict[str, TaskSpec] = {}
@@ -310,18 +319,8 @@ class SchedulerCache:
             self._rebuild()
             if self._stale:  # a pod named a new resource during the rebuild: its names are in now
                 self._rebuild()
-        for job in sorted(self._dirty_jobs):
-            derived = self._jobs[job] = self._derive_job(job)
-            if derived == (None, ()):  # gone: no PodGroup and no pods
-                del self._jobs[job]
-                self._broken.discard(job)
-            elif derived[0] is None or derived[1]:
-                self._broken.add(job)
-            else:
-                self._broken.discard(job)
         if self._dirty_jobs:
-            self._job_tuple = tuple(spec for _, (spec, _p) in sorted(self._jobs.items()) if spec is not None)
-            self._dirty_jobs.clear()
+            self._derive_dirty_jobs()
         arrays = self._gpu_arrays
         for row in self._dirty_rows:
             node = self._devices.get(row)
@@ -340,10 +339,38 @@ class SchedulerCache:
         total = table.allocatable.sum(axis=0) if len(table) else self.dims.zeros()
         if self._workload_tuple is None:
             self._workload_tuple = tuple(sorted(self._workload.items()))
-        return Snapshot(self.dims, table, getattr(self, "_job_tuple", ()), dict(self._queue_specs),
+        return Snapshot(self.dims, table, self._job_tuple, dict(self._queue_specs),
                         dict(self._builder.priority_classes), tuple(problems), total,
                         tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._usage),
-                        self._workload_tuple or (), self._frozen_arrays())
+                        self._workload_tuple or (), self._frozen_arrays(), self.ledger)
+
+    def _derive_dirty_jobs(self) -> None:
+        previous = self._job_tuple
+        removed: list[JobSpec] = []
+        added: list[JobSpec] = []
+        order, specs = self._order, self._specs
+        for job in sorted(self._dirty_jobs):
+            derived = self._jobs[job] = self._derive_job(job)
+            if derived == (None, ()):  # gone: no PodGroup and no pods
+                del self._jobs[job]
+                self._broken.discard(job)
+            elif derived[0] is None or derived[1]:
+                self._broken.add(job)
+            else:
+                self._broken.discard(job)
+            old, new = specs.get(job), derived[0]
+            if old is not None:
+                removed.append(old)
+            if new is not None:
+                added.append(new)
+                if old is None:
+                    bisect.insort(order, job)
+                specs[job] = new
+            elif old is not None:
+                del order[bisect.bisect_left(order, job)], specs[job]
+        self._dirty_jobs.clear()
+        self._job_tuple = tuple(map(specs.__getitem__, order))
+        self.ledger.note(previous, self._job_tuple, removed, added)
 
     def _frozen_arrays(self) -> DeviceArrays:
         copies = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from itertools import repeat
 
 from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework.dims import fits
@@ -153,17 +154,19 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
     return row is not None and fits(task.spec.request, ssn.future_idle(row), ssn.dims.always)
 
 
-def _close_quiescent(found: quiescent.Fragment, result: CycleResult, scheduled: dict[str, str]) -> None:
-    """What closing writes for a job the session left out (framework/quiescent.py)."""
-    assert found.report is not None
-    uid = found.uid
-    result.pod_owner.update(found.owners)
-    result.pod_groups[uid] = "Running"
-    kept = found.kept_conditions
-    result.conditions[uid] = [*(dict(c) for c in kept), dict(scheduled)] if kept else [dict(scheduled)]
-    result.jobs[uid] = found.report
-    if found.steady:
-        result.steady_pod_groups.add(uid)
+def _close_left_out(ssn: Session, result: CycleResult) -> None:
+    """What closing writes for the jobs the session left out (framework/quiescent.py), merged
+    over them by the ledger (framework/left_out.py), in C loops: a job whose only condition is
+    gang's Scheduled gets a list of its own holding the session's one condition dict (the
+    result's conditions are read, never edited in place)."""
+    left = ssn.left_out
+    result.pod_owner.update(left.owners)
+    result.pod_groups.update(dict.fromkeys(left.fragments, "Running"))
+    scheduled = quiescent.scheduled_condition(ssn.uid)
+    result.conditions.update(zip(left.plain, map(list, repeat((scheduled,)))))
+    result.conditions.update({uid: [*map(dict, kept), scheduled.copy()] for uid, kept in left.kept.items()})
+    result.jobs.update(left.reports)
+    result.steady_pod_groups.update(left.steady)
 
 
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
@@ -176,13 +179,9 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         result.evictions.append(task.key)
         result.eviction_reasons[task.key] = reason
         ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
-    jobs, left_out = ssn.jobs, ssn.left_out
-    scheduled = quiescent.scheduled_condition(ssn.uid)  # gang's condition, copied per job
-    for spec in ssn.snapshot.jobs:  # in snapshot order, quiescent jobs where they stand
-        job = jobs.get(spec.uid)
-        if job is None:
-            _close_quiescent(left_out[spec.uid], result, scheduled)
-            continue
+    if ssn.left_out:
+        _close_left_out(ssn, result)
+    for job in ssn.jobs.values():  # in snapshot order (the jobs left out are in the result already)
         walk = _task_walk(ssn, job)
         result.pod_owner.update(walk.owners)
         result.bindings.update(walk.bindings)

@@ -15,9 +15,8 @@ most of a session (16 µs a job a session at 600 jobs). A job is *quiescent* for
 * no task of the snapshot carries inter-pod terms (those read every pod of a node), and no old
   Unschedulable condition of the job carries this session's id.
 
-Such a job is not wrapped (``Session.jobs`` leaves it out; ``Session.quiescent`` lists its spec,
-``Session.left_out`` its fragment),
-``queue_usage`` adds its memoised terms, and ``close_session`` writes what it would have written
+Such a job is not wrapped (``Session.jobs`` leaves it out; ``Session.left_out`` holds its
+fragment, kept across sessions by :mod:`left_out`), ``queue_usage`` adds its memoised terms, and ``close_session`` writes what it would have written
 for it, from :func:`fragment`: its pods' owner, phase Running, gang's Scheduled condition and its
 report. Everything here is a function of the spec, kept in ``JobSpec.memo``.
 """
@@ -31,7 +30,7 @@ from member_agent.scheduler.framework.result import JobReport
 from member_agent.scheduler.framework.status import TaskStatus
 
 if TYPE_CHECKING:
-    from member_agent.scheduler.framework.snapshot import JobSpec, Snapshot
+    from member_agent.scheduler.framework.snapshot import JobSpec
     from policies.scheduler_conf import SchedulerConf
 
 S = TaskStatus
@@ -45,23 +44,6 @@ SCHEDULED = ("Scheduled", "tasks in gang are ready to be scheduled", "")
 def conf_allows(conf: SchedulerConf) -> bool:
     return set(conf.actions) <= ACTIONS and all(
         option.name in PLUGINS for tier in conf.tiers for option in tier.plugins)
-
-
-def left_out(conf: SchedulerConf, snapshot: Snapshot, session_uid: str) -> dict[str, Fragment]:
-    """The jobs a session over ``snapshot`` may leave out, by uid, each with its fragment."""
-    if not conf_allows(conf) or any(t.pod_affinity for t in snapshot.residents):
-        return {}
-    names, index = snapshot.nodes.names, snapshot.nodes.index
-    out: dict[str, Fragment] = {}
-    for spec in snapshot.jobs:  # one pass, the memo read inline: this runs for every job every session
-        found = spec.memo.get("quiescent")
-        if found is None or found.node_names is not names:
-            found = fragment(spec, names, index)
-        if found.has_terms:  # a pending pod's term may select a quiescent job's pods
-            return {}
-        if found.eligible and session_uid not in found.session_ids:
-            out[found.uid] = found
-    return out
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework import tiers as votes
 from member_agent.scheduler.framework.affinity_shapes import affinity_shapes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+from member_agent.scheduler.framework.left_out import NOTHING, LeftOut, left_out
 from member_agent.scheduler.framework.points import Point
 from member_agent.scheduler.framework.snapshot import JobSpec, QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
@@ -98,13 +98,11 @@ class Session:
         #: dicts per session were a fifth of opening one).
         self.node_tasks: defaultdict[int, dict[str, TaskInfo]] = defaultdict(dict)
         index = nodes.index
-        #: Specs of the jobs this session only reports on (framework/quiescent.py), in snapshot order.
-        self.quiescent: list[JobSpec] = []
-        self.left_out: dict[str, quiescent.Fragment] = quiescent.left_out(conf, snapshot, uid)
-        left_out = self.left_out
+        #: The jobs this session only reports on (framework/quiescent.py, framework/left_out.py).
+        self.left_out: LeftOut = left_out(conf, snapshot, uid)
+        fragments = self.left_out.fragments
         for spec in snapshot.jobs:
-            if left_out and spec.uid in left_out:
-                self.quiescent.append(spec)
+            if spec.uid in fragments:
                 continue
             job = JobInfo(spec)
             tasks = []
@@ -212,9 +210,15 @@ class Session:
     def has(self, point: Point) -> bool:
         return any(self.callbacks[point])
 
-    def job_queues(self) -> list[str]:
-        """The queue of every job of the snapshot, quiescent ones included, in snapshot order."""
-        return [spec.queue for spec in self.snapshot.jobs]
+    def job_queues(self) -> tuple[str, ...]:
+        """Each queue that has a job in the snapshot (quiescent ones included), once, in the order
+        its first job appears."""
+        return self.snapshot.queue_order
+
+    def quiescent(self) -> list[JobSpec]:
+        """The specs of the jobs left out, in snapshot order."""
+        fragments = self.left_out.fragments
+        return [spec for spec in self.snapshot.jobs if spec.uid in fragments] if fragments else []
 
     def dispose(self) -> None:
         """Break the session's reference cycles once its result is out (tasks and jobs point at
@@ -224,8 +228,7 @@ class Session:
         for job in self.jobs.values():
             job.tasks = []
         self.jobs.clear()
-        self.quiescent.clear()
-        self.left_out = {}
+        self.left_out = NOTHING
         self.node_tasks.clear()
         self.plugins.clear()
         self.callbacks.clear()

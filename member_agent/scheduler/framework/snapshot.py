@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, Mapping
 
 import numpy as np
@@ -191,6 +192,9 @@ class DeviceArrays:
     exclusive: np.ndarray
 
 
+_QUEUE = attrgetter("queue")
+
+
 @dataclass(frozen=True)
 class Snapshot:
     dims: Dimensions
@@ -212,6 +216,15 @@ class Snapshot:
     #: one entry per distinct request (for fragmentation-aware scoring, plugins/fgd.py).
     workload: tuple[tuple[tuple[float, ...], int], ...] = ()
     device_arrays: DeviceArrays | None = None
+    #: The cache's :class:`left_out.QuiescentLedger`, shared by its successive snapshots (None:
+    #: a session makes one of its own).
+    ledger: Any = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def queue_order(self) -> tuple[str, ...]:
+        """Each queue that has a job here, once, in the order its first job appears (read by
+        several plugins and actions each session; kept in the instance dict)."""
+        return tuple(dict.fromkeys(map(_QUEUE, self.jobs)))
 
     @property
     def task_count(self) -> int:

@@ -136,7 +136,7 @@ def _terms(job: JobInfo | JobSpec, zeros: Vector, full_min_for_inqueue: bool) ->
 def _all_jobs(ssn: Session, full_min_for_inqueue: bool = False) -> list[JobInfo | JobSpec | _Terms]:
     """Every job in snapshot order: the session's, and the quiescent ones it left out (whose
     terms come from their spec's memo, read here directly when already known)."""
-    if not ssn.quiescent:
+    if not ssn.left_out:
         return list(ssn.jobs.values())
     key = ("queue_terms", full_min_for_inqueue)
     jobs = ssn.jobs
@@ -158,27 +158,110 @@ SCATTER_FROM = 8
 _EXACT = float(2 ** 53)
 
 
+def _block_sums(all_terms: list[_Terms]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Per queue (first appearance, as the loop's dict) the sum of the terms' blocks, in one
+    scatter-add, and the sum of their absolute values."""
+    blocks = np.array([t.block for t in all_terms])
+    queues = list(dict.fromkeys(t.queue for t in all_terms))
+    slot = {queue: i for i, queue in enumerate(queues)}
+    totals = np.zeros((len(queues), *blocks.shape[1:]))
+    np.add.at(totals, np.fromiter((slot[t.queue] for t in all_terms), dtype=np.intp, count=len(all_terms)),
+              blocks)
+    return queues, totals, np.abs(blocks).sum(axis=0)
+
+
+def _usage(queue_blocks: dict[str, np.ndarray]) -> dict[str, Usage]:
+    return {queue: Usage(allocated=block[0], request=block[1], inqueue=block[3], elastic=block[2])
+            for queue, block in queue_blocks.items()}
+
+
 def _whole_number_usage(all_terms: list[_Terms]) -> dict[str, Usage] | None:
     """The per-queue sums in one scatter-add, when every term is a whole number and no partial
     sum can leave the exact range: then they equal the sequential sums bit for bit (requests are
     integers in base units, millicores and bytes, unless a pod asks a fraction of a GPU)."""
     if not all(t.integral for t in all_terms):
         return None
-    blocks = np.array([t.block for t in all_terms])
-    if np.abs(blocks).sum(axis=0).max(initial=0.0) >= _EXACT:
+    queues, totals, absolute = _block_sums(all_terms)
+    if absolute.max(initial=0.0) >= _EXACT:
         return None
-    queues = list(dict.fromkeys(t.queue for t in all_terms))  # first appearance, as the loop's dict
-    slot = {queue: i for i, queue in enumerate(queues)}
-    totals = np.zeros((len(queues), *blocks.shape[1:]))
-    np.add.at(totals, np.fromiter((slot[t.queue] for t in all_terms), dtype=np.intp, count=len(all_terms)),
-              blocks)
-    return {queue: Usage(allocated=totals[i, 0], request=totals[i, 1], inqueue=totals[i, 3],
-                         elastic=totals[i, 2]) for i, queue in enumerate(queues)}
+    return _usage(dict(zip(queues, totals)))
+
+
+class _CarriedTerms:
+    """The terms of the jobs sessions leave out, summed per queue and kept by the ledger as such
+    jobs come and go (framework/left_out.py). Whole numbers only: their sums are exact in any
+    order, so adding and taking away as jobs change gives the loop's floats."""
+
+    def __init__(self, zeros: Vector) -> None:
+        self.zeros = zeros
+        self.sums: dict[str, np.ndarray] = {}  # queue -> the four sums as rows
+        self.members: dict[str, int] = {}
+        self.absolute = np.zeros((4, len(zeros)))
+        self.fractional = 0  # jobs left out with a term that is not a whole number
+
+    def add(self, spec: JobSpec, _found: object) -> None:
+        terms = _terms(spec, self.zeros, False)
+        if not terms.integral:
+            self.fractional += 1
+            return
+        queue = terms.queue
+        if queue in self.sums:
+            self.sums[queue] += terms.block
+            self.members[queue] += 1
+        else:
+            self.sums[queue] = terms.block.copy()
+            self.members[queue] = 1
+        self.absolute += np.abs(terms.block)
+
+    def remove(self, spec: JobSpec, _found: object) -> None:
+        terms = _terms(spec, self.zeros, False)
+        if not terms.integral:
+            self.fractional -= 1
+            return
+        queue = terms.queue
+        self.members[queue] -= 1
+        if self.members[queue]:
+            self.sums[queue] -= terms.block
+        else:
+            del self.sums[queue], self.members[queue]
+        self.absolute -= np.abs(terms.block)
+
+
+def _carried_usage(ssn: Session, zeros: Vector) -> dict[str, Usage] | None:
+    """The sums with the left-out jobs' part read from the ledger and the session's jobs added:
+    the whole-number path's answer, in work per session's job rather than per snapshot job."""
+    left = ssn.left_out
+    assert left.ledger is not None
+    carried = left.ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
+    assert isinstance(carried, _CarriedTerms)
+    if carried.fractional or carried.absolute.max(initial=0.0) >= _EXACT:
+        left.ledger.forget("queue_terms")  # refilled, and exact again, once the jobs allow
+        return None
+    totals = {queue: block.copy() for queue, block in carried.sums.items()}
+    absolute = carried.absolute
+    active = [_terms(job, zeros, False) for job in ssn.jobs.values()]
+    if active:
+        if not all(t.integral for t in active):
+            return None
+        queues, sums, extra = _block_sums(active)
+        absolute = absolute + extra
+        for queue, block in zip(queues, sums):
+            if queue in totals:
+                totals[queue] += block
+            else:
+                totals[queue] = block
+    if absolute.max(initial=0.0) >= _EXACT:
+        return None
+    return _usage({queue: totals[queue] for queue in ssn.job_queues()})
 
 
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
     """Usage of every queue that has at least one job in the session."""
     zeros = ssn.dims.zeros()
+    if ssn.left_out and not ssn.left_out.clash and not full_min_for_inqueue:
+        carried = _carried_usage(ssn, zeros)
+        if carried is not None:
+            return carried
     all_terms = [job if isinstance(job, _Terms) else _terms(job, zeros, full_min_for_inqueue)
                  for job in _all_jobs(ssn, full_min_for_inqueue)]
     fast = _whole_number_usage(all_terms) if len(all_terms) > SCATTER_FROM else None

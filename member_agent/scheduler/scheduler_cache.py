@@ -180,6 +180,8 @@ class SchedulerCache:
         self._order: list[str] = []
         self._specs: dict[str, JobSpec] = {}
         self._job_tuple: tuple[JobSpec, ...] = ()
+        self._queue_jobs: dict[str, list[str]] = {}  # queue -> its jobs' keys, sorted
+        self._queue_order: tuple[str, ...] = ()  # queues by their first job (Snapshot.queue_order)
         self._dirty_jobs: set[str] = set()
         self._broken: set[str] = set()  # jobs with problems or no spec
         self._residents: dict[str, TaskSpec] = {}
@@ -339,10 +341,12 @@ class SchedulerCache:
         total = table.allocatable.sum(axis=0) if len(table) else self.dims.zeros()
         if self._workload_tuple is None:
             self._workload_tuple = tuple(sorted(self._workload.items()))
-        return Snapshot(self.dims, table, self._job_tuple, dict(self._queue_specs),
-                        dict(self._builder.priority_classes), tuple(problems), total,
-                        tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._usage),
-                        self._workload_tuple or (), self._frozen_arrays(), self.ledger)
+        snapshot = Snapshot(self.dims, table, self._job_tuple, dict(self._queue_specs),
+                            dict(self._builder.priority_classes), tuple(problems), total,
+                            tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._usage),
+                            self._workload_tuple or (), self._frozen_arrays(), self.ledger)
+        snapshot.know_queue_order(self._queue_order)
+        return snapshot
 
     def _derive_dirty_jobs(self) -> None:
         previous = self._job_tuple
@@ -361,8 +365,11 @@ class SchedulerCache:
             old, new = specs.get(job), derived[0]
             if old is not None:
                 removed.append(old)
+                members = self._queue_jobs[old.queue]
+                del members[bisect.bisect_left(members, job)]
             if new is not None:
                 added.append(new)
+                bisect.insort(self._queue_jobs.setdefault(new.queue, []), job)
                 if old is None:
                     bisect.insort(order, job)
                 specs[job] = new
@@ -370,6 +377,8 @@ class SchedulerCache:
                 del order[bisect.bisect_left(order, job)], specs[job]
         self._dirty_jobs.clear()
         self._job_tuple = tuple(map(specs.__getitem__, order))
+        firsts = {queue: members[0] for queue, members in self._queue_jobs.items() if members}
+        self._queue_order = tuple(sorted(firsts, key=firsts.__getitem__))
         self.ledger.note(previous, self._job_tuple, removed, added)
 
     def _frozen_arrays(self) -> DeviceArrays:

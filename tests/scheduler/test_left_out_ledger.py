@@ -22,16 +22,16 @@ from tests.scheduler.test_session_reuse import FIFO, _cycle_without_quiescent, _
 #: what a step does to the cluster: end a pod, run a pending pod on a node, move a PodGroup's
 #: phase, give a pod a fractional request (the whole-number sums then step aside), write the
 #: last session's phase and conditions into a PodGroup (as the agent does: gang's Scheduled
-#: condition makes a left-out job steady)
-steps = st.lists(st.tuples(st.sampled_from(["end", "run", "phase", "fraction", "write"]), st.integers(0, 40)),
-                 max_size=8)
+#: condition makes a left-out job steady), move a PodGroup to the other queue
+steps = st.lists(st.tuples(st.sampled_from(["end", "run", "phase", "fraction", "write", "queue"]),
+                           st.integers(0, 40)), max_size=8)
 
 
 def _ledger_view(ledger: QuiescentLedger, zeros: np.ndarray) -> tuple[Any, ...]:
     tally = ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
     assert isinstance(tally, _CarriedTerms)
     sums = {queue: block.tolist() for queue, block in tally.sums.items()}
-    return (dict(ledger.fragments), dict(ledger.owners), dict(ledger.reports), set(ledger.steady),
+    return (dict(ledger.fragments), dict(ledger.running), dict(ledger.owners), dict(ledger.reports), set(ledger.steady),
             dict(ledger.plain), dict(ledger.kept), ledger.with_terms, dict(ledger.with_ids), sums, tally.absolute.tolist(), tally.fractional)
 
 
@@ -55,6 +55,10 @@ def _apply(step: tuple[str, int], objects: list[dict[str, Any]], cache: Schedule
         pod = pods[pick % len(pods)]
         pod["spec"]["containers"][0]["resources"]["requests"]["example.com/share"] = "0.5"
         cache.upsert(copy.deepcopy(pod))
+    elif kind == "queue" and groups:
+        group = groups[pick % len(groups)]
+        group["spec"]["queue"] = "q2" if group["spec"]["queue"] == "q1" else "q1"
+        cache.upsert(copy.deepcopy(group))
     elif kind == "write" and groups and last is not None:
         group = groups[pick % len(groups)]
         key = f"b/{group['metadata']['name']}"
@@ -79,6 +83,8 @@ def test_a_ledger_kept_across_snapshots_equals_one_filled_afresh(jobs: list[tupl
     for i, step in enumerate([("none", 0), *changes]):
         _apply(step, objects, cache, last)
         snapshot = cache.snapshot()
+        # the order the cache keeps is the order a walk finds (queues by their first job)
+        assert snapshot.queue_order == tuple(dict.fromkeys(spec.queue for spec in snapshot.jobs))
         if i % every:
             continue
         ledger = snapshot.ledger

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from itertools import repeat
 
 from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework.dims import fits
@@ -156,14 +155,13 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
 
 def _close_left_out(ssn: Session, result: CycleResult) -> None:
     """What closing writes for the jobs the session left out (framework/quiescent.py), merged
-    over them by the ledger (framework/left_out.py), in C loops: a job whose only condition is
-    gang's Scheduled gets a list of its own holding the session's one condition dict (the
-    result's conditions are read, never edited in place)."""
+    over them by the ledger (framework/left_out.py), in C loops: the jobs whose only condition
+    is gang's Scheduled share the session's one list of it (the result is read, never edited)."""
     left = ssn.left_out
     result.pod_owner.update(left.owners)
-    result.pod_groups.update(dict.fromkeys(left.fragments, "Running"))
+    result.pod_groups.update(left.running)
     scheduled = quiescent.scheduled_condition(ssn.uid)
-    result.conditions.update(zip(left.plain, map(list, repeat((scheduled,)))))
+    result.conditions.update(dict.fromkeys(left.plain, [scheduled]))
     result.conditions.update({uid: [*map(dict, kept), scheduled.copy()] for uid, kept in left.kept.items()})
     result.jobs.update(left.reports)
     result.steady_pod_groups.update(left.steady)

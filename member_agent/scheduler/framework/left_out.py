@@ -19,7 +19,7 @@ its own, filled from every job, which is the per-job walk the ledger otherwise s
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Protocol
 
 from member_agent.scheduler.framework import quiescent
 from member_agent.scheduler.framework.quiescent import Fragment, fragment
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from member_agent.scheduler.framework.snapshot import JobSpec, Snapshot
     from policies.scheduler_conf import SchedulerConf
 
-_BY_UID = attrgetter("uid")
+_UID = attrgetter("uid")
 
 
 class Tally(Protocol):
@@ -60,6 +60,7 @@ class QuiescentLedger:
         self.owners: dict[str, str] = {}
         self.reports: dict[str, JobReport] = {}
         self.steady: set[str] = set()
+        self.running: dict[str, str] = {}  # uid -> "Running", the PodGroup phase closing writes
         self.plain: dict[str, None] = {}  # uids whose only condition closing writes is gang's Scheduled
         self.kept: dict[str, tuple[dict[str, Any], ...]] = {}  # the others' conditions closing keeps
         self.with_terms = 0  # specs whose tasks carry inter-pod terms
@@ -111,7 +112,7 @@ class QuiescentLedger:
         for key in known.keys() - current.keys():
             self._remove(key)
         added = [current[key] for key in current.keys() - known.keys()]
-        for spec in sorted(added, key=_BY_UID):  # a set's order is the ids': sorted, so runs agree
+        for spec in sorted(added, key=_UID):  # a set's order is the ids': sorted, so runs agree
             self._add(spec, index)
 
     def _add(self, spec: JobSpec, index: Any) -> None:
@@ -124,6 +125,7 @@ class QuiescentLedger:
             return
         uid = found.uid
         self.fragments[uid] = found
+        self.running[uid] = "Running"
         self.owners.update(found.owners)
         assert found.report is not None
         self.reports[uid] = found.report
@@ -144,7 +146,7 @@ class QuiescentLedger:
         if not found.eligible:
             return
         uid = found.uid
-        del self.fragments[uid], self.reports[uid]
+        del self.fragments[uid], self.reports[uid], self.running[uid]
         for pod in found.owners:
             del self.owners[pod]
         self.steady.discard(uid)
@@ -178,21 +180,28 @@ class LeftOut:
         self.clash = frozenset(f.uid for f in clash)
         if ledger is None:
             self.fragments: dict[str, Fragment] = {}
+            self.running: dict[str, str] = {}
             self.owners: dict[str, str] = {}
             self.reports: dict[str, JobReport] = {}
             self.steady: set[str] = set()
             self.plain: dict[str, None] = {}
             self.kept: dict[str, tuple[dict[str, Any], ...]] = {}
             return
-        self.fragments, self.owners, self.reports, self.steady, self.plain, self.kept = (
-            ledger.fragments, ledger.owners, ledger.reports, ledger.steady, ledger.plain, ledger.kept)
+        self.fragments, self.running, self.owners, self.reports, self.steady, self.plain, self.kept = (
+            ledger.fragments, ledger.running, ledger.owners, ledger.reports, ledger.steady, ledger.plain, ledger.kept)
         if clash:  # rare: copies without them
             self.fragments = {u: f for u, f in self.fragments.items() if u not in self.clash}
+            self.running = {u: phase for u, phase in self.running.items() if u not in self.clash}
             self.reports = {u: r for u, r in self.reports.items() if u not in self.clash}
             self.steady = self.steady - self.clash
             self.plain = {u: None for u in self.plain if u not in self.clash}
             self.kept = {u: kept for u, kept in self.kept.items() if u not in self.clash}
             self.owners = {pod: u for pod, u in self.owners.items() if u not in self.clash}
+
+    def kept_in(self, jobs: tuple[JobSpec, ...]) -> Iterable[JobSpec]:
+        """The specs of ``jobs`` the session wraps, in order: those not left out."""
+        fragments = self.fragments
+        return [spec for spec in jobs if spec.uid not in fragments] if fragments else jobs
 
     def __bool__(self) -> bool:
         return bool(self.fragments)

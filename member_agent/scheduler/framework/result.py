@@ -41,8 +41,8 @@ class CycleResult:
     nominations_cleared: list[str] = field(default_factory=list)
     pipelined: dict[str, list[str]] = field(default_factory=dict)  # "ns/podgroup" -> nodes
     pod_groups: dict[str, str] = field(default_factory=dict)  # "ns/podgroup" -> phase
-    #: "ns/podgroup" -> its conditions as the session leaves them. Read-only: PodGroups the
-    #: session left out share one dict for gang's Scheduled condition (each has its own list).
+    #: "ns/podgroup" -> its conditions as the session leaves them. Read-only: the PodGroups the
+    #: session left out whose only condition is gang's Scheduled share one list of it.
     conditions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     jobs: dict[str, JobReport] = field(default_factory=dict)
     pod_owner: dict[str, str] = field(default_factory=dict)  # "ns/pod" -> "ns/podgroup"

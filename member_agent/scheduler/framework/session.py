@@ -100,10 +100,7 @@ class Session:
         index = nodes.index
         #: The jobs this session only reports on (framework/quiescent.py, framework/left_out.py).
         self.left_out: LeftOut = left_out(conf, snapshot, uid)
-        fragments = self.left_out.fragments
-        for spec in snapshot.jobs:
-            if spec.uid in fragments:
-                continue
+        for spec in self.left_out.kept_in(snapshot.jobs):
             job = JobInfo(spec)
             tasks = []
             for i, tspec in enumerate(spec.tasks):

@@ -226,6 +226,11 @@ class Snapshot:
         several plugins and actions each session; kept in the instance dict)."""
         return tuple(dict.fromkeys(map(_QUEUE, self.jobs)))
 
+    def know_queue_order(self, order: tuple[str, ...]) -> None:
+        """Set :attr:`queue_order` from a source that keeps it (the incremental cache), so it is
+        not walked for; ``dataclasses.replace`` gives a new instance, which walks again."""
+        self.__dict__["queue_order"] = order
+
     @property
     def task_count(self) -> int:
         return sum(len(j.tasks) for j in self.jobs)

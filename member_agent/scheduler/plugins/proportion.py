@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from member_agent.scheduler.framework.dims import Dimensions, Vector, fits, is_empty, le_on_requested
+from member_agent.scheduler.framework.dims import TOLERANCE, Dimensions, Vector, fits, is_empty, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
@@ -76,32 +76,58 @@ def inverse(vector: Vector) -> Vector:
 
 
 def water_fill(attrs: list[QueueAttr], total: Vector, always: np.ndarray) -> None:
+    """Each queue's deserved share: rounds in which every queue not yet met takes its weight's
+    part of what remains (clamped to its capability, request and guarantee), until every queue
+    is met or nothing moves (volcano.md §6.6).
+
+    All queues of a round at once, as (queues × dims) arrays: each element goes through the
+    same float operations as a loop over the queues would apply, and the round's increase and
+    decrease are summed queue after queue (``cumsum`` is sequential), so the answers are the
+    loop's bit for bit (tests/scheduler/test_proportion_water_fill.py keeps the loop)."""
+    if not attrs:
+        return
+    weights = [a.weight for a in attrs]
+    capability = np.array([a.real_capability for a in attrs])
+    request = np.array([a.request for a in attrs])
+    guarantee = np.array([a.guarantee for a in attrs])
+    allocated = np.array([a.allocated for a in attrs])
+    deserved = np.array([a.deserved for a in attrs], dtype=float)
+    shares = np.array([a.share for a in attrs], dtype=float)
+    checked = (request != 0) | always  # the dims ``fits`` compares, per queue
+    met = np.zeros(len(attrs), dtype=bool)
     remaining = total.copy()
-    meet: set[str] = set()
+    zeros = np.zeros((1, len(total)))
     while True:
-        total_weight = sum(a.weight for a in attrs if a.name not in meet)
+        rows = np.flatnonzero(~met)
+        total_weight = sum(weights[i] for i in rows)
         if total_weight == 0:
             break
         old_remaining = remaining.copy()
-        increased = np.zeros_like(total)
-        decreased = np.zeros_like(total)
-        for attr in attrs:
-            if attr.name in meet:
-                continue
-            old = attr.deserved.copy()
-            deserved = attr.deserved + remaining * (attr.weight / total_weight)
-            deserved = np.minimum(deserved, attr.real_capability)
-            deserved = np.minimum(deserved, attr.request)
-            deserved = np.maximum(deserved, attr.guarantee)
-            attr.deserved = deserved
-            attr.share = queue_share(attr.allocated, deserved)
-            if fits(attr.request, deserved, always) or np.array_equal(deserved, old):
-                meet.add(attr.name)
-            increased += np.maximum(deserved - old, 0.0)
-            decreased += np.maximum(old - deserved, 0.0)
+        old = deserved[rows]
+        parts = np.array([weights[i] / total_weight for i in rows])
+        new = old + remaining * parts[:, None]
+        new = np.minimum(new, capability[rows])
+        new = np.minimum(new, request[rows])
+        new = np.maximum(new, guarantee[rows])
+        deserved[rows] = new
+        shares[rows] = _shares(allocated[rows], new)
+        fit = np.all((request[rows] < new + TOLERANCE) | ~checked[rows], axis=1)
+        met[rows[fit | np.all(new == old, axis=1)]] = True
+        increased = np.cumsum(np.vstack([zeros, np.maximum(new - old, 0.0)]), axis=0)[-1]
+        decreased = np.cumsum(np.vstack([zeros, np.maximum(old - new, 0.0)]), axis=0)[-1]
         remaining = np.maximum(remaining + decreased - increased, 0.0)
         if is_empty(remaining) or np.array_equal(remaining, old_remaining):
             break
+    for i, attr in enumerate(attrs):
+        attr.deserved = deserved[i].copy()
+        attr.share = float(shares[i])
+
+
+def _shares(allocated: np.ndarray, deserved: np.ndarray) -> np.ndarray:
+    """:func:`queue_share` of each row."""
+    mask = deserved >= 0.1
+    ratios = np.divide(allocated, deserved, out=np.full_like(deserved, -np.inf), where=mask)
+    return np.where(mask.any(axis=1), ratios.max(axis=1, initial=-np.inf), 0.0)
 
 
 class ProportionPlugin:

@@ -17,7 +17,13 @@ from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.left_out import QuiescentLedger
 from member_agent.scheduler.plugins.queue_usage import _CarriedTerms, queue_usage
 from member_agent.scheduler.scheduler_cache import SchedulerCache
-from tests.scheduler.test_session_reuse import FIFO, _cycle_without_quiescent, _objects, _walked_usage, jobs_strategy
+from tests.scheduler.test_session_reuse import (
+    FIFO,
+    _cycle_without_quiescent,
+    _objects,
+    _walked_usage,
+    jobs_strategy,
+)
 
 #: what a step does to the cluster: end a pod, run a pending pod on a node, move a PodGroup's
 #: phase, give a pod a fractional request (the whole-number sums then step aside), write the
@@ -113,7 +119,7 @@ def test_an_unchanged_snapshot_leaves_the_ledger_as_it_was() -> None:
     cache.ledger.update(first)
     fragments = dict(cache.ledger.fragments)
     second = cache.snapshot()
-    assert second.jobs == first.jobs and all(a is b for a, b in zip(second.jobs, first.jobs))
+    assert second.jobs == first.jobs and all(a is b for a, b in zip(second.jobs, first.jobs, strict=True))
     cache.ledger.update(second)
     assert cache.ledger.fragments == fragments and list(fragments) == ["b/j0"]
 

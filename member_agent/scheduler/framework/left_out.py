@@ -107,7 +107,7 @@ class QuiescentLedger:
 
     def _compare(self, jobs: tuple[JobSpec, ...], index: Any) -> None:
         """Find the changes by identity: the specs seen and not in ``jobs`` go, the others come."""
-        current = dict(zip(map(id, jobs), jobs))
+        current = dict(zip(map(id, jobs), jobs, strict=True))
         known = self._specs
         for key in known.keys() - current.keys():
             self._remove(key)

@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from member_agent.scheduler.framework.dims import TOLERANCE, Dimensions, Vector, fits, is_empty, le_on_requested
+from member_agent.scheduler.framework.dims import (
+    TOLERANCE,
+    Dimensions,
+    Vector,
+    fits,
+    is_empty,
+    le_on_requested,
+)
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session

@@ -184,7 +184,7 @@ def _whole_number_usage(all_terms: list[_Terms]) -> dict[str, Usage] | None:
     queues, totals, absolute = _block_sums(all_terms)
     if absolute.max(initial=0.0) >= _EXACT:
         return None
-    return _usage(dict(zip(queues, totals)))
+    return _usage(dict(zip(queues, totals, strict=True)))
 
 
 class _CarriedTerms:
@@ -245,7 +245,7 @@ def _carried_usage(ssn: Session, zeros: Vector) -> dict[str, Usage] | None:
             return None
         queues, sums, extra = _block_sums(active)
         absolute = absolute + extra
-        for queue, block in zip(queues, sums):
+        for queue, block in zip(queues, sums, strict=True):
             if queue in totals:
                 totals[queue] += block
             else:

@@ -70,7 +70,11 @@ class QuiescentLedger:
     def note(self, previous: tuple[JobSpec, ...], current: tuple[JobSpec, ...], removed: list[JobSpec],
              added: list[JobSpec]) -> None:
         """A cache's word that its job tuple went from ``previous`` to ``current`` by taking out
-        ``removed`` and putting in ``added``: :meth:`update` then follows it rather than compare."""
+        ``removed`` and putting in ``added``: :meth:`update` then follows it rather than compare.
+        Not kept before the first update (a conf that leaves nothing out never updates: an agent
+        would hold the specs of finished jobs for nothing)."""
+        if self._seen is None:
+            return
         self._deltas[id(current)] = (current, previous, removed, added)  # the tuples held: ids stay theirs
         while len(self._deltas) > self.DELTAS:
             del self._deltas[next(iter(self._deltas))]

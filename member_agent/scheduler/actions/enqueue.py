@@ -24,13 +24,12 @@ class Enqueue:
     def execute(self, ssn: Session) -> None:
         ssn.log(5, "Enter Enqueue ...")
         queues: PriorityQueue[str] = PriorityQueue(ssn.queue_order)
-        seen: set[str] = set()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         # Queues enter in the order their first job appears in the snapshot (quiescent jobs too:
-        # the queue order breaks ties by that arrival), then pending jobs join their queue.
+        # the queue order breaks ties by that arrival; each queue is listed once), then pending
+        # jobs join their queue.
         for queue in ssn.job_queues():
-            if queue in ssn.queues and queue not in seen:
-                seen.add(queue)
+            if queue in ssn.queues:
                 queues.push(queue)
         for job in ssn.jobs.values():
             if job.queue not in ssn.queues:

@@ -100,10 +100,12 @@ class QuiescentLedger:
 
     def _chain(self, jobs: tuple[JobSpec, ...]) -> list[Any] | None:
         """The noted changes from the tuple the ledger describes to ``jobs``, newest first."""
+        if self._seen is None:
+            return None
         chain, cursor = [], jobs
         while cursor is not self._seen:
             delta = self._deltas.get(id(cursor))
-            if delta is None or delta[0] is not cursor or self._seen is None:
+            if delta is None or delta[0] is not cursor:
                 return None
             chain.append(delta)
             cursor = delta[1]

@@ -28,7 +28,7 @@ from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.left_out import NOTHING, LeftOut, left_out
 from member_agent.scheduler.framework.points import Point
-from member_agent.scheduler.framework.snapshot import JobSpec, QueueSpec, Snapshot
+from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.scheduler_conf import PluginOption, SchedulerConf
 
@@ -211,11 +211,6 @@ class Session:
         """Each queue that has a job in the snapshot (quiescent ones included), once, in the order
         its first job appears."""
         return self.snapshot.queue_order
-
-    def quiescent(self) -> list[JobSpec]:
-        """The specs of the jobs left out, in snapshot order."""
-        fragments = self.left_out.fragments
-        return [spec for spec in self.snapshot.jobs if spec.uid in fragments] if fragments else []
 
     def dispose(self) -> None:
         """Break the session's reference cycles once its result is out (tasks and jobs point at

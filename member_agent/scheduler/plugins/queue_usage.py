@@ -234,8 +234,10 @@ def _carried_usage(ssn: Session, zeros: Vector) -> dict[str, Usage] | None:
     assert left.ledger is not None
     carried = left.ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
     assert isinstance(carried, _CarriedTerms)
-    if carried.fractional or carried.absolute.max(initial=0.0) >= _EXACT:
-        left.ledger.forget("queue_terms")  # refilled, and exact again, once the jobs allow
+    if carried.fractional:  # counted exactly as such jobs come and go: the walk sums this session
+        return None
+    if carried.absolute.max(initial=0.0) >= _EXACT:
+        left.ledger.forget("queue_terms")  # its sums may have rounded: refilled, exact again, on next use
         return None
     totals = {queue: block.copy() for queue, block in carried.sums.items()}
     absolute = carried.absolute

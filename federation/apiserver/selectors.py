@@ -123,11 +123,14 @@ def field_value(obj: dict[str, Any], path: str) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def parse_field_selector(text: str | None) -> Predicate | None:
+def parse_field_selector(text: str | None, supported: frozenset[str] | None = None) -> Predicate | None:
+    """``supported``: the kind's field labels (:mod:`field_labels`); None accepts any dotted path."""
     if not text or not text.strip():
         return None
     checks: list[Predicate] = []
-    for term in _split_terms(text):
+    for term in text.split(","):
+        if not term.strip():
+            continue  # kube skips empty field-selector terms (kr8s sends "metadata.name=x,")
         cmp = _FIELD_RE.match(term)
         if not cmp:
             raise bad_request(f"invalid field selector {text!r}: {term.strip()!r} is not field=value or field!=value")
@@ -137,6 +140,8 @@ def parse_field_selector(text: str | None) -> Predicate | None:
                               f"(a dotted path such as metadata.name)")
         if "=" in value:
             raise bad_request(f"invalid selector: {term.strip()!r}; can't understand {value!r}")
+        if supported is not None and path not in supported:
+            raise bad_request(f"field label not supported: {path}")
         if op == "!=":
             checks.append(_field_differs(path, value))
         else:

@@ -14,6 +14,7 @@ import orjson
 from aiohttp import web
 
 from federation.apiserver import (
+    crds,
     discovery,
     field_labels,
     field_validation,
@@ -97,6 +98,8 @@ class Handlers:
             if doc is None:
                 raise st.path_not_found(request.path)
             return json_response(doc)
+        if (rest[0], rest[1]) == (crds.GROUP, crds.VERSION):  # read-only CRDs of the custom kinds
+            return await crds.serve(request, self.state, rest[2:])
         if (rest[0], rest[1]) in reviews.SERVED:
             return await reviews.serve(request, self.state, rest[0], rest[2:])
         return await self._serve(request, paths.parse(rest[0], rest[1], rest[2:], request.path))

@@ -11,7 +11,7 @@ import pytest
 from kr8s.objects import ConfigMap, new_class
 
 #: kr8s warns that a server newer than the versions it was tested with (1.28-1.35) may differ
-pytestmark = pytest.mark.filterwarnings("ignore:Kubernetes version v1.37:UserWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Kubernetes version v1.37:UserWarning")]
 NS = "default"
 Queue = new_class("Queue", version="scheduling.volcano.sh/v1beta1", namespaced=False)
 

@@ -13,6 +13,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
+pytestmark = pytest.mark.slow  # one caldera serve per module: its start dominates
 NS = "default"
 
 

@@ -15,6 +15,7 @@ from kubernetes.client.rest import ApiException
 
 from tests.apiserver.serve_process import ServeProcess
 
+pytestmark = pytest.mark.slow  # one caldera serve per module: its start dominates
 NS = "default"
 QUEUES = ("scheduling.volcano.sh", "v1beta1", "queues")
 

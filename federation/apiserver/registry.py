@@ -20,7 +20,7 @@ from typing import Any
 from federation.apiserver import apply as field_managers
 from federation.apiserver import conversion
 from federation.apiserver import status as st
-from federation.apiserver.objects import copy_obj, resource_key, timestamp
+from federation.apiserver.objects import copy_obj, label_namespace, resource_key, timestamp
 from federation.apiserver.patch import STRATEGIC, apply_patch
 from federation.apiserver.selectors import Predicate
 from federation.apiserver.storage import KeyExists, Obj, StaleWrite, Storage
@@ -37,7 +37,6 @@ _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 NAMESPACES = lookup("v1", "Namespace")
 PODS = lookup("v1", "Pod")
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 _BY_KIND: dict[str, KindInfo] = {}
 for _info in KINDS:
     if _info.converts_to is None:
@@ -244,7 +243,7 @@ class Registry:
         for server_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                              "deletionGracePeriodSeconds", "generation", "selfLink", "managedFields"):
             meta.pop(server_field, None)
-        _label_namespace(info, meta)
+        label_namespace(info, meta)
         obj = admit_body(info, body, None, self.context())
         meta = obj.setdefault("metadata", {})
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=timestamp(self.clock()), generation=1)
@@ -297,7 +296,7 @@ class Registry:
         else:
             new = body
             new_meta = new["metadata"]
-            _label_namespace(info, new_meta)
+            label_namespace(info, new_meta)
             for kept in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
                 if kept in old["metadata"]:
                     new_meta[kept] = old["metadata"][kept]
@@ -482,15 +481,6 @@ class Registry:
     async def evict(self, namespace: str, pod_name: str, body: Any) -> None:
         options = body.get("deleteOptions") if isinstance(body, dict) else None
         await self.delete(PODS, namespace, pod_name, options if isinstance(options, dict) else None)
-
-
-def _label_namespace(info: KindInfo, meta: Obj) -> None:
-    """kube labels every Namespace ``kubernetes.io/metadata.name: <name>`` on create and update, so
-    namespace selectors can pick namespaces by name; a value written there is replaced."""
-    if info.kind == "Namespace" and info.group == "" and isinstance(meta.get("name"), str):
-        labels = meta.get("labels")
-        if labels is None or isinstance(labels, dict):  # anything else is refused by validation
-            meta["labels"] = dict(labels or {}, **{NAMESPACE_NAME_LABEL: meta["name"]})
 
 
 def _patch_precondition(patch: Any) -> str | None:

@@ -1,7 +1,8 @@
-"""One ``caldera serve`` (TLS, no controllers) per test module, for the real clients to drive.
+"""One ``caldera serve`` (TLS, no controllers) for every client module here, for the real clients to drive.
 
 The server is a subprocess, as a team would run it; its output is drained by a thread so it never
-blocks on a full pipe. Each module gets a fresh data directory.
+blocks on a full pipe. Starting it dominates these tests, so the modules share it (package scope) and
+each names its objects with its own prefix (``off-``, ``kr-``, ``lk-``, ``kopf-``, ``validate-``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from tests.apiserver.serve_process import ServeProcess
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     process = ServeProcess(tmp_path_factory.mktemp("serve") / "data").start()
     assert process.proc is not None and process.proc.stdout is not None
@@ -26,6 +27,6 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     process.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def kubeconfig(serve: ServeProcess) -> Path:
     return serve.kubeconfig

@@ -56,25 +56,26 @@ class Operator:
     def _register(self) -> None:
         reg = self.registry
         resource = ("scheduling.volcano.sh", "v1beta1", "queues")
+        only = {"labels": {"kopf-test": "yes"}}  # the other modules' Queues (same server) are not its business
 
         @kopf.on.login(registry=reg)
         def login(**_: Any) -> kopf.ConnectionInfo:
             return kopf.ConnectionInfo(server=self.url, ca_data=self.ca, token=self.token)
 
-        @kopf.on.create(*resource, registry=reg)
+        @kopf.on.create(*resource, registry=reg, **only)
         def created(spec: Any, **_: Any) -> dict[str, Any]:
             self._record("create", spec.get("weight"))
             return {"seen": True}  # written to status.created: pruned, with a warning
 
-        @kopf.on.update(*resource, registry=reg)
+        @kopf.on.update(*resource, registry=reg, **only)
         def updated(spec: Any, **_: Any) -> None:
             self._record("update", spec.get("weight"))
 
-        @kopf.on.field(*resource, field="spec.weight", registry=reg)
+        @kopf.on.field(*resource, field="spec.weight", registry=reg, **only)
         def weight(old: Any, new: Any, **_: Any) -> None:
             self._record("field", (old, new))
 
-        @kopf.on.delete(*resource, registry=reg)
+        @kopf.on.delete(*resource, registry=reg, **only)
         def deleted(name: str, **_: Any) -> None:
             self._record("delete", name)
 
@@ -112,7 +113,8 @@ def test_kopf_handlers_fire_and_its_marks_land(operator: Operator, serve: ServeP
     with config.new_client_from_config(config_file=str(serve.kubeconfig)) as api:
         custom = client.CustomObjectsApi(api)
         custom.create_cluster_custom_object(*QUEUE, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                                                     "metadata": {"name": "kopf-q"}, "spec": {"weight": 2}})
+                                                     "metadata": {"name": "kopf-q", "labels": {"kopf-test": "yes"}},
+                                                     "spec": {"weight": 2}})
 
         def marked() -> dict[str, Any] | None:
             meta = custom.get_cluster_custom_object(*QUEUE, "kopf-q")["metadata"]

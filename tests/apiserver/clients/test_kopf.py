@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -97,6 +99,9 @@ def operator(serve: ServeProcess) -> Iterator[Operator]:
     yield op
     stop.set()
     thread.join(DEADLINE)
+    with warnings.catch_warnings():  # kopf's sessions died with its loop: collect them here, quietly,
+        warnings.simplefilter("ignore", ResourceWarning)  # not in the next module's tests
+        gc.collect()
 
 
 def eventually(check: Callable[[], Any], what: str) -> Any:

@@ -26,11 +26,11 @@ def _configmap(api: kr8s.Api, name: str, **labels: str) -> ConfigMap:
 
 
 def test_create_get_list_delete(api: kr8s.Api) -> None:
-    _configmap(api, "kr-a", team="a").create()
-    _configmap(api, "kr-b", team="b").create()
+    _configmap(api, "kr-a", team="kr-a").create()
+    _configmap(api, "kr-b", team="kr-b").create()
     [found] = api.get("configmaps", "kr-a", namespace=NS)
     assert found.raw["data"] == {"k": "v"}
-    assert [c.name for c in api.get("configmaps", namespace=NS, label_selector={"team": "b"})] == ["kr-b"]
+    assert [c.name for c in api.get("configmaps", namespace=NS, label_selector={"team": "kr-b"})] == ["kr-b"]
     assert [c.name for c in api.get("configmaps", namespace=NS, field_selector="metadata.name=kr-a")] == ["kr-a"]
     found.delete()
     assert not ConfigMap("kr-a", namespace=NS, api=api).exists()
@@ -76,3 +76,6 @@ async def test_strategic_merge_and_server_side_apply(kubeconfig: Path) -> None:
                             namespace=NS, content=json.dumps(applied),
                             headers={"Content-Type": "application/apply-patch+yaml"}) as resp:
         assert resp.json()["data"]["a"] == "4"
+    session = getattr(api, "_session", None)  # kr8s has no public close; its httpx client would leak
+    if session is not None:
+        await session.aclose()

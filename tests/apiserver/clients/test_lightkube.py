@@ -29,10 +29,10 @@ def _configmap(name: str, **labels: str) -> ConfigMap:
 
 
 def test_create_get_list_watch_delete(kube: Client) -> None:
-    kube.create(_configmap("lk-a", team="a"))
-    kube.create(_configmap("lk-b", team="b"))
+    kube.create(_configmap("lk-a", team="lk-a"))
+    kube.create(_configmap("lk-b", team="lk-b"))
     assert kube.get(ConfigMap, "lk-a").data == {"k": "v"}
-    assert [c.metadata.name for c in kube.list(ConfigMap, labels={"team": "b"})] == ["lk-b"]
+    assert [c.metadata.name for c in kube.list(ConfigMap, labels={"team": "lk-b"})] == ["lk-b"]
     assert [c.metadata.name for c in kube.list(ConfigMap, fields={"metadata.name": "lk-a"})] == ["lk-a"]
     for op, obj in kube.watch(ConfigMap, fields={"metadata.name": "lk-b"}, resource_version="0"):
         assert (op, obj.metadata.name) == ("ADDED", "lk-b")

@@ -33,10 +33,10 @@ def _configmap(name: str, **labels: str) -> dict:
 
 def test_create_get_list_replace_delete(api: client.ApiClient) -> None:
     core = client.CoreV1Api(api)
-    core.create_namespaced_config_map(NS, _configmap("off-a", team="a"))
-    core.create_namespaced_config_map(NS, _configmap("off-b", team="b"))
+    core.create_namespaced_config_map(NS, _configmap("off-a", team="off-a"))
+    core.create_namespaced_config_map(NS, _configmap("off-b", team="off-b"))
     assert core.read_namespaced_config_map("off-a", NS).data == {"k": "v"}
-    by_label = core.list_namespaced_config_map(NS, label_selector="team=a")
+    by_label = core.list_namespaced_config_map(NS, label_selector="team=off-a")
     assert [c.metadata.name for c in by_label.items] == ["off-a"]
     by_field = core.list_namespaced_config_map(NS, field_selector="metadata.name=off-b")
     assert [c.metadata.name for c in by_field.items] == ["off-b"]

@@ -49,3 +49,16 @@ def test_kubectl_validate_modes(serve: ServeProcess, tmp_path_factory: pytest.Te
     assert (got.returncode == 0) == stored, got.stderr
     if stored:
         assert "bogus" not in yaml.safe_load(got.stdout)["spec"]
+
+
+def test_kubectl_lists_crds_and_is_told_creating_them_is_out_of_scope(
+        serve: ServeProcess, tmp_path_factory: pytest.TempPathFactory) -> None:
+    home = tmp_path_factory.getbasetemp() / "kubectl-home"
+    home.mkdir(exist_ok=True)
+    listed = kubectl(serve, home, "get", "crds", "-o", "name", stdin="")
+    assert "customresourcedefinition.apiextensions.k8s.io/jobs.batch.volcano.sh" in listed.stdout.split(), listed
+    crd = yaml.safe_dump({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                          "metadata": {"name": "widgets.example.com"}})
+    created = kubectl(serve, home, "create", "--validate=false", "-f", "-", stdin=crd)
+    assert created.returncode != 0 and "(MethodNotAllowed)" in created.stderr, created.stderr
+    assert "out of scope" in created.stderr, created.stderr

@@ -122,6 +122,8 @@ class FederationSync:
             # readiness damping counts from here (restamping every publish would never let it pass)
             "lastTransitionTime": self._ready_since,
         }]
+        if self.agent.fence is not None:
+            status["fence"] = self.agent.fence.report()  # the federation checks it against its graces
         return status
 
     async def publish_status(self, force: bool = False) -> bool:
@@ -159,7 +161,18 @@ class FederationSync:
 
     # ------------------------------------------------------------------ Lease
     async def renew_lease(self) -> None:
+        started = self.clock.monotonic()  # the fence counts from the start of the last successful renewal
         now = self.clock.now()
+        await self._renew_lease(now)
+        if self.agent.fence is not None:
+            self.agent.fence.renewed(started, now)
+
+    async def learn_failover_timing(self) -> None:
+        """Read the graces the federation published on our Cluster (``status.failoverTiming``)."""
+        if self.agent.fence is not None:
+            self.agent.fence.learn(await self.call("get_cluster", lambda: self.api.get_cluster(self.cluster)))
+
+    async def _renew_lease(self, now: float) -> None:
         try:
             lease = await self.call("get_lease", lambda: self.api.get_lease(LEASE_NAMESPACE, self.cluster))
         except NotFound:
@@ -181,6 +194,7 @@ class FederationSync:
         while True:
             try:
                 await self.renew_lease()
+                await self.learn_failover_timing()
             except Conflict:
                 await self.clock.sleep(0.2)  # changed between our read and write: read again soon
                 continue
@@ -277,6 +291,8 @@ class FederationSync:
             await self.clock.sleep(self.inputs_period)
 
     async def run(self) -> None:
+        if self.agent.fence is not None:
+            self.agent.fence.restart()  # e.g. a standby just elected: the fence counts from now
         while True:
             try:
                 await self.register()

@@ -11,13 +11,22 @@ or deletes the Work.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Optional, Protocol
 
 from member_agent.cluster.gateway import Obj, pod_terminating
+from member_agent.fencing import Fence
+from member_agent.pod_writes import PodWrites
 from member_agent.work_state import WorkState
 
-if TYPE_CHECKING:
-    from member_agent.agent import Agent
+
+class Agent(Protocol):
+    """What fencing needs of :class:`member_agent.agent.Agent` (which imports this module)."""
+
+    fence: Optional[Fence]
+    fenced: dict[str, int]
+    writes: PodWrites
+
+    def update_status(self, state: WorkState, now: float) -> None: ...
 
 log = logging.getLogger("caldera.agent.fence")
 FENCED_CONDITION = "Fenced"

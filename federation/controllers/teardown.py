@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from federation.controllers import common as c
 from federation.controllers import post_release
@@ -22,9 +22,6 @@ from federation.controllers.deletion import job_of
 from federation.controllers.fence_check import SPANNING_SLACK
 from federation.controllers.health_state import UNREACHABLE
 from federation.controllers.two_phase import Verdict
-
-if TYPE_CHECKING:
-    from federation.controllers.dispatch import DispatchController
 
 Obj = Mapping[str, Any]
 DEFAULT_TERMINATION_GRACE = 30.0
@@ -63,7 +60,20 @@ def termination_grace(cluster: Obj | None) -> float:
 
 
 class TeardownMixin:
-    def _on_cluster(self: DispatchController, _type: str, obj: Obj, _old: Obj | None) -> None:
+    """Needs the dispatch controller's ``works``, ``clusters``, ``bindings``, ``queue``, ``options``,
+    ``clock``, ``_cancelled``, ``_annotate`` and ``_event`` (it is only ever mixed into it)."""
+
+    works: Any
+    clusters: Any
+    bindings: Any
+    queue: Any
+    options: Any
+    clock: Any
+    _cancelled: Any
+    _annotate: Any
+    _event: Any
+
+    def _on_cluster(self, _type: str, obj: Obj, _old: Obj | None) -> None:
         """A cluster turning Unknown: look again at every job with a Work there."""
         name = (obj.get("metadata") or {}).get("name", "")
         if name not in unknown_clusters({name: obj}):
@@ -75,11 +85,11 @@ class TeardownMixin:
                 if key is not None:
                     self.queue.add(key)
 
-    def _start_deadline(self: DispatchController, job: Obj) -> float:
+    def _start_deadline(self, job: Obj) -> float:
         value = c.int_annotation(job, post_release.START_DEADLINE, int(self.options.start_deadline_seconds))
         return float(value if value >= 1 else self.options.start_deadline_seconds)
 
-    def _judge_started(self: DispatchController, key: Any, job: Obj, rb: Obj, generation: int,
+    def _judge_started(self, key: Any, job: Obj, rb: Obj, generation: int,
                        works: Mapping[str, Obj | None]) -> Verdict:
         notes = c.annotations_of(rb)
         released_at = c.parse_time(notes.get(post_release.RELEASED_AT)) or self.clock()
@@ -88,7 +98,7 @@ class TeardownMixin:
         return post_release.judge(works, generation, released_at, self._start_deadline(job),
                                   unknown_clusters(clusters), started, self.clock())
 
-    async def _torn_down(self: DispatchController, job: Obj, rb: Obj, generation: int, shares: dict[str, Any],
+    async def _torn_down(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any],
                          verdict: Verdict, clusters: Mapping[str, Obj]) -> None:
         await self._cancelled(job, rb, generation, shares, verdict)
         now = self.clock()

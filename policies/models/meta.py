@@ -97,8 +97,6 @@ class Condition(K8sModel):
     last_probe_time: Optional[str] = None
     last_heartbeat_time: Optional[str] = None
     last_update_time: Optional[str] = None
-    #: metav1.Condition's; a Work's ``Fenced`` condition names the placement generation it stopped
-    observed_generation: Optional[int] = None
     observed_generation: Optional[int] = None
     transition_id: Optional[str] = Field(default=None, alias="transitionID")
 

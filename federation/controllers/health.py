@@ -124,14 +124,14 @@ class HealthController:
 
     def _seen_renewal(self, obs: Observation, now: datetime) -> Observation:
         """``obs`` with the lease renewed when *this controller* first saw its renewTime (fencing:
-        the federation measures on its own clock from the last renewal it saw; the first one
-        after a start is taken at its stamp, never later than now)."""
+        the federation measures on its own clock from the last renewal it saw, so a skewed agent
+        clock cannot make it fail over early; after a controller start a lease counts as seen
+        then, which only delays a failover)."""
         if obs.lease_renewed is None:
             return obs
         known = self.seen.get(obs.name)
         if known is None or known[0] != obs.lease_renewed:
-            first = known is None
-            known = (obs.lease_renewed, min(obs.lease_renewed, now) if first else now)
+            known = (obs.lease_renewed, now)
             self.seen[obs.name] = known
         return replace(obs, lease_renewed=known[1])
 

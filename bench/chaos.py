@@ -8,7 +8,8 @@ over both clusters, then cuts cluster-b off (or SIGKILLs its agent) at the scena
 the partition ``--hold`` seconds after the gang was re-placed, heals, and prints what the samplers
 saw (every 0.25 s per agent): two generations running at once (must be none) and the longest
 stretch any generation ran by halves (bound: lease grace + pod termination grace + 5 s).
-Settings: ``--cluster-lease-grace 10 --cluster-failover-grace 10 --pod-termination-grace 3``.
+Settings: ``--cluster-lease-grace 10 --cluster-failover-grace 10 --pod-termination-grace 3``, or with
+``--defaults`` every grace at its default (a scenario then takes a few minutes).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from e2e import netns  # noqa: E402
-from e2e.partition_run import HALVES_BOUND, SERVE_ARGS, Scenario, run  # noqa: E402
+from e2e.partition_run import DEFAULTS, SHORT, Scenario, run  # noqa: E402
 from e2e.partition_samples import report  # noqa: E402
 
 SCENARIOS = {
@@ -33,21 +34,23 @@ SCENARIOS = {
 }
 
 
-async def main(names: list[str], rounds: int, hold: float) -> int:
+async def main(names: list[str], rounds: int, hold: float, defaults: bool) -> int:
     why = netns.unavailable()
     if why:
         print(f"chaos: cannot run: {why}")
         return 2
-    print(f"settings: caldera serve {' '.join(SERVE_ARGS)}; by-halves bound {HALVES_BOUND:g}s")
+    settings = DEFAULTS if defaults else SHORT
+    print(f"settings: caldera serve {' '.join(settings.serve_args) or '(defaults)'}, agents --lease-period "
+          f"{settings.lease_period:g}; by-halves bound {settings.halves_bound:g}s")
     failures = 0
     for round_ in range(1, rounds + 1):
         for name in names:
             scenario = Scenario(**{**SCENARIOS[name].__dict__, "hold_after": hold})
             began = time.monotonic()
             with tempfile.TemporaryDirectory(prefix=f"chaos-{name}-") as tmp:
-                outcome = await run(Path(tmp), scenario)
+                outcome = await run(Path(tmp), scenario, settings)
             found = outcome.findings
-            ok = not found.double_runs and found.longest_halves() <= HALVES_BOUND
+            ok = not found.double_runs and found.longest_halves() <= settings.halves_bound
             failures += 0 if ok else 1
             print(f"\n== round {round_} {name}: {'OK' if ok else 'VIOLATED'} ({time.monotonic() - began:.0f}s; "
                   f"generations {outcome.generations[0]} -> {outcome.generations[1]})")
@@ -63,5 +66,7 @@ if __name__ == "__main__":
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--hold", type=float, default=20.0, help="seconds the partition lasts after the re-placement")
+    parser.add_argument("--defaults", action="store_true",
+                        help="every grace at its default (lease 40 s, failover 300 s, 30 s pods, renew 10 s)")
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.scenario or list(SCENARIOS), args.rounds, args.hold)))
+    sys.exit(asyncio.run(main(args.scenario or list(SCENARIOS), args.rounds, args.hold, args.defaults)))

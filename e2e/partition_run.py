@@ -36,14 +36,31 @@ from e2e.harness import (
 from e2e.partition_samples import Findings, analyse, load
 from federation.demo.processes import AGENT_LISTENING, System
 
-LEASE_GRACE = 10.0
-FAILOVER_GRACE = 10.0
-TERMINATION_GRACE = 3.0
-#: the bound on running by halves the issue sets
-HALVES_BOUND = LEASE_GRACE + TERMINATION_GRACE + 5.0
-SERVE_ARGS = ("--cluster-lease-grace", f"{LEASE_GRACE:g}", "--cluster-failover-grace", f"{FAILOVER_GRACE:g}",
-              "--pod-termination-grace", f"{TERMINATION_GRACE:g}", "--cluster-monitor-period", "1",
-              "--cluster-success-threshold", "2")
+
+@dataclass(frozen=True)
+class Settings:
+    """The graces a scenario runs with (the federation's flags and the agents' renew period)."""
+
+    lease_grace: float
+    failover_grace: float
+    termination_grace: float
+    serve_args: tuple[str, ...]
+    lease_period: float = 2.0
+
+    @property
+    def halves_bound(self) -> float:
+        """The bound on running by halves the issue sets: lease grace + termination grace + 5 s."""
+        return self.lease_grace + self.termination_grace + 5.0
+
+
+#: the issue's short graces (what CI runs)
+SHORT = Settings(10.0, 10.0, 3.0, ("--cluster-lease-grace", "10", "--cluster-failover-grace", "10",
+                                   "--pod-termination-grace", "3", "--cluster-monitor-period", "1",
+                                   "--cluster-success-threshold", "2"))
+#: every flag at its default (lease 40 s, failover 300 s, 30 s pods, agents renewing every 10 s)
+DEFAULTS = Settings(40.0, 300.0, 30.0, (), lease_period=10.0)
+HALVES_BOUND = SHORT.halves_bound
+SERVE_ARGS = SHORT.serve_args
 
 
 @dataclass(frozen=True)
@@ -75,10 +92,11 @@ async def _gang_phase(rc: Any, job: str, cluster: str, phases: set[str]) -> Any:
     return None
 
 
-async def run(tmp: Path, scenario: Scenario) -> Outcome:
+async def run(tmp: Path, scenario: Scenario, settings: Settings = SHORT) -> Outcome:
     """Run one scenario end to end; everything it started is gone when it returns or raises."""
-    system = System(tmp / "system", seed_clusters(), speed=SPEED, serve_args=list(SERVE_ARGS),
-                    agent_args=list(AGENT_ARGS))
+    system = System(tmp / "system", seed_clusters(), speed=SPEED, serve_args=list(settings.serve_args),
+                    agent_args=[*AGENT_ARGS, "--lease-period", f"{settings.lease_period:g}"])
+    patience = 90 + 2 * settings.halves_bound
     samples = tmp / "samples"
     samples.mkdir(parents=True, exist_ok=True)
     partition = netns.Partition(system, "cluster-b", samples / "cluster-b.jsonl")
@@ -118,7 +136,7 @@ async def run(tmp: Path, scenario: Scenario) -> Outcome:
                 ok = set(now) == {"cluster-a"} and now["cluster-a"].generation > first and now["cluster-a"].running
                 return now if ok else None
 
-            after = await until(replaced, 120, "the gang re-placed on cluster-a and running")
+            after = await until(replaced, patience, "the gang re-placed on cluster-a and running")
             second = after["cluster-a"].generation
             mark(f"generation {second} runs on cluster-a")
             await asyncio.sleep(scenario.hold_after)  # the partition goes on; the samplers keep watching
@@ -133,7 +151,7 @@ async def run(tmp: Path, scenario: Scenario) -> Outcome:
                 ready = [c for c in (cluster.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
                 return cluster if ready and ready[0].get("status") == "True" else None
 
-            await until(cluster_b_ready, 60, "cluster-b Ready again after the heal")
+            await until(cluster_b_ready, patience, "cluster-b Ready again after the heal")
             mark("cluster-b Ready")
             await asyncio.sleep(2.0)  # a few more samples after the heal: nothing comes back to life
     finally:

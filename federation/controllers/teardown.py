@@ -95,8 +95,10 @@ class TeardownMixin:
         released_at = c.parse_time(notes.get(post_release.RELEASED_AT)) or self.clock()
         clusters = {o["metadata"]["name"]: o for o in self.clusters.items()}
         started = c.int_annotation(rb, post_release.STARTED_GENERATION, -1) == generation
-        return post_release.judge(works, generation, released_at, self._start_deadline(job),
-                                  unknown_clusters(clusters), started, self.clock())
+        # a gang its policy keeps where it is (no failover) is never torn down for an Unknown cluster
+        unknown = set() if pinned_by_policy(rb) else unknown_clusters(clusters)
+        return post_release.judge(works, generation, released_at, self._start_deadline(job), unknown, started,
+                                  self.clock())
 
     async def _torn_down(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any],
                          verdict: Verdict, clusters: Mapping[str, Obj]) -> None:

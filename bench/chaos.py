@@ -54,6 +54,9 @@ async def main(names: list[str], rounds: int, hold: float, defaults: bool) -> in
             failures += 0 if ok else 1
             print(f"\n== round {round_} {name}: {'OK' if ok else 'VIOLATED'} ({time.monotonic() - began:.0f}s; "
                   f"generations {outcome.generations[0]} -> {outcome.generations[1]})")
+            fence = outcome.fences.get("cluster-b") or {}
+            print(f"cluster-b's fence: {fence.get('fenceSeconds')}s, spanning gangs {fence.get('spanningFenceSeconds')}s, "
+                  f"pods' grace {fence.get('podTerminationGraceSeconds')}s ({fence.get('basis')})")
             print(report(found))
             for at, what in outcome.timeline:
                 print(f"  {at:6.1f}s {what}")

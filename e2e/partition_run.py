@@ -81,6 +81,8 @@ class Outcome:
     findings: Findings
     generations: tuple[int, int]
     timeline: list[tuple[float, str]]
+    #: cluster -> the Cluster's status.fence before the partition
+    fences: dict[str, Any]
 
 
 async def _gang_phase(rc: Any, job: str, cluster: str, phases: set[str]) -> Any:
@@ -118,6 +120,18 @@ async def run(tmp: Path, scenario: Scenario, settings: Settings = SHORT) -> Outc
         name = job["metadata"]["name"]
         async with api(system) as rc:
             await capacity_reported(rc, system)
+
+            async def fences_checked() -> Any:
+                found = {}
+                for name in ("cluster-a", "cluster-b"):
+                    status = (await rc.get(CLUSTER, name)).get("status") or {}
+                    fence, timing = status.get("fence") or {}, status.get("failoverTiming") or {}
+                    if fence.get("basis") != "federation" or (timing.get("fenceCheck") or {}).get("result") != "Safe":
+                        return None
+                    found[name] = fence
+                return found
+
+            fences = await until(fences_checked, 60, "both agents' fences derived from the federation and Safe")
             await apply(rc, seed_one("queue-ai-training.yaml"), seed_one("propagationpolicy-volcano-job-policy.yaml"),
                         job)
             wanted = {"Running"} if scenario.when == "running" else {"Reserved", "Released", "Running"}
@@ -162,4 +176,4 @@ async def run(tmp: Path, scenario: Scenario, settings: Settings = SHORT) -> Outc
             WATCHED.remove(system)
         system.stop()
     found = analyse(load(sorted(samples.glob("*.jsonl"))))
-    return Outcome(scenario, found, (first, second), timeline)
+    return Outcome(scenario, found, (first, second), timeline, fences)

@@ -30,6 +30,8 @@ async def test_partition_never_runs_a_gang_twice_or_by_halves(tmp_path: Path, sc
     found = outcome.findings
     text = report(found) + "\n" + "\n".join(f"{t:6.1f}s {what}" for t, what in outcome.timeline)
     assert found.samples > 50 and found.max_gap <= 0.5 + 0.25, text  # sampled every 0.5 s or faster
+    fence = outcome.fences["cluster-b"]  # derived from the published graces: 10 - (2 + 5), 10 + 10 - 3 - 7
+    assert (fence["spanningFenceSeconds"], fence["fenceSeconds"], fence["podTerminationGraceSeconds"]) == (3, 10, 3)
     first, second = outcome.generations
     job = f"default.chaos-{scenario.name}"
     assert found.ran.get((job, str(first))) == {"cluster-a", "cluster-b"}, text

@@ -169,8 +169,12 @@ class FederationSync:
 
     async def learn_failover_timing(self) -> None:
         """Read the graces the federation published on our Cluster (``status.failoverTiming``)."""
-        if self.agent.fence is not None:
+        if self.agent.fence is None:
+            return
+        try:
             self.agent.fence.learn(await self.call("get_cluster", lambda: self.api.get_cluster(self.cluster)))
+        except Exception as exc:  # noqa: BLE001 - the graces last read (or the defaults) stay in force
+            log.debug("reading Cluster %s for the federation's graces failed: %s", self.cluster, exc)
 
     async def _renew_lease(self, now: float) -> None:
         try:
@@ -300,8 +304,11 @@ class FederationSync:
             except Exception as exc:  # noqa: BLE001
                 log.warning("registering Cluster %s failed: %s; retrying", self.cluster, exc)
                 await self.clock.sleep(2.0)
-        await asyncio.gather(self.lease_loop(), self.status_loop(), self.works_loop(), self.work_status_loop(),
-                             self.inputs_loop())
+        try:
+            await asyncio.gather(self.lease_loop(), self.status_loop(), self.works_loop(), self.work_status_loop(),
+                                 self.inputs_loop())
+        finally:
+            self.connected = False  # stopped (e.g. stepped down): not talking to the federation
 
 
 async def _first(*awaitables: Any) -> None:

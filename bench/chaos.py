@@ -58,6 +58,8 @@ async def main(names: list[str], rounds: int, hold: float, defaults: bool) -> in
             print(f"cluster-b's fence: {fence.get('fenceSeconds')}s, spanning gangs {fence.get('spanningFenceSeconds')}s, "
                   f"pods' grace {fence.get('podTerminationGraceSeconds')}s ({fence.get('basis')})")
             print(report(found))
+            for message in outcome.by_halves[:3]:
+                print(f"  Job status GangStarted=False RunningByHalves: {message}")
             for at, what in outcome.timeline:
                 print(f"  {at:6.1f}s {what}")
     print(f"\n{failures} scenario run(s) violated a guarantee")

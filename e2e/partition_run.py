@@ -21,6 +21,7 @@ from e2e import netns
 from e2e.harness import (
     AGENT_ARGS,
     CLUSTER,
+    JOB,
     SPEED,
     WATCHED,
     api,
@@ -83,6 +84,8 @@ class Outcome:
     timeline: list[tuple[float, str]]
     #: cluster -> the Cluster's status.fence before the partition
     fences: dict[str, Any]
+    #: the Job's "runs by halves" condition messages seen during the partition
+    by_halves: list[str]
 
 
 async def _gang_phase(rc: Any, job: str, cluster: str, phases: set[str]) -> Any:
@@ -104,6 +107,7 @@ async def run(tmp: Path, scenario: Scenario, settings: Settings = SHORT) -> Outc
     partition = netns.Partition(system, "cluster-b", samples / "cluster-b.jsonl")
     side = None
     timeline: list[tuple[float, str]] = []
+    halves: list[str] = []  # the Job's GangStarted=False/RunningByHalves messages seen while waiting
     began = time.monotonic()
 
     def mark(what: str) -> None:
@@ -146,6 +150,9 @@ async def run(tmp: Path, scenario: Scenario, settings: Settings = SHORT) -> Outc
                 system.agents["cluster-b"].kill()
 
             async def replaced() -> Any:
+                conditions = ((await rc.get(JOB, name, "default")).get("status") or {}).get("conditions") or []
+                halves.extend(c.get("message", "") for c in conditions
+                              if c.get("type") == "GangStarted" and c.get("reason") == "RunningByHalves")
                 now = await shares(rc, name)
                 ok = set(now) == {"cluster-a"} and now["cluster-a"].generation > first and now["cluster-a"].running
                 return now if ok else None
@@ -176,4 +183,4 @@ async def run(tmp: Path, scenario: Scenario, settings: Settings = SHORT) -> Outc
             WATCHED.remove(system)
         system.stop()
     found = analyse(load(sorted(samples.glob("*.jsonl"))))
-    return Outcome(scenario, found, (first, second), timeline, fences)
+    return Outcome(scenario, found, (first, second), timeline, fences, sorted(set(halves)))

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -77,17 +78,19 @@ def ready_condition(cluster: Obj) -> Obj:
 
 class HealthController:
     def __init__(self, rc: ResourceClient, api: Any, config: HealthConfig,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, monotonic: Callable[[], float] | None = None) -> None:
         self.rc = rc
         self.api = api
         self.config = config
         self.clock = clock or (lambda: datetime.now(UTC))
+        #: lease ages are measured on this (fencing: a wall-clock step never ages a lease)
+        self.monotonic = monotonic or (time.monotonic if clock is None else (lambda: self.clock().timestamp()))
         self.wake = asyncio.Event()
         self.clusters = Informer(rc, CLUSTERS, lambda _t, _o, _old: self.wake.set())
         self.leases = Informer(rc, LEASES, lambda _t, _o, _old: self.wake.set(), namespace=LEASE_NAMESPACE)
         self.recovering: dict[str, datetime | None] = {}
-        #: cluster -> (renewTime text, when this controller first saw it): leases age on our clock
-        self.seen: dict[str, tuple[object, datetime]] = {}
+        #: cluster -> (renewTime, our monotonic reading when we first saw it): leases age on our clock
+        self.seen: dict[str, tuple[object, float]] = {}
         self.writes = 0
 
     async def evaluate(self, name: str) -> Verdict | None:
@@ -130,10 +133,11 @@ class HealthController:
         if obs.lease_renewed is None:
             return obs
         known = self.seen.get(obs.name)
+        reading = self.monotonic()
         if known is None or known[0] != obs.lease_renewed:
-            known = (obs.lease_renewed, now)
+            known = (obs.lease_renewed, reading)
             self.seen[obs.name] = known
-        return replace(obs, lease_renewed=known[1])
+        return replace(obs, lease_renewed=now - timedelta(seconds=max(0.0, reading - known[1])))
 
     async def _write_timing(self, cluster: Obj, obs: Observation) -> None:
         """Publish the graces on the Cluster (``status.failoverTiming``) with the check of the agent's fence."""

@@ -343,8 +343,9 @@ def gang_started_condition(held: list[ShareView], previous: Mapping[str, Obj], n
                        previous, now)]
     waiting = "; ".join(f"{v.plan.cluster}: {v.gang.get('phase') or 'no answer'} ({v.why})"
                         for v in released if v not in started)
-    return [_typed("GangStarted", "False", "RunningByHalves",
-                   f"{len(started)}/{len(released)} shares started; {waiting}", previous, now)]
+    reason = "RunningByHalves" if started else "Starting"  # released, no share runs yet
+    return [_typed("GangStarted", "False", reason, f"{len(started)}/{len(released)} shares started; {waiting}",
+                   previous, now)]
 
 
 def cluster_entries(views: list[ShareView]) -> list[Obj]:

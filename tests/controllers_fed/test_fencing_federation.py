@@ -160,6 +160,7 @@ def _view(cluster: str, phase: str, fenced: bool = False) -> ShareView:
     ([("a", "Running", False), ("b", "Running", False)], "True", "AllSharesStarted"),
     ([("a", "Running", False), ("b", "Released", False)], "False", "RunningByHalves"),
     ([("a", "Running", False), ("b", "Running", True)], "False", "RunningByHalves"),
+    ([("a", "Released", False), ("b", "Released", False)], "False", "Starting"),
 ])
 def test_job_status_says_it_runs_by_halves(views: list[tuple[str, str, bool]], status: str, reason: str) -> None:
     (cond,) = gang_started_condition([_view(*v) for v in views], {}, "2026-12-05T00:00:00Z")

@@ -252,16 +252,19 @@ class DispatchController(TeardownMixin, QueueController):
         await self._event(job, "Released", f"generation {generation}: every share reserved on "
                                            f"{', '.join(sorted(shares))}; released")
 
-    async def _cancelled(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any], verdict: Verdict) -> None:
+    async def _cancelled(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any], verdict: Verdict,
+                         extra: dict[str, str] | None = None, min_delay: float = 0.0) -> None:
+        """Cancel every share; ``extra`` annotations go in the same write (placement reads them together)."""
         now = self.clock()
         attempts = c.int_annotation(rb, c.RESERVE_ATTEMPTS, 0) + 1
-        delay = c.backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds)
+        delay = max(min_delay, c.backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds))
         before = c.json_annotation(rb, c.RESERVE_CAPS)
         before = before if isinstance(before, dict) else {}
         caps = merge_caps(before, shares, verdict.failed, now + self.options.cap_ttl_seconds, now=now,
                           exclude_after=self.options.exclude_after_failures)
         await self._annotate(rb, {c.CANCELLED_GENERATION: str(generation), c.RESERVE_ATTEMPTS: str(attempts),
-                                  c.RETRY_AFTER: c.rfc3339(now + delay), c.RESERVE_CAPS: c.canonical_json(caps)})
+                                  c.RETRY_AFTER: c.rfc3339(now + delay), c.RESERVE_CAPS: c.canonical_json(caps),
+                                  **(extra or {})})
         metrics.two_phase_outcome("cancelled", self._waited(rb))
         await self._event(job, "Cancelled", f"generation {generation}: {verdict.message}; every share cancelled, "
                                             f"re-placing in {delay:.0f}s with lower estimates on "

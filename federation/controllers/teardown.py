@@ -102,16 +102,12 @@ class TeardownMixin:
 
     async def _torn_down(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any],
                          verdict: Verdict, clusters: Mapping[str, Obj]) -> None:
-        await self._cancelled(job, rb, generation, shares, verdict)
-        now = self.clock()
         cut_off = sorted(set(verdict.failed) & unknown_clusters(clusters))
         wait = max([termination_grace(clusters.get(name)) + SPANNING_SLACK for name in cut_off], default=0.0)
-        current = self.bindings.get(rb["metadata"]["namespace"], rb["metadata"]["name"]) or rb
-        retry = max(c.parse_time(c.annotations_of(current).get(c.RETRY_AFTER)) or now, now + wait)
         note = {"generation": generation, "clusters": list(verdict.failed), "unknown": cut_off,
                 "reason": verdict.message}
-        await self._annotate(current, {post_release.TORN_DOWN: json.dumps(note, sort_keys=True),
-                                       c.RETRY_AFTER: c.rfc3339(retry)})
+        await self._cancelled(job, rb, generation, shares, verdict,
+                              extra={post_release.TORN_DOWN: json.dumps(note, sort_keys=True)}, min_delay=wait)
         await self._event(job, "TornDown", f"generation {generation}: {verdict.message}; every share withdrawn"
                                            + (f", the next attempt waits {wait:.0f}s for the cut-off shares to stop"
                                               if wait else ""), "Warning")

@@ -108,6 +108,11 @@ def _pod_ready(obj: Obj, _lookup: Lookup) -> str:
     return f"{ready}/{len(containers)}"
 
 
+def _cached_from(obj: Obj, _lookup: Lookup) -> str:
+    """The member cluster a federation view object comes from (docs/protocol.md "Member pods")."""
+    return str(_get(obj, "metadata", "annotations", "resource.karmada.io/cached-from-cluster") or "<none>")
+
+
 def _c(name: str, fn: Callable[[Obj, Lookup], Any], priority: int = 0, type_: str = "string") -> Column:
     return (name, type_, priority, fn)
 
@@ -138,6 +143,7 @@ COLUMNS: dict[str, list[Column]] = {
         _c("MINMEMBER", lambda o, _: _get(o, "spec", "minMember", default=""), type_="integer"),
         _c("RUNNINGS", lambda o, _: _get(o, "status", "running", default=0), type_="integer"),
         _c("QUEUE", lambda o, _: _get(o, "spec", "queue", default="default"), priority=1),
+        _c("CLUSTER", _cached_from, priority=1),
     ],
     "Queue": [
         _c("WEIGHT", lambda o, _: _get(o, "spec", "weight", default=1), type_="integer"),
@@ -175,6 +181,7 @@ COLUMNS: dict[str, list[Column]] = {
         _c("READY", _pod_ready),
         _c("STATUS", lambda o, _: _get(o, "status", "phase", default="Pending")),
         _c("NODE", lambda o, _: _get(o, "spec", "nodeName", default="<none>"), priority=1),
+        _c("CLUSTER", _cached_from, priority=1),
     ],
     "Node": [_c("STATUS", lambda o, _: "Ready" if _condition(o, "Ready") == "True" else "NotReady")],
     "Namespace": [_c("STATUS", lambda o, _: _get(o, "status", "phase", default="Active"))],

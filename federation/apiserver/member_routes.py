@@ -1,0 +1,82 @@
+"""Requests for member Pods and PodGroups at the federation (docs/protocol.md "Member pods").
+
+* Reads outside the execution namespaces (``GET /api/v1/pods``, ``.../namespaces/team/pods``,
+  ``.../pods/NAME``, watches, the PodGroups the same way) are served from the
+  :class:`~federation.apiserver.member_view.MemberView`: every copy the agents report, translated
+  back to its member namespace and name.
+* Writes there answer 405 naming the member cluster: users change pods in the member cluster.
+* ``GET .../pods/NAME/log`` asks the pod's agent for the log (federation/apiserver/member_logs.py).
+* In ``karmada-es-<cluster>`` the raw copies are ordinary objects; only agents write them (the
+  agent restriction then allows only ``karmada-es-<its cluster>``); anyone else gets 405 too.
+In ``--member-mode`` none of this applies: pods and PodGroups are the writable kinds they were.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from federation.apiserver import paths
+from federation.apiserver.auth import User
+from federation.apiserver.member_view import (
+    MemberView,
+    cluster_of,
+    is_execution_namespace,
+    is_member_kind,
+    read_only,
+    view_key,
+)
+from federation.apiserver.rbac.agents import agent_cluster
+from federation.apiserver.state import ApiServerState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from federation.apiserver.routes import Handlers
+
+Obj = dict[str, Any]
+READS = ("get", "list", "watch")
+
+
+def covers(state: ApiServerState, target: paths.Target, verb: str, user: User) -> bool:
+    """Whether a request is the view's, or a refused write of a raw copy by a non-agent."""
+    if state.members is None:
+        return False
+    if target.special == "bindings":
+        return not is_execution_namespace(target.namespace)
+    if not is_member_kind(target.info):
+        return False
+    if is_execution_namespace(target.namespace):
+        return verb not in READS and agent_cluster(user.groups) is None
+    return True
+
+
+def page_key(obj: Obj) -> tuple[str, str]:
+    """Where a page of view items ends: copies of one name differ by cluster (``\\0`` sorts first)."""
+    meta = obj["metadata"]
+    return meta.get("namespace") or "", f"{meta['name']}\0{cluster_of(obj)}"
+
+
+async def serve(handlers: "Handlers", request: web.Request, verb: str, target: paths.Target) -> web.StreamResponse:
+    state = handlers.state
+    view = state.members
+    assert view is not None
+    info = target.info
+    if target.special == "bindings" or info is None:
+        from federation.apiserver.member_view import PODS
+
+        raise read_only(PODS, target.namespace, "", view, "create")
+    if is_execution_namespace(target.namespace):
+        raise read_only(info, None, target.name, view, verb)
+    if target.subresource == "log" and verb == "get":
+        from federation.apiserver.member_logs import serve_log
+
+        return await serve_log(state, request, view.get(info, target.namespace or "", target.name))
+    if verb not in READS or target.subresource:
+        raise read_only(info, target.namespace, target.name, view, verb)
+    ns = target.namespace
+    if verb == "get":
+        return handlers._object(request, info, view.get(info, ns or "", target.name))
+    if verb == "list":
+        return await handlers._list(request, info, ns, lister=view.list)
+    return await handlers._watch(request, info, ns, lister=view.list, resource=view_key(info))
+

@@ -193,6 +193,10 @@ def build_app(state: ApiServerState) -> web.Application:
         add_status_routes(app, list_objects, state.metrics.registry)
         add_ui_routes(app, state.auth.authenticate, list_objects)
     openapi.add_routes(app)
+    if not state.member_mode:  # karmada-search's proxy path for the member pods (docs/protocol.md "Member pods")
+        from federation.apiserver.member_routes import add_karmada_proxy
+
+        add_karmada_proxy(app, handlers)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)
     app.router.add_route("*", "/apis", handlers.groups)

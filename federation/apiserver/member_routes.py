@@ -80,3 +80,24 @@ async def serve(handlers: "Handlers", request: web.Request, verb: str, target: p
         return await handlers._list(request, info, ns, lister=view.list)
     return await handlers._watch(request, info, ns, lister=view.list, resource=view_key(info))
 
+
+
+#: karmada-search's proxy: the same objects under this prefix (``kubectl --server URL+PREFIX`` works too)
+KARMADA_PROXY = "/apis/search.karmada.io/v1alpha1/proxying/karmada/proxy"
+
+
+def add_karmada_proxy(app: web.Application, handlers: "Handlers") -> None:
+    """``PREFIX/api/...`` and ``PREFIX/apis/...`` answer as ``/api/...`` and ``/apis/...`` do: the
+    member pods and PodGroups (and, as karmada-search forwards what it does not cache, the rest)."""
+
+    async def proxy(request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.match_info.get("tail", "").split("/") if p]
+        if parts[:1] == ["api"]:
+            return await handlers.core_path(request, parts[1:])
+        if parts[:1] == ["apis"]:
+            return await handlers.groups_path(request, parts[1:])
+        from federation.apiserver.status import path_not_found
+
+        raise path_not_found(request.path)
+
+    app.router.add_route("*", KARMADA_PROXY + "/{tail:.*}", proxy)

@@ -64,7 +64,9 @@ class Handlers:
         self.state = state
 
     async def core(self, request: web.Request) -> web.StreamResponse:
-        rest = [p for p in request.match_info.get("tail", "").split("/") if p]
+        return await self.core_path(request, [p for p in request.match_info.get("tail", "").split("/") if p])
+
+    async def core_path(self, request: web.Request, rest: list[str]) -> web.StreamResponse:
         if not rest:
             return json_response(discovery.api_versions(self.state.address))
         if rest[0] != "v1":
@@ -74,7 +76,9 @@ class Handlers:
         return await self._serve(request, paths.parse("", "v1", rest[1:], request.path))
 
     async def groups(self, request: web.Request) -> web.StreamResponse:
-        rest = [p for p in request.match_info.get("tail", "").split("/") if p]
+        return await self.groups_path(request, [p for p in request.match_info.get("tail", "").split("/") if p])
+
+    async def groups_path(self, request: web.Request, rest: list[str]) -> web.StreamResponse:
         if not rest:
             return json_response(discovery.group_list())
         if len(rest) == 1:

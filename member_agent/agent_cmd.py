@@ -22,6 +22,8 @@ from member_agent.cluster.gateway import ClusterGateway
 from member_agent.cluster.pools import load_cluster_file
 from member_agent.cluster.sim import SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions
+from member_agent.log_shipper import LogShipper
+from member_agent.member_report import MemberReporter
 from member_agent.sync import FederationSync
 from policies.errors import CalderaError
 
@@ -178,7 +180,9 @@ async def serve(args: argparse.Namespace) -> int:
     bound = await _start_site(runner, args.listen, "--listen")
     metrics_runner = await _metrics_runner(args, agent, clock)  # announced first: "listening" means all are up
     print(f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}", flush=True)
-    acting = [agent.controller_loop, agent.schedule_loop, sync.run]
+    reporter = MemberReporter(agent, federation, clock)  # pods and PodGroups, read at the federation
+    shipper = LogShipper(args.cluster, federation, gateway, clock)  # their logs, when the federation asks
+    acting = [agent.controller_loop, agent.schedule_loop, sync.run, reporter.run, shipper.run]
     # the simulated member cluster runs whoever leads: its pods go on while the agent stands by
     cluster_loops = [agent.cache.run(), *([sim.kubelet.run()] if sim is not None else [])]
 

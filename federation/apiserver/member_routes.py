@@ -13,14 +13,13 @@ In ``--member-mode`` none of this applies: pods and PodGroups are the writable k
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from federation.apiserver import paths
 from federation.apiserver.auth import User
 from federation.apiserver.member_view import (
-    MemberView,
     cluster_of,
     is_execution_namespace,
     is_member_kind,
@@ -29,9 +28,6 @@ from federation.apiserver.member_view import (
 )
 from federation.apiserver.rbac.agents import agent_cluster
 from federation.apiserver.state import ApiServerState
-
-if TYPE_CHECKING:  # pragma: no cover
-    from federation.apiserver.routes import Handlers
 
 Obj = dict[str, Any]
 READS = ("get", "list", "watch")
@@ -56,7 +52,7 @@ def page_key(obj: Obj) -> tuple[str, str]:
     return meta.get("namespace") or "", f"{meta['name']}\0{cluster_of(obj)}"
 
 
-async def serve(handlers: "Handlers", request: web.Request, verb: str, target: paths.Target) -> web.StreamResponse:
+async def serve(handlers: Any, request: web.Request, verb: str, target: paths.Target) -> web.StreamResponse:
     state = handlers.state
     view = state.members
     assert view is not None
@@ -86,7 +82,7 @@ async def serve(handlers: "Handlers", request: web.Request, verb: str, target: p
 KARMADA_PROXY = "/apis/search.karmada.io/v1alpha1/proxying/karmada/proxy"
 
 
-def add_karmada_proxy(app: web.Application, handlers: "Handlers") -> None:
+def add_karmada_proxy(app: web.Application, handlers: Any) -> None:
     """``PREFIX/api/...`` and ``PREFIX/apis/...`` answer as ``/api/...`` and ``/apis/...`` do: the
     member pods and PodGroups (and, as karmada-search forwards what it does not cache, the rest)."""
 

@@ -27,8 +27,8 @@ from aiohttp import web
 from federation.apiserver import conversion
 from federation.apiserver.app import build_app
 from federation.apiserver.auth import TokenAuthenticator
-from federation.apiserver.rbac import reconcile_bootstrap
 from federation.apiserver.member_view import MemberView
+from federation.apiserver.rbac import reconcile_bootstrap
 from federation.apiserver.registry import Registry
 from federation.apiserver.state import ApiServerState
 from federation.apiserver.storage import Storage

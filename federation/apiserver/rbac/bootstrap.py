@@ -102,6 +102,7 @@ def _agent_rules() -> list[Obj]:
         # its pods and PodGroups, reported into karmada-es-<cluster> (docs/protocol.md "Member pods")
         _rule(["create", "update", "patch", "delete"], [""], ["pods", "pods/status"]),
         _rule(["create", "update", "patch", "delete"], ["scheduling.volcano.sh"], ["podgroups", "podgroups/status"]),
+        _urls(["post"], ["/caldera/v1/clusters/*"]),  # its answers to log requests (member_logs.py)
     ]
 
 

@@ -188,6 +188,8 @@ def build_app(state: ApiServerState) -> web.Application:
         from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
 
         def list_objects(info: KindInfo, namespace: str | None) -> list[dict[str, Any]]:
+            if state.members is not None and info.kind in ("Pod", "PodGroup"):  # what the agents report
+                return state.members.list(info, namespace, None)
             return state.registry.list(info, namespace, None)
 
         add_status_routes(app, list_objects, state.metrics.registry)

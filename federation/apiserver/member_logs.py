@@ -75,6 +75,8 @@ class LogBroker:
         """The requests waiting for ``cluster``'s agent (waits up to ``timeout`` for one)."""
         event = self._arrived.setdefault(cluster, asyncio.Event())
         if not self._pending.get(cluster):
+            if timeout <= 0:
+                return []
             event.clear()
             try:
                 await asyncio.wait_for(event.wait(), timeout)
@@ -148,7 +150,8 @@ def add_routes(app: web.Application, state: Any) -> None:
     async def poll(request: web.Request) -> web.Response:
         cluster = request.match_info["cluster"]
         _agent_of(request, cluster)
-        timeout = min(float(_int(request.query, "timeoutSeconds") or 30), MAX_POLL_SECONDS)
+        asked = _int(request.query, "timeoutSeconds")
+        timeout = max(0.0, min(float(30 if asked is None else asked), MAX_POLL_SECONDS))
         taken = await broker_of(state).poll(cluster, timeout)
         return web.json_response({"items": [dict(r.params, id=r.id) for r in taken]})
 

@@ -1,0 +1,231 @@
+"""Member pods and PodGroups at the federation (docs/protocol.md "Member pods"), on a real in-process
+API server: agents write raw copies into ``karmada-es-<cluster>``; users read them translated
+(list, GET, watch, selectors, tables, paging, the karmada-search proxy path) and may not write them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from federation.apiserver.server import ApiServer, ServerConfig
+from tests.member_pods.builders import CACHED_FROM, Client, pod, podgroup, raw
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+PROXY = "/apis/search.karmada.io/v1alpha1/proxying/karmada/proxy"
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "data")) as srv:
+        admin = Client(srv, srv.admin_token)
+        for ns in ("karmada-es-a", "karmada-es-b", "team"):
+            status, _ = await admin.call("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+            assert status == 201
+        yield srv
+
+
+async def report_failover_copies(srv: ApiServer) -> tuple[Client, Client]:
+    """worker-0 in a (generation 1, the lost cluster) and in b (generation 2); worker-1 in b only."""
+    agent_a, agent_b = Client(srv, srv.mint_token("agent:a")), Client(srv, srv.mint_token("agent:b"))
+    for agent, cluster, body in ((agent_a, "a", pod("job-worker-0", "a-n1", "Running", 1)),
+                                 (agent_b, "b", pod("job-worker-0", "b-n4", "Running", 2)),
+                                 (agent_b, "b", pod("job-worker-1", "b-n5", "Pending", 2)),
+                                 (agent_b, "b", podgroup("job", 2))):
+        status, doc = await agent.create_raw(cluster, body)
+        assert status == 201, doc
+    return agent_a, agent_b
+
+
+async def test_the_list_shows_every_copy_and_a_get_the_current_generation(server: ApiServer) -> None:
+    await report_failover_copies(server)
+    admin = Client(server, server.admin_token)
+    _, doc = await admin.call("GET", "/api/v1/pods")
+    seen = [(i["metadata"]["namespace"], i["metadata"]["name"], i["metadata"]["annotations"][CACHED_FROM])
+            for i in doc["items"]]
+    assert seen == [("team", "job-worker-0", "a"), ("team", "job-worker-0", "b"), ("team", "job-worker-1", "b")]
+    _, doc = await admin.call("GET", "/api/v1/namespaces/team/pods/job-worker-0")
+    assert doc["metadata"]["annotations"][CACHED_FROM] == "b" and doc["spec"]["nodeName"] == "b-n4"
+    _, doc = await admin.call("GET", "/api/v1/namespaces/other/pods")
+    assert doc["items"] == []
+    status, doc = await admin.call("GET", "/api/v1/namespaces/team/pods/job-worker-9")
+    assert status == 404 and doc["message"] == 'pods "job-worker-9" not found'
+    _, doc = await admin.call("GET", "/apis/scheduling.volcano.sh/v1beta1/podgroups")
+    assert [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in doc["items"]] == [("team", "job")]
+
+
+async def test_a_finished_copy_loses_to_a_live_one_of_the_same_generation(server: ApiServer) -> None:
+    agent_a, agent_b = Client(server, server.mint_token("agent:a")), Client(server, server.mint_token("agent:b"))
+    await agent_a.create_raw("a", pod("w-0", "a-n1", "Running", 3))
+    await agent_b.create_raw("b", pod("w-0", "b-n1", "Failed", 3))
+    _, doc = await Client(server, server.admin_token).call("GET", "/api/v1/namespaces/team/pods/w-0")
+    assert doc["metadata"]["annotations"][CACHED_FROM] == "a"
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("fieldSelector=spec.nodeName=b-n4", ["job-worker-0@b"]),
+    ("fieldSelector=status.phase=Running", ["job-worker-0@a", "job-worker-0@b"]),
+    ("fieldSelector=metadata.namespace=team,status.phase!=Running", ["job-worker-1@b"]),
+    ("labelSelector=caldera.io/placement-generation=1", ["job-worker-0@a"]),
+    ("labelSelector=volcano.sh/task-index in (1)", ["job-worker-1@b"]),
+])
+async def test_selectors_apply_to_the_member_objects(server: ApiServer, query: str, expected: list[str]) -> None:
+    await report_failover_copies(server)
+    _, doc = await Client(server, server.admin_token).call("GET", f"/api/v1/pods?{query}")
+    assert [f"{i['metadata']['name']}@{i['metadata']['annotations'][CACHED_FROM]}" for i in doc["items"]] == expected
+
+
+async def test_pages_do_not_lose_a_copy_between_two_pages(server: ApiServer) -> None:
+    await report_failover_copies(server)
+    admin = Client(server, server.admin_token)
+    seen, token = [], ""
+    while True:
+        _, doc = await admin.call("GET", "/api/v1/pods?limit=1" + (f"&continue={token}" if token else ""))
+        seen += [f"{i['metadata']['name']}@{i['metadata']['annotations'][CACHED_FROM]}" for i in doc["items"]]
+        token = doc["metadata"].get("continue", "")
+        if not token:
+            break
+    assert seen == ["job-worker-0@a", "job-worker-0@b", "job-worker-1@b"]
+
+
+async def test_wide_table_has_node_and_cluster(server: ApiServer) -> None:
+    await report_failover_copies(server)
+    _, doc = await Client(server, server.admin_token).call("GET", "/api/v1/pods", accept=TABLE)
+    names = [c["name"] for c in doc["columnDefinitions"]]
+    wide = {c["name"] for c in doc["columnDefinitions"] if c["priority"] == 1}
+    assert {"NODE", "CLUSTER"} <= wide
+    rows = [dict(zip(names, r["cells"], strict=True)) for r in doc["rows"]]
+    assert [(r["Name"], r["NODE"], r["CLUSTER"]) for r in rows] == [
+        ("job-worker-0", "a-n1", "a"), ("job-worker-0", "b-n4", "b"), ("job-worker-1", "b-n5", "b")]
+
+
+async def test_the_karmada_search_proxy_path_serves_the_same_objects(server: ApiServer) -> None:
+    await report_failover_copies(server)
+    admin = Client(server, server.admin_token)
+    for path in ("/api/v1/pods", "/api/v1/namespaces/team/pods/job-worker-0",
+                 "/apis/scheduling.volcano.sh/v1beta1/namespaces/team/podgroups"):
+        direct, proxied = await admin.call("GET", path), await admin.call("GET", PROXY + path)
+        assert proxied == direct
+    status, _ = await admin.call("GET", PROXY + "/nope")
+    assert status == 404
+
+
+async def test_a_watch_sees_translated_events_and_resumes_from_a_resource_version(server: ApiServer) -> None:
+    agent_b = Client(server, server.mint_token("agent:b"))
+    admin = Client(server, server.admin_token)
+    _, listing = await admin.call("GET", "/api/v1/namespaces/team/pods")
+    rv = listing["metadata"]["resourceVersion"]
+    await agent_b.create_raw("b", pod("w-0", "", "Pending", 1))
+    await agent_b.call("PUT", "/api/v1/namespaces/karmada-es-b/pods/team.w-0/status",
+                       raw("b", pod("w-0", "", "Running", 1)))
+    await agent_b.call("DELETE", "/api/v1/namespaces/karmada-es-b/pods/team.w-0")
+    events = await admin.watch(f"/api/v1/namespaces/team/pods?watch=true&resourceVersion={rv}", 3)
+    assert [(e["type"], e["object"]["metadata"]["namespace"], e["object"]["metadata"]["name"],
+             e["object"]["metadata"]["annotations"][CACHED_FROM]) for e in events] == [
+        ("ADDED", "team", "w-0", "b"), ("MODIFIED", "team", "w-0", "b"), ("DELETED", "team", "w-0", "b")]
+    assert events[1]["object"]["status"]["phase"] == "Running"
+    # a field selector turns a phase change into ADDED / DELETED, as for any kind
+    events = await admin.watch(f"/api/v1/pods?watch=true&resourceVersion={rv}&fieldSelector=status.phase=Running", 2)
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("POST", "/api/v1/namespaces/team/pods", {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "c"}]}}),
+    ("DELETE", "/api/v1/namespaces/team/pods/job-worker-0", None),
+    ("PATCH", "/api/v1/namespaces/team/pods/job-worker-0", {"metadata": {"labels": {"a": "b"}}}),
+    ("PUT", "/api/v1/namespaces/team/pods/job-worker-0/status", {"metadata": {"name": "job-worker-0"}}),
+    ("POST", "/api/v1/namespaces/team/pods/job-worker-0/eviction", {"metadata": {"name": "job-worker-0"}}),
+    ("POST", "/api/v1/namespaces/team/bindings", {"metadata": {"name": "job-worker-0"}, "target": {"name": "n"}}),
+    ("DELETE", "/apis/scheduling.volcano.sh/v1beta1/namespaces/team/podgroups/job", None),
+    ("DELETE", "/api/v1/namespaces/karmada-es-b/pods/team.job-worker-1", None),  # a raw copy, by a user
+])
+async def test_users_cannot_write_member_objects_at_the_federation(server: ApiServer, method: str, path: str,
+                                                                   body: Any) -> None:
+    await report_failover_copies(server)
+    admin = Client(server, server.admin_token)
+    status, doc = await admin.call(method, path, body,
+                                   content_type="application/merge-patch+json" if method == "PATCH" else None)
+    assert status == 405, doc
+    assert "read-only here" in doc["message"] and "member cluster" in doc["message"]
+    _, listing = await admin.call("GET", "/api/v1/pods")
+    assert len(listing["items"]) == 3  # nothing changed
+
+
+async def test_the_405_names_the_clusters_holding_the_pod(server: ApiServer) -> None:
+    await report_failover_copies(server)
+    _, doc = await Client(server, server.admin_token).call("DELETE", "/api/v1/namespaces/team/pods/job-worker-0")
+    assert "cached from member clusters a, b" in doc["message"]
+
+
+async def test_an_agent_writes_only_its_own_clusters_copies(server: ApiServer) -> None:
+    agent_b = Client(server, server.mint_token("agent:b"))
+    status, doc = await agent_b.create_raw("a", pod("w-0", "a-n1", "Running", 1))
+    assert status == 403 and "may only report pods and PodGroups in karmada-es-b" in doc["message"]
+    viewer = Client(server, server.mint_token("viewer"))
+    status, _ = await viewer.create_raw("b", pod("w-0", "b-n1", "Running", 1))
+    assert status in (403, 405)
+
+
+async def test_member_mode_keeps_pods_writable(tmp_path: Path) -> None:
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "m", member_mode=True)) as srv:
+        admin = Client(srv, srv.admin_token)
+        status, doc = await admin.call("POST", "/api/v1/namespaces/default/pods",
+                                       {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+        assert status == 201, doc
+        status, _ = await admin.call("GET", PROXY + "/api/v1/pods")
+        assert status == 404  # no karmada-search proxy on a member stand-in
+
+
+async def test_a_restarted_server_serves_what_agents_reported(tmp_path: Path) -> None:
+    config = ServerConfig(data_dir=tmp_path / "data")
+    async with ApiServer(config) as srv:
+        admin = Client(srv, srv.admin_token)
+        await admin.call("POST", "/api/v1/namespaces", {"metadata": {"name": "karmada-es-b"}})
+        await Client(srv, srv.mint_token("agent:b")).create_raw("b", pod("w-0", "b-n1", "Running", 1))
+    async with ApiServer(config) as srv:
+        _, doc = await Client(srv, srv.admin_token).call("GET", "/api/v1/namespaces/team/pods/w-0")
+        assert doc["metadata"]["annotations"][CACHED_FROM] == "b"
+
+
+async def test_logs_are_shipped_by_the_pods_agent_on_request(server: ApiServer) -> None:
+    agent_a, agent_b = await report_failover_copies(server)
+    viewer = Client(server, server.mint_token("viewer"))
+    reader = asyncio.ensure_future(viewer.call("GET", "/api/v1/namespaces/team/pods/job-worker-0/log?tailLines=5",
+                                               raw_text=True))
+    # the current copy is b's: a's agent gets nothing, b's gets the request
+    _, polled_a = await agent_a.call("GET", "/caldera/v1/clusters/a/logrequests?timeoutSeconds=0")
+    assert polled_a["items"] == []
+    _, polled = await agent_b.call("GET", "/caldera/v1/clusters/b/logrequests?timeoutSeconds=10")
+    [item] = polled["items"]
+    assert (item["namespace"], item["name"], item["tailLines"], item["follow"]) == ("team", "job-worker-0", 5, False)
+    status, doc = await agent_a.call("POST", f"/caldera/v1/clusters/b/logrequests/{item['id']}", b"x")
+    assert status == 403, doc  # only b's agent answers for b
+    status, _ = await agent_b.call("POST", f"/caldera/v1/clusters/b/logrequests/{item['id']}",
+                                   b"start\nrank 0\nexit: code 0\n")
+    assert status == 200
+    assert await reader == (200, "start\nrank 0\nexit: code 0\n")
+    # an agent's refusal reaches the client as a Status
+    reader = asyncio.ensure_future(viewer.call("GET", "/api/v1/namespaces/team/pods/job-worker-1/log"))
+    _, polled = await agent_b.call("GET", "/caldera/v1/clusters/b/logrequests?timeoutSeconds=10")
+    await agent_b.call("POST", f"/caldera/v1/clusters/b/logrequests/{polled['items'][0]['id']}?code=404&message=gone")
+    status, doc = await reader
+    assert status == 404 and doc["message"] == "gone"
+
+
+async def test_pods_log_needs_rbac(server: ApiServer) -> None:
+    await report_failover_copies(server)
+    carol = Client(server, server.state.auth.mint_for("carol", []))  # a user bound to nothing
+    status, doc = await carol.call("GET", "/api/v1/namespaces/team/pods/job-worker-0/log")
+    assert status == 403 and 'cannot get resource "pods/log"' in doc["message"], doc
+    status, doc = await carol.call("GET", "/api/v1/namespaces/team/pods")
+    assert status == 403, doc
+
+
+def test_builders_make_raw_names_the_view_understands() -> None:
+    body = raw("b", pod("w-0", "n", "Running", 1))
+    assert body["metadata"]["name"] == "team.w-0" and body["metadata"]["namespace"] == "karmada-es-b"
+    assert json.loads(json.dumps(body)) == body

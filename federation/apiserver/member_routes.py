@@ -20,7 +20,6 @@ from aiohttp import web
 from federation.apiserver import paths
 from federation.apiserver.auth import User
 from federation.apiserver.member_view import (
-    cluster_of,
     is_execution_namespace,
     is_member_kind,
     read_only,
@@ -46,12 +45,6 @@ def covers(state: ApiServerState, target: paths.Target, verb: str, user: User) -
     return True
 
 
-def page_key(obj: Obj) -> tuple[str, str]:
-    """Where a page of view items ends: copies of one name differ by cluster (``\\0`` sorts first)."""
-    meta = obj["metadata"]
-    return meta.get("namespace") or "", f"{meta['name']}\0{cluster_of(obj)}"
-
-
 async def serve(handlers: Any, request: web.Request, verb: str, target: paths.Target) -> web.StreamResponse:
     state = handlers.state
     view = state.members
@@ -73,7 +66,7 @@ async def serve(handlers: Any, request: web.Request, verb: str, target: paths.Ta
     if verb == "get":
         return handlers._object(request, info, view.get(info, ns or "", target.name))
     if verb == "list":
-        return await handlers._list(request, info, ns, lister=view.list)
+        return await handlers._list(request, info, ns, view=view)
     return await handlers._watch(request, info, ns, lister=view.list, resource=view_key(info))
 
 

@@ -239,17 +239,16 @@ class Handlers:
     def _list_doc(self, info: KindInfo, items: list[Obj], meta: Obj) -> Obj:
         return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta, "items": items}
 
-    async def _list(self, request: web.Request, info: KindInfo, ns: str | None,
-                    lister: Any = None) -> web.Response:
-        """``lister(info, ns, predicate)`` serves a view instead of the store (member pods: its items
-        page by (namespace, name, cluster) over the current state)."""
+    async def _list(self, request: web.Request, info: KindInfo, ns: str | None, view: Any = None) -> web.Response:
+        """``view`` serves a list instead of the store (member pods, member_view.MemberView: ``list``,
+        ``list_after`` a continue key, ``page_key``, ``encoded`` JSON of its items)."""
         predicate = self._predicate(request)
         at = self.state.store.rv
         limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
-        if token and lister is not None:
+        if token and view is not None:
             after, at = params.decode_continue(token, 0)
-            items = [o for o in lister(info, ns, predicate) if member_routes.page_key(o) > after]
+            items = view.list_after(info, ns, predicate, after)
         elif token:
             # Every page of one list is read at the revision of its first page (410 once compacted;
             # a store without history, SQLite, pages through the current state while its hub reaches).
@@ -265,19 +264,24 @@ class Handlers:
                 items = [o for o in items if predicate(o)]
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
         else:
-            items = (lister or self.state.registry.list)(info, ns, predicate)
+            items = (view.list if view is not None else self.state.registry.list)(info, ns, predicate)
         rv = str(at)
         meta: Obj = {"resourceVersion": rv}
         if 0 < limit < len(items):
             last = items[limit - 1]["metadata"]
-            last_ns, last_name = (last.get("namespace") or "", last["name"]) if lister is None else \
-                member_routes.page_key(items[limit - 1])
+            last_ns, last_name = (last.get("namespace") or "", last["name"]) if view is None else \
+                view.page_key(items[limit - 1])
             meta["continue"] = params.encode_continue(at, last_ns, last_name)
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
         if table.wants_table(request.headers.get("Accept", "")):
             return json_response(table.table(info, items, self.state.registry.clock(), self._lookup,
                                              request.query.get("includeObject", "PartialObjectMetadata"), meta))
+        if view is not None and not preference(request.headers.get("Accept", "")).protobuf_first:
+            # the view keeps its objects' JSON: the list is a join of encoded items
+            head = orjson.dumps(self._list_doc(info, [], meta))[:-2]  # ...,"items":[  (drop the "]}")
+            body = head + b",".join(view.encoded(items)) + b"]}"
+            return web.Response(body=body, content_type="application/json")
         return negotiated_response(request, self._list_doc(info, items, meta))
 
     async def _watch(self, request: web.Request, info: KindInfo, ns: str | None, lister: Any = None,

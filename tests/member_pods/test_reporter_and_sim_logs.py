@@ -149,3 +149,42 @@ async def test_a_followed_sim_log_ends_with_its_container() -> None:
     assert await asyncio.wait_for(follower, 5) == b"start\nrunning\nexit: code 0 (Completed)\n"
     logs.forget("ns/p")
     assert not logs.has("ns/p")
+
+
+async def test_the_kube_gateway_streams_a_member_pods_log(tmp_path: Any) -> None:
+    """``pods/NAME/log`` of a real member API (a stand-in answering kube's paths), streamed and 404."""
+    from aiohttp import web
+    from kubernetes_asyncio import client as k8s
+
+    from member_agent.cluster.kube import KubeGateway
+
+    seen: list[dict[str, str]] = []
+
+    async def log(request: web.Request) -> web.StreamResponse:
+        seen.append(dict(request.query))
+        if request.match_info["name"] != "w-0":
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        for line in (b"start\n", b"rank 0\n"):
+            await response.write(line)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}/log", log)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    config = k8s.Configuration(host=f"http://127.0.0.1:{port}")
+    try:
+        async with k8s.ApiClient(config) as api:
+            gateway = KubeGateway(api)
+            got = b"".join([c async for c in gateway.pod_log("team", "w-0", follow=True, tail_lines=5)])
+            assert got == b"start\nrank 0\n"
+            assert seen[0]["follow"].lower() == "true" and seen[0]["tailLines"] == "5"
+            with pytest.raises(NotFound):
+                _ = [c async for c in gateway.pod_log("team", "w-9")]
+    finally:
+        await runner.cleanup()

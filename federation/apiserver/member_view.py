@@ -142,6 +142,7 @@ class MemberView:
         if replaced is not None:
             self._json.pop(id(replaced), None)
         copies[cluster_of(view)] = view
+        self._json[id(view)] = orjson.dumps(view)  # encoded once per change, so no list pays for it
         self._sorted[resource] = None
 
     def _drop(self, resource: str, view: Obj) -> None:

@@ -8,6 +8,7 @@ kubectl can add NAMESPACE with ``-A``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -61,12 +62,18 @@ def human_age(seconds: float) -> str:
     return f"{d}d"
 
 
-def age_of(stamp: str, now: datetime) -> str:
-    if not stamp:
-        return "<unknown>"
+@functools.lru_cache(maxsize=4096)
+def _created(stamp: str) -> datetime | None:
+    """A creationTimestamp parsed once (strptime cost ~0.1 ms: a 10,000-pod table parsed it 10,000 times)."""
     try:
-        created = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
+        return None
+
+
+def age_of(stamp: str, now: datetime) -> str:
+    created = _created(stamp) if stamp else None
+    if created is None:
         return "<unknown>"
     return human_age((now - created).total_seconds())
 

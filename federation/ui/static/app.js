@@ -20,7 +20,7 @@ function el(tag, attrs, ...children) {
 }
 function pill(text, kind) { return el("span", {class: "pill " + (kind || "")}, text); }
 function phaseKind(phase) {
-  if (["Running", "Completed", "Succeed", "True", "Released"].includes(phase)) return "ok";
+  if (["Running", "Completed", "Succeed", "Succeeded", "True", "Released"].includes(phase)) return "ok";
   if (["Failed", "Aborted", "Terminated", "False", "Cancelled"].includes(phase)) return "bad";
   return "warn";
 }

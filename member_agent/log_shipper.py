@@ -42,6 +42,13 @@ class LogShipper:
         return f"/caldera/v1/clusters/{quote(self.cluster)}/logrequests{suffix}"
 
     async def run(self) -> None:
+        try:
+            await self._poll_forever()
+        finally:  # stopping (or losing the Lease): no log keeps streaming
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _poll_forever(self) -> None:
         while True:
             try:
                 doc = await self._rest().request("log requests", "GET", self._url(),

@@ -229,3 +229,20 @@ def test_builders_make_raw_names_the_view_understands() -> None:
     body = raw("b", pod("w-0", "n", "Running", 1))
     assert body["metadata"]["name"] == "team.w-0" and body["metadata"]["namespace"] == "karmada-es-b"
     assert json.loads(json.dumps(body)) == body
+
+
+@pytest.mark.parametrize("env, expected_rank", [
+    ([{"name": "VC_TASK_INDEX", "value": "3"}, {"name": "RANK", "value": "4"}], "4"),  # pytorch plugin's RANK
+    ([{"name": "VC_TASK_INDEX", "value": "3"}], "3"),
+    ([], "3"),  # the task-index label
+])
+def test_the_job_pages_rank_rows(env: list[dict[str, str]], expected_rank: str) -> None:
+    from federation.ui.data import pod_rows
+
+    body = raw("b", pod("job-worker-3", "b-n1", "Running", 1))
+    body["metadata"] = {**body["metadata"], "name": "job-worker-3", "namespace": "team"}
+    body["spec"]["containers"][0]["env"] = env
+    [row] = pod_rows([body])
+    assert row == {"name": "job-worker-3", "namespace": "team", "cluster": "b", "node": "b-n1", "task": "worker",
+                   "index": 3, "rank": expected_rank, "phase": "Running",
+                   "log": "/api/v1/namespaces/team/pods/job-worker-3/log"}

@@ -19,7 +19,9 @@ from aiohttp import web
 
 from federation.apiserver import paths
 from federation.apiserver.auth import User
+from federation.apiserver.member_logs import serve_log
 from federation.apiserver.member_view import (
+    PODS,
     is_execution_namespace,
     is_member_kind,
     read_only,
@@ -27,6 +29,7 @@ from federation.apiserver.member_view import (
 )
 from federation.apiserver.rbac.agents import agent_cluster
 from federation.apiserver.state import ApiServerState
+from federation.apiserver.status import path_not_found
 
 Obj = dict[str, Any]
 READS = ("get", "list", "watch")
@@ -51,14 +54,10 @@ async def serve(handlers: Any, request: web.Request, verb: str, target: paths.Ta
     assert view is not None
     info = target.info
     if target.special == "bindings" or info is None:
-        from federation.apiserver.member_view import PODS
-
         raise read_only(PODS, target.namespace, "", view, "create")
     if is_execution_namespace(target.namespace):
         raise read_only(info, None, target.name, view, verb)
     if target.subresource == "log" and verb == "get":
-        from federation.apiserver.member_logs import serve_log
-
         return await serve_log(state, request, view.get(info, target.namespace or "", target.name))
     if verb not in READS or target.subresource:
         raise read_only(info, target.namespace, target.name, view, verb)
@@ -68,7 +67,6 @@ async def serve(handlers: Any, request: web.Request, verb: str, target: paths.Ta
     if verb == "list":
         return await handlers._list(request, info, ns, view=view)
     return await handlers._watch(request, info, ns, lister=view.list, resource=view_key(info))
-
 
 
 #: karmada-search's proxy: the same objects under this prefix (``kubectl --server URL+PREFIX`` works too)
@@ -85,8 +83,6 @@ def add_karmada_proxy(app: web.Application, handlers: Any) -> None:
             return await handlers.core_path(request, parts[1:])
         if parts[:1] == ["apis"]:
             return await handlers.groups_path(request, parts[1:])
-        from federation.apiserver.status import path_not_found
-
         raise path_not_found(request.path)
 
     app.router.add_route("*", KARMADA_PROXY + "/{tail:.*}", proxy)

@@ -134,9 +134,7 @@ async def serve_log(state: Any, request: web.Request, pod: Obj) -> web.StreamRes
             await response.write(chunk)
         await response.write_eof()
         return response
-    except (ConnectionResetError, asyncio.CancelledError):
-        raise
-    finally:
+    finally:  # done, refused, timed out or the client left: the agent's POST (if any) ends here
         broker.close(req)
 
 

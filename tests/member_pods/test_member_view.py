@@ -246,3 +246,18 @@ def test_the_job_pages_rank_rows(env: list[dict[str, str]], expected_rank: str) 
     assert row == {"name": "job-worker-3", "namespace": "team", "cluster": "b", "node": "b-n1", "task": "worker",
                    "index": 3, "rank": expected_rank, "phase": "Running",
                    "log": "/api/v1/namespaces/team/pods/job-worker-3/log"}
+
+
+async def test_a_log_request_no_agent_answers_is_503_naming_the_cluster(server: ApiServer,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from federation.apiserver import member_logs
+
+    monkeypatch.setattr(member_logs, "ANSWER_TIMEOUT", 0.2)
+    await report_failover_copies(server)
+    viewer = Client(server, server.mint_token("viewer"))
+    status, doc = await viewer.call("GET", "/api/v1/namespaces/team/pods/job-worker-1/log")
+    assert status == 503 and "the agent of member cluster b did not answer" in doc["message"], doc
+    status, doc = await viewer.call("GET", "/api/v1/namespaces/team/pods/job-worker-1/log?tailLines=x")
+    assert status == 400 and "tailLines: must be an integer" in doc["message"], doc
+    status, doc = await viewer.call("GET", "/api/v1/namespaces/team/pods/nope/log")
+    assert status == 404, doc

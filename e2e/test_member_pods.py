@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,47 @@ def test_caldera_logs_of_a_task_index(kept: KeptDemo) -> None:
     check_rank_log(got.stdout, 3)
     bad = run([sys.executable, "-m", "federation", "logs", JOB, "--index", "3"], kept)
     assert bad.returncode == 2 and "--index needs --task" in bad.stderr
+
+
+FOLLOWED = """
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: follow-me, namespace: default}
+spec:
+  resourceSelectors: [{apiVersion: batch.volcano.sh/v1alpha1, kind: Job, name: follow-me}]
+  placement: {clusterAffinity: {clusterNames: [cluster-a]}}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: follow-me, namespace: default}
+spec:
+  schedulerName: volcano
+  minAvailable: 1
+  tasks:
+  - name: worker
+    replicas: 1
+    template:
+      metadata: {annotations: {caldera.io/sim-duration: 100s}}   # 10 s at the demo's speed 10
+      spec: {containers: [{name: worker, image: pytorch/pytorch:2.0.0, resources: {limits: {nvidia.com/gpu: 1}}}]}
+"""
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")
+def test_caldera_logs_follows_a_running_rank_until_it_exits(kept: KeptDemo) -> None:
+    applied = subprocess.run([sys.executable, "-m", "federation", "apply", "-f", "-"], input=FOLLOWED,
+                             capture_output=True, text=True, timeout=90, env=kept.env())
+    assert applied.returncode == 0, applied.stderr
+    deadline = time.monotonic() + 60
+    phase = ""
+    while time.monotonic() < deadline and phase != "Running":  # poll for exactly what the follow needs
+        got = run([str(KUBECTL), "get", "pod", "follow-me-worker-0", "-o", "jsonpath={.status.phase}"], kept)
+        phase = got.stdout.strip()
+    assert phase == "Running", f"follow-me-worker-0 never ran: {phase!r}"
+    followed = run([sys.executable, "-m", "federation", "logs", "follow-me", "-f"], kept)
+    assert followed.returncode == 0, followed.stderr
+    lines = followed.stdout.splitlines()
+    assert "start: container worker of pod default/follow-me-worker-0 on node cluster-a-" in lines[0], lines
+    assert lines[-1].endswith("exit: code 0 (Completed)"), lines  # written after the follow began
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")

@@ -107,6 +107,17 @@ def test_caldera_logs_of_a_task_index(kept: KeptDemo) -> None:
     check_rank_log(got.stdout, 3)
     bad = run([sys.executable, "-m", "federation", "logs", JOB, "--index", "3"], kept)
     assert bad.returncode == 2 and "--index needs --task" in bad.stderr
+    if KUBECTL is None:
+        return
+    # -C: one member's copy, through Karmada's cluster proxy path
+    where = run([str(KUBECTL), "get", "pod", f"{JOB}-worker-3", "-o",
+                 "jsonpath={.metadata.annotations.resource\\.karmada\\.io/cached-from-cluster}"], kept).stdout
+    other = {"cluster-a": "cluster-b", "cluster-b": "cluster-a"}[where.strip()]
+    got = run([sys.executable, "-m", "federation", "logs", JOB, "--task", "worker", "--index", "3", "-C", where], kept)
+    assert got.returncode == 0, got.stderr
+    check_rank_log(got.stdout, 3)
+    none = run([sys.executable, "-m", "federation", "logs", JOB, "--task", "worker", "--index", "3", "-C", other], kept)
+    assert none.returncode == 1 and "no pods of job" in none.stderr, none.stderr
 
 
 FOLLOWED = """

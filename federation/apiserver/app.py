@@ -197,9 +197,10 @@ def build_app(state: ApiServerState) -> web.Application:
     openapi.add_routes(app)
     if not state.member_mode:  # karmada-search's proxy path for the member pods (docs/protocol.md "Member pods")
         from federation.apiserver import member_logs
-        from federation.apiserver.member_routes import add_karmada_proxy
+        from federation.apiserver.member_routes import add_cluster_proxy, add_karmada_proxy
 
         add_karmada_proxy(app, handlers)
+        add_cluster_proxy(app, handlers)  # .../clusters/C/proxy/api/v1/...pods: one member's copies
         member_logs.add_routes(app, state)  # agents answer log requests here (member_logs.py)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)

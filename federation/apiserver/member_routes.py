@@ -17,19 +17,22 @@ from typing import Any
 
 from aiohttp import web
 
-from federation.apiserver import paths
+from federation.apiserver import keys, paths
 from federation.apiserver.auth import User
+from federation.apiserver.bodies import json_response
 from federation.apiserver.member_logs import serve_log
 from federation.apiserver.member_view import (
     PODS,
+    cluster_of,
     is_execution_namespace,
     is_member_kind,
     read_only,
     view_key,
 )
 from federation.apiserver.rbac.agents import agent_cluster
+from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.state import ApiServerState
-from federation.apiserver.status import path_not_found
+from federation.apiserver.status import not_found, path_not_found
 
 Obj = dict[str, Any]
 READS = ("get", "list", "watch")
@@ -86,3 +89,39 @@ def add_karmada_proxy(app: web.Application, handlers: Any) -> None:
         raise path_not_found(request.path)
 
     app.router.add_route("*", KARMADA_PROXY + "/{tail:.*}", proxy)
+
+
+#: Karmada's cluster access proxy, for the pods of one member cluster (``karmadactl get/logs -C``)
+CLUSTER_PROXY = "/apis/cluster.karmada.io/v1alpha1/clusters/{cluster}/proxy/api/v1"
+
+
+def add_cluster_proxy(app: web.Application, handlers: Any) -> None:
+    """``GET .../clusters/C/proxy/api/v1/[namespaces/NS/]pods[/NAME[/log]]``: the copies cluster ``C``
+    reports (during a failover, the other cluster's copy of a name too). Needs ``get clusters/proxy``
+    on ``C`` (as Karmada) and ``get``/``list`` on the pods (or ``pods/log``) where they are."""
+
+    async def proxy(request: web.Request) -> web.StreamResponse:
+        cluster = request.match_info["cluster"]
+        state = handlers.state
+        view = state.members
+        user = request[keys.USER]
+        parts = [p for p in request.match_info.get("tail", "").split("/") if p]
+        target = paths.parse("", "v1", parts, request.path)
+        if view is None or target.info is None or target.info.kind != "Pod" or target.subresource not in ("", "log"):
+            raise path_not_found(request.path)  # only pods (and their logs) are cached from the members
+        state.authorizer.check(attributes(user, "get", "cluster.karmada.io", "clusters", "", cluster, "proxy"))
+        verb = "get" if target.name else "list"
+        state.authorizer.check(attributes(user, verb, "", "pods", target.namespace or "", target.name,
+                                          target.subresource))
+        if not target.name:
+            items = [p for p in view.list(PODS, target.namespace, None) if cluster_of(p) == cluster]
+            return json_response({"kind": "PodList", "apiVersion": "v1",
+                                  "metadata": {"resourceVersion": str(state.store.rv)}, "items": items})
+        copy = view.copies(PODS, target.namespace or "", target.name).get(cluster)
+        if copy is None:
+            raise not_found(PODS, target.name)
+        if target.subresource == "log":
+            return await serve_log(state, request, copy)
+        return json_response(copy)
+
+    app.router.add_get(CLUSTER_PROXY + "/{tail:.*}", proxy)

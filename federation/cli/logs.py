@@ -27,6 +27,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", type=int, default=None, help="only the pod of this global task index (needs --task)")
     parser.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the pods end")
     parser.add_argument("--tail", type=int, default=None, help="only the last N lines of each log")
+    parser.add_argument("-C", "--cluster", default=None,
+                        help="only the copies this member cluster reports (during a failover: the other copy), "
+                             "through Karmada's cluster proxy path")
     add_connection_args(parser)
 
 
@@ -37,6 +40,17 @@ def _selector(args: argparse.Namespace) -> str:
     if args.index is not None:
         terms.append(f"volcano.sh/task-index={args.index}")
     return ",".join(terms)
+
+
+def _cluster_root(cluster: str) -> str:
+    return f"/apis/cluster.karmada.io/v1alpha1/clusters/{cluster}/proxy/api/v1"
+
+
+def _matches(pod: dict[str, Any], args: argparse.Namespace) -> bool:
+    """The label selector, applied here: the cluster proxy path lists one member's copies unfiltered."""
+    labels = pod["metadata"].get("labels") or {}
+    wanted = dict(term.split("=", 1) for term in _selector(args).split(","))
+    return all(labels.get(key) == value for key, value in wanted.items())
 
 
 def _index(pod: dict[str, Any]) -> tuple[str, int, str]:
@@ -65,7 +79,12 @@ def run(args: argparse.Namespace) -> int:
 
     async def body(rc: ResourceClient) -> int:
         namespace = args.namespace or "default"
-        listing = await rc.list(pods_info, namespace, label_selector=_selector(args))
+        if args.cluster:  # one member's copies: .../clusters/C/proxy/api/v1/namespaces/NS/pods
+            listing = await rc._call("GET", f"{_cluster_root(args.cluster)}/namespaces/{namespace}/pods",
+                                     query=[("labelSelector", _selector(args))])
+            listing["items"] = [p for p in listing.get("items") or [] if _matches(p, args)]
+        else:
+            listing = await rc.list(pods_info, namespace, label_selector=_selector(args))
         # a failover can leave copies of one name in two clusters: the pod's GET (and its log) is the current one
         pods = sorted({p["metadata"]["name"]: p for p in listing.get("items") or []}.values(), key=_index)
         if not pods:
@@ -91,7 +110,15 @@ async def _stream(core: Any, pod: dict[str, Any], args: argparse.Namespace, pref
     options: dict[str, Any] = {"follow": args.follow, "_preload_content": False}
     if args.tail is not None:
         options["tail_lines"] = args.tail
-    response = await core.read_namespaced_pod_log(meta["name"], meta["namespace"], **options)
+    if args.cluster:
+        query = [("follow", "true")] if args.follow else []
+        query += [("tailLines", str(args.tail))] if args.tail is not None else []
+        response = await core.api_client.call_api(
+            f"{_cluster_root(args.cluster)}/namespaces/{meta['namespace']}/pods/{meta['name']}/log", "GET", {}, query,
+            {"Accept": "text/plain"}, auth_settings=["BearerToken"], _preload_content=False)
+        response = response[0] if isinstance(response, tuple) else response
+    else:
+        response = await core.read_namespaced_pod_log(meta["name"], meta["namespace"], **options)
     try:
         pending = b""
         async for chunk in response.content.iter_any():

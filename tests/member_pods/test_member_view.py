@@ -269,3 +269,32 @@ async def test_a_log_request_no_agent_answers_is_503_naming_the_cluster(server: 
     assert status == 400 and "tailLines: must be an integer" in doc["message"], doc
     status, doc = await viewer.call("GET", "/api/v1/namespaces/team/pods/nope/log")
     assert status == 404, doc
+
+
+CLUSTER_PROXY = "/apis/cluster.karmada.io/v1alpha1/clusters/{}/proxy/api/v1"
+
+
+async def test_the_cluster_proxy_path_serves_one_members_copies(server: ApiServer) -> None:
+    agent_a, _ = await report_failover_copies(server)
+    admin = Client(server, server.admin_token)
+    _, doc = await admin.call("GET", CLUSTER_PROXY.format("b") + "/namespaces/team/pods")
+    assert [i["metadata"]["name"] for i in doc["items"]] == ["job-worker-0", "job-worker-1"]
+    _, doc = await admin.call("GET", CLUSTER_PROXY.format("a") + "/pods")
+    assert [i["metadata"]["name"] for i in doc["items"]] == ["job-worker-0"]
+    # the lost cluster's copy of a name (a GET without the cluster answers b's, the current one)
+    _, doc = await admin.call("GET", CLUSTER_PROXY.format("a") + "/namespaces/team/pods/job-worker-0")
+    assert doc["spec"]["nodeName"] == "a-n1"
+    status, _ = await admin.call("GET", CLUSTER_PROXY.format("a") + "/namespaces/team/pods/job-worker-1")
+    assert status == 404
+    status, _ = await admin.call("GET", CLUSTER_PROXY.format("a") + "/namespaces/team/configmaps")
+    assert status == 404
+    # its log is asked of that cluster's agent
+    reader = asyncio.ensure_future(admin.call("GET", CLUSTER_PROXY.format("a") + "/namespaces/team/pods/job-worker-0/log",
+                                              raw_text=True))
+    _, polled = await agent_a.call("GET", "/caldera/v1/clusters/a/logrequests?timeoutSeconds=10")
+    await agent_a.call("POST", f"/caldera/v1/clusters/a/logrequests/{polled['items'][0]['id']}", b"from a\n")
+    assert await reader == (200, "from a\n")
+    # Karmada's rule: the proxy needs get on clusters/proxy, besides the pods themselves
+    carol = Client(server, server.state.auth.mint_for("carol", []))
+    status, doc = await carol.call("GET", CLUSTER_PROXY.format("a") + "/pods")
+    assert status == 403 and 'cannot get resource "clusters/proxy"' in doc["message"], doc

@@ -298,3 +298,28 @@ async def test_the_cluster_proxy_path_serves_one_members_copies(server: ApiServe
     carol = Client(server, server.state.auth.mint_for("carol", []))
     status, doc = await carol.call("GET", CLUSTER_PROXY.format("a") + "/pods")
     assert status == 403 and 'cannot get resource "clusters/proxy"' in doc["message"], doc
+
+
+async def test_the_view_works_on_etcd_too(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """The same view over the etcd store (its watch cache feeds the listener): list, GET, watch."""
+    from tests.apiserver.conftest import etcd_config
+    from tests.etcd_process import EtcdCluster, require_etcd
+
+    require_etcd()
+    cluster = EtcdCluster(tmp_path_factory.mktemp("etcd")).start()
+    try:
+        async with ApiServer(ServerConfig(data_dir=tmp_path / "data", etcd=etcd_config(cluster))) as srv:
+            admin = Client(srv, srv.admin_token)
+            for ns in ("karmada-es-a", "karmada-es-b", "team"):
+                await admin.call("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+            _, listing = await admin.call("GET", "/api/v1/pods")
+            rv = listing["metadata"]["resourceVersion"]
+            await report_failover_copies(srv)
+            _, doc = await admin.call("GET", "/api/v1/namespaces/team/pods")
+            assert len(doc["items"]) == 3
+            _, doc = await admin.call("GET", "/api/v1/namespaces/team/pods/job-worker-0")
+            assert doc["metadata"]["annotations"][CACHED_FROM] == "b"
+            events = await admin.watch(f"/api/v1/pods?watch=true&resourceVersion={rv}", 3)
+            assert [e["object"]["metadata"]["annotations"][CACHED_FROM] for e in events] == ["a", "b", "b"]
+    finally:
+        cluster.stop()

@@ -72,6 +72,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "unchanged status is re-sent every 30 s")
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
+    parser.add_argument("--no-report-pods", dest="report_pods", action="store_false",
+                        help="do not report pods and PodGroups to the federation (kubectl get pods and kubectl logs "
+                             "at the federation then show nothing of this cluster; docs/protocol.md 'Member pods')")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     node_search_flags.add_flags(parser)
     from member_agent.leader import add_flags
@@ -183,7 +186,8 @@ async def serve(args: argparse.Namespace) -> int:
     print(f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}", flush=True)
     reporter = MemberReporter(agent, federation, clock)  # pods and PodGroups, read at the federation
     shipper = LogShipper(args.cluster, federation, gateway, clock)  # their logs, when the federation asks
-    acting = [agent.controller_loop, agent.schedule_loop, sync.run, reporter.run, shipper.run]
+    acting = [agent.controller_loop, agent.schedule_loop, sync.run, *([reporter.run, shipper.run]
+                                                                      if args.report_pods else [])]
     # the simulated member cluster runs whoever leads: its pods go on while the agent stands by
     cluster_loops = [agent.cache.run(), *([sim.kubelet.run()] if sim is not None else [])]
 

@@ -138,7 +138,7 @@ spec:
   - name: worker
     replicas: 1
     template:
-      metadata: {annotations: {caldera.io/sim-duration: 100s}}   # 10 s at the demo's speed 10
+      metadata: {annotations: {caldera.io/sim-duration: 60s}}   # 6 s at the demo's speed 10
       spec: {containers: [{name: worker, image: pytorch/pytorch:2.0.0, resources: {limits: {nvidia.com/gpu: 1}}}]}
 """
 

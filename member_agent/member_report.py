@@ -64,6 +64,8 @@ class MemberReporter:
         self.sent: dict[tuple[str, str], Optional[tuple[bytes, bytes]]] = {}
         self.writes = 0
         self.listed = False
+        #: writes that failed in the last report (the next period tries them again)
+        self.failures = 0
 
     def _rest(self) -> Any:
         endpoints = getattr(self.api, "endpoints", None)
@@ -137,6 +139,7 @@ class MemberReporter:
             await self.list_reported()
         wanted = self.desired()
         done = 0
+        self.failures = 0
         for key, body in wanted.items():
             before = self.sent.get(key, False)
             if before and before == (_digest({"metadata": body["metadata"], "spec": body["spec"]}),
@@ -148,23 +151,36 @@ class MemberReporter:
             except NotFound:
                 self.sent.pop(key, None)  # deleted meanwhile (or its namespace is not there yet)
             except Exception as exc:  # noqa: BLE001 - the next report tries again
+                self.failures += 1
                 log.warning("reporting %s %s to the federation failed: %s", key[0], key[1], exc)
         for key in [k for k in self.sent if k not in wanted]:
             try:
                 await self._delete(key)
                 done += 1
             except Exception as exc:  # noqa: BLE001
+                self.failures += 1
                 log.warning("removing reported %s %s failed: %s", key[0], key[1], exc)
         return done
 
+    def _state(self) -> tuple[int, tuple[Any, ...]]:
+        """What a report depends on, cheaply: the change counter (every pod event bumps it) and each
+        PodGroup's phase and counts (written by sessions in the agent's memory)."""
+        groups = tuple((key, state.deleted, _digest(state.podgroup) if state.podgroup is not None else b"")
+                       for key, state in list(self.agent.works.items()))
+        return self.agent.changes.version, groups
+
     async def run(self) -> None:
         changed = self.agent.changes.subscribe()
+        reported: Optional[tuple[int, tuple[Any, ...]]] = None
         while True:
             changed.clear()
-            try:
-                await self.report_once()
-            except Exception as exc:  # noqa: BLE001 - the federation may be away; try again later
-                log.warning("reporting pods to the federation failed: %s", exc)
+            current = self._state()
+            if current != reported:  # an idle agent computes no copies and writes nothing
+                try:
+                    await self.report_once()
+                    reported = current if not self.failures else None  # a failed write is tried again
+                except Exception as exc:  # noqa: BLE001 - the federation may be away; try again later
+                    log.warning("reporting pods to the federation failed: %s", exc)
             tasks = [asyncio.ensure_future(changed.wait()), asyncio.ensure_future(self.clock.sleep(FALLBACK_PERIOD))]
             try:
                 await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

@@ -188,3 +188,43 @@ async def test_the_kube_gateway_streams_a_member_pods_log(tmp_path: Any) -> None
                 _ = [c async for c in gateway.pod_log("team", "w-9")]
     finally:
         await runner.cleanup()
+
+
+async def test_an_idle_reporter_computes_and_writes_nothing() -> None:
+    """run(): a report only when the change counter or a PodGroup changed (the agent's idle footprint)."""
+    from member_agent.cluster.clock import ManualClock
+
+    pods = {"team/w-0": member_pod("w-0", "Running")}
+    agent = fake_agent(pods, [])
+    api = FakeFederation()
+    clock = ManualClock()
+    reporter = MemberReporter(agent, api, clock)  # type: ignore[arg-type]
+    reports = []
+    real = reporter.report_once
+
+    async def counted() -> int:
+        reports.append(agent.changes.version)
+        return await real()
+
+    reporter.report_once = counted  # type: ignore[method-assign]
+    async def turns() -> None:  # let the reporter run until it waits on the clock again (no wall time)
+        for _ in range(50):
+            await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(reporter.run())
+    try:
+        await turns()
+        for _ in range(5):  # several fallback periods with nothing changed
+            clock.advance(2.5)
+            await turns()
+        assert reports == [0]
+        pods["team/w-0"] = member_pod("w-0", "Succeeded")
+        agent.changes.bump()
+        for _ in range(3):
+            await turns()
+            clock.advance(0.5)
+        await turns()
+        assert reports == [0, 1]
+        assert api.objects[f"{POD_PATH}/team.w-0"]["status"]["phase"] == "Succeeded"
+    finally:
+        task.cancel()

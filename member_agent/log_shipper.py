@@ -70,7 +70,7 @@ class LogShipper:
         namespace, name = str(item.get("namespace")), str(item.get("name"))
         try:
             stream = self.gateway.pod_log(namespace, name, bool(item.get("follow")), item.get("tailLines"),
-                                          item.get("limitBytes")).__aiter__()
+                                          item.get("limitBytes"), str(item.get("container") or "")).__aiter__()
             # the first chunk says whether there is a log at all (a member answers 404 at once); a
             # followed log that has nothing yet starts streaming without it
             first = asyncio.ensure_future(stream.__anext__())

@@ -265,7 +265,7 @@ class KubeGateway:
                                                                     _request_timeout=TIMEOUT))
 
     async def pod_log(self, namespace: str, name: str, follow: bool = False, tail_lines: Optional[int] = None,
-                      limit_bytes: Optional[int] = None) -> AsyncIterator[bytes]:
+                      limit_bytes: Optional[int] = None, container: str = "") -> AsyncIterator[bytes]:
         """``GET pods/NAME/log`` on the member API, streamed (the log shipper serves it to the federation)."""
         what = f"log of pod {namespace}/{name}"
         options: dict[str, Any] = {"follow": follow, "_preload_content": False}
@@ -273,6 +273,8 @@ class KubeGateway:
             options["tail_lines"] = tail_lines
         if limit_bytes:
             options["limit_bytes"] = limit_bytes
+        if container:
+            options["container"] = container
         try:
             response = await self.core.read_namespaced_pod_log(name, namespace, **options)
         except Exception as exc:  # noqa: BLE001

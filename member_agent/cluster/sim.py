@@ -319,8 +319,9 @@ class SimGateway:
         self.cluster.objects.pop((kind, namespace, name), None)
 
     def pod_log(self, namespace: str, name: str, follow: bool = False, tail_lines: Optional[int] = None,
-                limit_bytes: Optional[int] = None) -> AsyncIterator[bytes]:
-        """The container log the sim kubelet wrote (:class:`NotFound` for an unknown pod)."""
+                limit_bytes: Optional[int] = None, container: str = "") -> AsyncIterator[bytes]:
+        """The log the sim kubelet wrote (:class:`NotFound` for an unknown pod); a sim pod has one log
+        whatever ``container`` is named."""
         key = f"{namespace}/{name}"
         if key not in self.cluster.pods:
             raise NotFound(f'pods "{name}" not found')

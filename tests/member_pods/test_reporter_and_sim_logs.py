@@ -181,9 +181,11 @@ async def test_the_kube_gateway_streams_a_member_pods_log(tmp_path: Any) -> None
     try:
         async with k8s.ApiClient(config) as api:
             gateway = KubeGateway(api)
-            got = b"".join([c async for c in gateway.pod_log("team", "w-0", follow=True, tail_lines=5)])
+            got = b"".join([c async for c in gateway.pod_log("team", "w-0", follow=True, tail_lines=5,
+                                                             container="trainer")])
             assert got == b"start\nrank 0\n"
             assert seen[0]["follow"].lower() == "true" and seen[0]["tailLines"] == "5"
+            assert seen[0]["container"] == "trainer"
             with pytest.raises(NotFound):
                 _ = [c async for c in gateway.pod_log("team", "w-9")]
     finally:

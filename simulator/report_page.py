@@ -16,10 +16,10 @@ from collections.abc import Sequence
 
 from simulator.report_view import Summary, columns_for, conf_label, headline, inputs_rows, trade_offs
 
-STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}"
+STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}"
          "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}"
          "table{border-collapse:collapse}td,th{padding:3px 10px;text-align:left;border-bottom:1px solid #eee}"
-         "td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f6f6f6}"
+         "td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f6f6f6}"
          "figure{margin:1em 0}img{max-width:100%}li{margin:.3em 0}")
 
 

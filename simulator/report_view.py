@@ -31,8 +31,11 @@ class Column:
             return value
         if self.unit == "%":
             return f"{value:.2f} %"
-        text = f"{value:,.0f}" if float(value).is_integer() or self.unit == "s" else f"{value:,.2f}"
-        return f"{text} {self.unit}".rstrip()
+        if self.unit == "s" and abs(value) < 100:
+            return f"{value:.1f} s"
+        text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+        unit = "GPU" if self.unit == "GPUs" and value == 1 else self.unit
+        return f"{text} {unit}".rstrip()
 
     def csv_header(self) -> str:
         return f"{self.header} ({self.unit})" if self.unit else self.header

@@ -110,9 +110,37 @@ function eventRows(events) {
     el("td", {}, e.reason), el("td", {}, e.object), el("td", {}, e.message + (e.count > 1 ? ` (x${e.count})` : ""))));
 }
 
+// Events grouped per object: one collapsed row per object (its latest event and how many there
+// are); a click opens the group. Open groups stay open across refreshes.
+const openGroups = new Set();
+function groupRows(groups) {
+  const rows = [];
+  for (const g of groups) {
+    const key = `${g.namespace}/${g.object}`;
+    const open = openGroups.has(key);
+    const e = g.latest;
+    const toggle = el("button", {class: "group-toggle", "aria-expanded": String(open)},
+      `${open ? "▾" : "▸"} ${g.count} event${g.count === 1 ? "" : "s"}`);
+    toggle.addEventListener("click", () => {
+      if (openGroups.has(key)) openGroups.delete(key); else openGroups.add(key);
+      for (const row of document.querySelectorAll(`tr[data-group-child="${CSS.escape(key)}"]`)) row.hidden = !row.hidden;
+      toggle.setAttribute("aria-expanded", String(openGroups.has(key)));
+      toggle.textContent = `${openGroups.has(key) ? "▾" : "▸"} ${g.count} event${g.count === 1 ? "" : "s"}`;
+    });
+    rows.push(el("tr", {class: "group", "data-group": key}, el("td", {class: "muted"}, e.time),
+      el("td", {}, pill(g.warnings ? "Warning" : "Normal", g.warnings ? "bad" : "")), el("td", {}, e.reason),
+      el("td", {}, g.namespace ? `${g.namespace}/${g.object}` : g.object, " ", toggle), el("td", {}, e.message)));
+    for (const row of eventRows(g.events)) {
+      row.setAttribute("data-group-child", key); row.className = "group-child"; row.hidden = !open;
+      rows.push(row);
+    }
+  }
+  return rows;
+}
+
 function renderOverview(doc) {
   renderSummary(doc); renderClusters(doc); renderQueues(doc); renderJobs(doc);
-  fill("events", eventRows(doc.events), "no events yet");
+  fill("events", groupRows(doc.eventGroups || []), "no events yet");
 }
 
 function renderJob(j) {
@@ -130,7 +158,7 @@ function renderJob(j) {
     el("td", {class: "muted"}, s.reason || ""))), "not placed yet");
   fill("job-pods", j.pods.map((p) => el("tr", {}, el("td", {}, p.cluster), el("td", {}, p.task), el("td", {class: "num"}, p.total),
     el("td", {}, Object.entries(p.phases).map(([ph, n]) => `${ph}: ${n}`).join(", ")))), "no pods reported yet");
-  fill("job-events", eventRows(j.events), "no events");
+  fill("job-events", groupRows(j.eventGroups || []), "no events");
 }
 
 function route() {

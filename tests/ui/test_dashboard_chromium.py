@@ -2,7 +2,7 @@
 
 The browser's requests are answered by Playwright routes (the shell, app.js, app.css and the two
 documents), so this checks the front end alone: events collapse per object and open on a click,
-and a completed share's GANG cell says Completed. The full-system check is the e2e dashboard test.
+the jobs filter by namespace, queue and phase, and a completed share's GANG cell says Completed. The full-system check is the e2e dashboard test.
 """
 
 from __future__ import annotations
@@ -26,14 +26,19 @@ EVENTS = [ev("Job", "train", "Scheduled", "2026-12-03T07:00:00Z"), ev("Job", "tr
           ev("Job", "train", "AllSharesRunning", "2026-12-03T07:00:06Z"),
           ev("Cluster", "cluster-b", "NotReady", "2026-12-03T07:00:08Z", "Warning")]
 
+JOBS = [("default", "train", "ai-training", "Completed"), ("default", "eval", "default", "Running"),
+        ("team-b", "sweep", "ai-training", "Running"), ("team-b", "tune", "ai-training", "Pending")]
+
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")]
 
 
 def overview_doc() -> dict[str, Any]:
-    status = {"summary": {"readyClusters": 1, "clusters": 1, "gpus": {"total": 8, "free": 2}, "jobs": 1,
-                          "jobsByPhase": {"Completed": 1}},
-              "placementLatency": {"observed": None}, "clusters": [], "jobs": []}
+    status = {"summary": {"readyClusters": 1, "clusters": 1, "gpus": {"total": 8, "free": 2}, "jobs": len(JOBS),
+                          "jobsByPhase": {"Completed": 1, "Pending": 1, "Running": 2}},
+              "placementLatency": {"observed": None}, "clusters": [],
+              "jobs": [{"namespace": ns, "name": name, "queue": queue, "phase": phase, "clusters": []}
+                       for ns, name, queue, phase in JOBS]}
     return data.overview(status, [], [], EVENTS)
 
 
@@ -62,7 +67,7 @@ def _serve(page: Any) -> None:
     page.add_init_script("sessionStorage.setItem('caldera.token', 'test-token')")
 
 
-def test_events_collapse_per_object_and_the_gang_cell_is_truthful(tmp_path: Path) -> None:
+def test_events_collapse_filters_narrow_and_the_gang_cell_is_truthful(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) not installed")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, timeout=60_000,
@@ -74,6 +79,8 @@ def test_events_collapse_per_object_and_the_gang_cell_is_truthful(tmp_path: Path
             page.wait_for_selector("#events tr.group", timeout=60_000)
             groups = page.locator("#events tr.group")
             assert groups.count() == 2
+            assert sorted(o.inner_text() for o in page.locator("#filter-namespace option").all()) == [
+                "all", "default", "team-b"]
             assert page.locator("#events tr.group-child:visible").count() == 0
             train = page.locator('#events tr.group[data-group="default/Job/train"]')
             assert "3 events" in train.inner_text() and "AllSharesRunning" in train.inner_text()
@@ -82,6 +89,18 @@ def test_events_collapse_per_object_and_the_gang_cell_is_truthful(tmp_path: Path
             page.screenshot(path=str(tmp_path / "events.png"), full_page=True)
             if os.environ.get("CALDERA_UPDATE_SCREENSHOT") == "1":
                 shutil.copyfile(tmp_path / "events.png", DOCS / "dashboard-events.png")
+
+            assert page.locator("#jobs tbody tr").count() == 4
+            page.select_option("#filter-queue", "ai-training")
+            page.select_option("#filter-phase", "Running")
+            assert [r.get_attribute("data-job") for r in page.locator("#jobs tbody tr").all()] == ["team-b/sweep"]
+            assert page.inner_text("#filter-count") == "1 of 4 jobs"
+            page.select_option("#filter-phase", "")
+            page.select_option("#filter-namespace", "team-b")
+            assert page.locator("#jobs tbody tr").count() == 2
+            assert page.locator("#events tr.group").count() == 0  # the demo's events are all in default
+            page.select_option("#filter-namespace", "default")
+            assert page.locator("#events tr.group").count() == 2
 
             page.goto(f"{BASE}/ui/jobs/default/train")
             page.wait_for_selector('#job-shares tr[data-cluster="cluster-a"]', timeout=60_000)

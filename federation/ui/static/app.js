@@ -97,12 +97,38 @@ function renderQueues(doc) {
 
 function shares(j) { return (j.clusters || []).map((s) => `${s.name}: ${s.replicas}`).join(", "); }
 
+// Filters by namespace, queue and phase: the choices come from the jobs listed; a choice that
+// disappears falls back to "all". The namespace filter applies to the event groups too.
+const FILTERS = ["namespace", "queue", "phase"];
+let lastOverview = null;
+function filterChoices(doc) {
+  for (const key of FILTERS) {
+    const select = $(`filter-${key}`);
+    const values = [...new Set(doc.jobs.map((j) => j[key] || ""))].filter((v) => v).sort();
+    const current = select.value;
+    select.replaceChildren(el("option", {value: ""}, "all"), ...values.map((v) => el("option", {value: v}, v)));
+    select.value = values.includes(current) ? current : "";
+  }
+}
+function chosen(key) { return $(`filter-${key}`).value; }
+function keptJob(j) { return FILTERS.every((key) => !chosen(key) || (j[key] || "") === chosen(key)); }
+function keptGroup(g) { return !chosen("namespace") || g.namespace === chosen("namespace"); }
+for (const key of FILTERS) {
+  $(`filter-${key}`).addEventListener("change", () => { if (lastOverview) { renderJobs(lastOverview); renderEvents(lastOverview); } });
+}
+
 function renderJobs(doc) {
-  fill("jobs", doc.jobs.map((j) => el("tr", {"data-job": `${j.namespace}/${j.name}`},
+  const kept = doc.jobs.filter(keptJob);
+  $("filter-count").textContent = kept.length === doc.jobs.length ? `${doc.jobs.length} jobs` : `${kept.length} of ${doc.jobs.length} jobs`;
+  fill("jobs", kept.map((j) => el("tr", {"data-job": `${j.namespace}/${j.name}`},
     el("td", {}, el("a", {href: jobHref(j)}, `${j.namespace}/${j.name}`)), el("td", {}, j.queue),
     el("td", {}, pill(j.phase, phaseKind(j.phase))), el("td", {}, shares(j)), el("td", {class: "num"}, j.minAvailable ?? ""),
     el("td", {}, j.twoPhase ? pill(j.twoPhase, phaseKind(j.twoPhase)) : ""), el("td", {class: "muted"}, j.waitingReason || ""))),
-    "no jobs");
+    doc.jobs.length ? "no job matches the filters" : "no jobs");
+}
+
+function renderEvents(doc) {
+  fill("events", groupRows((doc.eventGroups || []).filter(keptGroup)), "no events yet");
 }
 
 function eventRows(events) {
@@ -139,8 +165,8 @@ function groupRows(groups) {
 }
 
 function renderOverview(doc) {
-  renderSummary(doc); renderClusters(doc); renderQueues(doc); renderJobs(doc);
-  fill("events", groupRows(doc.eventGroups || []), "no events yet");
+  lastOverview = doc;
+  renderSummary(doc); renderClusters(doc); renderQueues(doc); filterChoices(doc); renderJobs(doc); renderEvents(doc);
 }
 
 function renderJob(j) {

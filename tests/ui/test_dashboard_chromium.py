@@ -2,7 +2,7 @@
 
 The browser's requests are answered by Playwright routes (the shell, app.js, app.css and the two
 documents), so this checks the front end alone: events collapse per object and open on a click,
-the jobs filter by namespace, queue and phase, and a completed share's GANG cell says Completed. The full-system check is the e2e dashboard test.
+the GPU chart draws the server's samples, the jobs filter by namespace, queue and phase, and a completed share's GANG cell says Completed. The full-system check is the e2e dashboard test.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def overview_doc() -> dict[str, Any]:
               "placementLatency": {"observed": None}, "clusters": [],
               "jobs": [{"namespace": ns, "name": name, "queue": queue, "phase": phase, "clusters": []}
                        for ns, name, queue, phase in JOBS]}
-    return data.overview(status, [], [], EVENTS)
+    history = [{"time": f"2026-12-03T07:{m:02d}:00Z", "used": used, "total": 8}
+               for m, used in enumerate([0, 2, 6, 8, 5, 6])]
+    return {**data.overview(status, [], [], EVENTS), "gpuHistory": history}
 
 
 def job_doc() -> dict[str, Any]:
@@ -79,6 +81,9 @@ def test_events_collapse_filters_narrow_and_the_gang_cell_is_truthful(tmp_path: 
             page.wait_for_selector("#events tr.group", timeout=60_000)
             groups = page.locator("#events tr.group")
             assert groups.count() == 2
+            used = page.locator("#gpu-chart polyline.used").get_attribute("points") or ""
+            assert len(used.split()) == 6  # one vertex per sample
+            assert "now 6 of 8 GPUs used" in page.inner_text("#gpu-chart")
             assert sorted(o.inner_text() for o in page.locator("#filter-namespace option").all()) == [
                 "all", "default", "team-b"]
             assert page.locator("#events tr.group-child:visible").count() == 0

@@ -72,6 +72,38 @@ function renderSummary(doc) {
     el("div", {class: "k"}, k))));
 }
 
+// GPU use over time as an SVG line: used GPUs (filled) under the total (dashed), from the
+// server's samples (doc.gpuHistory). No chart library: a polyline over a fixed viewBox.
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  return node;
+}
+function renderGpuChart(points) {
+  const box = $("gpu-chart");
+  if (!points || points.length < 2) {
+    box.replaceChildren(el("p", {class: "muted"}, "collecting samples (one every 5 s)…"));
+    return;
+  }
+  const W = 900, H = 160, L = 40, B = 20, T = 8;
+  const t0 = Date.parse(points[0].time), t1 = Date.parse(points[points.length - 1].time);
+  const top = Math.max(1, ...points.map((p) => p.total));
+  const x = (p) => L + (W - L - 8) * (Date.parse(p.time) - t0) / Math.max(1, t1 - t0);
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const line = (key) => points.map((p) => `${x(p).toFixed(1)},${y(p[key]).toFixed(1)}`).join(" ");
+  const chart = svg("svg", {viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "GPUs used over time"});
+  chart.append(svg("polygon", {points: `${L},${y(0)} ${line("used")} ${x(points[points.length - 1])},${y(0)}`, class: "used-area"}),
+    svg("polyline", {points: line("used"), class: "used"}), svg("polyline", {points: line("total"), class: "total"}));
+  for (const v of [0, top]) {
+    const label = svg("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end"}); label.textContent = v; chart.append(label);
+  }
+  const span = svg("text", {x: W - 8, y: H - 4, "text-anchor": "end"});
+  span.textContent = `${Math.round((t1 - t0) / 60000)} min`; chart.append(span);
+  const last = points[points.length - 1];
+  box.replaceChildren(chart, el("div", {class: "muted"}, `now ${last.used} of ${last.total} GPUs used (dashed: total)`));
+}
+
 function renderClusters(doc) {
   fill("clusters", doc.clusters.map((c) => el("tr", {"data-cluster": c.name},
     el("td", {}, c.name), el("td", {}, pill(c.ready, phaseKind(c.ready)), " ", el("span", {class: "muted"}, c.readyReason)),
@@ -166,7 +198,7 @@ function groupRows(groups) {
 
 function renderOverview(doc) {
   lastOverview = doc;
-  renderSummary(doc); renderClusters(doc); renderQueues(doc); filterChoices(doc); renderJobs(doc); renderEvents(doc);
+  renderSummary(doc); renderGpuChart(doc.gpuHistory); renderClusters(doc); renderQueues(doc); filterChoices(doc); renderJobs(doc); renderEvents(doc);
 }
 
 function renderJob(j) {

@@ -131,3 +131,20 @@ def test_report_renders_in_chromium(compared: tuple[Path, str], tmp_path: Path) 
         finally:
             browser.close()
     assert shot.stat().st_size > 10_000
+
+
+def test_job_mode_report_and_comparison_in_words(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.simulate.test_job_mode import CLUSTER, WAIT
+
+    out = tmp_path / "jobs"
+    assert main(["--trace", str(WAIT), "--clusters", str(CLUSTER), "--no-progress", "--no-wall-clock",
+                 "--compare", str(CONFS / "volcano-default.conf"), str(CONFS / "binpack.conf"), "-o", str(out)]) == 0
+    assert "binpack.conf" in capsys.readouterr().out
+    text = body_text((out / "index.html").read_text())
+    assert "null" not in text and "None" not in text and "{" not in text
+    assert "jobs finished" in text and "mean JCT" in text
+    rows = list(csv.DictReader((out / "comparison.csv").read_text().splitlines()))
+    assert [r["conf"] for r in rows] == ["volcano-default.conf", "binpack.conf"]
+    assert all(0 <= float(r["GPU allocation (time average) (%)"]) <= 100 for r in rows)
+    single = body_text((out / "binpack" / "index.html").read_text())
+    assert "Headline" in single and "JCT mean" in single and "cluster-a.yaml" in single

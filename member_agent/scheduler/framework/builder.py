@@ -22,8 +22,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Dimensions, is_empty
-from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
 from member_agent.scheduler.framework.hypernodes import topology_of
+from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
 from member_agent.scheduler.framework.snapshot import (
     JobSpec,
     NodeAffinity,

@@ -134,6 +134,7 @@ def build_tree(hypernodes: Iterable[Mapping[str, Any]], node_names: Sequence[str
     parent = [-1] * len(specs)
     own_rows: list[list[int]] = []
     children: list[list[int]] = [[] for _ in specs]
+    edges: list[tuple[int, int, int]] = []  # (parent, member index, child)
     for h, (name, spec) in enumerate(specs):
         mine: list[int] = []
         for m, member in enumerate(spec.get("members") or ()):
@@ -146,14 +147,45 @@ def build_tree(hypernodes: Iterable[Mapping[str, Any]], node_names: Sequence[str
                 if not picked and "exactMatch" in selector:
                     problems.append(f"HyperNode {name}: spec.members[{m}]: HyperNode "
                                     f"{(selector.get('exactMatch') or {}).get('name')} does not exist")
-                for child in picked:
-                    _adopt(h, child, names, tiers, parent, children, problems)
+                edges.extend((h, m, child) for child in picked)
             else:
                 mine.extend(_select(selector, node_names, node_labels, node_index))
         own_rows.append(sorted(set(mine)))
+    cyclic = _report_cycles(names, edges, problems)
+    for h, _m, child in edges:
+        if (h, child) not in cyclic:
+            _adopt(h, child, names, tiers, parent, children, problems)
     rows = _collect_rows(own_rows, children, parent)
     return _finish(names, tiers, [str(spec.get("tierName") or "") for _, spec in specs], parent, rows,
                    len(node_names), problems, node_names)
+
+
+def _report_cycles(names: list[str], edges: list[tuple[int, int, int]], problems: list[str]) -> set[tuple[int, int]]:
+    """Every membership edge on a cycle (reported once per cycle, each such edge ignored)."""
+    out: dict[int, list[int]] = {}
+    for h, _m, child in edges:
+        out.setdefault(h, []).append(child)
+    state: dict[int, int] = {}  # 1: on the DFS path, 2: done
+    on_cycle: set[tuple[int, int]] = set()
+
+    def visit(h: int, path: list[int]) -> None:
+        state[h] = 1
+        path.append(h)
+        for child in out.get(h, ()):
+            if state.get(child) == 1:
+                loop = path[path.index(child):]
+                problems.append("HyperNode cycle: " + " -> ".join(names[x] for x in [*loop, child])
+                                + "; these memberships are ignored")
+                on_cycle.update(zip(loop, [*loop[1:], child], strict=True))
+            elif child not in state:
+                visit(child, path)
+        path.pop()
+        state[h] = 2
+
+    for h in range(len(names)):
+        if h not in state:
+            visit(h, [])
+    return on_cycle
 
 
 def _adopt(h: int, child: int, names: list[str], tiers: list[int], parent: list[int],

@@ -171,6 +171,8 @@ async def serve(args: argparse.Namespace) -> int:
                            session_options=node_search_flags.session_options(args),
                            cluster_spec=cluster_spec, kubernetes_version=version)
     agent = Agent(options, gateway, clock)
+    if sim is not None:
+        agent.set_hyper_nodes(cluster_file.hyper_nodes)
     sync = FederationSync(agent, federation, clock, lease_period=args.lease_period, status_period=args.status_period)
     secure = args.metrics_bind_address is not None
     runner = web.AppRunner(build_app(agent, sync, sim, plain_metrics=not secure), access_log=None)

@@ -59,13 +59,25 @@ def _requests(tasks: list[TaskInfo]) -> np.ndarray:
 
 
 def _room(state: HyperNodeState, level: int, cands: np.ndarray, smallest: np.ndarray) -> np.ndarray:
-    """Per candidate HyperNode: how many tasks of request ``smallest`` its nodes' FutureIdle holds."""
+    """Per candidate HyperNode: how many tasks of request ``smallest`` its nodes' FutureIdle holds
+    (per node ``min_d floor(FutureIdle_d / request_d)``, kept per request and refreshed only on
+    rows touched since)."""
     state.refresh()
     dims = np.flatnonzero(smallest >= 0.1)
     if len(dims) == 0:
         return np.full(len(cands), np.iinfo(np.int64).max)
-    future = state.row_future[:, dims]
-    per_row = np.floor((future + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+    key = tuple(smallest.tolist())
+    memo = state.room_memo.get(key)
+    changes = state.ssn.changes
+    future = state.row_future
+    if memo is None:
+        per_row = np.floor((future[:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+        memo = state.room_memo[key] = [per_row, len(changes)]
+    elif memo[1] != len(changes):
+        rows = np.asarray(sorted(set(changes[memo[1]:])), dtype=np.int64)
+        memo[0][rows] = np.floor((future[rows][:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+        memo[1] = len(changes)
+    per_row = memo[0]
     doms = state.chain[level]
     inside = doms >= 0
     slots = np.bincount(doms[inside], weights=per_row[inside], minlength=len(state.tree.names))

@@ -48,51 +48,61 @@ class HyperNodeState:
         self.tiers = tree.tier_list
         #: (T, N): the HyperNode of each tier holding each row (-1: none), tiers ascending.
         self.chain = np.stack([tree.domain_of[t] for t in self.tiers]) if n else np.zeros((len(self.tiers), 0), int)
-        self.row_used = ssn.used.copy()
-        self.row_idle = ssn.idle.copy()
-        self.row_future = ssn.idle + ssn.releasing - ssn.pipelined
         d = ssn.idle.shape[1] if n else len(ssn.dims)
-        self.allocatable = np.zeros((h, d))
-        self.used = np.zeros((h, d))
-        self.idle = np.zeros((h, d))
-        self.future = np.zeros((h, d))
-        rows = np.arange(n)
-        self._add(rows, ssn.node_allocatable, self.allocatable)
-        self._add(rows, self.row_used, self.used)
-        self._add(rows, self.row_idle, self.idle)
-        self._add(rows, self.row_future, self.future)
+        self.d = d
+        #: Per row, [used | idle | FutureIdle] as last summed; per HyperNode their sums, side by side
+        #: so one pass over the touched rows updates all three.
+        self.row_values = np.concatenate([ssn.used, ssn.idle, ssn.idle + ssn.releasing - ssn.pipelined], axis=1)
+        self.sums = self._sum(np.arange(n), self.row_values, h)
+        self.allocatable = self._sum(np.arange(n), ssn.node_allocatable, h)
         self.pos = len(ssn.changes)
         self.limits: dict[str, JobLimit | None] = {}
         #: job uid -> the HyperNode it was placed in this session (written as the annotation).
         self.allocated: dict[str, str] = {}
+        #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen]
+        self.room_memo: dict[tuple[float, ...], list[Any]] = {}
 
-    def _add(self, rows: np.ndarray, values: np.ndarray, into: np.ndarray) -> None:
+    @property
+    def used(self) -> np.ndarray:
+        return self.sums[:, :self.d]
+
+    @property
+    def idle(self) -> np.ndarray:
+        return self.sums[:, self.d:2 * self.d]
+
+    @property
+    def future(self) -> np.ndarray:
+        return self.sums[:, 2 * self.d:]
+
+    @property
+    def row_future(self) -> np.ndarray:
+        return self.row_values[:, 2 * self.d:]
+
+    def _sum(self, rows: np.ndarray, values: np.ndarray, h: int) -> np.ndarray:
+        out = np.zeros((h, values.shape[1]))
         for tier_row in self.chain:
             doms = tier_row[rows]
             keep = doms >= 0
-            np.add.at(into, doms[keep], values[rows[keep]])
+            for col in range(values.shape[1]):
+                out[:, col] += np.bincount(doms[keep], weights=values[rows[keep], col], minlength=h)
+        return out
 
     def refresh(self) -> None:
         """Bring the sums up to date with the rows touched since the last call."""
         changes = self.ssn.changes
         if self.pos == len(changes):
             return
-        rows = np.unique(np.asarray(changes[self.pos:], dtype=np.int64))
+        rows = np.asarray(sorted(set(changes[self.pos:])), dtype=np.int64)
         self.pos = len(changes)
         ssn = self.ssn
-        for mine, current, sums in ((self.row_used, ssn.used[rows], self.used),
-                                    (self.row_idle, ssn.idle[rows], self.idle),
-                                    (self.row_future, ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows],
-                                     self.future)):
-            delta = current - mine[rows]
-            mine[rows] = current
-            self._add_delta(rows, delta, sums)
-
-    def _add_delta(self, rows: np.ndarray, delta: np.ndarray, into: np.ndarray) -> None:
+        current = np.concatenate([ssn.used[rows], ssn.idle[rows],
+                                  ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]], axis=1)
+        delta = current - self.row_values[rows]
+        self.row_values[rows] = current
         for tier_row in self.chain:
             doms = tier_row[rows]
             keep = doms >= 0
-            np.add.at(into, doms[keep], delta[keep])
+            np.add.at(self.sums, doms[keep], delta[keep])
 
     # ------------------------------------------------------------------ job limits
     def limit(self, job: JobInfo) -> JobLimit | None:

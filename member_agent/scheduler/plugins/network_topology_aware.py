@@ -62,6 +62,7 @@ class NetworkTopologyAwarePlugin:
         cap = int(args["hypernode.gradient.evict.max-hypernodes"])
         self.evict_cap = cap if cap > 0 else 8
         self.state: HyperNodeState | None = None
+        self._homes: dict[str, tuple[int, int | None]] = {}
 
     def on_session_open(self, ssn: Session) -> None:
         tree = ssn.snapshot.topology
@@ -98,11 +99,13 @@ class NetworkTopologyAwarePlugin:
         return self._normal_pod(state, task, rows)
 
     def _closeness(self, state: HyperNodeState, job: JobInfo, rows: np.ndarray) -> np.ndarray:
-        placed = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
-        if not placed:
+        leaves = state.chain[0][rows]
+        if len(rows) == 0 or bool((leaves == leaves[0]).all()):
+            return np.zeros(len(rows))  # one lowest domain: the same score everywhere ranks nothing
+        home = self._home(state, job)
+        if home is None:
             return np.zeros(len(rows))
         tree = state.tree
-        home = tree.lca_of_rows(placed)
         tiers = state.tiers
         lca_tier = np.full(len(rows), tiers[-1], dtype=np.int64)
         home_tier = int(tree.tiers[home])
@@ -115,6 +118,16 @@ class NetworkTopologyAwarePlugin:
         score = np.ones(len(rows)) if hi == lo else (hi - lca_tier) / (hi - lo)
         score[state.chain[0][rows] == home] = 1.0
         return score * (MAX_SCORE * self.weight)
+
+    def _home(self, state: HyperNodeState, job: JobInfo) -> int | None:
+        """The lowest HyperNode holding the job's placed tasks (kept per job until its tasks change)."""
+        memo = self._homes.get(job.uid)
+        if memo is not None and memo[0] == job.status_changes:
+            return memo[1]
+        placed = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
+        home = state.tree.lca_of_rows(placed) if placed else None
+        self._homes[job.uid] = (job.status_changes, home)
+        return home
 
     def _normal_pod(self, state: HyperNodeState, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         state.refresh()

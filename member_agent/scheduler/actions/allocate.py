@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from member_agent.scheduler.actions.allocate_subgroups import allocate_sub_groups
 from member_agent.scheduler.actions.allocate_topology import Domain, allocate_hard
 from member_agent.scheduler.actions.pq import PriorityQueue
 from member_agent.scheduler.framework.arguments import Argument
@@ -81,7 +82,9 @@ class Allocate:
             job = jobs.pop()
             worksheet = worksheets[job.uid]
             limit = topology.limit(job) if topology is not None else None
-            if limit is not None:  # hard topology (soft converted at the top tier): actions/allocate_topology.py
+            if topology is not None and job.spec.sub_group_policy:  # actions/allocate_subgroups.py
+                stmt = allocate_sub_groups(self, ssn, search, job, worksheet, topology, limit)
+            elif limit is not None:  # hard topology (soft converted at the top tier): actions/allocate_topology.py
                 stmt = allocate_hard(self, ssn, search, job, worksheet, topology, limit)  # type: ignore[arg-type]
             else:
                 stmt = self._allocate_tasks(ssn, search, job, worksheet)

@@ -157,5 +157,7 @@ def _reason(state: HyperNodeState, limit: JobLimit, gang_need: int, tiers_seen: 
         scope = f"no tier-{lowest} HyperNode"
     else:
         scope = f"no HyperNode of tier {lowest} to {limit.tier}"
-    detail = "; ".join(tiers_seen) if tiers_seen else "none of them has the free resources"
+    detail = "; ".join(tiers_seen) if tiers_seen else "; ".join(
+        f"{len(tree.by_tier[t])} tier-{t} HyperNodes, none with the free resources" for t in allowed
+        if t < tree.top_tier) or "no HyperNode has the free resources"
     return f"network topology ({mode}, highest tier {limit.tier}): {scope} fits the job's {gang_need} tasks: {detail}"

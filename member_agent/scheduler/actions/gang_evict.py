@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from member_agent.scheduler.actions.evict_domains import victim_domains
 from member_agent.scheduler.actions.pq import PriorityQueue
 from member_agent.scheduler.framework.dims import Vector, fits
 from member_agent.scheduler.framework.node_search import NodeSearch, shape_cache
@@ -141,8 +142,6 @@ def plan_for_job(ssn: Session, job: JobInfo, candidates: list[TaskInfo], allow_w
                  max_domains: int = 8) -> Statement | None:
     """Per domain in order, add bundles until a plan works; the returned statement holds it
     (uncommitted)."""
-    from member_agent.scheduler.actions.evict_domains import victim_domains
-
     pending = pending_tasks(job)
     need = sum((t.spec.request for t in pending), ssn.dims.zeros())
     if not candidates:

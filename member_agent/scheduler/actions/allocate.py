@@ -85,7 +85,7 @@ class Allocate:
             if topology is not None and job.spec.sub_group_policy:  # actions/allocate_subgroups.py
                 stmt = allocate_sub_groups(self, ssn, search, job, worksheet, topology, limit)
             elif limit is not None:  # hard topology (soft converted at the top tier): actions/allocate_topology.py
-                stmt = allocate_hard(self, ssn, search, job, worksheet, topology, limit)  # type: ignore[arg-type]
+                stmt = allocate_hard(self, ssn, search, job, worksheet, topology, limit)
             else:
                 stmt = self._allocate_tasks(ssn, search, job, worksheet)
             if stmt is not None and ssn.job_ready(job):

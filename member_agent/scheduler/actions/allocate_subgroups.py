@@ -153,7 +153,7 @@ def _place_group(ssn: Session, search: NodeSearch, job: JobInfo, group: SubGroup
             continue
         if tier != tree.top_tier:
             cands = cands[_room(state, level, cands, smallest) >= want]
-        scorer = getattr(state, "scorer", None)
+        scorer = state.scorer
         if len(cands) > 1 and scorer is not None:
             whole = np.stack([t.spec.request for t in tasks]).sum(axis=0)
             cands = cands[np.argsort(-scorer.hypernode_scores(cands, whole), kind="stable")]

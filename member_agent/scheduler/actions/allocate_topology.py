@@ -99,7 +99,7 @@ def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, w
     whole = requests.sum(axis=0)
     smallest = requests.min(axis=0)
     tree = state.tree
-    scorer = getattr(state, "scorer", None)
+    scorer = state.scorer
     tiers_seen: list[str] = []
     for group in state.gradients(job, limit, need):
         tier = int(tree.tiers[group[0]])

@@ -33,7 +33,7 @@ def victim_domains(ssn: Session, job: JobInfo, max_domains: int, need: np.ndarra
     if limit.error:
         return []
     cap = max_domains if max_domains > 0 else 8
-    evict_cap = int(getattr(state, "evict_cap", 8))
+    evict_cap = state.evict_cap
     tree = state.tree
     out: list[EvictDomain] = []
     seen: set[int] = set()

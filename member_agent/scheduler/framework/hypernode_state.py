@@ -59,6 +59,10 @@ class HyperNodeState:
         self.limits: dict[str, JobLimit | None] = {}
         #: job uid -> the HyperNode it was placed in this session (written as the annotation).
         self.allocated: dict[str, str] = {}
+        #: The plugin that scores HyperNodes (``hypernode_scores(cands, request)``), and its
+        #: ``hypernode.gradient.evict.max-hypernodes``.
+        self.scorer: Any = None
+        self.evict_cap = 8
         #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen]
         self.room_memo: dict[tuple[float, ...], list[Any]] = {}
 

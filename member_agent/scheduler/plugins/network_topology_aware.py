@@ -70,8 +70,8 @@ class NetworkTopologyAwarePlugin:
             return
         self.ssn = ssn
         self.state = state = HyperNodeState(ssn, tree)
-        state.evict_cap = self.evict_cap  # type: ignore[attr-defined]
-        state.scorer = self  # type: ignore[attr-defined]
+        state.evict_cap = self.evict_cap
+        state.scorer = self
         ssn.shared[KEY] = state
         self.weights = np.zeros(len(ssn.dims))
         for name, weight in self.resource_weights.items():

@@ -5,8 +5,8 @@ The cluster: N GPU nodes (8 GPUs, 128 CPU, 1 TiB each) under three tiers of Hype
 8 nodes (tier 1), spines of 64 nodes (tier 2, eight leaves) and one top HyperNode (tier 3); the
 session adds the virtual ``<cluster-top-hypernode>`` above it. The workload: pending gangs of
 1–16 pods of 1, 2, 4 or 8 GPUs, 10,000 pods by default, in four queues; a third hard with
-``highestTierAllowed: 1`` (gangs up to 8 pods of at most 8 GPUs: one leaf can hold them), a
-third hard at tier 2, a third soft. Three runs, each in its own process (its own peak RSS):
+``highestTierAllowed: 1`` (those one leaf can hold: at most 64 GPUs), a third hard at tier 2
+(and the larger ones of the first third), a third soft. Three runs, each in its own process (its own peak RSS):
 
 * ``topology``: HyperNodes, the jobs' networkTopology, network-topology-aware in the conf;
 * ``plugin, no HyperNodes``: the same conf and jobs, no HyperNodes (the plugin registers nothing);
@@ -101,7 +101,7 @@ def gangs(pods: int, rng: random.Random, with_topology: bool) -> list[dict[str, 
     made = j = 0
     while made < pods:
         gpus = rng.choice((1, 2, 4, 8))
-        size = min(rng.randint(1, 16 if gpus < 8 else 8), pods - made)
+        size = min(rng.randint(1, 16), pods - made)  # 8-GPU gangs over 8 pods need a spine
         name = f"job-{j:05d}"
         spec: dict[str, Any] = {"minMember": size, "queue": QUEUES[j % len(QUEUES)]}
         if with_topology:

@@ -86,3 +86,22 @@ async def test_topology_problems_are_reported_not_refused(topo: Harness) -> None
     await topo.run_until(lambda: len(nodes_of(topo, "four")) == 4)
     problems = status_document(topo.agent, topo.sync)["topologyProblems"]
     assert any("topo-a100-0 is claimed by HyperNodes leaf-extra and leaf0 of tier 1" in p for p in problems)
+
+
+async def test_partitions_each_in_one_leaf_job_in_one_spine(topo: Harness) -> None:
+    """A vcjob task's partitionPolicy becomes a subGroupPolicy (pods labelled volcano.sh/partition-id):
+    each partition of 4 in one leaf, the 8-pod job inside one spine."""
+    work = topology_job("parts", 8, {"mode": "hard", "highestTierAllowed": 2})
+    task = work["spec"]["workload"]["manifests"][0]["spec"]["tasks"][0]
+    task["partitionPolicy"] = {"totalPartitions": 2, "partitionSize": 4,
+                               "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    topo.federation.put_work(work)
+    await topo.run_until(lambda: len(nodes_of(topo, "parts")) == 8)
+    by_partition: dict[str, set[str]] = {}
+    for pod in topo.pods("parts").values():
+        partition = pod["metadata"]["labels"]["volcano.sh/partition-id"]
+        by_partition.setdefault(partition, set()).add(leaf_of(pod["spec"]["nodeName"]))
+    assert sorted(by_partition) == ["0", "1"]
+    assert all(len(leaves) == 1 for leaves in by_partition.values())
+    used = set().union(*by_partition.values())
+    assert len(used) == 2 and any(used <= set(members) for members in SPINES.values())

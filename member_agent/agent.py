@@ -27,6 +27,7 @@ import gc
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -211,9 +212,10 @@ class Agent:
             self.hyper_nodes = hyper_nodes
             self.changes.bump()
 
-    def check_topology(self) -> None:
-        """What one HyperNode cannot show (a cycle, a node claimed twice in a tier) is logged
-        once per change of the HyperNodes or the node names, and shown on ``/status``."""
+    async def check_topology(self) -> None:
+        """What one HyperNode cannot show (a cycle, a node claimed twice in a tier) is logged and
+        recorded as a Warning event ``TopologyProblem`` about the HyperNode it names, once per
+        change of the HyperNodes or the node names, and shown on ``/status``."""
         key = (id(self.hyper_nodes), len(self.hyper_nodes), tuple(sorted(self.cache.nodes)))
         if key == self._topology_key:
             return
@@ -225,10 +227,14 @@ class Agent:
             nodes = sorted(self.cache.nodes.values(), key=lambda n: n["metadata"]["name"])
             problems = build_tree(self.hyper_nodes, [n["metadata"]["name"] for n in nodes],
                                   [n["metadata"].get("labels") or {} for n in nodes]).problems
-        for problem in problems:
-            if problem not in self.topology_problems:
-                log.warning("network topology problem: %s", problem)
+        new = [p for p in problems if p not in self.topology_problems]
         self.topology_problems = list(problems)
+        for problem in new:
+            log.warning("network topology problem: %s", problem)
+            involved = next((h for h in self.hyper_nodes
+                             if re.search(rf"\b{re.escape(str(h['metadata']['name']))}\b", problem)), None)
+            if involved is not None:
+                await self.gateway.record_event(involved, "Warning", "TopologyProblem", problem)
 
     # ------------------------------------------------------------------ views
     def pods_of(self, record: WorkRecord) -> list[Obj]:

@@ -127,7 +127,7 @@ async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
     if not agent.cache.synced.is_set():
         return None
     if agent.hyper_nodes:
-        agent.check_topology()
+        await agent.check_topology()
     objects = snapshot_objects(agent)
     started = time.perf_counter()
     # The node search resumes where the previous session stopped, as Volcano's does.

@@ -86,6 +86,9 @@ async def test_topology_problems_are_reported_not_refused(topo: Harness) -> None
     await topo.run_until(lambda: len(nodes_of(topo, "four")) == 4)
     problems = status_document(topo.agent, topo.sync)["topologyProblems"]
     assert any("topo-a100-0 is claimed by HyperNodes leaf-extra and leaf0 of tier 1" in p for p in problems)
+    events = [e for e in topo.sim.events if e["reason"] == "TopologyProblem"]
+    assert [e["involvedObject"]["name"] for e in events] == ["leaf0"]  # the first HyperNode it names
+    assert events[0]["type"] == "Warning" and "claimed by HyperNodes" in events[0]["message"]
 
 
 async def test_partitions_each_in_one_leaf_job_in_one_spine(topo: Harness) -> None:

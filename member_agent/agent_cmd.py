@@ -68,8 +68,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "reported at once (once its burst settled, 50 ms), one report covers a burst; "
                              "unchanged status is re-sent every 30 s")
     parser.add_argument("--hypernode-label-keys", default="", metavar="KEY,KEY",
-                        help="build HyperNodes from these node label keys, one per tier, tier 1 first "
-                             "(Volcano's label discovery; docs/topology.md)")
+                        help="build HyperNodes from these node label keys, from the highest network domain down, "
+                             "as Volcano's label discovery lists them (docs/topology.md)")
     parser.add_argument("--hypernode-period", type=float, default=30.0,
                         help="seconds between reads of the member's HyperNodes and label discovery")
     parser.add_argument("--stand-in-scheduler", action="store_true",

@@ -2,13 +2,17 @@
 
 A real member cluster may hold ``topology.volcano.sh/v1alpha1`` HyperNodes (written by an
 operator or by Volcano's own discovery); :func:`hypernode_loop` lists them every period
-(a cluster that does not serve the kind has none). Like Volcano 1.13's label discovery, the
-agent can also build HyperNodes from node labels (``--hypernode-label-keys``): one key per
-tier, tier 1 first, e.g. ``example.com/leaf-switch,example.com/spine-switch``. Every distinct
-value of the tier-1 key becomes a tier-1 HyperNode whose members are the nodes carrying it
-(``exactMatch``); every value of the tier-t key a tier-t HyperNode whose members are the
-tier-(t−1) HyperNodes of its nodes. A node without the tier's label is in no HyperNode of
-that tier. A listed HyperNode wins over a discovered one of the same name.
+(a cluster that does not serve the kind has none). Like Volcano's label discovery (its legacy
+``networkTopologyTypes`` list form), the agent can also build HyperNodes from node labels
+(``--hypernode-label-keys``): the keys from the highest network domain down, optionally ending
+with ``kubernetes.io/hostname`` (the node level, which makes no HyperNode), e.g.
+``volcano.sh/hypercluster,volcano.sh/hypernode,kubernetes.io/hostname``. Tiers count from the
+bottom: every distinct value of the lowest key becomes a tier-1 HyperNode named after the value,
+whose members are the nodes carrying it (``exactMatch``); every value of the key above a tier-2
+HyperNode whose members are the tier-1 HyperNodes of its nodes, and so on. The ``tierName`` is the
+label key (so ``highestTierName: volcano.sh/hypernode`` works); generated HyperNodes carry the
+label ``volcano.sh/network-topology-source: label``. A node without a tier's label is in no
+HyperNode of that tier. A listed HyperNode wins over a discovered one of the same name.
 """
 
 from __future__ import annotations
@@ -25,24 +29,33 @@ API_VERSION = "topology.volcano.sh/v1alpha1"
 _INVALID = re.compile(r"[^a-z0-9-]+")
 
 
-def _name(tier: int, value: str) -> str:
-    cleaned = _INVALID.sub("-", value.lower()).strip("-") or "empty"
-    return f"label-t{tier}-{cleaned}"[:253].rstrip("-")
+NODE_LEVEL = "kubernetes.io/hostname"
+
+
+def _name(tier: int, value: str, taken: dict[str, int]) -> str:
+    """The label value as the HyperNode's name (made a valid name); ``-t<tier>`` when another
+    tier already uses it."""
+    name = (_INVALID.sub("-", value.lower()).strip("-") or "empty")[:240]
+    if taken.setdefault(name, tier) != tier:
+        name = f"{name}-t{tier}"
+    return name
 
 
 def _hypernode(name: str, tier: int, tier_name: str, kind: str, members: Iterable[str]) -> Obj:
     return {"apiVersion": API_VERSION, "kind": "HyperNode",
-            "metadata": {"name": name, "labels": {"caldera.io/discovered-from": "node-labels"}},
+            "metadata": {"name": name, "labels": {"volcano.sh/network-topology-source": "label"}},
             "spec": {"tier": tier, "tierName": tier_name,
                      "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in sorted(members)]}}
 
 
 def discover_from_labels(nodes: Iterable[Obj], tier_keys: Sequence[str]) -> list[Obj]:
-    """HyperNodes from node labels, one label key per tier (tier 1 first)."""
+    """HyperNodes from node labels, the keys from the highest domain down (Volcano's order)."""
+    keys = [k for k in tier_keys if k != NODE_LEVEL]
     out: list[Obj] = []
+    taken: dict[str, int] = {}
     below: dict[str, str] = {}  # node name -> its HyperNode of the tier below
     node_list = sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name")))
-    for tier, key in enumerate(tier_keys, start=1):
+    for tier, key in enumerate(reversed(keys), start=1):
         groups: dict[str, set[str]] = {}
         current: dict[str, str] = {}
         for node in node_list:
@@ -51,7 +64,7 @@ def discover_from_labels(nodes: Iterable[Obj], tier_keys: Sequence[str]) -> list
             value = (meta.get("labels") or {}).get(key)
             if not value:
                 continue
-            hyper = _name(tier, str(value))
+            hyper = _name(tier, str(value), taken)
             current[name] = hyper
             if tier == 1:
                 groups.setdefault(hyper, set()).add(name)

@@ -95,3 +95,16 @@ def test_with_hypernodes_the_annotation_reaches_the_json() -> None:
     rows = {int(n[1:]) for n in result.bindings.values()}
     assert (hypernode, rows <= set(range(4)) or rows <= set(range(4, 8))) in (("leaf-a", True), ("leaf-b", True))
     json.dumps(result.to_json())  # the result stays JSON
+
+
+def test_top_domains_per_tier_for_a_shape() -> None:
+    import numpy as np
+
+    from member_agent.scheduler.framework.domain_capacity import top_domains
+
+    tree = build_tree(LEAVES, NAMES, LABELS)
+    free = np.array([[8.0, 8.0]] * 8)  # cpu, gpu per node
+    free[0:3] = [8.0, 0.0]  # leaf-a: only n3 has GPUs free
+    rooms = top_domains(tree, free, np.array([1.0, 4.0]), k=1)
+    assert [(r.tier, r.hypernode, r.pods) for r in rooms] == [(1, "leaf-b", 8), (2, "spine", 10), (3, TOP, 10)]
+    assert top_domains(None, free, np.array([1.0, 4.0]), k=3)[0].pods == 10

@@ -114,7 +114,8 @@ def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, w
         room = _room(state, level, group, smallest)
         cands = group[room >= gang_need]
         if len(cands) > 1 and scorer is not None:
-            cands = cands[np.argsort(-scorer.hypernode_scores(cands, whole), kind="stable")]
+            scores = _tie_bonus(state, level, job, cands, scorer.hypernode_scores(cands, whole))
+            cands = cands[np.argsort(-scores, kind="stable")]
         for h in cands.tolist():
             stmt = _try(action, ssn, search, job, worksheet, Domain(tree.names[h], tree.rows[h]))
             if stmt is not None:
@@ -125,6 +126,20 @@ def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, w
                           f"{len(cands)} the free nodes, none fits all {gang_need} tasks")
     job.job_fit_error = _reason(state, limit, gang_need, tiers_seen)
     return None
+
+
+def _tie_bonus(state: HyperNodeState, level: int, job: JobInfo, cands: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """HyperNodes tied at the best score gain the share of the job's tasks already inside them
+    (Volcano's HyperNodeOrderFn tie-break)."""
+    best = scores == scores.max()
+    if int(best.sum()) < 2:
+        return scores
+    rows = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
+    if not rows:
+        return scores
+    doms = state.chain[level][np.asarray(rows, dtype=np.int64)]
+    share = np.array([np.count_nonzero(doms == h) for h in cands.tolist()]) / len(job.tasks)
+    return scores + np.where(best, share, 0.0)
 
 
 def _try(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet: deque[TaskInfo],

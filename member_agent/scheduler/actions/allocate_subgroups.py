@@ -106,7 +106,9 @@ def allocate_sub_groups(action: Any, ssn: Session, search: NodeSearch, job: JobI
     groups = sub_groups(job)
     need = np.stack([t.spec.request for t in pending])[:max(job.min_available - job.ready_num, 1)].sum(axis=0)
     why = "no HyperNode has the free resources"
-    for gradient in state.gradients(job, job_limit, need):
+    # a job without network topology of its own is searched in the whole cluster (Volcano: [[top]])
+    gradients = state.gradients(job, job_limit, need) if limit is not None else [np.asarray([tree.top])]
+    for gradient in gradients:
         for h in gradient.tolist():
             stmt = Statement(ssn)
             for group in groups:
@@ -141,6 +143,8 @@ def _place_group(ssn: Session, search: NodeSearch, job: JobInfo, group: SubGroup
         sub_tier = min(int(tier) if tier is not None else h_tier, h_tier)
     else:
         sub_tier = h_tier
+    if not topology:  # no networkTopology of its own: anywhere in the job's HyperNode
+        return _fill(ssn, search, job, group, tasks, None if h == tree.top else Domain(tree.names[h], tree.rows[h]))
     want = group.size - sum(1 for t in job.tasks if t.index in group.members and t.status.value & _HELD)
     smallest = np.stack([t.spec.request for t in tasks]).min(axis=0)
     for level, tier in enumerate(state.tiers):

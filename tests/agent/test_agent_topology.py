@@ -10,7 +10,7 @@ import pytest
 from agent_fakes import NS, Harness, job_work
 
 from member_agent.cluster.clock import ManualClock
-from member_agent.cluster.pools import load_cluster_file
+from policies.cluster_layout import load_cluster_file
 from member_agent.cluster.sim import SimCluster
 from member_agent.cluster.sim_kubelet import KubeletOptions
 from member_agent.endpoints import status_document

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from member_agent.cluster.pools import parse_cluster_text
+from policies.cluster_layout import parse_cluster_text
 from policies.errors import InvalidConfiguration
 
 POOL = "pools: [{name: a100, count: 4, cpu: 8, memory: 8Gi}]\nname: c\n"

@@ -114,7 +114,7 @@ def checked_hypernode(doc: Any, where: str) -> Obj:
 
     if not isinstance(doc, dict):
         raise InvalidConfiguration(f"{where}: a HyperNode must be a mapping")
-    obj = json.loads(json.dumps(doc))
+    obj: Obj = json.loads(json.dumps(doc))
     obj.setdefault("apiVersion", "topology.volcano.sh/v1alpha1")
     obj.setdefault("kind", "HyperNode")
     if not (obj.get("metadata") or {}).get("name"):

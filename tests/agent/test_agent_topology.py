@@ -10,10 +10,10 @@ import pytest
 from agent_fakes import NS, Harness, job_work
 
 from member_agent.cluster.clock import ManualClock
-from policies.cluster_layout import load_cluster_file
 from member_agent.cluster.sim import SimCluster
 from member_agent.cluster.sim_kubelet import KubeletOptions
 from member_agent.endpoints import status_document
+from policies.cluster_layout import load_cluster_file
 from policies.scheduler_conf import parse_scheduler_conf
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -100,7 +100,8 @@ def snapshot_objects(agent: Agent) -> list[Obj]:
     groups = [s.podgroup for s in agent.works.values()
               if s.podgroup and s.podgroup.get("kind") == "PodGroup" and not s.deleted and not s.controller_error
               and not s.record.placement.cancelled and not s.record.error and s.gang.schedulable]
-    return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *agent.queues, *agent.priority_classes]
+    return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *agent.queues, *agent.priority_classes,
+            *agent.hyper_nodes]
 
 
 def has_scheduling_objects(agent: Agent) -> bool:
@@ -127,6 +128,8 @@ def has_pending_work(agent: Agent) -> bool:
 async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
     if not agent.cache.synced.is_set():
         return None
+    if agent.hyper_nodes:
+        await agent.check_topology()
     objects = snapshot_objects(agent)
     started = time.perf_counter()
     # The node search resumes where the previous session stopped, as Volcano's does.

@@ -190,6 +190,7 @@ class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, Queue
             rb = None
         now = self.clock()
         match = match_policy(job, self.policies_for(namespace))
+        await self._mark_claim(job, match.policy)
         if match.policy is None:
             await self._no_policy(job, rb, now)
             return

@@ -70,11 +70,19 @@ def _timestamp(text: Any) -> float:
 
 
 def fleet_total(clusters: list[Obj]) -> tuple[dict[str, float], dict[str, float]]:
-    """Σ members' ``resourceSummary.allocatable``, and Σ ``allocated + allocating`` (in use)."""
+    """Σ members' ``resourceSummary.allocatable``, and Σ ``allocated + allocating`` (in use); a
+    member that reports only node shapes counts their free room."""
     total: dict[str, float] = {}
     used: dict[str, float] = {}
     for cluster in clusters:
-        summary = (cluster.get("status") or {}).get("resourceSummary") or {}
+        status = cluster.get("status") or {}
+        summary = status.get("resourceSummary") or {}
+        if not summary.get("allocatable"):  # only node shapes reported: their free room is the total
+            for shape in status.get("nodeShapes") or []:
+                count = int(shape.get("count") or 0)
+                for resource, amount in ResourceVector.from_resource_list(shape.get("free")).items():
+                    total[resource] = total.get(resource, 0.0) + amount * count
+            continue
         for target, fields in ((total, ("allocatable",)), (used, ("allocated", "allocating"))):
             for name in fields:
                 for resource, amount in ResourceVector.from_resource_list(summary.get(name)).items():

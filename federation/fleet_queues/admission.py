@@ -250,9 +250,25 @@ class FleetQueues:
         for attr in self._chain(job.queue, attrs):
             for n in _requested(need):
                 held = attr.allocated[n] + attr.inqueue[n] - attr.elastic[n]
-                if need[n] + held > attr.real_capability[n]:
+                if need[n] + held > self._limit(attr, n):
                     return Verdict("Pending", "QueueCapped", _capped(attr, job, n, held))
         return Verdict("Inqueue")
+
+    def _limit(self, attr: QueueAttr, name: str) -> float:
+        """The queue's bound on one dimension as a *queue* question: its real capability, except that
+        a bound that is only the fleet's total (flat queues, no guarantee anywhere on that dimension)
+        is left to placement, which knows the members' room exactly (node shapes, readiness,
+        preemption) and says Unschedulable itself."""
+        if self._hierarchical or self._guaranteed.get(name, 0.0) > 0:
+            return attr.real_capability[name]
+        return attr.capability[name]
+
+    @property
+    def _guaranteed(self) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for queue in self.queues.values():
+            _add(total, queue.guarantee)
+        return total
 
     def _allocate(self, attrs: dict[str, QueueAttr], problem: str) -> list[Key]:
         waiting = self._waiting("Inqueue")
@@ -290,7 +306,7 @@ class FleetQueues:
             attr = attrs.get(job.queue)
             if attr is None:
                 return ADMITTED
-            for n in _requested(request):
+            for n in self._contended(_requested(request), attrs):
                 if attr.allocated[n] + request[n] > attr.deserved[n]:
                     return Verdict("Inqueue", "QueueShare", (
                         f"queue {job.queue} at its fair share: {n} {quantity(n, attr.allocated[n])} allocated across "
@@ -298,9 +314,15 @@ class FleetQueues:
             return ADMITTED
         for attr in self._chain(job.queue, attrs):
             for n in _requested(request):
-                if attr.allocated[n] + request[n] > attr.real_capability[n]:
+                if attr.allocated[n] + request[n] > self._limit(attr, n):
                     return Verdict("Inqueue", "QueueCapped", _capped(attr, job, n, attr.allocated[n], request[n]))
         return ADMITTED
+
+
+    def _contended(self, names: list[str], attrs: Mapping[str, QueueAttr]) -> list[str]:
+        """The dimensions on which several queues ask: there a fair share is a queue question; when
+        one queue alone asks, its deserved is the fleet's room, which placement judges."""
+        return [n for n in names if sum(1 for a in attrs.values() if a.request.get(n, 0.0) > 0) > 1]
 
 
 def _requested(vector: Mapping[str, float]) -> list[str]:

@@ -31,8 +31,9 @@ def fleet_conf(conf: SchedulerConf = DEFAULT_CONF) -> FleetConf:
                 plugin = "proportion" if option.name == "proportion" else "capacity"
                 hierarchical = option.name == "capacity" and option.enabled("enableHierarchy")
                 enqueue = option.enabled("enableJobEnqueued")
-            elif option.name == "overcommit" and option.enabled("enableJobEnqueued"):
-                factor = _factor(option.arguments)
+            elif option.name == "overcommit" and option.enabled("enableJobEnqueued") and \
+                    "overcommit-factor" in option.arguments:
+                factor = _factor(option.arguments)  # only a written factor: the fleet's room is placement's
     return FleetConf(plugin=plugin, hierarchical=hierarchical, enqueue=enqueue, overcommit_factor=factor)
 
 

@@ -85,14 +85,15 @@ class FleetConf:
     ``plugin``: the queue plugin (``proportion`` or ``capacity``; ``None``: no queue plugin, so
     queues only order jobs); ``hierarchical``: capacity's ``enableHierarchy``; ``enqueue``: whether
     the queue plugin's ``enableJobEnqueued`` is on; ``overcommit_factor``: the overcommit plugin's
-    factor when that plugin is configured (its enqueue check then applies to the fleet too).
+    ``overcommit-factor`` when the conf writes one (its enqueue check then applies to the fleet's
+    total; without a written factor the fleet's room is left to placement's exact estimates).
     """
 
     plugin: QueuePlugin | None = "proportion"
     hierarchical: bool = False
     enqueue: bool = True
-    overcommit_factor: float | None = 1.2
+    overcommit_factor: float | None = None
 
 
-#: Volcano's compiled-in default conf: overcommit (1.2) and proportion.
+#: Volcano's compiled-in default conf: proportion (its overcommit names no factor: placement judges room).
 DEFAULT_FLEET_CONF = FleetConf()

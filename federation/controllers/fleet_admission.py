@@ -123,8 +123,13 @@ class FleetAdmission:
         """One fleet session; the jobs it newly admitted are reconciled (and so queued for placement)."""
         assert self.fleet is not None
         self._fleet_dirty = False
+        before = {key: v.reason for key, v in self.fleet.verdicts.items() if not v.admitted}
         for key in self.fleet.decide():
             if self.schedq.where(key) is None:  # one the scheduling queue holds moves with its events
+                self.queue.add(key)
+        for key, reason in before.items():  # a waiting job's reason changed (its queue closed...): say so
+            verdict = self.fleet.verdict(key)
+            if verdict is not None and not verdict.admitted and verdict.reason != reason:
                 self.queue.add(key)
 
     # ------------------------------------------------------------------ the gate

@@ -21,6 +21,7 @@ capability, which never passes its capability (tests/fleet_queues/test_propertie
 
 from __future__ import annotations
 
+import functools
 import heapq
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -64,7 +65,9 @@ class Verdict:
 ADMITTED = Verdict("Allocated", "Admitted", "admitted by its queue")
 
 
+@functools.lru_cache(maxsize=8192)
 def quantity(name: str, value: float) -> str:
+    """Quantity text for a message (memoised: the same few numbers recur in every session's verdicts)."""
     return "unlimited" if value == INF else to_quantity_text(name, value)
 
 
@@ -81,6 +84,10 @@ class FleetQueues:
         self.verdicts: dict[Key, Verdict] = {}
         self.dims: set[str] = set()
         self.last_attrs: dict[str, QueueAttr] = {}
+        #: per session: Σ guarantees (a bound that is only the fleet's total is placement's, see _limit),
+        #: and the dimensions several queues ask for (only there is proportion's fair share a queue question)
+        self._guarantees: dict[str, float] = {}
+        self._contended_dims: set[str] = set()
 
     # ------------------------------------------------------------------ inputs
     def set_queues(self, queues: Iterable[FleetQueue]) -> None:
@@ -163,8 +170,16 @@ class FleetQueues:
         """One fleet session: enqueue, then allocate. Returns the jobs newly allowed to be placed, in order."""
         attrs = self.attrs()
         problem = hierarchy_problem(self.queues) if self._hierarchical else ""
+        self._guarantees = {}
+        for queue in self.queues.values():
+            _add(self._guarantees, queue.guarantee)
         self._enqueue(attrs, problem)
         attrs = self.attrs()  # admitted jobs now count in request (proportion's deserved moves)
+        asking: dict[str, int] = {}
+        for attr in attrs.values():
+            for name, amount in attr.request.items():
+                asking[name] = asking.get(name, 0) + (amount > 0)
+        self._contended_dims = {name for name, count in asking.items() if count > 1}
         return self._allocate(attrs, problem)
 
     @property
@@ -259,16 +274,9 @@ class FleetQueues:
         a bound that is only the fleet's total (flat queues, no guarantee anywhere on that dimension)
         is left to placement, which knows the members' room exactly (node shapes, readiness,
         preemption) and says Unschedulable itself."""
-        if self._hierarchical or self._guaranteed.get(name, 0.0) > 0:
+        if self._hierarchical or self._guarantees.get(name, 0.0) > 0:
             return attr.real_capability[name]
         return attr.capability[name]
-
-    @property
-    def _guaranteed(self) -> dict[str, float]:
-        total: dict[str, float] = {}
-        for queue in self.queues.values():
-            _add(total, queue.guarantee)
-        return total
 
     def _allocate(self, attrs: dict[str, QueueAttr], problem: str) -> list[Key]:
         waiting = self._waiting("Inqueue")
@@ -306,7 +314,9 @@ class FleetQueues:
             attr = attrs.get(job.queue)
             if attr is None:
                 return ADMITTED
-            for n in self._contended(_requested(request), attrs):
+            for n in _requested(request):
+                if n not in self._contended_dims:
+                    continue
                 if attr.allocated[n] + request[n] > attr.deserved[n]:
                     return Verdict("Inqueue", "QueueShare", (
                         f"queue {job.queue} at its fair share: {n} {quantity(n, attr.allocated[n])} allocated across "
@@ -317,12 +327,6 @@ class FleetQueues:
                 if attr.allocated[n] + request[n] > self._limit(attr, n):
                     return Verdict("Inqueue", "QueueCapped", _capped(attr, job, n, attr.allocated[n], request[n]))
         return ADMITTED
-
-
-    def _contended(self, names: list[str], attrs: Mapping[str, QueueAttr]) -> list[str]:
-        """The dimensions on which several queues ask: there a fair share is a queue question; when
-        one queue alone asks, its deserved is the fleet's room, which placement judges."""
-        return [n for n in names if sum(1 for a in attrs.values() if a.request.get(n, 0.0) > 0) > 1]
 
 
 def _requested(vector: Mapping[str, float]) -> list[str]:

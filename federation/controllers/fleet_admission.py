@@ -17,6 +17,7 @@ the informers when the controller starts: jobs whose binding names clusters hold
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -25,6 +26,7 @@ from federation.controllers import common as c
 from federation.controllers.placement_queue import with_priority
 from federation.fleet_queues import FleetQueues, Verdict
 from federation.fleet_queues.adapters import fleet_total, job_from_object, queue_from_object
+from federation.fleet_queues.status import job_counts, queue_status, reported_allocated
 from policies.kinds import lookup
 
 QUEUES = lookup("scheduling.volcano.sh/v1beta1", "Queue")
@@ -48,6 +50,7 @@ class FleetAdmission:
     _write_status: Any
     _event: Any
     schedq: Any
+    rc: Any
 
     def _init_fleet(self) -> None:
         conf = self.options.fleet_queues
@@ -58,7 +61,11 @@ class FleetAdmission:
         self._capacity_seen: tuple[Any, ...] = ()
 
     # ------------------------------------------------------------------ events
-    def _on_queue(self, _kind: str, _obj: Obj, _old: Obj | None) -> None:
+    def _on_queue(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        # the status this controller writes is no reason to decide again; spec and state are
+        if old is not None and kind != "DELETED" and obj.get("spec") == old.get("spec") and \
+                (obj.get("status") or {}).get("state") == (old.get("status") or {}).get("state"):
+            return
         if self.fleet is not None and self._fleet_loaded:
             self.fleet.set_queues(queue_from_object(q) for q in self.fleet_queues.items())
             self._fleet_decide()
@@ -75,12 +82,14 @@ class FleetAdmission:
         elif key not in self.fleet.jobs or self.fleet.jobs[key].phase == "Pending":
             self._fleet_add(obj)  # a new job, or a waiting job's spec changed (queue, size)
             self._fleet_dirty = True
+        self._queue_status_soon()  # the queue's job counts (running, completed) move with its jobs
 
     def _fleet_on_cluster(self) -> None:
         if self.fleet is None or not self._fleet_loaded:
             return
         if self._fleet_capacity():
             self._fleet_decide()
+        self._queue_status_soon()  # the members' reports of what each queue holds there
 
     # ------------------------------------------------------------------ ledger
     def _fleet_capacity(self) -> bool:
@@ -131,6 +140,45 @@ class FleetAdmission:
             verdict = self.fleet.verdict(key)
             if verdict is not None and not verdict.admitted and verdict.reason != reason:
                 self.queue.add(key)
+        self._queue_status_soon()
+
+    # ------------------------------------------------------------------ Queue status
+    def _queue_status_soon(self) -> None:
+        """Write the Queues' status after this event (coalesced: one writer at a time, again if asked)."""
+        if self.fleet is None or not self._fleet_loaded:
+            return
+        self._status_again = True
+        if getattr(self, "_status_task", None) is None or self._status_task.done():
+            self._status_task = asyncio.ensure_future(self._write_queue_statuses())
+
+    async def _write_queue_statuses(self) -> None:
+        while getattr(self, "_status_again", False):
+            self._status_again = False
+            try:
+                await self._write_queue_statuses_once()
+            except Exception as err:  # best effort: the next event writes again
+                log.warning("queue status not written: %s", err)
+
+    async def _write_queue_statuses_once(self) -> None:
+        assert self.fleet is not None
+        reported = reported_allocated(self.clusters.items())
+        ledger = self.fleet.jobs
+        rows = []
+        for job in self.jobs.items():
+            meta = job.get("metadata") or {}
+            key = (meta.get("namespace") or "", meta.get("name") or "")
+            phase = (((job.get("status") or {}).get("state")) or {}).get("phase") or ""
+            queue = ((job.get("spec") or {}).get("queue")) or "default"
+            rows.append((queue, phase, ledger[key].phase if key in ledger else "Allocated"))
+        counts = job_counts(rows)
+        attrs = self.fleet.last_attrs
+        for queue in list(self.fleet_queues.items()):
+            name = (queue.get("metadata") or {}).get("name") or ""
+            status = queue_status(queue, attrs.get(name), reported.get(name, {}), counts.get(name, {}))
+            patch = c.merge_diff({k: (queue.get("status") or {}).get(k) for k in status}, status)
+            if patch:
+                patched = await self.rc.patch(QUEUES, name, {"status": patch}, None, "status")
+                self.fleet_queues.remember(patched)
 
     # ------------------------------------------------------------------ the gate
     async def _fleet_gate(self, job: Obj, rb: Obj | None, now: float) -> bool:

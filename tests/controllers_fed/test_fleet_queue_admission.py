@@ -106,3 +106,24 @@ async def test_a_closed_queue_admits_nothing_until_it_opens(fed: Fed) -> None:
     assert not await fed.works("second")
     await fed.patch("scheduling.volcano.sh/v1beta1", "Queue", "small", {"status": {"state": "Open"}}, None, "status")
     await until(lambda: _reason_is(fed, "second", "Success"), "the second job placed once the queue opens")
+
+
+async def test_queue_status_is_the_fleet_total_with_a_per_cluster_breakdown(fed: Fed) -> None:
+    for obj in (QUEUE, _cluster("cluster-a"), _cluster("cluster-b"), POLICY):
+        await fed.apply(obj)
+    for name in NAMES:
+        await fed.apply(_job(name))
+    for cluster, gpus in (("cluster-a", "8"), ("cluster-b", "8")):  # what each agent reports the queue holds there
+        await fed.patch("cluster.karmada.io/v1alpha1", "Cluster", cluster, {"status": {"queues": [
+            {"name": "ai-training", "allocated": {"nvidia.com/gpu": gpus}}]}}, None, "status")
+
+    async def status() -> dict[str, Any] | None:
+        queue = await fed.get("scheduling.volcano.sh/v1beta1", "Queue", "ai-training")
+        found = (queue or {}).get("status") or {}
+        return found if found.get("pending") == 2 and len(found.get("allocatedByCluster") or {}) == 2 else None
+
+    found = await until(status, "the queue's fleet status")
+    assert found["allocated"] == {"nvidia.com/gpu": "16"}
+    assert found["allocatedByCluster"] == {"cluster-a": {"nvidia.com/gpu": "8"}, "cluster-b": {"nvidia.com/gpu": "8"}}
+    assert (found["pending"], found["inqueue"], found["running"], found["state"]) == (2, 2, 0, "Open")
+    assert found["deserved"] == {"cpu": "16", "nvidia.com/gpu": "16"}  # one queue asks: all it asks, within its capability

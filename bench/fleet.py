@@ -15,6 +15,7 @@ The issue-20 scenarios (heavy: run each once):
 
     python bench/fleet.py                                   # 20 x (2 x 8 H100), 100 Jobs of 4 x 4 GPUs, 20 s
     python bench/fleet.py --agents 12 --nodes 1-3 --jobs 50 --high-jobs 10 --duration 20
+    python bench/fleet.py --queue-gpus 160 --jobs 60 --duration 10   # the queue capped at half the fleet
 """
 
 from __future__ import annotations
@@ -72,13 +73,14 @@ def job(name: str, pods: int, gpus: int, duration: float, tier: str) -> dict[str
                      "tasks": [{"name": "worker", "replicas": pods, "template": template}]}}
 
 
-def policies(clusters: list[str], high_priority: int) -> list[dict[str, Any]]:
+def policies(clusters: list[str], high_priority: int, queue_gpus: int = 0) -> list[dict[str, Any]]:
     placement = {"clusterAffinity": {"clusterNames": clusters},
                  "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}}
     selector = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}
     return [
         {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
-         "spec": {"weight": 1, "reclaimable": True}},
+         "spec": {"weight": 1, "reclaimable": True,
+                  **({"capability": {"nvidia.com/gpu": str(queue_gpus)}} if queue_gpus else {})}},
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": HIGH_CLASS},
          "value": high_priority, "preemptionPolicy": "Never"},
         {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
@@ -135,7 +137,7 @@ async def drive(system: System, args: argparse.Namespace, names: list[str]) -> d
         rc = ResourceClient(api, 30.0)
         await wait_clusters_ready(rc, names, args.startup_timeout)
         ready_at = time.time()
-        for obj in policies(names, args.high_priority):
+        for obj in policies(names, args.high_priority, args.queue_gpus):
             await apply(rc, obj)
         timeline = Timeline()
         tiers: dict[str, str] = {}
@@ -240,9 +242,10 @@ def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) ->
     finished = [m.finished for m in moments.values() if m.finished]
     makespan = (max(finished) - start) if len(finished) == len(tiers) else float("nan")
     gpu_seconds = len(tiers) * args.pods * args.gpus * args.duration
-    waves = math.ceil(gpu_seconds / (fleet_gpus * args.duration) - 1e-9)
+    usable = min(fleet_gpus, args.queue_gpus) if args.queue_gpus else fleet_gpus  # a capped queue: its capability
+    waves = math.ceil(gpu_seconds / (usable * args.duration) - 1e-9)
     ideal = waves * args.duration
-    utilisation = gpu_seconds / (fleet_gpus * makespan) if makespan == makespan else float("nan")
+    utilisation = gpu_seconds / (usable * makespan) if makespan == makespan else float("nan")
     delays = freed_delays(moments, result["reports"], args.duration, args.poll)
     per_tier: dict[str, list[float]] = {}
     for name, m in moments.items():
@@ -297,6 +300,9 @@ def main() -> int:
     parser.add_argument("--high-after", type=float, default=0.0, help="seconds to wait before submitting them")
     parser.add_argument("--high-priority", type=int, default=1000, help="their PriorityClass value")
     parser.add_argument("--pods", type=int, default=4, help="pods per Job (one gang)")
+    parser.add_argument("--queue-gpus", type=int, default=0,
+                        help="cap the Jobs' queue at this many GPUs fleet-wide (docs/queues.md); the ideal and the "
+                             "utilisation are then taken against the cap (default 0: no cap)")
     parser.add_argument("--gpus", type=int, default=4, help="GPUs per pod")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds each pod runs")
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between two reads of the API")

@@ -62,15 +62,19 @@ def node_counts(text: str, agents: int) -> list[int]:
     return [first + i % (last - first + 1) for i in range(agents)]
 
 
-def job(name: str, pods: int, gpus: int, duration: float, tier: str) -> dict[str, Any]:
+def job(name: str, pods: int, gpus: int, duration: float, tier: str, queue: str = "default") -> dict[str, Any]:
     note = {"caldera.io/sim-duration": f"{duration:g}s"}
     template = {"metadata": {"annotations": note}, "spec": {"restartPolicy": "Never", "containers": [{
         "name": "train", "image": "bench", "resources": {"requests": {
             "nvidia.com/gpu": str(gpus), "cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": str(gpus)}}}]}}
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": name, "namespace": "default", "labels": {"tier": tier}, "annotations": note},
-            "spec": {"minAvailable": pods, "schedulerName": "volcano", "queue": "default",
+            "spec": {"minAvailable": pods, "schedulerName": "volcano", "queue": queue,
                      "tasks": [{"name": "worker", "replicas": pods, "template": template}]}}
+
+
+#: the queue of every Job with ``--queue-gpus`` (the ``default`` Queue exists already and is left alone)
+CAPPED = "capped"
 
 
 def policies(clusters: list[str], high_priority: int, queue_gpus: int = 0) -> list[dict[str, Any]]:
@@ -79,8 +83,9 @@ def policies(clusters: list[str], high_priority: int, queue_gpus: int = 0) -> li
     selector = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}
     return [
         {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
-         "spec": {"weight": 1, "reclaimable": True,
-                  **({"capability": {"nvidia.com/gpu": str(queue_gpus)}} if queue_gpus else {})}},
+         "spec": {"weight": 1, "reclaimable": True}},
+        *([{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": CAPPED},
+            "spec": {"weight": 1, "capability": {"nvidia.com/gpu": str(queue_gpus)}}}] if queue_gpus else []),
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": HIGH_CLASS},
          "value": high_priority, "preemptionPolicy": "Never"},
         {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
@@ -152,7 +157,8 @@ async def drive(system: System, args: argparse.Namespace, names: list[str]) -> d
                 if tier == "high" and args.high_after and name.endswith("000"):
                     await asyncio.sleep(args.high_after)
                 timeline.submitted(("Job", name), time.time())
-                await apply(rc, job(name, args.pods, args.gpus, args.duration, tier))
+                await apply(rc, job(name, args.pods, args.gpus, args.duration, tier,
+                                    CAPPED if args.queue_gpus else "default"))
                 tiers[name] = tier
             submitted_at = time.time()
             await observer

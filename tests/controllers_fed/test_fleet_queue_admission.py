@@ -1,12 +1,13 @@
 """Admission before placement: a Queue's capability holds across the fleet, and Jobs its queue has not
 admitted wait at the federation (no cluster in their binding, a condition and an Event saying why),
-then move on as soon as a placed Job of the queue finishes."""
+then move on as soon as a placed Job of the queue finishes; a Kubeflow kind is admitted the same way;
+the Queue's status carries the fleet's numbers."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.controllers_fed.conftest import Fed, until
+from tests.controllers_fed.conftest import SEED, Fed, load, until
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "ai-training"},
@@ -127,3 +128,17 @@ async def test_queue_status_is_the_fleet_total_with_a_per_cluster_breakdown(fed:
     assert found["allocatedByCluster"] == {"cluster-a": {"nvidia.com/gpu": "8"}, "cluster-b": {"nvidia.com/gpu": "8"}}
     assert (found["pending"], found["inqueue"], found["running"], found["state"]) == (2, 2, 0, "Open")
     assert found["deserved"] == {"cpu": "16", "nvidia.com/gpu": "16"}  # one queue asks: all it asks, within its capability
+
+
+async def test_a_kubeflow_job_is_admitted_against_its_queue_too(fed: Fed) -> None:
+    """The seed's PyTorchJob (master + 3 workers, 8 GPUs each, queue ai-training) becomes a Volcano Job on
+    admission; with ai-training capped at 16 GPUs fleet-wide its 32 GPUs wait at the federation."""
+    for obj in (QUEUE, _cluster("cluster-a"), _cluster("cluster-b"), POLICY,
+                {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high-priority"},
+                 "value": 1000}):
+        await fed.apply(obj)
+    (pytorch,) = load(SEED / "pytorchjob-pytorch-dist.yaml")
+    await fed.apply(pytorch)
+    text = await until(lambda: _reason_is(fed, "pytorch-dist", "QueueCapped"), "the converted Job held by its queue")
+    assert text.endswith("queue ai-training capped: nvidia.com/gpu 0/16 allocated across the fleet; this job needs 32")
+    assert not await fed.works("pytorch-dist")

@@ -55,6 +55,7 @@ def test_bad_confs_are_refused(text: str, where: str) -> None:
         load(text)
 
 
+@pytest.mark.slow  # two interpreter start-ups (~7 s each on the shared machine)
 @pytest.mark.parametrize("command", ["serve", "controllers"])
 def test_the_cli_refuses_a_bad_conf_before_starting(command: str, tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"

@@ -49,6 +49,7 @@ def allotted_queues(queues: Iterable[Obj], jobs: Iterable[Obj | None]) -> list[O
     out: list[Obj] = []
     for queue in queues:
         name = (queue.get("metadata") or {}).get("name") or ""
+        queue = _without_fleet_status(queue)
         if name not in allotted:
             out.append(queue)
             continue
@@ -69,6 +70,15 @@ def allotted_queues(queues: Iterable[Obj], jobs: Iterable[Obj | None]) -> list[O
             spec["guarantee"] = {**guarantee, "resource": _clip(guarantee["resource"], limits)}
         out.append(view)
     return out
+
+
+def _without_fleet_status(queue: Obj) -> Obj:
+    """The scheduler reads only ``status.state``; the fleet numbers the federation writes there change
+    with every report and would make the session cache re-derive every job."""
+    status = queue.get("status")
+    if not status or set(status) <= {"state"}:
+        return queue
+    return {**queue, "status": {"state": status["state"]} if status.get("state") else {}}
 
 
 def _clip(resources: Mapping[str, Any], limits: ResourceVector) -> dict[str, Any]:

@@ -46,3 +46,12 @@ def test_allotment_caps_the_local_queue(shares: list[Any], capability: dict[str,
 ])
 def test_queues_without_an_allotment_here_are_left_as_they_are(shares: list[Any]) -> None:
     assert allotted_queues([QUEUE], shares) == [QUEUE]
+
+
+def test_the_fleet_status_is_not_what_the_scheduler_sees() -> None:
+    """Only status.state matters to a session; the fleet numbers change with every report."""
+    fleet = {**QUEUE, "status": {"state": "Closed", "allocated": {"nvidia.com/gpu": "24"}, "pending": 3}}
+    (plain,) = allotted_queues([fleet], [])
+    (capped,) = allotted_queues([fleet], [_share("8")])
+    assert plain["status"] == capped["status"] == {"state": "Closed"}
+    assert fleet["status"]["pending"] == 3  # the input is not changed

@@ -156,6 +156,11 @@ COLUMNS: dict[str, list[Column]] = {
     "Queue": [
         _c("WEIGHT", lambda o, _: _get(o, "spec", "weight", default=1), type_="integer"),
         _c("STATE", lambda o, _: _get(o, "status", "state", default="Open")),
+        # fleet queues (docs/queues.md): GPUs across the fleet, as the federation writes them
+        _c("GPU-ALLOCATED", lambda o, _: _get(o, "status", "allocated", "nvidia.com/gpu", default="0")),
+        _c("GPU-CAPABILITY", lambda o, _: _get(o, "spec", "capability", "nvidia.com/gpu", default="<none>")),
+        _c("GPU-DESERVED", lambda o, _: _get(o, "status", "deserved", "nvidia.com/gpu",
+                                             default=_get(o, "spec", "deserved", "nvidia.com/gpu", default="<none>"))),
         _c("PARENT", lambda o, _: _get(o, "spec", "parent", default="root"), priority=1),
     ],
     "Cluster": [

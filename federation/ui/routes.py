@@ -43,6 +43,7 @@ from policies.kinds import lookup
 EVENTS = lookup("v1", "Event")
 WORKS = lookup("work.karmada.io/v1alpha1", "Work")
 PODS = lookup("v1", "Pod")
+QUEUES = lookup("scheduling.volcano.sh/v1beta1", "Queue")
 STATIC = {"app.js": "application/javascript", "app.css": "text/css"}
 
 
@@ -102,7 +103,8 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
         doc = status_document(clusters, listed(LEASES, LEASE_NAMESPACE), listed(JOBS), listed(BINDINGS), clock(),
                               metrics.placement_latency_summary())
         sample(clusters)
-        return _json({**data.overview(doc, clusters, listed(WORKS), listed(EVENTS)), "gpuHistory": history.points()})
+        overview = data.overview(doc, clusters, listed(WORKS), listed(EVENTS), listed(QUEUES))
+        return _json({**overview, "gpuHistory": history.points()})
 
     async def job(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]

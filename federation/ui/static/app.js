@@ -116,13 +116,20 @@ function renderClusters(doc) {
 }
 
 function renderQueues(doc) {
+  // one fleet row per queue (its capability holds across the fleet), each cluster's report under it
   const rows = [];
   for (const q of doc.queues) {
     const resources = [...new Set([...Object.keys(q.deserved), ...Object.keys(q.allocated), ...Object.keys(q.capability)])].sort();
-    resources.forEach((r, i) => rows.push(el("tr", {"data-queue": q.name},
-      el("td", {}, i === 0 ? q.name : ""), el("td", {}, r), el("td", {class: "num"}, fmt(q.deserved[r])),
-      el("td", {class: "num"}, fmt(q.allocated[r] || 0)), el("td", {class: "num"}, fmt(q.capability[r])),
-      el("td", {}, i === 0 ? q.clusters.join(", ") : ""))));
+    resources.forEach((r, i) => rows.push(el("tr", {"data-queue": q.name, "data-scope": "fleet"},
+      el("td", {}, i === 0 ? q.name : ""), el("td", {}, i === 0 ? "fleet" : ""), el("td", {}, r),
+      el("td", {class: "num"}, fmt(q.deserved[r])),
+      el("td", {class: "num"}, fmt(q.allocated[r] || 0)), el("td", {class: "num"}, fmt(q.capability[r])))));
+    for (const c of q.perCluster || []) {
+      resources.forEach((r, i) => rows.push(el("tr", {"data-queue": q.name, "data-scope": c.cluster, class: "muted"},
+        el("td", {}, ""), el("td", {}, i === 0 ? c.cluster : ""), el("td", {}, r),
+        el("td", {class: "num"}, fmt(c.deserved[r])), el("td", {class: "num"}, fmt(c.allocated[r] || 0)),
+        el("td", {class: "num"}, fmt(c.capability[r])))));
+    }
   }
   fill("queues", rows, "no queues reported");
 }

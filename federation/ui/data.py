@@ -167,7 +167,32 @@ def pods_of(works: Iterable[Obj]) -> list[Obj]:
     return sorted(rows, key=lambda r: (r["cluster"], r["task"]))
 
 
-def job_page(entry: Obj, works: Iterable[Obj], events: Iterable[Obj]) -> Obj:
+def _rank(pod: Obj) -> str:
+    """The rank a pod's process is told: env ``RANK``, else ``VC_TASK_INDEX``, else the task index."""
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    env = {e.get("name"): e.get("value") for e in (containers[0].get("env") or []) if isinstance(e, dict)}
+    labels = _meta(pod).get("labels") or {}
+    return str(env.get("RANK") or env.get("VC_TASK_INDEX") or labels.get("volcano.sh/task-index") or "")
+
+
+def pod_rows(pods: Iterable[Obj]) -> list[Obj]:
+    """One row per reported pod (every copy, docs/protocol.md "Member pods"): where it runs, its rank
+    and phase, and the path of its log."""
+    rows = []
+    for pod in pods:
+        meta = _meta(pod)
+        labels = meta.get("labels") or {}
+        index = str(labels.get("volcano.sh/task-index", ""))
+        rows.append({"name": meta.get("name"), "namespace": meta.get("namespace"),
+                     "cluster": (meta.get("annotations") or {}).get("resource.karmada.io/cached-from-cluster", ""),
+                     "node": (pod.get("spec") or {}).get("nodeName") or "", "task": labels.get("volcano.sh/task-spec", ""),
+                     "index": int(index) if index.isdigit() else None, "rank": _rank(pod),
+                     "phase": (pod.get("status") or {}).get("phase") or "Pending",
+                     "log": f"/api/v1/namespaces/{meta.get('namespace')}/pods/{meta.get('name')}/log"})
+    return sorted(rows, key=lambda r: (r["task"], r["index"] if r["index"] is not None else -1, r["name"], r["cluster"]))
+
+
+def job_page(entry: Obj, works: Iterable[Obj], events: Iterable[Obj], pods: Iterable[Obj] = ()) -> Obj:
     works = list(works)
     placement = [{"cluster": str(_meta(w).get("namespace") or "").removeprefix("karmada-es-"),
                   **{k: ((w.get("spec") or {}).get("placement") or {}).get(k)
@@ -178,4 +203,5 @@ def job_page(entry: Obj, works: Iterable[Obj], events: Iterable[Obj]) -> Obj:
               for s in entry.get("clusters") or []]
     return {**entry, "clusters": shares, "twoPhase": two_phase_state(works),
             "works": sorted(placement, key=lambda p: p["cluster"]), "pods": pods_of(works),
+            "podList": pod_rows(pods),
             "events": recent_events(events, JOB_EVENTS), "eventGroups": event_groups(events, JOB_EVENTS)}

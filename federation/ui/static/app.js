@@ -20,7 +20,7 @@ function el(tag, attrs, ...children) {
 }
 function pill(text, kind) { return el("span", {class: "pill " + (kind || "")}, text); }
 function phaseKind(phase) {
-  if (["Running", "Completed", "Succeed", "True", "Released"].includes(phase)) return "ok";
+  if (["Running", "Completed", "Succeed", "Succeeded", "True", "Released"].includes(phase)) return "ok";
   if (["Failed", "Aborted", "Terminated", "False", "Cancelled"].includes(phase)) return "bad";
   return "warn";
 }
@@ -223,7 +223,33 @@ function renderJob(j) {
     el("td", {class: "muted"}, s.reason || ""))), "not placed yet");
   fill("job-pods", j.pods.map((p) => el("tr", {}, el("td", {}, p.cluster), el("td", {}, p.task), el("td", {class: "num"}, p.total),
     el("td", {}, Object.entries(p.phases).map(([ph, n]) => `${ph}: ${n}`).join(", ")))), "no pods reported yet");
+  fill("job-ranks", (j.podList || []).map((p) => el("tr", {"data-pod": p.name, "data-cluster": p.cluster},
+    el("td", {}, p.name), el("td", {}, p.task), el("td", {class: "num"}, p.index ?? ""), el("td", {class: "num"}, p.rank),
+    el("td", {}, p.cluster), el("td", {}, p.node || "<none>"), el("td", {}, pill(p.phase, phaseKind(p.phase))),
+    el("td", {}, logLink(p)))), "no pods reported yet");
   fill("job-events", groupRows(j.eventGroups || []), "no events");
+}
+
+function logLink(p) {
+  const link = el("a", {href: p.log, class: "log-link", "data-log": p.name}, "log");
+  link.addEventListener("click", (event) => { event.preventDefault(); showLog(p); });
+  return link;
+}
+
+async function showLog(p) {
+  // a link cannot carry the bearer token: fetch the log (RBAC get pods/log) and show it here
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  $("job-log-box").hidden = false;
+  $("job-log-title").textContent = `Log of ${p.namespace}/${p.name} (cluster ${p.cluster}, node ${p.node || "none"})`;
+  $("job-log").textContent = "loading…";
+  try {
+    const response = await fetch(p.log, {headers: {"Authorization": "Bearer " + token}, cache: "no-store"});
+    const text = await response.text();
+    $("job-log").textContent = response.ok ? text : `HTTP ${response.status}: ${text.slice(0, 500)}`;
+    $("job-log").dataset.pod = p.name;
+  } catch (err) {
+    $("job-log").textContent = String(err);
+  }
 }
 
 function route() {

@@ -34,6 +34,13 @@ async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
         yield srv
 
 
+@pytest.fixture
+async def member(tmp_path: Path) -> AsyncIterator[ApiServer]:
+    """A member-mode server: Pods and Nodes are stored there (the federation serves them as a view)."""
+    async with ApiServer(ServerConfig(data_dir=tmp_path / "member", member_mode=True)) as srv:
+        yield srv
+
+
 async def call(server: ApiServer, method: str, path: str, body: Any = None, content_type: str | None = None,
                token: str | None = None) -> tuple[int, Any, list[str]]:
     """(status, decoded body, Warning headers); ``content_type`` None sends no Content-Type at all."""
@@ -208,7 +215,8 @@ async def test_strategic_merge_patch_of_a_custom_resource_is_415(server: ApiServ
                         "application/apply-patch+yaml"], refused
 
 
-async def test_strategic_merge_patch_merges_pod_containers_by_name(server: ApiServer) -> None:
+async def test_strategic_merge_patch_merges_pod_containers_by_name(member: ApiServer) -> None:
+    server = member
     assert (await call(server, "POST", PODS, pod(), "application/json"))[0] == 201
     patch = {"spec": {"containers": [{"name": "a", "image": "nginx", "env": [{"name": "Y", "value": "3"}]},
                                      {"name": "c", "image": "redis"}]},
@@ -227,7 +235,8 @@ async def test_strategic_merge_patch_merges_pod_containers_by_name(server: ApiSe
     assert not patched["metadata"].get("finalizers")
 
 
-async def test_strategic_merge_patch_merges_node_conditions_by_type(server: ApiServer) -> None:
+async def test_strategic_merge_patch_merges_node_conditions_by_type(member: ApiServer) -> None:
+    server = member
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "status": {"conditions": [
         {"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "status": "False"}]}}
     assert (await call(server, "POST", NODES, node, "application/json"))[0] == 201
@@ -239,7 +248,8 @@ async def test_strategic_merge_patch_merges_node_conditions_by_type(server: ApiS
                                                {"type": "MemoryPressure", "status": "False"}]
 
 
-async def test_strategic_merge_patch_replace_directive_and_atomic_lists(server: ApiServer) -> None:
+async def test_strategic_merge_patch_replace_directive_and_atomic_lists(member: ApiServer) -> None:
+    server = member
     created = pod()
     created["spec"]["tolerations"] = [{"key": "a", "operator": "Exists"}]
     assert (await call(server, "POST", PODS, created, "application/json"))[0] == 201

@@ -19,10 +19,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.controllers import common as c
-from federation.controllers.matching import labels_match, policy_ref
+from federation.controllers.matching import policy_ref
 from federation.placement.adapters import cluster_affinity
 from federation.placement.request import ClusterState
 from federation.placement.selectors import affinity_mismatch
+from policies.k8s import label_selector
 from policies.models.karmada_work import TASK_INDICES
 
 Obj = Mapping[str, Any]
@@ -77,7 +78,7 @@ def _selects(policy: Obj, job: Obj) -> bool:
             if sel["name"] == job_meta.get("name"):
                 return True
             continue
-        if labels_match(sel.get("labelSelector"), job_meta.get("labels") or {}):
+        if label_selector.selects(sel.get("labelSelector"), job_meta.get("labels") or {}, nil=True):
             return True
     return False
 
@@ -181,6 +182,14 @@ def apply_overriders(manifest: dict[str, Any], overriders: Mapping[str, Any]) ->
     return skipped
 
 
+def _targets(target: Mapping[str, Any], cluster: ClusterState) -> bool:
+    """Whether a rule's targetCluster selects ``cluster`` (Karmada: an invalid selector selects none)."""
+    try:
+        return not affinity_mismatch(cluster_affinity(target, path="targetCluster"), cluster)
+    except label_selector.InvalidSelector:
+        return False
+
+
 def apply_overrides(manifest: dict[str, Any], job: Obj, cluster: ClusterState,
                     policies: Iterable[Obj]) -> tuple[list[str], list[str]]:
     """Apply every matching override policy to ``manifest``; returns (applied refs, problems)."""
@@ -191,7 +200,7 @@ def apply_overrides(manifest: dict[str, Any], job: Obj, cluster: ClusterState,
     for policy in ordered:
         used = False
         for target, overriders in _rules(policy):
-            if target is not None and affinity_mismatch(cluster_affinity(target), cluster):
+            if target is not None and not _targets(target, cluster):
                 continue
             problems += [f"{policy_ref(policy)}: {p}" for p in apply_overriders(manifest, overriders)]
             used = True

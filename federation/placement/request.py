@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from policies.k8s.label_selector import LabelSelector, Requirement
+
 #: ``(resource, amount)`` pairs sorted by name: a hashable resource vector.
 Resources = tuple[tuple[str, float], ...]
 #: ``(key, value)`` pairs sorted by key: hashable labels / node selector.
@@ -128,19 +130,6 @@ class ClusterState:
 
 
 # ---------------------------------------------------------------- the policy
-
-
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    operator: str  # In NotIn Exists DoesNotExist
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class LabelSelector:
-    match_labels: Labels = ()
-    match_expressions: tuple[Requirement, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any, Optional, Sequence
 
 from policies.admission import AdmissionContext, require
 from policies.errors import FieldError
+from policies.k8s import label_selector
 from policies.models.karmada_cluster import TAINT_EFFECTS
 from policies.models.karmada_common import Toleration
 from policies.models.karmada_policy import (
@@ -116,21 +117,12 @@ def validate_selectors(selectors: Optional[list[ResourceSelector]], path: str, r
     return errors
 
 
-LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
-
 def validate_label_selector(selector: Optional[LabelSelector], path: str) -> list[FieldError]:
-    """metav1.LabelSelector rules: known operators; values only and always for In/NotIn."""
-    errors: list[FieldError] = []
-    for i, req in enumerate((selector.match_expressions if selector else None) or []):
-        at = f"{path}.matchExpressions[{i}]"
-        require(errors, bool(req.key), f"{at}.key", "required field is missing")
-        one_of(errors, req.operator, LABEL_SELECTOR_OPERATORS, f"{at}.operator")
-        if req.operator in ("In", "NotIn"):
-            require(errors, bool(req.values), f"{at}.values", f"must list at least one value for {req.operator}")
-        elif req.operator in ("Exists", "DoesNotExist"):
-            require(errors, not req.values, f"{at}.values", f"must be empty for {req.operator}")
-    return errors
+    """metav1.LabelSelector rules (policies.k8s.label_selector): known operators; values only and
+    always for In/NotIn."""
+    if selector is None:
+        return []
+    return label_selector.validate(selector.model_dump(by_alias=True, exclude_none=True), path)
 
 
 def validate_affinity(affinity: ClusterAffinity, path: str) -> list[FieldError]:

@@ -87,14 +87,14 @@ def validate_requirement(operator: Any, key: Any, values: Any, path: str) -> lis
     if operator in SET_OPERATORS:
         if not values:
             errors.append(FieldError(f"{path}.values",
-                                     f"Required value: must be specified when `operator` is {operator!r}"))
+                                     f"Required value: must list at least one value when `operator` is {operator!r}"))
     elif operator in ("Exists", "DoesNotExist"):
         if values:
             errors.append(FieldError(f"{path}.values",
-                                     f"Forbidden: may not be specified when `operator` is {operator!r}"))
+                                     f"Forbidden: must be empty when `operator` is {operator!r}"))
     else:
         errors.append(FieldError(f"{path}.operator", f"Unsupported value: {operator!r}: not a valid selector "
-                                                     f"operator; supported values: {', '.join(OPERATORS)}"))
+                                                     f"operator; supported values: {', '.join(map(repr, OPERATORS))}"))
     return errors
 
 

@@ -201,5 +201,3 @@ def condition(obj: Mapping[str, Any] | None, type_: str) -> dict[str, Any] | Non
     return None
 
 
-def backoff(attempts: int, base: float, cap: float) -> float:
-    return float(min(base * 2 ** max(attempts - 1, 0), cap))

@@ -26,6 +26,7 @@ from federation.controllers.render import apply_overrides, share_manifest
 from federation.controllers.runner import QueueController, run_controller
 from federation.controllers.two_phase import Verdict, exclusion_note, judge, merge_caps, newly_excluded
 from federation.events import record_event
+from policies.backoff import backoff
 
 log = logging.getLogger("caldera.controllers.dispatch")
 Obj = dict[str, Any]
@@ -241,7 +242,7 @@ class DispatchController(QueueController):
     async def _cancelled(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any], verdict: Verdict) -> None:
         now = self.clock()
         attempts = c.int_annotation(rb, c.RESERVE_ATTEMPTS, 0) + 1
-        delay = c.backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds)
+        delay = backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds)
         before = c.json_annotation(rb, c.RESERVE_CAPS)
         before = before if isinstance(before, dict) else {}
         caps = merge_caps(before, shares, verdict.failed, now + self.options.cap_ttl_seconds, now=now,

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+from policies.k8s import durations
 
 
 def duration(text: str) -> float:
-    """``15s``, ``500ms``, ``1m`` or plain seconds (Go's duration syntax, the common part)."""
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (like 15s, 500ms, 1m)")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    """A Go duration (``15s``, ``500ms``, ``1h30m``) or plain seconds, as kube's flags take it."""
+    try:
+        return durations.parse_flag_seconds(text)
+    except durations.InvalidDuration as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def boolean(text: str) -> bool:

@@ -1,0 +1,57 @@
+"""Every former copy now answers the shared tables: each caller's own entry point is run on the
+rows of its concept's table (so a caller that drifts from ``policies.k8s`` fails here)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from federation.cli import leader_flags
+from member_agent import leader
+from member_agent.cluster import sim_kubelet
+from member_agent.scheduler.plugins import slo_time
+from policies.models.fields import Duration, duration_seconds
+
+HERE = Path(__file__).parent
+DURATIONS: dict[str, list[dict[str, Any]]] = yaml.safe_load((HERE / "durations.yaml").read_text())
+FLAG_PARSERS: dict[str, Callable[[str], float]] = {"caldera controllers flags": leader_flags.duration,
+                                                   "agent leader flags": leader.duration}
+
+
+@pytest.mark.parametrize("case", DURATIONS["flag"] + DURATIONS["parse"],
+                         ids=[repr(c["text"]) for c in DURATIONS["flag"] + DURATIONS["parse"]])
+@pytest.mark.parametrize("caller", sorted(FLAG_PARSERS))
+def test_duration_flags(caller: str, case: dict[str, Any]) -> None:
+    parse = FLAG_PARSERS[caller]
+    text = case["text"]
+    if text != text.strip() and "error" in case:
+        pytest.skip("flags strip surrounding blanks")
+    bare = text.strip().replace(".", "", 1).isdigit()  # flags also take plain seconds
+    if "error" in case and not bare:
+        with pytest.raises(argparse.ArgumentTypeError, match="is not a duration"):
+            parse(text)
+    else:
+        seconds = case.get("seconds", float(text) if bare else case.get("ns", 0) / 1e9)
+        assert parse(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("case", DURATIONS["parse"], ids=[repr(c["text"]) for c in DURATIONS["parse"]])
+def test_duration_fields_and_plugins(case: dict[str, Any]) -> None:
+    field = TypeAdapter(Duration)
+    if "error" in case:
+        with pytest.raises(ValidationError, match="is not a duration"):
+            field.validate_python(case["text"])
+        if case["text"].strip() == case["text"]:  # the plugin strips blanks
+            with pytest.raises(ValueError):
+                slo_time.parse_duration(case["text"])
+        return
+    seconds = case["ns"] / 1e9
+    assert duration_seconds(field.validate_python(case["text"])) == seconds
+    assert slo_time.parse_duration(case["text"]) == seconds
+    # the sim kubelet clamps negative durations to 0 and reads junk as its default
+    assert sim_kubelet.parse_duration(case["text"], 7.0) == max(0.0, seconds)

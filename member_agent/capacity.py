@@ -35,6 +35,8 @@ from member_agent.cluster.gateway import (
     pod_terminal,
     pod_terminating,
 )
+from policies.k8s import node_selector
+from policies.k8s.node_selector import NodeSelectorTerm
 from policies.models.core import Pod, PodSpec
 from policies.models.pod_resources import pod_spec_request
 from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_text
@@ -55,7 +57,7 @@ class PodShape:
     request: Mapping[str, float]
     node_selector: Mapping[str, str] = field(default_factory=dict)
     #: ``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`` (OR of terms), or None.
-    required_terms: Optional[Sequence[Mapping[str, Any]]] = None
+    required_terms: Optional[tuple[NodeSelectorTerm, ...]] = None
     tolerations: Sequence[Mapping[str, Any]] = ()
 
     @classmethod
@@ -66,7 +68,7 @@ class PodShape:
         return cls(
             request=request,
             node_selector=dict(spec.get("nodeSelector") or {}),
-            required_terms=None if required is None else list(required.get("nodeSelectorTerms") or []),
+            required_terms=node_selector.terms(required),
             tolerations=list(spec.get("tolerations") or []),
         )
 
@@ -96,36 +98,6 @@ def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     if toleration.get("operator") == "Exists":
         return True
     return bool(key) and str(toleration.get("value") or "") == str(taint.get("value") or "")
-
-
-def _requirement_matches(req: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, op, values = req.get("key", ""), req.get("operator", "In"), [str(v) for v in req.get("values") or []]
-    present = key in labels
-    if op == "In":
-        return present and labels[key] in values
-    if op == "NotIn":
-        return not present or labels[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and values:
-        try:
-            left, right = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return left > right if op == "Gt" else left < right
-    return False
-
-
-def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], name: str) -> bool:
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not expressions and not fields:
-        return False  # an empty term matches nothing (Kubernetes)
-    return all(_requirement_matches(r, labels) for r in expressions) and all(
-        _requirement_matches(r, {"metadata.name": name}) for r in fields
-    )
 
 
 # ------------------------------------------------------------------ node rows
@@ -205,9 +177,7 @@ class NodeState:
             if any(labels.get(k) != str(v) for k, v in shape.node_selector.items()):
                 mask[i] = False
                 continue
-            if shape.required_terms is not None and not any(
-                _term_matches(t, labels, self.names[i]) for t in shape.required_terms
-            ):
+            if not node_selector.any_term_matches(shape.required_terms, labels, self.names[i]):
                 mask[i] = False
                 continue
             taints = [t for t in self.taints[i] if t.get("effect") in ("NoSchedule", "NoExecute")]

@@ -18,6 +18,7 @@ from member_agent.scheduler.framework.dims import Dimensions, Vector
 from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY, PodAffinity
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import NO_EXTRAS, NodeTopology, PodExtras
+from policies.k8s.node_selector import NodeSelectorTerm
 
 
 @dataclass(frozen=True)
@@ -43,21 +44,6 @@ class Toleration:
         if self.operator == "Exists":
             return True
         return (self.operator in ("Equal", "")) and bool(self.key) and self.value == taint.value
-
-
-@dataclass(frozen=True)
-class SelectorRequirement:
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class NodeSelectorTerm:
-    """AND of label expressions and ``metadata.name`` field expressions."""
-
-    expressions: tuple[SelectorRequirement, ...] = ()
-    fields: tuple[SelectorRequirement, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -55,3 +55,25 @@ def test_duration_fields_and_plugins(case: dict[str, Any]) -> None:
     assert slo_time.parse_duration(case["text"]) == seconds
     # the sim kubelet clamps negative durations to 0 and reads junk as its default
     assert sim_kubelet.parse_duration(case["text"], 7.0) == max(0.0, seconds)
+
+
+NODE_CASES: list[dict[str, Any]] = yaml.safe_load((HERE / "node_selector.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", NODE_CASES, ids=[c["name"] for c in NODE_CASES])
+def test_agent_capacity_uses_the_node_selector_table(case: dict[str, Any]) -> None:
+    from member_agent.capacity import NodeState, PodShape
+
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    if case["terms"] is not None:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": case["terms"]}}}
+    try:
+        shape = PodShape.from_pod_spec(spec)
+    except ValidationError:
+        pytest.skip("the Pod model refuses this operator before matching")
+    labels = {str(k): str(v) for k, v in case["labels"].items()}
+    node = {"kind": "Node", "metadata": {"name": case.get("node", "n1"), "labels": labels}, "spec": {},
+            "status": {"allocatable": {"cpu": "4", "memory": "1Gi", "pods": "10"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    assert bool(NodeState([node], []).matching(shape)[0]) is case["expect"]

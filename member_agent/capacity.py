@@ -36,7 +36,9 @@ from member_agent.cluster.gateway import (
     pod_terminating,
 )
 from policies.k8s import node_selector
+from policies.k8s import tolerations as k8s_tolerations
 from policies.k8s.node_selector import NodeSelectorTerm
+from policies.k8s.tolerations import Taint, Toleration
 from policies.models.core import Pod, PodSpec
 from policies.models.pod_resources import pod_spec_request
 from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_text
@@ -58,7 +60,7 @@ class PodShape:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     #: ``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`` (OR of terms), or None.
     required_terms: Optional[tuple[NodeSelectorTerm, ...]] = None
-    tolerations: Sequence[Mapping[str, Any]] = ()
+    tolerations: tuple[Toleration, ...] = ()
 
     @classmethod
     def from_pod_spec(cls, spec: Mapping[str, Any]) -> "PodShape":
@@ -69,7 +71,7 @@ class PodShape:
             request=request,
             node_selector=dict(spec.get("nodeSelector") or {}),
             required_terms=node_selector.terms(required),
-            tolerations=list(spec.get("tolerations") or []),
+            tolerations=k8s_tolerations.tolerations(spec.get("tolerations")),
         )
 
 
@@ -86,18 +88,6 @@ def validate_pod_spec(spec: Any) -> PodSpec:
         return Pod.model_validate({"metadata": {}, "spec": spec}).spec
     except ValidationError:
         return PodSpec.model_validate(spec)
-
-
-def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return True
-    return bool(key) and str(toleration.get("value") or "") == str(taint.get("value") or "")
 
 
 # ------------------------------------------------------------------ node rows
@@ -180,10 +170,10 @@ class NodeState:
             if not node_selector.any_term_matches(shape.required_terms, labels, self.names[i]):
                 mask[i] = False
                 continue
-            taints = [t for t in self.taints[i] if t.get("effect") in ("NoSchedule", "NoExecute")]
+            taints = [Taint.from_wire(t) for t in self.taints[i]]
             if self.unschedulable[i]:
-                taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-            if any(not any(_tolerates(tol, t) for tol in shape.tolerations) for t in taints):
+                taints.append(Taint(UNSCHEDULABLE_TAINT, effect="NoSchedule"))
+            if k8s_tolerations.untolerated(taints, shape.tolerations):
                 mask[i] = False
         return mask
 

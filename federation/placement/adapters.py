@@ -39,6 +39,7 @@ from federation.placement.request import (
 )
 from policies.errors import FieldError, ValidationFailed
 from policies.k8s import label_selector
+from policies.k8s import tolerations as k8s_tolerations
 from policies.models.core import PodTemplateSpec
 from policies.models.pod_resources import template_request
 from policies.resources import ResourceVector
@@ -142,8 +143,7 @@ def _affinity(a: Mapping[str, Any] | None, name: str, path: str, errors: list[Fi
 
 
 def _tolerations(items: Iterable[Mapping[str, Any]] | None) -> tuple[Toleration, ...]:
-    return tuple(Toleration(t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "",
-                            t.get("effect") or "") for t in items or [])
+    return k8s_tolerations.tolerations(items)
 
 
 def placement_spec(policy: Obj) -> PlacementSpec:
@@ -218,7 +218,7 @@ def cluster_state(cluster: Obj, lease_renewed: float | None = None, lease_durati
         provider=spec.get("provider") or "",
         region=spec.get("region") or "",
         zones=zones,
-        taints=tuple(Taint(t["key"], t["effect"], t.get("value") or "") for t in spec.get("taints") or []),
+        taints=tuple(Taint.from_wire(t) for t in spec.get("taints") or []),
         ready=ready_status,  # type: ignore[arg-type]
         ready_since=timestamp(ready.get("lastTransitionTime")) if ready else None,
         lease_renewed=lease_renewed,

@@ -46,9 +46,9 @@ def effective_ready(cluster: ClusterState, now: float, options: Options) -> tupl
 
 def readiness_taints(status: str) -> tuple[Taint, ...]:
     if status == "False":
-        return (Taint(NOT_READY_TAINT, "NoSchedule"),)
+        return (Taint(NOT_READY_TAINT, effect="NoSchedule"),)
     if status == "Unknown":
-        return (Taint(UNREACHABLE_TAINT, "NoSchedule"),)
+        return (Taint(UNREACHABLE_TAINT, effect="NoSchedule"),)
     return ()
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from policies.k8s.label_selector import LabelSelector, Requirement
+from policies.k8s.tolerations import Taint, Toleration
 
 #: ``(resource, amount)`` pairs sorted by name: a hashable resource vector.
 Resources = tuple[tuple[str, float], ...]
@@ -64,28 +65,6 @@ class JobDemand:
 
 
 # ---------------------------------------------------------------- the clusters
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    effect: str
-    value: str = ""
-
-
-@dataclass(frozen=True)
-class Toleration:
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists":
-            return not self.key or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from federation.placement.request import (
     Taint,
     Toleration,
 )
+from policies.k8s import tolerations as k8s_tolerations
 
 FIELD_KEYS = ("provider", "region", "zone")
 
@@ -48,8 +49,4 @@ def affinity_matches(affinity: ClusterAffinity, cluster: ClusterState) -> bool:
 
 def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> list[Taint]:
     """Taints with effect NoSchedule or NoExecute that no toleration covers."""
-    return [
-        t
-        for t in taints
-        if t.effect in ("NoSchedule", "NoExecute") and not any(tol.tolerates(t) for tol in tolerations)
-    ]
+    return k8s_tolerations.untolerated(taints, tolerations)

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.node_index import NodeIndex, placement_key
 from member_agent.scheduler.framework.snapshot import NodeSelectorTerm, Taint, Toleration
-from member_agent.scheduler.plugins.predicates import term_mask, tolerated
+from member_agent.scheduler.plugins.predicates import term_mask
 from policies.k8s.node_selector import NodeSelectorRequirement
+from policies.k8s.tolerations import tolerated
 
 KEYS = ("pool", "zone", "nvidia.com/gpu.product", "rank")
 VALUES = ("a", "b", "c", "1", "7", "12")

@@ -36,6 +36,7 @@ from member_agent.scheduler.framework.snapshot import (
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import node_topology, pod_extras, shape_extra
 from policies.k8s import node_selector
+from policies.k8s import tolerations as k8s_tolerations
 from policies.resources import to_internal
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -151,10 +152,7 @@ def _node_affinity(spec: Mapping[str, Any]) -> NodeAffinity:
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
-    return tuple(
-        Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"), str(t.get("value") or ""), str(t.get("effect") or ""))
-        for t in spec.get("tolerations") or ()
-    )
+    return k8s_tolerations.tolerations(spec.get("tolerations"))
 
 
 def _task_status(pod: Mapping[str, Any]) -> TaskStatus:
@@ -253,7 +251,7 @@ class _Builder:
             spec = node.get("spec") or {}
             unsched[i] = bool(spec.get("unschedulable"))
             taints.append(tuple(
-                Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect", ""))) for t in spec.get("taints") or ()
+                Taint.from_wire(t) for t in spec.get("taints") or ()
             ))
         return NodeTable(
             names=tuple(names), labels=tuple(labels), taints=tuple(taints), unschedulable=unsched,

@@ -39,6 +39,7 @@ from member_agent.scheduler.framework.status import Code, TaskStatus
 from member_agent.scheduler.plugins.inter_pod_affinity import SHARED_KEY as INTER_POD_KEY
 from member_agent.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from policies.k8s.node_selector import NodeSelectorRequirement
+from policies.k8s.tolerations import tolerated
 
 NAME = "predicates"
 ARGUMENTS = (
@@ -78,10 +79,6 @@ def term_mask(nodes: NodeTable, term: NodeSelectorTerm, index: NodeIndex | None 
     for req in term.fields:
         mask &= np.fromiter((req.matches_field(name) for name in nodes.names), bool, n)
     return mask
-
-
-def tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
-    return any(t.tolerates(taint) for t in tolerations)
 
 
 class PredicatesPlugin:

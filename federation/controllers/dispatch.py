@@ -27,6 +27,7 @@ from federation.controllers.runner import QueueController, run_controller
 from federation.controllers.two_phase import Verdict, exclusion_note, judge, merge_caps, newly_excluded
 from federation.events import record_event
 from policies.backoff import backoff
+from policies.k8s import patches
 
 log = logging.getLogger("caldera.controllers.dispatch")
 Obj = dict[str, Any]
@@ -218,7 +219,7 @@ class DispatchController(QueueController):
         current = {"metadata": {k: existing["metadata"].get(k) or {} for k in ("labels", "annotations")},
                    "spec": {k: (existing.get("spec") or {}).get(k) for k in ("workload", "placement")}}
         desired = {"metadata": {k: meta.get(k) or {} for k in ("labels", "annotations")}, "spec": body["spec"]}
-        patch = c.merge_diff(current, desired)
+        patch = patches.merge_diff(current, desired)
         if patch:
             patched = await self.rc.patch(c.WORKS, meta["name"], patch, meta["namespace"])
             self.works.remember(patched)

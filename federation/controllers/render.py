@@ -23,7 +23,7 @@ from federation.controllers.matching import policy_ref
 from federation.placement.adapters import cluster_affinity
 from federation.placement.request import ClusterState
 from federation.placement.selectors import affinity_mismatch
-from policies.k8s import label_selector
+from policies.k8s import label_selector, patches
 from policies.models.karmada_work import TASK_INDICES
 
 Obj = Mapping[str, Any]
@@ -91,36 +91,6 @@ def _rules(policy: Obj) -> list[tuple[Mapping[str, Any] | None, Mapping[str, Any
     return rules
 
 
-def _pointer(path: str) -> list[str]:
-    if not path.startswith("/"):
-        raise ValueError(f"path {path!r} must start with /")
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
-
-
-def json_patch_op(doc: Any, op: str, path: str, value: Any = None) -> None:
-    """Apply one RFC 6902 add/remove/replace to ``doc`` in place."""
-    parts = _pointer(path)
-    parent = doc
-    for part in parts[:-1]:
-        parent = parent[int(part)] if isinstance(parent, list) else parent[part]
-    last = parts[-1]
-    if isinstance(parent, list):
-        index = len(parent) if last == "-" else int(last)
-        if op == "add":
-            parent.insert(index, copy.deepcopy(value))
-        elif op == "remove":
-            del parent[index]
-        else:
-            parent[index] = copy.deepcopy(value)
-        return
-    if op in ("remove", "replace") and last not in parent:
-        raise KeyError(f"path {path!r} does not exist")
-    if op == "remove":
-        del parent[last]
-    else:
-        parent[last] = copy.deepcopy(value)
-
-
 def _containers(manifest: dict[str, Any]) -> Iterable[dict[str, Any]]:
     for task in (manifest.get("spec") or {}).get("tasks") or []:
         pod = ((task.get("template") or {}).get("spec")) or {}
@@ -173,10 +143,14 @@ def apply_overriders(manifest: dict[str, Any], overriders: Mapping[str, Any]) ->
                 else:
                     target[k] = v
     for item in overriders.get("plaintext") or []:
+        op = {"op": item.get("operator", "replace"), "path": item.get("path", ""), "value": item.get("value")}
         try:
-            json_patch_op(manifest, item.get("operator", "replace"), item.get("path", ""), item.get("value"))
-        except (KeyError, IndexError, ValueError, TypeError) as err:
+            patched = patches.json_patch(manifest, [op])
+        except patches.PatchError as err:
             skipped.append(f"plaintext {item.get('path')}: {err}")
+            continue
+        manifest.clear()
+        manifest.update(patched)
     if overriders.get("fieldOverrider"):
         skipped.append("fieldOverrider is not supported")
     return skipped

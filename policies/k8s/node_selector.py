@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from policies.errors import FieldError
+
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_OPERATORS = ("In", "NotIn")
 NAME_FIELD = "metadata.name"
@@ -106,3 +108,42 @@ def any_term_matches(selector: tuple[NodeSelectorTerm, ...] | None, labels: Mapp
     if selector is None:
         return True
     return any(t.matches(labels, name) for t in selector)
+
+
+def validate_requirement(raw: Mapping[str, Any], path: str, field: bool = False) -> list[FieldError]:
+    """kube's ValidateNodeSelectorRequirement (``field``: a ``matchFields`` entry) at ``path``."""
+    op, values = raw.get("operator"), list(raw.get("values") or ())
+    errors: list[FieldError] = []
+    if field and raw.get("key") != NAME_FIELD:
+        errors.append(FieldError(f"{path}.key", f"Unsupported value: {raw.get('key')!r}: supported values: "
+                                                f"{NAME_FIELD!r}"))
+    if field and op not in FIELD_OPERATORS:
+        return errors + [FieldError(f"{path}.operator", f"Unsupported value: {op!r}: not a valid field selector "
+                                                        "operator; supported values: 'In', 'NotIn'")]
+    if field and len(values) != 1:
+        return errors + [FieldError(f"{path}.values", "Required value: must be only one value when `operator` "
+                                                      f"is {op!r} for node field selector")]
+    if op in ("In", "NotIn") and not values:
+        errors.append(FieldError(f"{path}.values", f"Required value: must be specified when `operator` is {op!r}"))
+    elif op in ("Exists", "DoesNotExist") and values:
+        errors.append(FieldError(f"{path}.values", f"Forbidden: may not be specified when `operator` is {op!r}"))
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1:
+            errors.append(FieldError(f"{path}.values", f"Required value: must be specified single value when "
+                                                       f"`operator` is {op!r}"))
+        elif parse_int64(str(values[0])) is None:
+            errors.append(FieldError(f"{path}.values[0]", f"Invalid value: {values[0]!r}: must be an integer "
+                                                          f"(int64) when `operator` is {op!r}"))
+    elif op not in OPERATORS:
+        errors.append(FieldError(f"{path}.operator", f"Unsupported value: {op!r}: not a valid selector operator"))
+    return errors
+
+
+def validate_term(raw: Mapping[str, Any], path: str) -> list[FieldError]:
+    """Every rule a wire NodeSelectorTerm at ``path`` breaks."""
+    errors: list[FieldError] = []
+    for i, req in enumerate(raw.get("matchExpressions") or ()):
+        errors += validate_requirement(req, f"{path}.matchExpressions[{i}]")
+    for i, req in enumerate(raw.get("matchFields") or ()):
+        errors += validate_requirement(req, f"{path}.matchFields[{i}]", field=True)
+    return errors

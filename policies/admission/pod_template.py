@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from policies.admission.names import check_non_negative_resources, dns1123_label_error, key_path
 from policies.errors import FieldError
-from policies.k8s import label_selector, node_selector
+from policies.k8s import label_selector, node_selector, tolerations
 from policies.models.core import Container, PodSpec
 from policies.quantity import MAX_QUANTITY, Quantity
 
@@ -55,14 +55,8 @@ def validate_pod_spec(spec: Optional[PodSpec], path: str) -> list[FieldError]:
     if spec.affinity is not None:
         errors += validate_affinity(spec.affinity.model_dump(by_alias=True, exclude_none=True), f"{path}.affinity")
     for index, toleration in enumerate(spec.tolerations or []):
-        at = f"{path}.tolerations[{index}]"
-        if toleration.operator == "Exists" and toleration.value:
-            errors.append(FieldError(f"{at}.value", "value must be empty when `operator` is 'Exists'"))
-        if not toleration.key and toleration.operator != "Exists":
-            errors.append(FieldError(f"{at}.operator", "operator must be Exists when `key` is empty, "
-                                                       "which means \"match all values and all keys\""))
-        if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
-            errors.append(FieldError(f"{at}.effect", "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        errors += tolerations.validate(toleration.model_dump(by_alias=True, exclude_none=True),
+                                       f"{path}.tolerations[{index}]")
     return errors
 
 

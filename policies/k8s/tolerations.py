@@ -19,7 +19,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from policies.errors import FieldError
+
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+OPERATORS = ("Exists", "Equal")
 #: the effects a scheduler filters on (PreferNoSchedule only scores)
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -72,3 +75,24 @@ def tolerated(items: Iterable[Toleration], taint: Taint) -> bool:
 def untolerated(taints: Iterable[Taint], items: tuple[Toleration, ...]) -> list[Taint]:
     """The NoSchedule/NoExecute taints that no toleration covers."""
     return [t for t in taints if t.effect in HARD_EFFECTS and not tolerated(items, t)]
+
+
+def validate(raw: Mapping[str, Any], path: str) -> list[FieldError]:
+    """kube's ValidateTolerations for one wire toleration at ``path`` (Karmada's webhook adds its
+    refusal of ``Lt``/``Gt`` on top)."""
+    errors: list[FieldError] = []
+    key, op, value, effect = (raw.get(f) or "" for f in ("key", "operator", "value", "effect"))
+    if op and op not in OPERATORS:
+        errors.append(FieldError(f"{path}.operator", f"Unsupported value: {op!r}: supported values: "
+                                                     f"{', '.join(map(repr, OPERATORS))}"))
+    if op == "Exists" and value:
+        errors.append(FieldError(f"{path}.value", "value must be empty when `operator` is 'Exists'"))
+    if not key and op != "Exists":
+        errors.append(FieldError(f"{path}.operator", "operator must be Exists when `key` is empty, which means "
+                                                     '"match all values and all keys"'))
+    if effect and effect not in EFFECTS:
+        errors.append(FieldError(f"{path}.effect", f"Unsupported value: {effect!r}: supported values: "
+                                                   f"{', '.join(map(repr, EFFECTS))}"))
+    if raw.get("tolerationSeconds") is not None and effect != "NoExecute":
+        errors.append(FieldError(f"{path}.effect", "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    return errors

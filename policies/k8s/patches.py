@@ -109,18 +109,24 @@ def _parent(doc: Any, tokens: list[str], path: str) -> Any:
     return node
 
 
-def _get(doc: Any, path: str) -> Any:
+def _member(doc: Any, path: str) -> tuple[Any, str | int]:
+    """The container holding the existing member at ``path`` and its key or index."""
     tokens = _pointer(path)
-    if not tokens:
-        return doc
     parent, last = _parent(doc, tokens, path), tokens[-1]
     if isinstance(parent, dict):
         if last not in parent:
             raise PatchError(f"JSON patch path {path!r} does not exist")
-        return parent[last]
+        return parent, last
     if isinstance(parent, list):
-        return parent[_index(parent, last, path, False)]
+        return parent, _index(parent, last, path, False)
     raise PatchError(f"JSON patch path {path!r}: not a container")
+
+
+def _get(doc: Any, path: str) -> Any:
+    if not _pointer(path):
+        return doc
+    parent, key = _member(doc, path)
+    return parent[key]
 
 
 def _add(doc: Any, path: str, value: Any) -> Any:
@@ -138,18 +144,10 @@ def _add(doc: Any, path: str, value: Any) -> Any:
 
 
 def _remove(doc: Any, path: str) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
+    if not _pointer(path):
         raise PatchError("JSON patch cannot remove the whole document")
-    parent, last = _parent(doc, tokens, path), tokens[-1]
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise PatchError(f"JSON patch remove: path {path!r} does not exist")
-        del parent[last]
-    elif isinstance(parent, list):
-        del parent[_index(parent, last, path, False)]
-    else:
-        raise PatchError(f"JSON patch path {path!r}: not a container")
+    parent, key = _member(doc, path)
+    del parent[key]
     return doc
 
 

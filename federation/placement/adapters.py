@@ -33,7 +33,6 @@ from federation.placement.request import (
     StaticWeight,
     Taint,
     TaskDemand,
-    Toleration,
     labels,
     resources,
 )
@@ -142,10 +141,6 @@ def _affinity(a: Mapping[str, Any] | None, name: str, path: str, errors: list[Fi
         return ClusterAffinity(name=name)
 
 
-def _tolerations(items: Iterable[Mapping[str, Any]] | None) -> tuple[Toleration, ...]:
-    return k8s_tolerations.tolerations(items)
-
-
 def placement_spec(policy: Obj) -> PlacementSpec:
     w = wire(policy)
     ref = _ref(w)
@@ -194,7 +189,7 @@ def placement_spec(policy: Obj) -> PlacementSpec:
         raise ValidationFailed(ref, errors)
     meta = w.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
-    return PlacementSpec(affinities, _tolerations(placement.get("clusterTolerations")), tuple(spread),
+    return PlacementSpec(affinities, k8s_tolerations.tolerations(placement.get("clusterTolerations")), tuple(spread),
                          strategy, tuple(weights),  # type: ignore[arg-type]
                          f"{namespace + '/' if namespace else ''}{meta.get('name', '')}")
 

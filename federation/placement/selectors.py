@@ -6,10 +6,7 @@ from federation.placement.request import (
     ClusterAffinity,
     ClusterState,
     Requirement,
-    Taint,
-    Toleration,
 )
-from policies.k8s import tolerations as k8s_tolerations
 
 FIELD_KEYS = ("provider", "region", "zone")
 
@@ -45,8 +42,3 @@ def affinity_mismatch(affinity: ClusterAffinity, cluster: ClusterState) -> str:
 
 def affinity_matches(affinity: ClusterAffinity, cluster: ClusterState) -> bool:
     return not affinity_mismatch(affinity, cluster)
-
-
-def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> list[Taint]:
-    """Taints with effect NoSchedule or NoExecute that no toleration covers."""
-    return k8s_tolerations.untolerated(taints, tolerations)

@@ -31,7 +31,6 @@ from member_agent.scheduler.framework.snapshot import (
     Snapshot,
     Taint,
     TaskSpec,
-    Toleration,
 )
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import node_topology, pod_extras, shape_extra
@@ -149,10 +148,6 @@ def _node_affinity(spec: Mapping[str, Any]) -> NodeAffinity:
         for p in na.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
     )
     return NodeAffinity(terms, preferred)
-
-
-def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
-    return k8s_tolerations.tolerations(spec.get("tolerations"))
 
 
 def _task_status(pod: Mapping[str, Any]) -> TaskStatus:
@@ -281,7 +276,7 @@ class _Builder:
         vec.setflags(write=False)
         selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
         affinity = _node_affinity(spec)
-        tolerations = _tolerations(spec)
+        tolerations = k8s_tolerations.tolerations(spec.get("tolerations"))
         status = _task_status(pod)
         extras = pod_extras(pod)
         pod_affinity = parse_pod_affinity(spec, ns)

@@ -38,7 +38,7 @@ from member_agent.cluster.gateway import (
 from policies.k8s import node_selector
 from policies.k8s import tolerations as k8s_tolerations
 from policies.k8s.node_selector import NodeSelectorTerm
-from policies.k8s.tolerations import Taint, Toleration
+from policies.k8s.tolerations import HARD_EFFECTS, Taint, Toleration
 from policies.models.core import Pod, PodSpec
 from policies.models.pod_resources import pod_spec_request
 from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_text
@@ -46,6 +46,7 @@ from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_te
 PLACEMENT_LABELS = ("nvidia.com/gpu.product", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
                     "caldera.io/pool")
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+UNSCHEDULABLE = Taint(UNSCHEDULABLE_TAINT, effect="NoSchedule")
 MAX_SETS = 2**31 - 1
 
 
@@ -114,7 +115,9 @@ class NodeState:
         self.used = np.zeros_like(self.alloc)
         self.pod_count = np.zeros(len(node_list), dtype=np.int64)
         self.labels = [dict((n.get("metadata") or {}).get("labels") or {}) for n in node_list]
-        self.taints = [list((n.get("spec") or {}).get("taints") or []) for n in node_list]
+        #: each node's taints that filter (NoSchedule/NoExecute; spec.unschedulable adds kube's taint)
+        self.taints = [[t for t in (Taint.from_wire(raw) for raw in (n.get("spec") or {}).get("taints") or [])
+                        if t.effect in HARD_EFFECTS] for n in node_list]
         self.ready = np.array([node_ready(n) for n in node_list], dtype=bool)
         self.unschedulable = np.array([bool((n.get("spec") or {}).get("unschedulable")) for n in node_list], dtype=bool)
         for pod in pods:
@@ -170,9 +173,7 @@ class NodeState:
             if not node_selector.any_term_matches(shape.required_terms, labels, self.names[i]):
                 mask[i] = False
                 continue
-            taints = [Taint.from_wire(t) for t in self.taints[i]]
-            if self.unschedulable[i]:
-                taints.append(Taint(UNSCHEDULABLE_TAINT, effect="NoSchedule"))
+            taints = self.taints[i] + ([UNSCHEDULABLE] if self.unschedulable[i] else [])
             if k8s_tolerations.untolerated(taints, shape.tolerations):
                 mask[i] = False
         return mask

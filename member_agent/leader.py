@@ -24,18 +24,10 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from policies.k8s import durations
+from policies.k8s.durations import duration_flag as duration
 
 log = logging.getLogger("caldera.agent.leader")
 LEASE_NAMESPACE = "caldera-system"
-
-
-def duration(text: str) -> float:
-    """A Go duration (``15s``, ``1h``) or plain seconds; the ``h`` unit was missing here once."""
-    try:
-        return durations.parse_flag_seconds(text)
-    except durations.InvalidDuration as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def boolean(text: str) -> bool:

@@ -5,15 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from policies.k8s import durations
-
-
-def duration(text: str) -> float:
-    """A Go duration (``15s``, ``500ms``, ``1h30m``) or plain seconds, as kube's flags take it."""
-    try:
-        return durations.parse_flag_seconds(text)
-    except durations.InvalidDuration as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from policies.k8s.durations import duration_flag as duration
 
 
 def boolean(text: str) -> bool:

@@ -15,6 +15,7 @@ trimmed (``1h0m0.5s``, ``1m30s``, ``45s``).
 
 from __future__ import annotations
 
+import argparse
 import re
 
 NANOSECOND = 1
@@ -83,6 +84,15 @@ def parse_flag_seconds(text: str) -> float:
     if _BARE_SECONDS.match(stripped):
         return float(stripped)
     return parse_seconds(stripped)
+
+
+def duration_flag(text: str) -> float:
+    """argparse ``type=`` for kube-style duration flags (``--leader-elect-lease-duration 15s``):
+    :func:`parse_flag_seconds`, with the reason shown as argparse's error."""
+    try:
+        return parse_flag_seconds(text)
+    except InvalidDuration as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _fraction(value: int, digits: int) -> str:

@@ -8,7 +8,10 @@ from policies.k8s import durations
 
 def parse_duration(text: str) -> float:
     """Seconds in a Go duration string; raises ValueError naming the text when malformed."""
-    return durations.parse_seconds(text.strip())
+    try:
+        return durations.parse_seconds(text.strip())
+    except durations.InvalidDuration:
+        raise ValueError(f"not a duration (like 30m, 1h30m, 90s): {text!r}") from None
 
 
 def parse_instant(text: str) -> float:

@@ -62,7 +62,7 @@ NODE_CASES: list[dict[str, Any]] = yaml.safe_load((HERE / "node_selector.yaml").
 
 @pytest.mark.parametrize("case", NODE_CASES, ids=[c["name"] for c in NODE_CASES])
 def test_agent_capacity_uses_the_node_selector_table(case: dict[str, Any]) -> None:
-    from member_agent.capacity import NodeState, PodShape
+    from policies.capacity import NodeState, PodShape
 
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
     if case["terms"] is not None:

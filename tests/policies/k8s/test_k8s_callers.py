@@ -77,3 +77,45 @@ def test_agent_capacity_uses_the_node_selector_table(case: dict[str, Any]) -> No
             "status": {"allocatable": {"cpu": "4", "memory": "1Gi", "pods": "10"},
                        "conditions": [{"type": "Ready", "status": "True"}]}}
     assert bool(NodeState([node], []).matching(shape)[0]) is case["expect"]
+
+
+SELECTOR_CASES: list[dict[str, Any]] = [c for c in yaml.safe_load((HERE / "label_selector.yaml").read_text())
+                                        if c["selector"] is not None]
+
+
+@pytest.mark.parametrize("case", SELECTOR_CASES, ids=[c["name"] for c in SELECTOR_CASES])
+def test_label_selector_callers(case: dict[str, Any]) -> None:
+    from federation.controllers.matching import MATCH_LABELS, selector_precision
+    from federation.placement.adapters import cluster_affinity
+    from federation.placement.request import ClusterState, labels
+    from federation.placement.selectors import affinity_matches
+    from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
+    from policies.k8s.label_selector import InvalidSelector
+
+    wanted = {str(k): str(v) for k, v in case["labels"].items()}
+    expect = case["expect"] is True  # an invalid selector ("error: ...") selects nothing
+    job = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns", "name": "x", "labels": wanted}}
+    rule = {"apiVersion": "v1", "kind": "ConfigMap", "labelSelector": case["selector"]}
+    assert (selector_precision(rule, job, None) == MATCH_LABELS) is expect
+    try:
+        affinity = cluster_affinity({"labelSelector": case["selector"]})
+    except InvalidSelector:
+        assert not expect
+    else:
+        assert affinity_matches(affinity, ClusterState("c", labels(wanted))) is expect
+    spec = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "zone", "labelSelector": case["selector"]}]}}}
+    term = parse_pod_affinity(spec, "ns").affinity[0]
+    assert term.matches("ns", wanted) is expect
+
+
+@pytest.mark.parametrize("case", SELECTOR_CASES, ids=[c["name"] for c in SELECTOR_CASES])
+def test_rbac_aggregation_uses_the_label_selector_table(case: dict[str, Any]) -> None:
+    from federation.apiserver.rbac.evaluator import Policy
+
+    wanted = {str(k): str(v) for k, v in case["labels"].items()}
+    rule = {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}
+    aggregate = {"metadata": {"name": "agg"}, "aggregationRule": {"clusterRoleSelectors": [case["selector"]]}}
+    piece = {"metadata": {"name": "piece", "labels": wanted}, "rules": [rule]}
+    policy = Policy.from_objects([], [aggregate, piece], [], [])
+    assert bool(policy.cluster_roles["agg"]) is (case["expect"] is True)

@@ -145,12 +145,30 @@ def selects(raw: Any, labels: Mapping[str, str], *, nil: bool = False) -> bool:
     """Whether the wire-form selector ``raw`` selects ``labels``.
 
     ``nil`` is the answer for a missing selector: False is Kubernetes' (``LabelSelectorAsSelector``),
-    True is Karmada's for an unset ``labelSelector``. An invalid selector selects nothing."""
+    True is Karmada's for an unset ``labelSelector``. An invalid selector selects nothing. Evaluated
+    on the wire form in one pass (callers match many objects against unparsed selectors): a broken
+    rule or a failed requirement both answer False, so stopping at the first is exact."""
     if raw is None:
         return nil
-    try:
-        selector = parse(raw)
-    except InvalidSelector:
+    if not isinstance(raw, Mapping):
         return False
-    assert selector is not None
-    return selector.matches(labels)
+    wanted = raw.get("matchLabels") or {}
+    expressions = raw.get("matchExpressions") or []
+    if not isinstance(wanted, Mapping) or not isinstance(expressions, list):
+        return False
+    for key, value in wanted.items():
+        if labels.get(str(key)) != str(value):
+            return False
+    for expr in expressions:
+        if not isinstance(expr, Mapping) or not expr.get("key"):
+            return False
+        op, values, have = expr.get("operator"), expr.get("values"), labels.get(str(expr["key"]))
+        if op in SET_OPERATORS:
+            if not values:
+                return False
+            listed = have is not None and (have in values or any(str(v) == have for v in values))
+            if listed != (op == "In"):
+                return False
+        elif op not in ("Exists", "DoesNotExist") or values or (have is None) != (op == "DoesNotExist"):
+            return False
+    return True

@@ -27,6 +27,7 @@ import gc
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -37,6 +38,8 @@ from member_agent.cluster.clock import Clock
 from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
 from member_agent.controllers import ControllerConfig
 from member_agent.controllers.naming import pod_group_name
+from member_agent.fenced_works import fence_applies, stop_fenced, with_fenced_condition
+from member_agent.fencing import Fence
 from member_agent.gang import GangTracker
 from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
@@ -94,9 +97,17 @@ class Agent:
         self.metrics = AgentMetrics()
         self.works: dict[str, WorkState] = {}
         self.generations: dict[str, int] = {}  # Work uid -> highest placement generation seen
+        #: self-fencing (set by ``caldera agent``; None: never fence) and the generations it stopped
+        self.fence: Optional[Fence] = None
+        self.fenced: dict[str, int] = {}  # Work uid -> placement generation fenced
         self.writes = PodWrites(gateway)  # pod writes and what is still in flight
         self.queues: list[Obj] = []
         self.priority_classes: list[Obj] = []
+        #: The member cluster's HyperNodes (sim: the cluster file's ``hyperNodes:``; kube: read and
+        #: discovered from node labels, member_agent/hypernode_discovery.py), passed to every session.
+        self.hyper_nodes: list[Obj] = []
+        self.topology_problems: list[str] = []
+        self._topology_key: Any = None
         self.conf: SchedulerConf = DEFAULT_CONF
         self._conf_mtime: Optional[float] = None
         self.last_cycle: Optional[float] = None
@@ -200,7 +211,43 @@ class Agent:
             self.changes.bump()
         self.queues, self.priority_classes = queues, priority_classes
 
+    def set_hyper_nodes(self, hyper_nodes: list[Obj]) -> None:
+        """New HyperNodes: the next session sees them."""
+        if hyper_nodes != self.hyper_nodes:
+            self.hyper_nodes = hyper_nodes
+            self.changes.bump()
+
+    async def check_topology(self) -> None:
+        """What one HyperNode cannot show (a cycle, a node claimed twice in a tier) is logged and
+        recorded as a Warning event ``TopologyProblem`` about the HyperNode it names, once per
+        change of the HyperNodes or the node names, and shown on ``/status``."""
+        key = (id(self.hyper_nodes), len(self.hyper_nodes), tuple(sorted(self.cache.nodes)))
+        if key == self._topology_key:
+            return
+        self._topology_key = key
+        problems: list[str] = []
+        if self.hyper_nodes:
+            from member_agent.scheduler.framework.hypernodes import build_tree
+
+            nodes = sorted(self.cache.nodes.values(), key=lambda n: n["metadata"]["name"])
+            problems = build_tree(self.hyper_nodes, [n["metadata"]["name"] for n in nodes],
+                                  [n["metadata"].get("labels") or {} for n in nodes]).problems
+        new = [p for p in problems if p not in self.topology_problems]
+        self.topology_problems = list(problems)
+        for problem in new:
+            log.warning("network topology problem: %s", problem)
+            involved = next((h for h in self.hyper_nodes
+                             if re.search(rf"\b{re.escape(str(h['metadata']['name']))}\b", problem)), None)
+            if involved is not None:
+                await self.gateway.record_event(involved, "Warning", "TopologyProblem", problem)
+
     # ------------------------------------------------------------------ views
+    def stale_generation(self, pod: Obj) -> bool:
+        """Whether ``pod`` belongs to a placement generation older than the newest seen for its Work."""
+        uid = ((pod.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL)
+        seen = self.generations.get(uid or "")
+        return seen is not None and _generation(pod) < seen
+
     def pods_of(self, record: WorkRecord) -> list[Obj]:
         return [p for p in self.cache.pods.values()
                 if ((p.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL) == record.uid]
@@ -290,14 +337,18 @@ class Agent:
         if record.error or run is None:
             self.update_status(state, now)
             return
-        if record.placement.cancelled:
+        if fence_applies(self, state):
+            await stop_fenced(self, state, pods, now)
+            return
+        if record.placement.cancelled:  # before the release: reservations; after it: a torn-down gang
             state.gang.evaluate(record, 0, run.phase, "", now)
-            unbound = [p for p in pods if not pod_node(p)]
-            run.deleted_by_us.update(p["metadata"]["name"] for p in unbound)
-            await self.writes.delete_all(unbound, "placement cancelled")
+            run.deleted_by_us.update(p["metadata"]["name"] for p in pods)
+            await self.writes.delete_all(pods, "placement cancelled")
             self.update_status(state, now)
             return
-        stale = [p for p in pods if not pod_node(p) and _generation(p) < record.placement.generation]
+        # generations are fencing tokens: a held (new gang attempt) generation stops older bound pods too
+        stale = [p for p in pods if _generation(p) < record.placement.generation
+                 and (not pod_node(p) or record.placement.hold)]
         run.deleted_by_us.update(p["metadata"]["name"] for p in stale)
         await self.writes.delete_all(stale, "older placement generation")
         had_group = run.pod_group is not None
@@ -369,6 +420,7 @@ class Agent:
         with_gang = state.record.placement.declared
         status = work_status(state.record, state.job_status, pg_phase, state.gang.status() if with_gang else None,
                              now, state.written, error=state.controller_error)
+        status = with_fenced_condition(status, state, now)
         if state.written is None or comparable(status) != comparable(state.written):
             state.pending_status = status
             self.status_changed.set()

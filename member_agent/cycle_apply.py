@@ -77,6 +77,8 @@ class Agent(Protocol):
 
     def update_status(self, state: WorkState, now: float) -> None: ...
 
+    def stale_generation(self, pod: Obj) -> bool: ...
+
 
 def overlay_pods(agent: Agent) -> list[Obj]:
     """Cluster pods, with reserved and in-flight bindings shown as bound (with the session's
@@ -98,7 +100,8 @@ def snapshot_objects(agent: Agent) -> list[Obj]:
     groups = [s.podgroup for s in agent.works.values()
               if s.podgroup and s.podgroup.get("kind") == "PodGroup" and not s.deleted and not s.controller_error
               and not s.record.placement.cancelled and not s.record.error and s.gang.schedulable]
-    return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *agent.queues, *agent.priority_classes]
+    return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *agent.queues, *agent.priority_classes,
+            *agent.hyper_nodes]
 
 
 def has_scheduling_objects(agent: Agent) -> bool:
@@ -125,6 +128,8 @@ def has_pending_work(agent: Agent) -> bool:
 async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
     if not agent.cache.synced.is_set():
         return None
+    if agent.hyper_nodes:
+        await agent.check_topology()
     objects = snapshot_objects(agent)
     started = time.perf_counter()
     # The node search resumes where the previous session stopped, as Volcano's does.
@@ -159,6 +164,9 @@ def _apply_bindings(agent: Agent, result: CycleResult) -> None:
     for pod_key, node in result.bindings.items():
         pod = agent.cache.pods.get(pod_key)
         if pod is None or pod_node(pod):
+            continue
+        if agent.stale_generation(pod):  # fencing token: a pod of a superseded placement never starts
+            log.info("Not binding Task %s: its placement generation is superseded", pod_key)
             continue
         annotations = result.pod_annotations.get(pod_key)
         devices = result.device_allocations.get(pod_key)

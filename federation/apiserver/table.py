@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from federation.apiserver.table_karmada import POLICY_COLUMNS, binding_clusters, fully_applied
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
@@ -165,8 +166,11 @@ COLUMNS: dict[str, list[Column]] = {
     ],
     "ResourceBinding": [
         _c("SCHEDULED", lambda o, _: _condition(o, "Scheduled")),
-        _c("FULLYAPPLIED", lambda o, _: _condition(o, "FullyApplied")),
+        _c("FULLYAPPLIED", fully_applied),
+        _c("CLUSTERS", binding_clusters, priority=1),
     ],
+    "PropagationPolicy": POLICY_COLUMNS,
+    "ClusterPropagationPolicy": POLICY_COLUMNS,
     "Work": [
         _c("APPLIED", lambda o, _: _condition(o, "Applied")),
         _c("GANG", lambda o, _: _get(o, "status", "gang", "phase"), priority=1),

@@ -41,6 +41,33 @@ def recent_events(events: Iterable[Obj], limit: int = RECENT_EVENTS) -> list[Obj
     return rows[:limit]
 
 
+def event_groups(events: Iterable[Obj], limit: int = RECENT_EVENTS) -> list[Obj]:
+    """Events grouped per involved object, newest group first: the page shows one collapsed row per
+    object (its latest event, how many, whether any is a Warning) and opens it on demand."""
+    groups: dict[tuple[str, str], Obj] = {}
+    for row in sorted((event_row(e) for e in events), key=lambda r: r["time"], reverse=True):
+        key = (row["namespace"], row["object"])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = {"namespace": row["namespace"], "object": row["object"], "latest": row,
+                                   "count": 0, "warnings": 0, "events": []}
+        group["count"] += row["count"]
+        group["warnings"] += row["count"] if row["type"] == "Warning" else 0
+        group["events"].append(row)
+    return list(groups.values())[:limit]
+
+
+#: share phases after which the gang's last reported phase (often Running) is history
+SHARE_DONE = ("Completing", "Completed", "Failed", "Aborting", "Aborted", "Terminating", "Terminated")
+
+
+def gang_phase_shown(share: Obj) -> str:
+    """What the GANG column says: the Work's gang phase while the share runs; once the share is
+    completing or over, its own phase (a finished share's gang is not Running any more)."""
+    phase = str(share.get("phase") or "")
+    return phase if phase in SHARE_DONE else str(share.get("gangPhase") or "")
+
+
 def _amounts(values: Mapping[str, Any] | None) -> dict[str, float]:
     out = {}
     for resource, quantity in (values or {}).items():
@@ -98,7 +125,9 @@ def overview(status_doc: Obj, clusters: Iterable[Obj], works: Iterable[Obj], eve
     grouped = works_by_job(works)
     for job in status_doc["jobs"]:
         job["twoPhase"] = two_phase_state(grouped.get(f"{job['namespace']}.{job['name']}", []))
-    return {**status_doc, "queues": queue_rows(clusters), "events": recent_events(events)}
+    events = list(events)
+    return {**status_doc, "queues": queue_rows(clusters), "events": recent_events(events),
+            "eventGroups": event_groups(events)}
 
 
 def pods_of(works: Iterable[Obj]) -> list[Obj]:
@@ -120,5 +149,9 @@ def job_page(entry: Obj, works: Iterable[Obj], events: Iterable[Obj]) -> Obj:
                   **{k: ((w.get("spec") or {}).get("placement") or {}).get(k)
                      for k in ("generation", "hold", "cancelled", "clusters")},
                   "gang": (w.get("status") or {}).get("gang") or {}} for w in works]
-    return {**entry, "twoPhase": two_phase_state(works), "works": sorted(placement, key=lambda p: p["cluster"]),
-            "pods": pods_of(works), "events": recent_events(events, JOB_EVENTS)}
+    events = list(events)
+    shares = [{**s, "gangPhaseReported": s.get("gangPhase"), "gangPhase": gang_phase_shown(s)}
+              for s in entry.get("clusters") or []]
+    return {**entry, "clusters": shares, "twoPhase": two_phase_state(works),
+            "works": sorted(placement, key=lambda p: p["cluster"]), "pods": pods_of(works),
+            "events": recent_events(events, JOB_EVENTS), "eventGroups": event_groups(events, JOB_EVENTS)}

@@ -14,6 +14,8 @@ Paths (docs/dashboard.md):
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import resources
@@ -34,6 +36,7 @@ from federation.status_api import (
     status_document,
 )
 from federation.ui import data
+from federation.ui.history import GpuHistory, gpu_totals
 from federation.ui.paths import JOB_PAGE_PREFIX, PAGE_PATHS
 from policies.kinds import lookup
 
@@ -57,6 +60,22 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
     or None) and its registry's lister (federation/apiserver/app.py), so this module needs no import
     of the API server."""
     page = _static("index.html")
+    history = GpuHistory()
+
+    def sample(clusters: list[dict[str, Any]]) -> None:
+        history.record(clock(), *gpu_totals(clusters))
+
+    async def sampler(_app: web.Application) -> Any:
+        async def loop() -> None:
+            while True:
+                sample(listed(CLUSTERS))
+                await asyncio.sleep(history.step)
+
+        task = asyncio.create_task(loop())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     def signed_in(request: web.Request) -> bool:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
@@ -81,7 +100,8 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
         clusters = listed(CLUSTERS)
         doc = status_document(clusters, listed(LEASES, LEASE_NAMESPACE), listed(JOBS), listed(BINDINGS), clock(),
                               metrics.placement_latency_summary())
-        return _json(data.overview(doc, clusters, listed(WORKS), listed(EVENTS)))
+        sample(clusters)
+        return _json({**data.overview(doc, clusters, listed(WORKS), listed(EVENTS)), "gpuHistory": history.points()})
 
     async def job(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
@@ -96,6 +116,7 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
                   if (e.get("involvedObject") or {}).get("name") in (name, f"{name}-job")]
         return _json(data.job_page(job_entry(found[0], binding), works, events))
 
+    app.cleanup_ctx.append(sampler)
     for path in PAGE_PATHS:
         app.router.add_get(path, shell)
     app.router.add_get(JOB_PAGE_PREFIX + "{namespace}/{name}", shell)

@@ -105,6 +105,19 @@ class KubeGateway:
     async def list_pods(self) -> Listing:
         return await self._list("Pod", self.core.list_pod_for_all_namespaces)
 
+    async def list_hyper_nodes(self) -> list[Obj]:
+        """The member cluster's ``topology.volcano.sh/v1alpha1`` HyperNodes (none when the kind
+        is not served there)."""
+        custom = k8s.CustomObjectsApi(self.api_client)
+        status, data = await self._raw("list hypernodes", custom.list_cluster_custom_object(
+            "topology.volcano.sh", "v1alpha1", "hypernodes", _preload_content=False, _request_timeout=TIMEOUT))
+        if status == 404:
+            return []
+        if status != 200:
+            raise Unavailable(f"list hypernodes: HTTP {status}")
+        return [dict(item, apiVersion="topology.volcano.sh/v1alpha1", kind="HyperNode")
+                for item in data.get("items") or []]
+
     async def _watch(self, kind: str, fn: Any, resource_version: str) -> AsyncIterator[WatchEvent]:
         try:
             async with k8s_watch.Watch() as w:

@@ -94,7 +94,7 @@ def validate_requirement(operator: Any, key: Any, values: Any, path: str) -> lis
                                      f"Forbidden: must be empty when `operator` is {operator!r}"))
     else:
         errors.append(FieldError(f"{path}.operator", f"Unsupported value: {operator!r}: not a valid selector "
-                                                     f"operator; supported values: {', '.join(map(repr, OPERATORS))}"))
+                                                     f"operator; must be one of {', '.join(map(repr, OPERATORS))}"))
     return errors
 
 

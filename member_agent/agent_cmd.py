@@ -22,6 +22,8 @@ from member_agent.cluster.gateway import ClusterGateway
 from member_agent.cluster.sim import SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions
 from member_agent.fencing import Fence
+from member_agent.log_shipper import LogShipper
+from member_agent.member_report import MemberReporter
 from member_agent.sync import FederationSync
 from policies.cluster_layout import load_cluster_file
 from policies.cluster_report import SIM_KUBERNETES_VERSION
@@ -76,6 +78,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="seconds between reads of the member's HyperNodes and label discovery")
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
+    parser.add_argument("--no-report-pods", dest="report_pods", action="store_false",
+                        help="do not report pods and PodGroups to the federation (kubectl get pods and kubectl logs "
+                             "at the federation then show nothing of this cluster; docs/protocol.md 'Member pods')")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--fence-after", type=float, default=None, metavar="SECONDS",
                         help="stop re-placeable shares after this long without a Lease renewal (default: derived "
@@ -204,7 +209,10 @@ async def serve(args: argparse.Namespace) -> int:
     bound = await _start_site(runner, args.listen, "--listen")
     metrics_runner = await _metrics_runner(args, agent, clock)  # announced first: "listening" means all are up
     print(f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}", flush=True)
-    acting = [agent.controller_loop, agent.schedule_loop, sync.run]
+    reporter = MemberReporter(agent, federation, clock)  # pods and PodGroups, read at the federation
+    shipper = LogShipper(args.cluster, federation, gateway, clock)  # their logs, when the federation asks
+    acting = [agent.controller_loop, agent.schedule_loop, sync.run, *([reporter.run, shipper.run]
+                                                                      if args.report_pods else [])]
     # the simulated member cluster runs whoever leads: its pods go on while the agent stands by
     cluster_loops = [agent.cache.run(), *([sim.kubelet.run()] if sim is not None else [])]
     if sim is None or label_keys:  # the member's HyperNodes (and those its node labels describe)

@@ -42,6 +42,8 @@ from policies.kinds import lookup
 
 EVENTS = lookup("v1", "Event")
 WORKS = lookup("work.karmada.io/v1alpha1", "Work")
+PODS = lookup("v1", "Pod")
+QUEUES = lookup("scheduling.volcano.sh/v1beta1", "Queue")
 STATIC = {"app.js": "application/javascript", "app.css": "text/css"}
 
 
@@ -101,7 +103,8 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
         doc = status_document(clusters, listed(LEASES, LEASE_NAMESPACE), listed(JOBS), listed(BINDINGS), clock(),
                               metrics.placement_latency_summary())
         sample(clusters)
-        return _json({**data.overview(doc, clusters, listed(WORKS), listed(EVENTS)), "gpuHistory": history.points()})
+        overview = data.overview(doc, clusters, listed(WORKS), listed(EVENTS), listed(QUEUES))
+        return _json({**overview, "gpuHistory": history.points()})
 
     async def job(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
@@ -114,7 +117,9 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
         works = [w for w in listed(WORKS) if ((w.get("metadata") or {}).get("labels") or {}).get("caldera.io/job") == key]
         events = [e for e in listed(EVENTS, namespace)
                   if (e.get("involvedObject") or {}).get("name") in (name, f"{name}-job")]
-        return _json(data.job_page(job_entry(found[0], binding), works, events))
+        pods = [p for p in listed(PODS, namespace)  # the member view: every rank, where it runs
+                if ((p.get("metadata") or {}).get("labels") or {}).get("volcano.sh/job-name") == name]
+        return _json(data.job_page(job_entry(found[0], binding), works, events, pods))
 
     app.cleanup_ctx.append(sampler)
     for path in PAGE_PATHS:

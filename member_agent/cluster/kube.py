@@ -277,5 +277,28 @@ class KubeGateway:
         await self._raw(f"delete {kind} {namespace}/{name}", delete(name, namespace, _preload_content=False,
                                                                     _request_timeout=TIMEOUT))
 
+    async def pod_log(self, namespace: str, name: str, follow: bool = False, tail_lines: Optional[int] = None,
+                      limit_bytes: Optional[int] = None, container: str = "") -> AsyncIterator[bytes]:
+        """``GET pods/NAME/log`` on the member API, streamed (the log shipper serves it to the federation)."""
+        what = f"log of pod {namespace}/{name}"
+        options: dict[str, Any] = {"follow": follow, "_preload_content": False}
+        if tail_lines is not None:
+            options["tail_lines"] = tail_lines
+        if limit_bytes:
+            options["limit_bytes"] = limit_bytes
+        if container:
+            options["container"] = container
+        try:
+            response = await self.core.read_namespaced_pod_log(name, namespace, **options)
+        except Exception as exc:  # noqa: BLE001
+            raise _error(exc, what) from exc
+        try:
+            if int(response.status) == 404:
+                raise NotFound(f"{what}: not found")
+            async for chunk in response.content.iter_any():
+                yield chunk
+        finally:
+            response.release()
+
     async def close(self) -> None:
         await self.api_client.close()

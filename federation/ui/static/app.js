@@ -20,7 +20,7 @@ function el(tag, attrs, ...children) {
 }
 function pill(text, kind) { return el("span", {class: "pill " + (kind || "")}, text); }
 function phaseKind(phase) {
-  if (["Running", "Completed", "Succeed", "True", "Released"].includes(phase)) return "ok";
+  if (["Running", "Completed", "Succeed", "Succeeded", "True", "Released"].includes(phase)) return "ok";
   if (["Failed", "Aborted", "Terminated", "False", "Cancelled"].includes(phase)) return "bad";
   return "warn";
 }
@@ -116,13 +116,20 @@ function renderClusters(doc) {
 }
 
 function renderQueues(doc) {
+  // one fleet row per queue (its capability holds across the fleet), each cluster's report under it
   const rows = [];
   for (const q of doc.queues) {
     const resources = [...new Set([...Object.keys(q.deserved), ...Object.keys(q.allocated), ...Object.keys(q.capability)])].sort();
-    resources.forEach((r, i) => rows.push(el("tr", {"data-queue": q.name},
-      el("td", {}, i === 0 ? q.name : ""), el("td", {}, r), el("td", {class: "num"}, fmt(q.deserved[r])),
-      el("td", {class: "num"}, fmt(q.allocated[r] || 0)), el("td", {class: "num"}, fmt(q.capability[r])),
-      el("td", {}, i === 0 ? q.clusters.join(", ") : ""))));
+    resources.forEach((r, i) => rows.push(el("tr", {"data-queue": q.name, "data-scope": "fleet"},
+      el("td", {}, i === 0 ? q.name : ""), el("td", {}, i === 0 ? "fleet" : ""), el("td", {}, r),
+      el("td", {class: "num"}, fmt(q.deserved[r])),
+      el("td", {class: "num"}, fmt(q.allocated[r] || 0)), el("td", {class: "num"}, fmt(q.capability[r])))));
+    for (const c of q.perCluster || []) {
+      resources.forEach((r, i) => rows.push(el("tr", {"data-queue": q.name, "data-scope": c.cluster, class: "muted"},
+        el("td", {}, ""), el("td", {}, i === 0 ? c.cluster : ""), el("td", {}, r),
+        el("td", {class: "num"}, fmt(c.deserved[r])), el("td", {class: "num"}, fmt(c.allocated[r] || 0)),
+        el("td", {class: "num"}, fmt(c.capability[r])))));
+    }
   }
   fill("queues", rows, "no queues reported");
 }
@@ -216,7 +223,33 @@ function renderJob(j) {
     el("td", {class: "muted"}, s.reason || ""))), "not placed yet");
   fill("job-pods", j.pods.map((p) => el("tr", {}, el("td", {}, p.cluster), el("td", {}, p.task), el("td", {class: "num"}, p.total),
     el("td", {}, Object.entries(p.phases).map(([ph, n]) => `${ph}: ${n}`).join(", ")))), "no pods reported yet");
+  fill("job-ranks", (j.podList || []).map((p) => el("tr", {"data-pod": p.name, "data-cluster": p.cluster},
+    el("td", {}, p.name), el("td", {}, p.task), el("td", {class: "num"}, p.index ?? ""), el("td", {class: "num"}, p.rank),
+    el("td", {}, p.cluster), el("td", {}, p.node || "<none>"), el("td", {}, pill(p.phase, phaseKind(p.phase))),
+    el("td", {}, logLink(p)))), "no pods reported yet");
   fill("job-events", groupRows(j.eventGroups || []), "no events");
+}
+
+function logLink(p) {
+  const link = el("a", {href: p.log, class: "log-link", "data-log": p.name}, "log");
+  link.addEventListener("click", (event) => { event.preventDefault(); showLog(p); });
+  return link;
+}
+
+async function showLog(p) {
+  // a link cannot carry the bearer token: fetch the log (RBAC get pods/log) and show it here
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  $("job-log-box").hidden = false;
+  $("job-log-title").textContent = `Log of ${p.namespace}/${p.name} (cluster ${p.cluster}, node ${p.node || "none"})`;
+  $("job-log").textContent = "loading…";
+  try {
+    const response = await fetch(p.log, {headers: {"Authorization": "Bearer " + token}, cache: "no-store"});
+    const text = await response.text();
+    $("job-log").textContent = response.ok ? text : `HTTP ${response.status}: ${text.slice(0, 500)}`;
+    $("job-log").dataset.pod = p.name;
+  } catch (err) {
+    $("job-log").textContent = String(err);
+  }
 }
 
 function route() {

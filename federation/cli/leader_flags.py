@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def duration(text: str) -> float:
-    """``15s``, ``500ms``, ``1m`` or plain seconds (Go's duration syntax, the common part)."""
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (like 15s, 500ms, 1m)")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+from policies.k8s.durations import duration_flag as duration
 
 
 def boolean(text: str) -> bool:

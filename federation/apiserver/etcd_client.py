@@ -29,8 +29,10 @@ import grpc.aio
 from etcd3aio import Etcd3Client, EtcdError
 from etcd3aio import _protobuf as pb
 
-from federation.apiserver.storage import StorageUnavailable
+from federation.apiserver.storage import StorageUnavailable, StoreFailed
 
+#: etcd's answer to a write once its backend reached --quota-backend-bytes (the NOSPACE alarm)
+NOSPACE = "etcdserver: mvcc: database space exceeded"
 #: etcd cancels a watch whose member has no leader when the stream carries this metadata
 REQUIRE_LEADER = (("hasleader", "true"),)
 
@@ -154,6 +156,10 @@ class EtcdConnection:
             return await coro
         except (EtcdError, grpc.aio.AioRpcError, TimeoutError) as exc:
             detail = _detail(exc)
+            if write and "database space exceeded" in detail:
+                # etcd refused the write (nothing committed): kube-apiserver passes etcd's own words
+                # on as a 500. Reads go on; writes return once the space is freed and the alarm disarmed.
+                raise StoreFailed(NOSPACE, exc) from None
             if write:
                 raise StorageUnavailable(f"etcd did not confirm the write ({detail}); it was not "
                                          f"acknowledged and may or may not have been committed",

@@ -25,7 +25,7 @@ from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
 from federation.apiserver.state import ApiServerState
 from federation.apiserver.status import expired
-from federation.apiserver.storage import Expired, StorageUnavailable
+from federation.apiserver.storage import Expired, StorageUnavailable, StoreFailed
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
@@ -99,7 +99,14 @@ class Handlers:
             # Group commit: the write (or the state a read reveals) must be on disk before anyone
             # hears of it. Nothing ran between the registry call and here (no await), so the
             # store's resourceVersion is exactly what this answer reveals.
-            await self.state.store.wait_durable(self.state.store.rv)
+            try:
+                await self.state.store.wait_durable(self.state.store.rv)
+            except StoreFailed:
+                if request.method != "GET":
+                    raise  # the write was undone: 500 with the cause
+                # a read that saw changes a failed commit undid: answer it again from what is durable
+                response = await self._handle(request, target)
+                await self.state.store.wait_durable(self.state.store.rv)
         return response
 
     async def _handle(self, request: web.Request, target: paths.Target) -> web.StreamResponse:
@@ -316,6 +323,8 @@ class Handlers:
             await self._pump(response, watcher, encode, timeout, bookmarks, info, as_protobuf)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
+        except StoreFailed:
+            pass  # events it was about to send were undone by a failed commit: the client resumes from its last
         finally:
             hub.unsubscribe(watcher)
             self.state.metrics.watch_ended(info.plural)

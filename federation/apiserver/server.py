@@ -105,6 +105,7 @@ class ApiServer:
         store = await open_store(cfg, self.data_dir)
         hub = WatchHub(store.rv, history=cfg.watch_history)
         store.add_listener(hub.publish)
+        store.add_rollback_listener(lambda durable_rv, _changes: hub.roll_back(durable_rv))
         registry = Registry(store)
         token_file = Path(cfg.token_file) if cfg.token_file else self.data_dir / "tokens.csv"
         auth = TokenAuthenticator(token_file)

@@ -324,7 +324,7 @@ class Handlers:
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         except StoreFailed:
-            pass  # events it was about to send were undone by a failed commit: the client resumes from its last
+            pass  # the initial state it was about to send was undone by a failed commit: the client lists again
         finally:
             hub.unsubscribe(watcher)
             self.state.metrics.watch_ended(info.plural)
@@ -389,6 +389,7 @@ class Handlers:
                 await asyncio.sleep(coalesce)  # a busy stream: let the next events join this write
             item = queue.get_nowait()
             chunks: list[bytes] = []
+            events: list[Any] = []
             done = False
             while True:
                 if item is None:
@@ -399,12 +400,17 @@ class Handlers:
                     chunks.append(event.frame(type_, lambda t, o: self._watch_event(True, t, o)))
                 else:
                     chunks.append(encode(type_, event.obj, event.line(type_)))
+                events.append(event)
                 newest = event.rv
                 if queue.empty() or len(chunks) >= 512:
                     break
                 item = queue.get_nowait()
             if chunks:
-                await self.state.store.wait_durable(newest)  # events are sent once committed
+                try:
+                    await self.state.store.wait_durable(newest)  # events are sent once committed
+                except StoreFailed:  # a failed commit undid some of them (SQLite): send the rest only
+                    chunks = [chunk for chunk, event in zip(chunks, events, strict=True) if not event.undone]
+            if chunks:
                 await response.write(b"".join(chunks))
                 last_write = loop.time()
                 sent.inc(len(chunks))

@@ -351,13 +351,16 @@ class Store:
                 items.pop(key, None)
             else:
                 items[key] = before
-        self._rv = self.durable_rv
+        durable = self.durable_rv
+        self._wake()  # (failure set) whoever waits past the durable resourceVersion hears the cause
+        # Memory equals the disk again. The undone resourceVersions are skipped, never handed out twice,
+        # so a watch stream can still tell an undone event from a later one.
+        self.durable_rv = self._rv
         log.error("store commit failed (%s): %d change(s) after resourceVersion %d undone; writes are refused "
-                  "until the store can commit again, reads go on", cause(exc), len(undone), self.durable_rv)
+                  "until the store can commit again, reads go on", cause(exc), len(undone), durable)
         changes = [(resource, before, after) for _rv, resource, _key, before, after in undone]
         for listener in self._rollback_listeners:
-            listener(self.durable_rv, changes)
-        self._wake()
+            listener(durable, changes)
         self._start_prober()
 
     def _start_prober(self) -> None:

@@ -33,6 +33,8 @@ class WatchEvent:
     rv: int
     obj: Obj
     previous: Obj | None
+    #: set when a failed commit undid this change (SQLite): it must never be sent
+    undone: bool = False
     _line: bytes | None = None
     _frame: bytes | None = None
 
@@ -102,6 +104,8 @@ class Watcher:
             item = self.queue.get_nowait()
             if item is None or item[1].rv <= rv:
                 kept.append(item)
+            else:
+                item[1].undone = True
         for item in kept:
             self.queue.put_nowait(item)
 
@@ -168,7 +172,7 @@ class WatchHub:
         """Forget the events after ``durable_rv`` (a failed commit undid them; no watcher was sent one:
         streams wait for durability) and drop them from the watchers' queues."""
         while self._history and self._history[-1].rv > durable_rv:
-            self._history.pop()
+            self._history.pop().undone = True
         self.floor = min(self.floor, durable_rv)
         for watcher in self._watchers:
             watcher.forget_after(durable_rv)

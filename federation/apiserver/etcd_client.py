@@ -219,7 +219,8 @@ def _detail(exc: BaseException) -> str:
 
 def _tls_failure(text: str) -> bool:
     lowered = text.lower()
-    return any(word in lowered for word in ("ssl", "tls", "handshake", "certificate"))
+    # gRPC words a refused client certificate as "Unwrap failed (TSI_DATA_CORRUPTED)"
+    return any(word in lowered for word in ("ssl", "tls", "handshake", "certificate", "tsi_"))
 
 
 def compare_mod(key: bytes, revision: int) -> Any:

@@ -54,6 +54,7 @@ async def free_space(urls: list[str], keys: list[bytes]) -> None:
         await client.close()
 
 
+@pytest.mark.slow
 async def test_nospace_is_a_500_with_etcds_words_reads_go_on_and_writes_return(
         small_etcd: EtcdCluster, tmp_path: Path) -> None:
     config = ServerConfig(data_dir=tmp_path / "data",

@@ -58,7 +58,8 @@ async def free_space(urls: list[str], keys: list[bytes]) -> None:
 async def test_nospace_is_a_500_with_etcds_words_reads_go_on_and_writes_return(
         small_etcd: EtcdCluster, tmp_path: Path) -> None:
     config = ServerConfig(data_dir=tmp_path / "data",
-                          etcd=EtcdConfig(servers=small_etcd.urls, prefix="/nospace", compaction_interval=0))
+                          etcd=EtcdConfig(servers=small_etcd.urls, prefix="/nospace", compaction_interval=0,
+                                          request_timeout=15))  # fsyncs of 64 KiB on 2 loaded cores
     async with ApiServer(config) as server:
         stored: list[str] = []
         for i in range(200):

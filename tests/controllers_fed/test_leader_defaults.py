@@ -202,4 +202,9 @@ async def test_two_etcd_replicas_with_default_flags_elect_one_leader_and_a_pause
     for _ in range(6):  # a few of the new leader's renewals: never two leaders at one poll
         await _one_leader(replicas)
         await asyncio.sleep(0.5)
-    assert "stepping down" in leader.log.read_text() or "lost Lease" in leader.log.read_text()
+    await _until(lambda: _logged_step_down(leader), 30, f"{leader.identity}'s loop to step down")
+
+
+async def _logged_step_down(replica: Replica) -> bool:
+    text = replica.log.read_text(errors="replace")
+    return "stepping down" in text or "lost Lease" in text

@@ -18,8 +18,8 @@ import sys
 import time
 from typing import Any
 
-from member_agent.cluster.pools import build_topology
 from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
+from policies.cluster_layout import build_topology
 from policies.scheduler_conf import parse_scheduler_conf
 
 CONF = parse_scheduler_conf("""

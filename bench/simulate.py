@@ -10,7 +10,8 @@ replay), then times a snapshot + one-pod session (median of 20) against a from-s
 allocation, rejections, wall seconds and peak RSS. ``philly`` replays the Philly trace in job
 mode on the 1,000-node layout ``bench/data/philly-1000-nodes.yaml`` (the speed goal: the whole
 trace in <= 10 min, peak RSS <= 2 GiB) and prints jobs, simulated and wall seconds, peak RSS,
-mean/p95 JCT and queueing delay and the load average. Traces are read from ../shared/traces.
+mean/p95 JCT and queueing delay and the load average. Traces are read from examples/traces
+(sources and licences: examples/traces/SOURCES.md).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from policies.scheduler_conf import parse_scheduler_conf
 from simulator.fgd_mode import commit_binding, run_fgd
 from simulator.openb import node_object, pod_object, read_nodes, read_pods
 
-TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[1] / "examples" / "traces"
 CONFS = Path(__file__).resolve().parents[1] / "examples" / "scheduler-conf"
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from member_agent import cycle_apply
-from member_agent.capacity import NodeState, cluster_status, pod_request
 from member_agent.changes import Changes, SessionGate
 from member_agent.cluster.cache import ClusterCache
 from member_agent.cluster.clock import Clock
@@ -55,6 +54,7 @@ from member_agent.works import (
     parse_work,
     work_status,
 )
+from policies.capacity import NodeState, cluster_status, pod_request
 from policies.errors import InvalidConfiguration
 from policies.scheduler_conf import DEFAULT_CONF, SchedulerConf, parse_scheduler_conf
 

@@ -19,10 +19,11 @@ from member_agent import node_search_flags
 from member_agent.agent import Agent, AgentOptions
 from member_agent.cluster.clock import RealClock
 from member_agent.cluster.gateway import ClusterGateway
-from member_agent.cluster.pools import load_cluster_file
 from member_agent.cluster.sim import SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions
 from member_agent.sync import FederationSync
+from policies.cluster_layout import load_cluster_file
+from policies.cluster_report import SIM_KUBERNETES_VERSION
 from policies.errors import CalderaError
 
 if TYPE_CHECKING:  # aiohttp.web is imported by serve(), after run() told mimetypes to skip the system files
@@ -157,7 +158,7 @@ async def serve(args: argparse.Namespace) -> int:
         gateway = SimGateway(sim)
         cluster_spec = {"provider": cluster_file.provider, "region": cluster_file.region, "zone": cluster_file.zone,
                         "labels": cluster_file.labels}
-        version = "v1.30.0-caldera-sim"
+        version = SIM_KUBERNETES_VERSION
     else:
         from member_agent.cluster.kube import KubeGateway
 

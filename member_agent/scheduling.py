@@ -16,7 +16,6 @@ import logging
 import time
 from typing import Any, Callable, Optional, Sequence
 
-from member_agent.capacity import NodeState, PodShape
 from member_agent.cluster.gateway import (
     GROUP_NAME_ANNOTATION,
     Obj,
@@ -27,6 +26,7 @@ from member_agent.cluster.gateway import (
 )
 from member_agent.scheduler.framework.result import CycleResult, JobReport
 from member_agent.scheduler.framework.session import SessionOptions
+from policies.capacity import NodeState, PodShape
 from policies.scheduler_conf import SchedulerConf
 
 log = logging.getLogger("caldera.agent.scheduling")

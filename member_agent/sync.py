@@ -32,6 +32,7 @@ from member_agent.cluster.clock import Clock, rfc3339
 from member_agent.cluster.gateway import AlreadyExists, Gone, NotFound, Obj, Unavailable
 from member_agent.federation_api import LEASE_NAMESPACE, FederationAPI
 from member_agent.works import comparable
+from policies.cluster_report import cluster_registration, ready_condition
 from policies.errors import Conflict, TemporaryError
 from policies.models.karmada_work import execution_namespace
 
@@ -92,15 +93,7 @@ class FederationSync:
 
     # ------------------------------------------------------------------ Cluster
     def cluster_object(self) -> Obj:
-        spec: dict[str, Any] = {"syncMode": "Pull"}
-        extra = self.agent.options.cluster_spec
-        for key in ("provider", "region", "zone"):
-            if extra.get(key):
-                spec[key] = extra[key]
-        if extra.get("zone"):
-            spec["zones"] = [extra["zone"]]
-        return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-                "metadata": {"name": self.cluster, "labels": dict(extra.get("labels") or {})}, "spec": spec}
+        return cluster_registration(self.cluster, self.agent.options.cluster_spec)
 
     async def register(self) -> None:
         try:
@@ -115,13 +108,9 @@ class FederationSync:
 
     def cluster_status(self) -> Obj:
         status = self.agent.cluster_status()
-        status["conditions"] = [{
-            "type": "Ready", "status": "True", "reason": "ClusterReady",
-            "message": "cluster is healthy and ready to accept workloads",
-            # stamped once: Ready has held since this agent first reported it, and the federation's
-            # readiness damping counts from here (restamping every publish would never let it pass)
-            "lastTransitionTime": self._ready_since,
-        }]
+        # stamped once: Ready has held since this agent first reported it, and the federation's
+        # readiness damping counts from here (restamping every publish would never let it pass)
+        status["conditions"] = [ready_condition(self._ready_since)]
         return status
 
     async def publish_status(self, force: bool = False) -> bool:

@@ -90,8 +90,23 @@ def _run(args: argparse.Namespace, conf_path: str | None, console: Console) -> t
     return run, fgd_summary(run, inputs=inputs, wall_clock=not args.no_wall_clock)
 
 
+def missing_plotting() -> str | None:
+    """Why the run cannot draw its plots, or None: matplotlib is the ``simulate`` extra, not a
+    dependency of the federation or the agent, so say so before a replay that would fail at its end."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return ("error: caldera simulate draws its plots with matplotlib, which is not installed: "
+                "pip install 'caldera[simulate]' (or pip install 'matplotlib>=3.7,<4')")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    missing = missing_plotting()
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
     console = Console(stderr=True)
     args.mode = args.mode or ("jobs" if args.clusters else "fgd")
     if args.mode == "jobs":

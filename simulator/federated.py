@@ -1,7 +1,7 @@
 """Several member clusters: each job divided by the federation's own placement, gangs started in two phases.
 
 What runs is the federation's code: each member's ``Cluster.status`` is what its agent would
-report (:func:`member_agent.capacity.cluster_status` over its nodes and the pods bound or
+report (:func:`policies.capacity.cluster_status` over its nodes and the pods bound or
 reserved there); a job becomes a placement request (:func:`~federation.placement.adapters.build_request`
 with the ``--policy`` PropagationPolicy) that :meth:`~federation.placement.place.Placer.place`
 divides; each cluster's share is rendered as dispatch renders a Work
@@ -26,8 +26,8 @@ from federation.controllers.binding import placement_json
 from federation.controllers.render import share_manifest
 from federation.placement.adapters import assumed_share, build_request
 from federation.placement.place import Placer
-from member_agent.capacity import NodeState, cluster_status
 from member_agent.pod_writes import with_placement
+from policies.capacity import NodeState, cluster_status
 from policies.errors import InvalidConfiguration
 from simulator.clock import VirtualClock
 from simulator.member import Member, Obj

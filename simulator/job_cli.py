@@ -12,8 +12,8 @@ import argparse
 import os
 from typing import Any, Callable, Optional
 
-from member_agent.cluster.pools import load_cluster_file
 from member_agent.scheduler.framework.session import SessionOptions
+from policies.cluster_layout import load_cluster_file
 from policies.scheduler_conf import SchedulerConf
 from simulator.clock import VirtualClock
 from simulator.job_mode import EPOCH, Divider, JobRun, Releaser, run_jobs, single_cluster

@@ -8,7 +8,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
-SHARED = REPO.parent / "shared"
 
 
 @pytest.fixture

@@ -1,14 +1,15 @@
-"""The etcd connection: kube-apiserver's flags checked up front, and the etcd3aio client.
+"""The etcd connection: kube-apiserver's flags checked up front, and a gRPC channel to etcd's v3 API.
 
-Caldera talks to etcd through `etcd3aio` (asyncio, grpc.aio): its channel (round-robin over the
-endpoints, TLS and mutual TLS), its KV service (range, txn, compact) and its generated
-protobuf messages. One thing is done here instead of through the library's ``watch()``: that
-generator resumes a broken stream from the last response's header revision, which can skip
-events when etcd sends a catching-up watcher part of a batch; the store must resume from the
-last event it applied, and needs progress requests to learn the watch's revision. So the watch
-stream is opened on the library's channel with the library's ``WatchStub`` and messages
-(:meth:`EtcdConnection.watch_stream`), with ``hasleader`` metadata so that a member that lost
-its leader cancels the stream instead of going silent.
+Caldera speaks etcd's v3 gRPC API itself (grpc.aio): the messages are generated in the repository
+from etcd's .proto files (:mod:`federation.apiserver.etcdpb`, regenerated with ``grpc_tools.protoc``),
+and the methods are called by their gRPC paths (``/etcdserverpb.KV/Range``, ``Txn``, ``Compact`` and
+the ``/etcdserverpb.Watch/Watch`` stream), so no etcd client library is needed. The channel
+round-robins over the endpoints with keepalives, over TLS or mutual TLS. A unary read or compaction
+that fails with UNAVAILABLE or DEADLINE_EXCEEDED is tried once more on the channel (the next
+endpoint); a transaction never is (it could apply twice). The watch stream is opened by the store
+(:meth:`EtcdConnection.watch_stream`), which resumes it from the last event it applied and sends
+progress requests to learn the watch's revision; the stream carries ``hasleader`` metadata so that
+a member that lost its leader cancels it instead of going silent.
 
 A bad flag value fails with one line naming the flag (:class:`EtcdConfigError`).
 """
@@ -26,9 +27,8 @@ from urllib.parse import urlsplit
 
 import grpc
 import grpc.aio
-from etcd3aio import Etcd3Client, EtcdError
-from etcd3aio import _protobuf as pb
 
+from federation.apiserver.etcdpb import rpc_pb2 as pb
 from federation.apiserver.storage import StorageUnavailable, StoreFailed
 
 #: etcd's answer to a write once its backend reached --quota-backend-bytes (the NOSPACE alarm)
@@ -95,8 +95,16 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+#: gRPC status codes worth one more try on another endpoint (a member down, a slow answer)
+TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+#: unary reads and compactions: tries per call (writes get one, see :meth:`EtcdConnection.txn`)
+READ_ATTEMPTS = 2
+KEEPALIVE = [("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
+             ("grpc.keepalive_permit_without_calls", 1)]
+
+
 class EtcdConnection:
-    """One etcd3aio client for a store, with its own error mapping."""
+    """One gRPC channel to the etcd members of a store, with its own error mapping."""
 
     def __init__(self, config: EtcdConfig) -> None:
         self.config = config
@@ -112,14 +120,23 @@ class EtcdConnection:
             raise EtcdConfigError("--etcd-servers: certificates given but the URLs are http://, not https://")
         self.describe = ",".join(config.servers)
         hosts = [t.rsplit(":", 1)[0] for t in targets]
-        tls_args: dict[str, Any] = {}
+        self._options: list[tuple[str, Any]] = [("grpc.lb_policy_name", "round_robin"), *KEEPALIVE]
+        self._credentials: grpc.ChannelCredentials | None = None
         if tls:
-            tls_args = {"ca_cert": ca, "cert_chain": cert, "cert_key": key,
-                        "tls_server_name": next((h for h in hosts if not _is_ip(h)), None)}
-        # etcd3aio addresses endpoints with gRPC's ipv4: scheme, so names are resolved here once;
-        # a single name (a headless Service) uses gRPC's DNS resolver instead and follows its changes.
-        self.client = Etcd3Client(self._ip_targets(targets), rpc_max_attempts=2, **tls_args)
-        self._single_name = targets[0] if len(targets) == 1 and not _is_ip(hosts[0]) else None
+            self._credentials = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
+                                                             certificate_chain=cert)
+            # several addresses have no one host name to verify: the certificate must name the first
+            # host name given (or, with IP addresses only, carry IP SANs)
+            server_name = next((h for h in hosts if not _is_ip(h)), None)
+            if server_name is not None:
+                self._options.append(("grpc.ssl_target_name_override", server_name))
+        if len(targets) == 1 and not _is_ip(hosts[0]):
+            # a single name (a headless Service): gRPC's DNS resolver follows its changes
+            self.target = f"dns:///{targets[0]}"
+        else:
+            # several endpoints: gRPC's ipv4: list, so names are resolved here once
+            self.target = "ipv4:" + ",".join(self._ip_targets(targets))
+        self._channel: grpc.aio.Channel | None = None
 
     @staticmethod
     def _ip_targets(targets: list[str]) -> list[str]:
@@ -136,25 +153,58 @@ class EtcdConnection:
 
     async def connect(self) -> None:
         """Open the channel and prove etcd answers (a quorum read): else one line naming the flag."""
-        if self._single_name is not None:
-            self.client._manager.target = f"dns:///{self._single_name}"  # see _ip_targets
-        await self.client.connect()
+        if self._credentials is not None:
+            channel = grpc.aio.secure_channel(self.target, self._credentials, options=self._options)
+        else:
+            channel = grpc.aio.insecure_channel(self.target, options=self._options)
+        self._channel = channel
+        self._range = channel.unary_unary("/etcdserverpb.KV/Range", request_serializer=pb.RangeRequest.SerializeToString,
+                                          response_deserializer=pb.RangeResponse.FromString)
+        self._txn = channel.unary_unary("/etcdserverpb.KV/Txn", request_serializer=pb.TxnRequest.SerializeToString,
+                                        response_deserializer=pb.TxnResponse.FromString)
+        self._compact = channel.unary_unary("/etcdserverpb.KV/Compact",
+                                            request_serializer=pb.CompactionRequest.SerializeToString,
+                                            response_deserializer=pb.CompactionResponse.FromString)
+        self._watch = channel.stream_stream("/etcdserverpb.Watch/Watch",
+                                            request_serializer=pb.WatchRequest.SerializeToString,
+                                            response_deserializer=pb.WatchResponse.FromString)
         try:
             await self.range(b"\0", timeout=self.config.request_timeout)
         except StorageUnavailable as exc:
-            await self.client.close()
+            await self.close()
             flag = "--etcd-cafile/--etcd-certfile/--etcd-keyfile" if _tls_failure(str(exc)) else "--etcd-servers"
             raise EtcdConfigError(f"{flag}: cannot use etcd at {self.describe}: {exc}") from None
 
     async def close(self) -> None:
-        await self.client.close()
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
 
     # -- unary calls ---------------------------------------------------------------------
 
-    async def _call(self, what: str, coro: Any, write: bool = False) -> Any:
+    @staticmethod
+    async def _unary(method: Any, request: Any, timeout: float, attempts: int) -> Any:
+        """``attempts`` tries within ``timeout`` in all, the next one only after a transient status."""
+        backoff = 0.05
+        async with asyncio.timeout(timeout):
+            for attempt in range(1, attempts + 1):
+                try:
+                    return await method(request, timeout=timeout)
+                except grpc.aio.AioRpcError as exc:
+                    if exc.code() not in TRANSIENT or attempt == attempts:
+                        raise
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _call(self, what: str, method: Any, request: Any, timeout: float | None = None,
+                    write: bool = False) -> Any:
+        if self._channel is None:
+            raise StorageUnavailable(f"etcd cannot serve the {what} (the connection is closed)")
         try:
-            return await coro
-        except (EtcdError, grpc.aio.AioRpcError, TimeoutError) as exc:
+            return await self._unary(method, request, timeout or self.config.request_timeout,
+                                     1 if write else READ_ATTEMPTS)
+        except (grpc.aio.AioRpcError, TimeoutError) as exc:
             detail = _detail(exc)
             if write and "database space exceeded" in detail:
                 # etcd refused the write (nothing committed): kube-apiserver passes etcd's own words
@@ -168,22 +218,16 @@ class EtcdConnection:
 
     async def range(self, key: bytes, range_end: bytes | None = None, revision: int = 0,
                     timeout: float | None = None, count_only: bool = False) -> Any:
-        kv = self.client.kv
-        assert kv is not None
-        return await self._call("read", kv.get(key, range_end, revision=revision, count_only=count_only,
-                                               timeout=timeout or self.config.request_timeout))
+        request = pb.RangeRequest(key=key, range_end=range_end or b"", revision=revision, count_only=count_only)
+        return await self._call("read", self._range, request, timeout)
 
     async def txn(self, compare: list[Any], success: list[Any], failure: list[Any]) -> Any:
-        kv = self.client.kv
-        assert kv is not None
         # One attempt: a retried transaction could apply twice (or fail its own compare).
-        return await self._call("write", kv.txn(compare, success, failure, timeout=self.config.request_timeout,
-                                                max_attempts=1), write=True)
+        request = pb.TxnRequest(compare=compare, success=success, failure=failure)
+        return await self._call("write", self._txn, request, write=True)
 
     async def compact(self, revision: int) -> None:
-        kv = self.client.kv
-        assert kv is not None
-        await self._call("compaction", kv.compact(revision, timeout=self.config.request_timeout))
+        await self._call("compaction", self._compact, pb.CompactionRequest(revision=revision))
 
     # -- watch stream --------------------------------------------------------------------
 
@@ -199,11 +243,11 @@ class EtcdConnection:
                     await asyncio.Future()
                     continue
                 await progress.get()
-                yield pb.WatchRequest(progress_request=pb.rpc_pb2.WatchProgressRequest())
+                yield pb.WatchRequest(progress_request=pb.WatchProgressRequest())
 
-        channel = self.client._channel  # the library's channel (TLS, endpoints): see the module docstring
-        assert channel is not None
-        return pb.WatchStub(channel).Watch(requests(), metadata=REQUIRE_LEADER)
+        if self._channel is None:
+            raise StorageUnavailable("etcd cannot serve the watch (the connection is closed)")
+        return self._watch(requests(), metadata=REQUIRE_LEADER)
 
 
 def _detail(exc: BaseException) -> str:
@@ -211,9 +255,6 @@ def _detail(exc: BaseException) -> str:
         return f"{exc.code().name}: {exc.details()}"
     if isinstance(exc, TimeoutError):
         return "request timed out"
-    cause = exc.__cause__
-    if isinstance(cause, grpc.aio.AioRpcError):
-        return f"{cause.code().name}: {cause.details()}"
     return str(exc)
 
 

@@ -12,9 +12,8 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
-from etcd3aio import _protobuf as pb
-
 from federation.apiserver.etcd_client import op_put
+from federation.apiserver.etcdpb import rpc_pb2 as pb
 from federation.apiserver.storage import StorageUnavailable
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from federation.cli.place_layouts import LayoutError, split_layouts
+
 if TYPE_CHECKING:  # the placement core imports scipy: only `caldera place` pays for it, when it runs
     from federation.placement.decision import PlacementDecision
 
@@ -22,7 +24,8 @@ CONVERTIBLE = ("VCJob", "PyTorchJob", "TFJob", "MPIJob")
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR|-",
-                        help="manifests: the Job, its (Cluster)PropagationPolicy and the Cluster objects; repeatable")
+                        help="manifests: the Job, its (Cluster)PropagationPolicy and the Cluster objects or the agents' "
+                             "cluster layout files (examples/clusters/*.yaml); repeatable")
     parser.add_argument("--previous", metavar="BINDING.yaml",
                         help="the job's current ResourceBinding (previous assignment, Fresh/Steady, affinity term)")
     parser.add_argument("-o", "--output", choices=["json", "table"], default="table",
@@ -97,13 +100,18 @@ def _pick(docs: list[dict[str, Any]], job_name: str | None) -> tuple[dict[str, A
                                  (p.get("metadata") or {}).get("name", "")))
     clusters = [d for d in docs if d.get("kind") == "Cluster"]
     if not clusters:
-        raise InputError("no Cluster objects in the files")
+        raise InputError("no Cluster objects or cluster layout files (examples/clusters/*.yaml) in the files")
+    names = [(c.get("metadata") or {}).get("name") for c in clusters]
+    twice = sorted({str(n) for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"Cluster {', '.join(twice)} given more than once (as a Cluster object or a cluster layout file)")
     return job, matching[0], clusters
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        docs = _load(args.filename)
+        manifests, layout_clusters = split_layouts(args.filename)
+        docs = (_load(manifests) if manifests else []) + layout_clusters
         job, policy, clusters = _pick(docs, args.job)
         previous = None
         if args.previous:
@@ -115,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
         now = timestamp(args.now) if args.now else time.time()
         request = build_request(job, policy, clusters, previous, now=now or 0.0)
-    except (InputError, OSError) as err:
+    except (InputError, LayoutError, OSError) as err:
         print(f"caldera place: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # ValidationFailed and friends carry the object and field path

@@ -25,11 +25,19 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Optional, Protocol
 
 from policies.errors import CalderaError, TemporaryError
+from policies.wire_objects import MANAGED_SCHEDULERS as MANAGED_SCHEDULERS
+from policies.wire_objects import TOPOLOGY_ANNOTATION as TOPOLOGY_ANNOTATION
+from policies.wire_objects import Obj as Obj
+from policies.wire_objects import node_ready as node_ready
+from policies.wire_objects import node_schedulable as node_schedulable
+from policies.wire_objects import pod_managed as pod_managed
+from policies.wire_objects import pod_node as pod_node
+from policies.wire_objects import pod_phase as pod_phase
+from policies.wire_objects import pod_terminal as pod_terminal
+from policies.wire_objects import pod_terminating as pod_terminating
 
-Obj = dict[str, Any]
-
-#: ``spec.schedulerName`` values whose pods this agent schedules.
-MANAGED_SCHEDULERS = frozenset({"volcano", "caldera"})
+# Obj, MANAGED_SCHEDULERS, TOPOLOGY_ANNOTATION and the node/pod facts above live in policies.wire_objects
+# (caldera place derives an agent's report too); they stay importable from here.
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 #: The sim kubelet runs a bound pod for this long (Go duration or seconds) ...
 SIM_DURATION_ANNOTATION = "caldera.io/sim-duration"
@@ -37,8 +45,6 @@ SIM_DURATION_ANNOTATION = "caldera.io/sim-duration"
 SIM_EXIT_CODE_ANNOTATION = "caldera.io/sim-exit-code"
 #: Optional per-pod start delay for the sim kubelet (image pull, container start).
 SIM_START_DELAY_ANNOTATION = "caldera.io/sim-start-delay"
-#: NUMA / GPU / NVLink layout of a node, JSON (docs/topology.md).
-TOPOLOGY_ANNOTATION = "caldera.io/topology"
 
 
 class GatewayError(CalderaError):
@@ -144,35 +150,3 @@ def key_of(obj: Obj) -> str:
     m = obj.get("metadata") or {}
     ns = m.get("namespace")
     return f"{ns}/{m.get('name')}" if ns else str(m.get("name"))
-
-
-def node_ready(node: Obj) -> bool:
-    """The node's ``Ready`` condition is True (no conditions at all counts as ready)."""
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return condition.get("status") == "True"
-    return True
-
-
-def node_schedulable(node: Obj) -> bool:
-    return node_ready(node) and not (node.get("spec") or {}).get("unschedulable", False)
-
-
-def pod_phase(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
-
-
-def pod_terminal(pod: Obj) -> bool:
-    return pod_phase(pod) in ("Succeeded", "Failed")
-
-
-def pod_terminating(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def pod_node(pod: Obj) -> Optional[str]:
-    return (pod.get("spec") or {}).get("nodeName") or None
-
-
-def pod_managed(pod: Obj) -> bool:
-    return (pod.get("spec") or {}).get("schedulerName") in MANAGED_SCHEDULERS

@@ -12,10 +12,10 @@ from typing import AsyncIterator
 from member_agent.agent import Agent, AgentOptions
 from member_agent.cluster.clock import ManualClock
 from member_agent.cluster.gateway import AlreadyExists, Gone, NotFound, Obj, Unavailable, WatchEvent
-from member_agent.cluster.pools import pool_nodes
 from member_agent.cluster.sim import SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions
 from member_agent.sync import FederationSync
+from policies.cluster_layout import pool_nodes
 from policies.errors import Conflict
 
 

@@ -20,11 +20,11 @@ from kubernetes_asyncio import client as k8s
 
 from member_agent.agent import Agent, AgentOptions
 from member_agent.cluster.clock import RealClock
-from member_agent.cluster.pools import pool_nodes
 from member_agent.cluster.sim import SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions
 from member_agent.federation_rest import RestFederationAPI
 from member_agent.sync import FederationSync
+from policies.cluster_layout import pool_nodes
 
 WORK = ("work.karmada.io", "v1alpha1", "works")
 CLUSTER = ("cluster.karmada.io", "v1alpha1", "clusters")

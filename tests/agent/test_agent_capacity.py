@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from member_agent.capacity import NodeState, PodShape, cluster_status
-from member_agent.cluster.pools import parse_cluster_text, pool_nodes
+from policies.capacity import NodeState, PodShape, cluster_status
+from policies.cluster_layout import parse_cluster_text, pool_nodes
 
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
@@ -224,7 +224,7 @@ def test_pod_specs_validate_as_before_and_fail_with_the_same_errors() -> None:
     import pytest
     from pydantic import ValidationError
 
-    from member_agent.capacity import pod_request, validate_pod_spec
+    from policies.capacity import pod_request, validate_pod_spec
     from policies.models.core import PodSpec
 
     spec = {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1500m", "memory": "1Gi",

@@ -12,11 +12,11 @@ from agent_fakes import NS, Harness, job_work, settle
 
 from member_agent.cluster.clock import ManualClock
 from member_agent.cluster.gateway import pod_node
-from member_agent.cluster.pools import pool_nodes
 from member_agent.cluster.sim import SimCluster
 from member_agent.cluster.sim_kubelet import KubeletOptions
 from member_agent.endpoints import status_document
 from member_agent.scheduler.framework.result import CycleResult
+from policies.cluster_layout import pool_nodes
 from policies.scheduler_conf import parse_scheduler_conf
 
 GPU_INDEX = "volcano.sh/gpu-index"

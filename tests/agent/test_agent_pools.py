@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from member_agent.cluster.pools import load_cluster_file, parse_cluster_text
+from policies.cluster_layout import load_cluster_file, parse_cluster_text
 from policies.errors import InvalidConfiguration
 from policies.quantity import parse_quantity
 

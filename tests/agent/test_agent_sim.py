@@ -8,9 +8,9 @@ import pytest
 
 from member_agent.cluster.clock import ManualClock, ScaledClock
 from member_agent.cluster.gateway import AlreadyExists, BindConflict, Gone, NotFound, node_ready
-from member_agent.cluster.pools import pool_nodes
 from member_agent.cluster.sim import EVENTS, HISTORY, SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions, parse_duration
+from policies.cluster_layout import pool_nodes
 
 
 def make_cluster(nodes: int = 2, start_delay: float = 2.0, duration: float = 30.0) -> tuple[SimCluster, ManualClock]:

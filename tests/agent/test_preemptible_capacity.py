@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from member_agent.capacity import MAX_PREEMPTION_THRESHOLDS, NodeState, cluster_status, preemptible_shapes
+from policies.capacity import MAX_PREEMPTION_THRESHOLDS, NodeState, cluster_status, preemptible_shapes
 from policies.models.karmada_cluster import ClusterStatus
 
 

@@ -15,10 +15,10 @@ import asyncio
 from typing import Any
 
 import orjson
-from etcd3aio import _protobuf as pb
 
 from federation.apiserver.etcd_client import EtcdConfig
 from federation.apiserver.etcd_store import EtcdStore
+from federation.apiserver.etcdpb import rpc_pb2 as pb
 from federation.apiserver.storage import StorageUnavailable
 
 PREFIX = b"/caldera/registry/"

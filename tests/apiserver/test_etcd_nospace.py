@@ -4,13 +4,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from etcd3aio import Etcd3Client
 
 from federation.apiserver.etcd_client import NOSPACE, EtcdConfig
 from federation.apiserver.server import ApiServer, ServerConfig
@@ -36,22 +39,36 @@ def configmap(name: str) -> str:
                        "data": {"payload": uuid.uuid4().hex * 2000}})  # 64 KiB, incompressible enough
 
 
-async def free_space(urls: list[str], keys: list[bytes]) -> None:
+def _gateway(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One call to etcd's JSON gateway (what etcdctl's maintenance commands send over gRPC)."""
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as resp:  # noqa: S310 (loopback)
+        answer: dict[str, Any] = json.loads(resp.read() or b"{}")
+        return answer
+
+
+def _b64(key: bytes) -> str:
+    return base64.b64encode(key).decode()
+
+
+def free_space_sync(url: str, keys: list[bytes]) -> None:
     """What an operator does (etcd's maintenance guide): delete what is not needed (etcd takes deletes
     under the alarm), compact, defragment, disarm the alarm."""
-    client = Etcd3Client([u.removeprefix("http://") for u in urls])
-    await client.connect()
-    try:
-        assert client.kv is not None and client.maintenance is not None
-        for key in keys:
-            await client.kv.delete(key)
-        revision = (await client.kv.get(b"\0")).header.revision
-        await client.kv.compact(revision, physical=True)
-        await client.maintenance.defragment()
-        for alarm in (await client.maintenance.alarms()).alarms:
-            await client.maintenance.alarm_deactivate(alarm.alarm, member_id=alarm.memberID)
-    finally:
-        await client.close()
+    for key in keys:
+        _gateway(url, "/v3/kv/deleterange", {"key": _b64(key)})
+    revision = _gateway(url, "/v3/kv/range", {"key": _b64(b"\0")})["header"]["revision"]
+    _gateway(url, "/v3/kv/compaction", {"revision": revision, "physical": True})
+    _gateway(url, "/v3/maintenance/defragment", {})
+    for alarm in _gateway(url, "/v3/maintenance/alarm", {"action": "GET"}).get("alarms") or []:
+        _gateway(url, "/v3/maintenance/alarm", {"action": "DEACTIVATE", "memberID": alarm["memberID"],
+                                                "alarm": alarm["alarm"]})
+    left = _gateway(url, "/v3/maintenance/alarm", {"action": "GET"}).get("alarms") or []
+    assert not left, f"alarms still raised: {left}"
+
+
+async def free_space(urls: list[str], keys: list[bytes]) -> None:
+    await asyncio.to_thread(free_space_sync, urls[0], keys)
 
 
 @pytest.mark.slow

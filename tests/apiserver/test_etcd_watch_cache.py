@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
-from etcd3aio import _protobuf as pb
 
+from federation.apiserver.etcdpb import rpc_pb2 as pb
 from federation.apiserver.status import ApiError
 from federation.apiserver.watch import Watcher, WatchHub
 from tests.apiserver.test_etcd_cache_order import LAST_WRITE, OPENED, PREFIX, ScriptedEtcd, _store, _stream

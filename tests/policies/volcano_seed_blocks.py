@@ -1,7 +1,7 @@
 """The seed document's Volcano, Kubernetes and Kubeflow YAML blocks, verbatim.
 
-Copied from ``shared/seeds/000_592ac98742f11b8c.txt`` (which is not part of the repository) so
-that the model tests run on a clean checkout. Key: ``<kind>/<name>``; values are YAML text.
+Copied from the seed document, ``tests/data/seed/000_592ac98742f11b8c.txt``
+(``test_seed.py`` checks each block is in it verbatim). Key: ``<kind>/<name>``; values are YAML text.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from member_agent.cluster.pools import build_topology
 from member_agent.scheduler import build_snapshot, run_cycle
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.result import CycleResult
+from policies.cluster_layout import build_topology
 from policies.scheduler_conf import parse_scheduler_conf
 
 GPU_MEMORY_GIB = 80

@@ -20,14 +20,10 @@ from simulator.fgd_mode import FgdRun, run_fgd
 from simulator.openb import read_nodes, read_pods
 
 ROOT = Path(__file__).resolve().parents[2]
-TRACES = ROOT / ".." / "shared" / "traces"
+TRACES = ROOT / "examples" / "traces"
 PODS = TRACES / "openb_pod_list_default.csv"
 NODES = TRACES / "openb_node_list_gpu_node.csv"
 CONFS = ROOT / "examples" / "scheduler-conf"
-
-pytestmark = pytest.mark.skipif(not PODS.exists() or not NODES.exists(),
-                                reason=f"openb traces not found under {TRACES}")
-
 
 def replay(conf_name: str) -> FgdRun:
     nodes = read_nodes(str(NODES))[::8]

@@ -99,7 +99,7 @@ def test_bad_flags_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_the_replay_collects_garbage_less_often_and_restores_the_thresholds() -> None:
     import gc
 
-    from member_agent.cluster.pools import load_cluster_file
+    from policies.cluster_layout import load_cluster_file
     from policies.scheduler_conf import DEFAULT_CONF
     from simulator.clock import VirtualClock
     from simulator.job_mode import EPOCH, REPLAY_GC_THRESHOLD, run_jobs, single_cluster

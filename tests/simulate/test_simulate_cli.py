@@ -1,4 +1,4 @@
-"""``caldera simulate --mode fgd`` on a small slice of the openb trace (../shared/traces).
+"""``caldera simulate --mode fgd`` on a small slice of the openb trace (examples/traces).
 
 Every 60th node of the openb node list (a mix of 2-, 4- and 8-GPU nodes) and the full pod
 list, sampled to 130 % of that slice's GPUs: the summary keys of the stable interface, a
@@ -18,17 +18,13 @@ import pytest
 
 from simulator.cli import main
 
-TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[2] / "examples" / "traces"
 PODS = TRACES / "openb_pod_list_default.csv"
 NODES = TRACES / "openb_node_list_gpu_node.csv"
 ROOT = Path(__file__).resolve().parents[2]
 GPU_PACKING = ROOT / "examples" / "scheduler-conf" / "gpu-packing.conf"
 KEYS = {"pods", "gpuAllocationRatio", "arrivedLoadRatio", "firstRejection", "jct", "queueingDelay",
         "simulatedSeconds", "wallSeconds"}
-
-pytestmark = pytest.mark.skipif(not PODS.exists() or not NODES.exists(),
-                                reason=f"openb traces not found under {TRACES}")
-
 
 @pytest.fixture(scope="module")
 def node_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -30,9 +30,9 @@ from typing import Any, Optional
 
 import yaml
 
-from member_agent.cluster.gateway import TOPOLOGY_ANNOTATION, Obj
 from policies.errors import InvalidConfiguration, InvalidQuantity
 from policies.quantity import from_fraction, parse_quantity
+from policies.wire_objects import TOPOLOGY_ANNOTATION, Obj
 
 POOL_FIELDS = {
     "name", "count", "cpu", "memory", "pods", "ephemeralStorage", "gpus", "numaNodes", "labels",
@@ -127,7 +127,7 @@ def _checked_node(doc: Any, where: str) -> Obj:
         raise InvalidConfiguration(f"{where}.status.allocatable: required (node {name})")
     for resource, quantity in allocatable.items():
         _quantity(quantity, f"{where}.status.allocatable.{resource}")
-    node = json.loads(json.dumps(doc))
+    node: Obj = json.loads(json.dumps(doc))
     node.setdefault("apiVersion", "v1")
     status = node.setdefault("status", {})
     status.setdefault("allocatable", dict(allocatable))
@@ -266,7 +266,7 @@ def build_topology(cpu_cores: int, memory_bytes: int, numa_count: int, gpu_info:
     """The ``caldera.io/topology`` document (docs/topology.md): CPUs, memory and GPUs split evenly
     over NUMA nodes, the remainder going to the lowest ids; NVLink groups from ``gpus.nvlink``."""
     gpu_count = gpu_info["count"] if gpu_info else 0
-    numa = []
+    numa: list[dict[str, Any]] = []
     cpu_start = 0
     gpu_start = 0
     for nid in range(numa_count):

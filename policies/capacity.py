@@ -26,7 +26,10 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 from pydantic import ValidationError
 
-from member_agent.cluster.gateway import (
+from policies.models.core import Pod, PodSpec
+from policies.models.pod_resources import pod_spec_request
+from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_text
+from policies.wire_objects import (
     TOPOLOGY_ANNOTATION,
     Obj,
     node_ready,
@@ -35,9 +38,6 @@ from member_agent.cluster.gateway import (
     pod_terminal,
     pod_terminating,
 )
-from policies.models.core import Pod, PodSpec
-from policies.models.pod_resources import pod_spec_request
-from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_text
 
 PLACEMENT_LABELS = ("nvidia.com/gpu.product", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
                     "caldera.io/pool")
@@ -227,7 +227,7 @@ class NodeState:
         available = self.free if free is None else free
         asked = row > 0
         ratios = np.floor((np.maximum(available[:, asked], 0.0) + TOLERANCE) / row[asked])
-        fit = ratios.min(axis=1).astype(np.int64)
+        fit: np.ndarray = ratios.min(axis=1).astype(np.int64)
         fit[~(self.matching(shape) if mask is None else mask)] = 0
         return fit
 
@@ -447,11 +447,11 @@ def queue_summary(pods: Iterable[Obj], queue_of_pod: Mapping[str, str], queues: 
                                  "allocated": {k: to_quantity_text(k, v) for k, v in sorted(allocated.get(name, {}).items())
                                                if abs(v) >= TOLERANCE}}
         for key in ("deserved", "capability", "guarantee"):
-            value = spec.get(key)
+            configured: Any = spec.get(key)
             if key == "guarantee":
-                value = (value or {}).get("resource")
-            if value:
-                entry[key] = dict(value)
+                configured = (configured or {}).get("resource")
+            if configured:
+                entry[key] = dict(configured)
         out.append(entry)
     return out
 

@@ -1,0 +1,50 @@
+"""Facts read from Kubernetes wire dicts of Nodes and Pods (``kubectl get -o json`` shape).
+
+Shared by the member agent (its gateway, scheduler cache and capacity report) and by anything
+that derives what an agent would report, such as ``caldera place`` on a cluster layout file
+(:mod:`policies.cluster_report`); the federation must not import the agent, so they live here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+Obj = dict[str, Any]
+
+#: ``spec.schedulerName`` values whose pods the agent schedules.
+MANAGED_SCHEDULERS = frozenset({"volcano", "caldera"})
+#: NUMA / GPU / NVLink layout of a node, JSON (docs/topology.md).
+TOPOLOGY_ANNOTATION = "caldera.io/topology"
+
+
+def node_ready(node: Obj) -> bool:
+    """The node's ``Ready`` condition is True (no conditions at all counts as ready)."""
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return True
+
+
+def node_schedulable(node: Obj) -> bool:
+    return node_ready(node) and not (node.get("spec") or {}).get("unschedulable", False)
+
+
+def pod_phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def pod_terminal(pod: Obj) -> bool:
+    return pod_phase(pod) in ("Succeeded", "Failed")
+
+
+def pod_terminating(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def pod_node(pod: Obj) -> Optional[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return str(node) if node else None
+
+
+def pod_managed(pod: Obj) -> bool:
+    return (pod.get("spec") or {}).get("schedulerName") in MANAGED_SCHEDULERS

@@ -29,6 +29,13 @@ FLAGS: dict[str, tuple[str, str]] = {
                                 "unhealthy (default 60)"),
     "--cluster-monitor-period": ("cluster_monitor_period",
                                  "seconds between two health checks of every cluster (default 5)"),
+    "--gang-start-deadline": ("gang_start_deadline",
+                              "seconds after the release of a gang spanning clusters by which every share must have "
+                              "started, else the whole gang is torn down (default 60; a Job's annotation "
+                              "caldera.io/start-deadline-seconds overrides it)"),
+    "--pod-termination-grace": ("pod_termination_grace",
+                                "grace period of the pods a cut-off agent deletes when it fences itself; published "
+                                "to the agents in Cluster status.failoverTiming (default 30)"),
 }
 
 
@@ -43,4 +50,10 @@ def health_options(args: argparse.Namespace) -> dict[str, Any]:
     for dest, value in values.items():
         if value is not None and value < 0:
             raise SystemExit(f"caldera serve: --{dest.replace('_', '-')} must be >= 0, got {value}")
+    from federation.controllers.fence_check import unsafe_flags
+
+    unsafe = unsafe_flags(values["cluster_lease_grace"], values["cluster_failover_grace"],
+                          values["pod_termination_grace"])
+    if unsafe:
+        raise SystemExit(f"caldera serve: unsafe fencing: {unsafe}")
     return {dest: value for dest, value in values.items() if value is not None}

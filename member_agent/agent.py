@@ -37,6 +37,8 @@ from member_agent.cluster.clock import Clock
 from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
 from member_agent.controllers import ControllerConfig
 from member_agent.controllers.naming import pod_group_name
+from member_agent.fenced_works import fence_applies, stop_fenced, with_fenced_condition
+from member_agent.fencing import Fence
 from member_agent.gang import GangTracker
 from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
@@ -94,6 +96,9 @@ class Agent:
         self.metrics = AgentMetrics()
         self.works: dict[str, WorkState] = {}
         self.generations: dict[str, int] = {}  # Work uid -> highest placement generation seen
+        #: self-fencing (set by ``caldera agent``; None: never fence) and the generations it stopped
+        self.fence: Optional[Fence] = None
+        self.fenced: dict[str, int] = {}  # Work uid -> placement generation fenced
         self.writes = PodWrites(gateway)  # pod writes and what is still in flight
         self.queues: list[Obj] = []
         self.priority_classes: list[Obj] = []
@@ -201,6 +206,12 @@ class Agent:
         self.queues, self.priority_classes = queues, priority_classes
 
     # ------------------------------------------------------------------ views
+    def stale_generation(self, pod: Obj) -> bool:
+        """Whether ``pod`` belongs to a placement generation older than the newest seen for its Work."""
+        uid = ((pod.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL)
+        seen = self.generations.get(uid or "")
+        return seen is not None and _generation(pod) < seen
+
     def pods_of(self, record: WorkRecord) -> list[Obj]:
         return [p for p in self.cache.pods.values()
                 if ((p.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL) == record.uid]
@@ -290,14 +301,18 @@ class Agent:
         if record.error or run is None:
             self.update_status(state, now)
             return
-        if record.placement.cancelled:
+        if fence_applies(self, state):
+            await stop_fenced(self, state, pods, now)
+            return
+        if record.placement.cancelled:  # before the release: reservations; after it: a torn-down gang
             state.gang.evaluate(record, 0, run.phase, "", now)
-            unbound = [p for p in pods if not pod_node(p)]
-            run.deleted_by_us.update(p["metadata"]["name"] for p in unbound)
-            await self.writes.delete_all(unbound, "placement cancelled")
+            run.deleted_by_us.update(p["metadata"]["name"] for p in pods)
+            await self.writes.delete_all(pods, "placement cancelled")
             self.update_status(state, now)
             return
-        stale = [p for p in pods if not pod_node(p) and _generation(p) < record.placement.generation]
+        # generations are fencing tokens: a held (new gang attempt) generation stops older bound pods too
+        stale = [p for p in pods if _generation(p) < record.placement.generation
+                 and (not pod_node(p) or record.placement.hold)]
         run.deleted_by_us.update(p["metadata"]["name"] for p in stale)
         await self.writes.delete_all(stale, "older placement generation")
         had_group = run.pod_group is not None
@@ -369,6 +384,7 @@ class Agent:
         with_gang = state.record.placement.declared
         status = work_status(state.record, state.job_status, pg_phase, state.gang.status() if with_gang else None,
                              now, state.written, error=state.controller_error)
+        status = with_fenced_condition(status, state, now)
         if state.written is None or comparable(status) != comparable(state.written):
             state.pending_status = status
             self.status_changed.set()

@@ -21,6 +21,7 @@ from member_agent.cluster.clock import RealClock
 from member_agent.cluster.gateway import ClusterGateway
 from member_agent.cluster.sim import SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions
+from member_agent.fencing import Fence
 from member_agent.sync import FederationSync
 from policies.cluster_layout import load_cluster_file
 from policies.cluster_report import SIM_KUBERNETES_VERSION
@@ -71,6 +72,16 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--fence-after", type=float, default=None, metavar="SECONDS",
+                        help="stop re-placeable shares after this long without a Lease renewal (default: derived "
+                             "from the federation's graces, lease + failover - termination grace - margin; "
+                             "a value above the derived one is not used)")
+    parser.add_argument("--fence-termination-grace", type=int, default=None, metavar="SECONDS",
+                        help="grace period of the pods a fence deletes (default: the federation's "
+                             "--pod-termination-grace, 30)")
+    parser.add_argument("--no-self-fence", action="store_true",
+                        help="never stop shares when cut off from the federation (the federation reports the "
+                             "cluster's fence as unsafe: a partition can then run a job twice)")
     node_search_flags.add_flags(parser)
     from member_agent.leader import add_flags
 
@@ -141,6 +152,10 @@ async def serve(args: argparse.Namespace) -> int:
 
     if not args.speed > 0:
         raise CalderaError(f"--speed must be positive, got {args.speed}")
+    if args.fence_after is not None and args.fence_after < 0:
+        raise CalderaError(f"--fence-after must be >= 0, got {args.fence_after}")
+    if args.fence_termination_grace is not None and args.fence_termination_grace < 0:
+        raise CalderaError(f"--fence-termination-grace must be >= 0, got {args.fence_termination_grace}")
     from member_agent import leader
 
     why = leader.check(args)
@@ -172,6 +187,8 @@ async def serve(args: argparse.Namespace) -> int:
                            session_options=node_search_flags.session_options(args),
                            cluster_spec=cluster_spec, kubernetes_version=version)
     agent = Agent(options, gateway, clock)
+    agent.fence = Fence(clock, args.lease_period, termination_grace=args.fence_termination_grace,
+                        fence_after=args.fence_after, enabled=not args.no_self_fence)
     sync = FederationSync(agent, federation, clock, lease_period=args.lease_period, status_period=args.status_period)
     secure = args.metrics_bind_address is not None
     runner = web.AppRunner(build_app(agent, sync, sim, plain_metrics=not secure), access_log=None)

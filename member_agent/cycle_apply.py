@@ -77,6 +77,8 @@ class Agent(Protocol):
 
     def update_status(self, state: WorkState, now: float) -> None: ...
 
+    def stale_generation(self, pod: Obj) -> bool: ...
+
 
 def overlay_pods(agent: Agent) -> list[Obj]:
     """Cluster pods, with reserved and in-flight bindings shown as bound (with the session's
@@ -159,6 +161,9 @@ def _apply_bindings(agent: Agent, result: CycleResult) -> None:
     for pod_key, node in result.bindings.items():
         pod = agent.cache.pods.get(pod_key)
         if pod is None or pod_node(pod):
+            continue
+        if agent.stale_generation(pod):  # fencing token: a pod of a superseded placement never starts
+            log.info("Not binding Task %s: its placement generation is superseded", pod_key)
             continue
         annotations = result.pod_annotations.get(pod_key)
         devices = result.device_allocations.get(pod_key)

@@ -13,6 +13,7 @@ from member_agent.cluster.gateway import NotFound, pod_node
 from member_agent.cluster.sim import SimCluster
 from member_agent.metrics import CONTENT_TYPE
 from member_agent.sync import FederationSync
+from member_agent.works import GENERATION_LABEL
 
 
 def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, Any]:
@@ -28,6 +29,13 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
             "gang": state.gang.status(),
             "reservations": dict(state.gang.reservations),
             "pods": len(agent.pods_of(state.record)),
+            "clusters": state.record.placement.clusters,
+            # pods whose containers run (a terminating one still runs until its grace ends), by the
+            # placement generation they were created for (the chaos checks read it)
+            "runningByGeneration": dict(Counter(
+                str(((p.get("metadata") or {}).get("labels") or {}).get(GENERATION_LABEL, "0"))
+                for p in agent.pods_of(state.record) if (p.get("status") or {}).get("phase") == "Running")),
+            "fenced": state.fenced_reason or None,
             "deferredActions": len(state.run.deferred) if state.run is not None else 0,
         }
     return {
@@ -44,6 +52,8 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
         "lastCycle": agent.last_cycle,
         "schedulerActions": list(agent.conf.actions),
         "works": works,
+        "fence": (dict(agent.fence.report(), unreachableForSeconds=round(agent.fence.unreachable_for(), 3))
+                  if agent.fence is not None else None),
         # "ns/pod" -> {"gpus": [ids], "numa": [ids]}: what the sessions gave the pods still present.
         "devices": dict(sorted(agent.writes.devices.items())),
         "nominations": {key: nominee for key, pod in sorted(agent.cache.pods.items())

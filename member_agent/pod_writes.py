@@ -145,14 +145,14 @@ class PodWrites:
         finally:
             self.creating.discard(key)
 
-    async def delete(self, namespace: str, name: str) -> None:
+    async def delete(self, namespace: str, name: str, grace: int = EVICT_GRACE) -> None:
         try:
-            await self.gateway.delete_pod(namespace, name, EVICT_GRACE)
+            await self.gateway.delete_pod(namespace, name, grace)
         except GatewayError as exc:
             log.warning("delete pod %s/%s: %s", namespace, name, exc)
 
-    async def delete_all(self, pods: list[Obj], why: str) -> None:
+    async def delete_all(self, pods: list[Obj], why: str, grace: int = EVICT_GRACE) -> None:
         for pod in pods:
             if not pod_terminating(pod):
                 log.info("Deleting pod %s: %s", key_of(pod), why)
-                await self.delete(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"])
+                await self.delete(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"], grace)

@@ -111,6 +111,8 @@ class FederationSync:
         # stamped once: Ready has held since this agent first reported it, and the federation's
         # readiness damping counts from here (restamping every publish would never let it pass)
         status["conditions"] = [ready_condition(self._ready_since)]
+        if self.agent.fence is not None:
+            status["fence"] = self.agent.fence.report()  # the federation checks it against its graces
         return status
 
     async def publish_status(self, force: bool = False) -> bool:
@@ -148,7 +150,22 @@ class FederationSync:
 
     # ------------------------------------------------------------------ Lease
     async def renew_lease(self) -> None:
+        started = self.clock.monotonic()  # the fence counts from the start of the last successful renewal
         now = self.clock.now()
+        await self._renew_lease(now)
+        if self.agent.fence is not None:
+            self.agent.fence.renewed(started, now)
+
+    async def learn_failover_timing(self) -> None:
+        """Read the graces the federation published on our Cluster (``status.failoverTiming``)."""
+        if self.agent.fence is None:
+            return
+        try:
+            self.agent.fence.learn(await self.call("get_cluster", lambda: self.api.get_cluster(self.cluster)))
+        except Exception as exc:  # noqa: BLE001 - the graces last read (or the defaults) stay in force
+            log.debug("reading Cluster %s for the federation's graces failed: %s", self.cluster, exc)
+
+    async def _renew_lease(self, now: float) -> None:
         try:
             lease = await self.call("get_lease", lambda: self.api.get_lease(LEASE_NAMESPACE, self.cluster))
         except NotFound:
@@ -170,6 +187,7 @@ class FederationSync:
         while True:
             try:
                 await self.renew_lease()
+                await self.learn_failover_timing()
             except Conflict:
                 await self.clock.sleep(0.2)  # changed between our read and write: read again soon
                 continue
@@ -266,6 +284,8 @@ class FederationSync:
             await self.clock.sleep(self.inputs_period)
 
     async def run(self) -> None:
+        if self.agent.fence is not None:
+            self.agent.fence.restart()  # e.g. a standby just elected: the fence counts from now
         while True:
             try:
                 await self.register()
@@ -273,8 +293,11 @@ class FederationSync:
             except Exception as exc:  # noqa: BLE001
                 log.warning("registering Cluster %s failed: %s; retrying", self.cluster, exc)
                 await self.clock.sleep(2.0)
-        await asyncio.gather(self.lease_loop(), self.status_loop(), self.works_loop(), self.work_status_loop(),
-                             self.inputs_loop())
+        try:
+            await asyncio.gather(self.lease_loop(), self.status_loop(), self.works_loop(), self.work_status_loop(),
+                                 self.inputs_loop())
+        finally:
+            self.connected = False  # stopped (e.g. stepped down): not talking to the federation
 
 
 async def _first(*awaitables: Any) -> None:

@@ -32,6 +32,8 @@ class WorkState:
     #: Why the last session could not place the job's gang ("" when it could, or had nothing to do).
     session_reason: str = ""
     reported_phase: str = ""
+    #: "fenced: federation unreachable since ..." while the share is fenced (member_agent.fenced_works)
+    fenced_reason: str = ""
 
     @property
     def job_status(self) -> Obj:

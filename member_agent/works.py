@@ -38,6 +38,9 @@ class Placement:
     reserve_timeout: int = DEFAULT_RESERVE_TIMEOUT
     #: The Work has ``spec.placement`` (a Caldera Work): the agent answers in ``status.gang``.
     declared: bool = False
+    #: ``spec.placement.failover``: whether the federation may re-place this share when the cluster
+    #: is lost (false: the policy keeps it here, so a cut-off agent never fences it)
+    failover: bool = True
 
 
 @dataclass
@@ -81,6 +84,7 @@ def _placement(work: Obj, manifest: Optional[Obj]) -> Placement:
         clusters=max(1, int(raw.get("clusters", 1) or 1)),
         reserve_timeout=int(raw.get("reserveTimeoutSeconds") or DEFAULT_RESERVE_TIMEOUT),
         declared=bool(raw),
+        failover=raw.get("failover") is not False,
     )
 
 

@@ -76,6 +76,9 @@ class ControllerOptions:
     workers: int = 4
     #: default two-phase reserve timeout; a Job's ``caldera.io/reserve-timeout-seconds`` overrides it
     reserve_timeout_seconds: int = 60
+    #: after the release every share must have started within this (``caldera.io/start-deadline-seconds``
+    #: on a Job overrides it), else the gang is torn down (federation/controllers/post_release.py)
+    start_deadline_seconds: float = 60.0
     #: backoff between retries of an unschedulable job and between two-phase attempts
     retry_base_seconds: float = 5.0
     retry_max_seconds: float = 300.0

@@ -12,6 +12,7 @@ the policy) freezes the Works as they are.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -22,8 +23,10 @@ from federation.controllers import app_failover, deletion
 from federation.controllers import binding as b
 from federation.controllers import common as c
 from federation.controllers.poison import PoisonGuard, describe
+from federation.controllers.post_release import RELEASED_AT, STARTED_GENERATION
 from federation.controllers.render import apply_overrides, share_manifest
 from federation.controllers.runner import QueueController, run_controller
+from federation.controllers.teardown import TeardownMixin, pinned_by_policy
 from federation.controllers.two_phase import Verdict, exclusion_note, judge, merge_caps, newly_excluded
 from federation.events import record_event
 
@@ -32,7 +35,7 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 
-class DispatchController(QueueController):
+class DispatchController(TeardownMixin, QueueController):
     def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
         super().__init__(api, options)
         self.jobs = self.informer(c.JOBS, self._on_job)
@@ -40,7 +43,7 @@ class DispatchController(QueueController):
         self.works = self.informer(c.WORKS, self._on_work)
         self.ops = self.informer(c.OVERRIDE_POLICIES, self._on_override)
         self.cops = self.informer(c.CLUSTER_OVERRIDE_POLICIES, self._on_override)
-        self.clusters = self.informer(c.CLUSTERS)
+        self.clusters = self.informer(c.CLUSTERS, self._on_cluster)
         self.informers = [self.jobs, self.bindings, self.works, self.ops, self.cops, self.clusters]
         self.index = deletion.WorkIndex()
 
@@ -127,6 +130,9 @@ class DispatchController(QueueController):
         if multi and not cancelled and not released:  # once released, failures are the job's own business
             placed_at = c.parse_time(c.annotations_of(rb).get(c.PLACED_AT)) or self.clock()
             verdict = judge({cl: current.get(cl) for cl in shares}, generation, placed_at, timeout, self.clock())
+        after_release = multi and released and not cancelled  # the second phase: complete or abort
+        if after_release:
+            verdict = self._judge_started(key, job, rb, generation, {cl: current.get(cl) for cl in shares})
         released = released or verdict.action == "release"
         cancelled = cancelled or verdict.action == "cancel"
         cluster_objs = {o["metadata"]["name"]: o for o in self.clusters.items()}
@@ -138,13 +144,19 @@ class DispatchController(QueueController):
                 continue
             body = self._render(job, cluster, share, placement, generation, multi, released, cancelled, timeout,
                                 cluster_objs.get(cluster), overrides)
+            if pinned_by_policy(rb):  # the policy keeps it here: a cut-off agent must not fence it
+                body["spec"]["placement"]["failover"] = False
             await self._apply(body, current.get(cluster))
         if verdict.action == "release":
             await self._released(job, rb, generation, shares)
+        elif verdict.action == "cancel" and after_release:
+            await self._torn_down(job, rb, generation, shares, verdict, cluster_objs)
         elif verdict.action == "cancel":
             await self._cancelled(job, rb, generation, shares, verdict)
         elif verdict.action == "wait":
             self.queue.add(key, verdict.wait_seconds + 0.05)
+        elif after_release and verdict.action == "none" and c.int_annotation(rb, STARTED_GENERATION, -1) != generation:
+            await self._annotate(rb, {STARTED_GENERATION: str(generation)})
 
     async def _settle_evictions(self, key: Key, rb: Obj, generation: int, new_shares: dict[str, Obj | None]) -> set[str]:
         """Application failover's eviction tasks: the clusters whose old Work stays for now; tasks
@@ -232,22 +244,27 @@ class DispatchController(QueueController):
 
     async def _released(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any]) -> None:
         notes = c.annotations_of(rb)
-        if c.RESERVE_ATTEMPTS in notes or c.RETRY_AFTER in notes:
-            await self._annotate(rb, {c.RESERVE_ATTEMPTS: None, c.RETRY_AFTER: None})
+        # the post-release deadline counts from here (federation/controllers/post_release.py)
+        await self._annotate(rb, {c.RESERVE_ATTEMPTS: None, c.RETRY_AFTER: None,
+                                  RELEASED_AT: c.rfc3339(self.clock())} if c.RESERVE_ATTEMPTS in notes or
+                             c.RETRY_AFTER in notes else {RELEASED_AT: c.rfc3339(self.clock())})
         metrics.two_phase_outcome("released", self._waited(rb))
         await self._event(job, "Released", f"generation {generation}: every share reserved on "
                                            f"{', '.join(sorted(shares))}; released")
 
-    async def _cancelled(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any], verdict: Verdict) -> None:
+    async def _cancelled(self, job: Obj, rb: Obj, generation: int, shares: dict[str, Any], verdict: Verdict,
+                         extra: dict[str, str] | None = None, min_delay: float = 0.0) -> None:
+        """Cancel every share; ``extra`` annotations go in the same write (placement reads them together)."""
         now = self.clock()
         attempts = c.int_annotation(rb, c.RESERVE_ATTEMPTS, 0) + 1
-        delay = c.backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds)
+        delay = max(min_delay, c.backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds))
         before = c.json_annotation(rb, c.RESERVE_CAPS)
         before = before if isinstance(before, dict) else {}
         caps = merge_caps(before, shares, verdict.failed, now + self.options.cap_ttl_seconds, now=now,
                           exclude_after=self.options.exclude_after_failures)
         await self._annotate(rb, {c.CANCELLED_GENERATION: str(generation), c.RESERVE_ATTEMPTS: str(attempts),
-                                  c.RETRY_AFTER: c.rfc3339(now + delay), c.RESERVE_CAPS: c.canonical_json(caps)})
+                                  c.RETRY_AFTER: c.rfc3339(now + delay), c.RESERVE_CAPS: c.canonical_json(caps),
+                                  **(extra or {})})
         metrics.two_phase_outcome("cancelled", self._waited(rb))
         await self._event(job, "Cancelled", f"generation {generation}: {verdict.message}; every share cancelled, "
                                             f"re-placing in {delay:.0f}s with lower estimates on "
@@ -282,4 +299,7 @@ async def dispatch_controller(ctx: Any, options: c.ControllerOptions | None = No
     from federation.client import api_client_from_dict
 
     async with api_client_from_dict(ctx.kubeconfig) as api:
-        await DispatchController(api, options or ctx.extra.get("controller_options")).run(ctx.stop)
+        options = options or ctx.extra.get("controller_options") or c.ControllerOptions()
+        if ctx.extra.get("gang_start_deadline") is not None:  # caldera serve --gang-start-deadline
+            options = dataclasses.replace(options, start_deadline_seconds=float(ctx.extra["gang_start_deadline"]))
+        await DispatchController(api, options).run(ctx.stop)

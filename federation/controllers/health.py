@@ -14,14 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from federation import metrics
 from federation.client import ResourceClient, api_client_from_dict
+from federation.controllers import fence_check
 from federation.controllers.health_state import (
     MANAGED_KEYS,
     HealthConfig,
@@ -41,11 +44,13 @@ log = logging.getLogger("caldera.controllers.health")
 CLUSTERS = lookup("cluster.karmada.io/v1alpha1", "Cluster")
 LEASES = lookup("coordination.k8s.io/v1", "Lease")
 LEASE_NAMESPACE = "karmada-cluster"
+#: Cluster status field the federation owns: the graces it fails over with (docs/protocol.md, Fencing)
+TIMING_FIELD = "failoverTiming"
 
 #: ControllerContext.extra keys (set by ``caldera serve`` flags) -> HealthConfig fields
 OPTION_KEYS = {"cluster_lease_grace": "lease_grace", "cluster_failover_grace": "failover_grace",
                "cluster_success_threshold": "success_threshold", "cluster_startup_grace": "startup_grace",
-               "cluster_monitor_period": "monitor_period"}
+               "cluster_monitor_period": "monitor_period", "pod_termination_grace": "pod_termination_grace"}
 
 
 def config_from(options: Mapping[str, Any]) -> HealthConfig:
@@ -73,15 +78,19 @@ def ready_condition(cluster: Obj) -> Obj:
 
 class HealthController:
     def __init__(self, rc: ResourceClient, api: Any, config: HealthConfig,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, monotonic: Callable[[], float] | None = None) -> None:
         self.rc = rc
         self.api = api
         self.config = config
         self.clock = clock or (lambda: datetime.now(UTC))
+        #: lease ages are measured on this (fencing: a wall-clock step never ages a lease)
+        self.monotonic = monotonic or (time.monotonic if clock is None else (lambda: self.clock().timestamp()))
         self.wake = asyncio.Event()
         self.clusters = Informer(rc, CLUSTERS, lambda _t, _o, _old: self.wake.set())
         self.leases = Informer(rc, LEASES, lambda _t, _o, _old: self.wake.set(), namespace=LEASE_NAMESPACE)
         self.recovering: dict[str, datetime | None] = {}
+        #: cluster -> (renewTime, our monotonic reading when we first saw it): leases age on our clock
+        self.seen: dict[str, tuple[object, float]] = {}
         self.writes = 0
 
     async def evaluate(self, name: str) -> Verdict | None:
@@ -89,8 +98,8 @@ class HealthController:
         if cluster is None or (cluster.get("metadata") or {}).get("deletionTimestamp"):
             self.recovering.pop(name, None)
             return None
-        obs = observe(cluster, self.leases.store.get((LEASE_NAMESPACE, name)))
         now = self.clock()
+        obs = self._seen_renewal(observe(cluster, self.leases.store.get((LEASE_NAMESPACE, name))), now)
         verdict = assess(obs, self.recovering.get(name), now, self.config)
         self.recovering[name] = verdict.recovering_since
         metrics.CLUSTER_READY.labels(cluster=name).set(1 if verdict.healthy else 0)
@@ -110,10 +119,45 @@ class HealthController:
             await self._event(cluster, "ClusterReady", verdict.message, "Normal")
         elif not verdict.healthy and not was_tainted:
             await self._event(cluster, "ClusterNotReady", verdict.message, "Warning")
+        await self._write_timing(cluster, obs)
         if any(e == "NoExecute" for _k, e, _a in verdict.taints) and not had_no_execute:
             await self._event(cluster, "ClusterFailover", f"unhealthy for {self.config.failover_grace:.0f}s: "
                               f"NoExecute taint added, jobs here are re-placed", "Warning")
         return verdict
+
+    def _seen_renewal(self, obs: Observation, now: datetime) -> Observation:
+        """``obs`` with the lease renewed when *this controller* first saw its renewTime (fencing:
+        the federation measures on its own clock from the last renewal it saw, so a skewed agent
+        clock cannot make it fail over early; after a controller start a lease counts as seen
+        then, which only delays a failover)."""
+        if obs.lease_renewed is None:
+            return obs
+        known = self.seen.get(obs.name)
+        reading = self.monotonic()
+        if known is None or known[0] != obs.lease_renewed:
+            known = (obs.lease_renewed, reading)
+            self.seen[obs.name] = known
+        return replace(obs, lease_renewed=now - timedelta(seconds=max(0.0, reading - known[1])))
+
+    async def _write_timing(self, cluster: Obj, obs: Observation) -> None:
+        """Publish the graces on the Cluster (``status.failoverTiming``) with the check of the agent's fence."""
+        lease = self.config.lease_grace if self.config.lease_grace is not None else (obs.lease_duration or 40.0)
+        grace = fence_check.published_termination_grace(lease, self.config.failover_grace,
+                                                        self.config.pod_termination_grace)
+        wanted: dict[str, Any] = fence_check.timing(lease, self.config.failover_grace, grace)
+        status = cluster.get("status") or {}
+        result, message = fence_check.check(status.get("fence"), wanted)
+        wanted["fenceCheck"] = {"result": result, "message": message}
+        current = status.get(TIMING_FIELD)
+        if current == wanted:
+            return
+        patch = {"metadata": {"resourceVersion": cluster["metadata"]["resourceVersion"]},
+                 "status": {TIMING_FIELD: wanted}}
+        written = await self.rc.patch(CLUSTERS, cluster["metadata"]["name"], patch, subresource="status")
+        self._written(written, "ClusterStatus")
+        was = ((current or {}).get("fenceCheck") or {}).get("result") if isinstance(current, dict) else None
+        if result == "Unsafe" and was != "Unsafe":
+            await self._event(dict(written), "UnsafeFence", message, "Warning")
 
     async def _write_ready(self, cluster: Obj, verdict: Verdict, now: datetime) -> Obj:
         current = ready_condition(cluster)

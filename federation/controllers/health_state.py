@@ -43,6 +43,9 @@ class HealthConfig:
     startup_grace: float = 60.0
     #: how often the controller re-evaluates every cluster
     monitor_period: float = 5.0
+    #: grace of the pods a cut-off agent deletes when it fences (published in status.failoverTiming;
+    #: None: 30 s, cut to half the room short graces leave)
+    pod_termination_grace: float | None = None
 
 
 @dataclass(frozen=True)

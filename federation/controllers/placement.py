@@ -53,7 +53,7 @@ from federation.controllers.runner import QueueController, cancel_all, run_contr
 from federation.controllers.sched_queue import (
     Outcome,
 )
-from federation.controllers.triggers import APPLICATION_FAILURE, Attempt, placement_trigger
+from federation.controllers.triggers import APPLICATION_FAILURE, SHARE_FENCED, Attempt, placement_trigger
 from federation.controllers.two_phase import exclusion_note
 from federation.placement.adapters import build_request
 from federation.placement.decision import PlacementDecision
@@ -226,7 +226,7 @@ class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, Queue
         uid = job["metadata"].get("uid", "")
         generation = b.generation_of(rb) if rb is not None else self._dispatched_generation(job)
         old_clusters = ((rb or {}).get("spec") or {}).get("clusters") or []
-        replace = trigger.startswith(("cluster lost", APPLICATION_FAILURE)) or trigger == "reservation cancelled"
+        replace = trigger.startswith(("cluster lost", APPLICATION_FAILURE, SHARE_FENCED)) or trigger == "reservation cancelled"
         evicted = app_failover.evicted_clusters(previous)  # Karmada's scheduler skips a task's fromCluster
         excluded = excluded_clusters(rb, now)
         notes = "; ".join(exclusion_note(name, cap, now) for name, cap in excluded.items())

@@ -325,7 +325,27 @@ def typed_conditions(binding: Obj | None, views: list[ShareView], previous: Mapp
         else:
             out.append(_typed("Reserved", "True", "AllSharesReserved",
                               f"all {len(views)} shares hold their resources", previous, now))
+        out.extend(gang_started_condition(held, previous, now))
     return out
+
+
+def gang_started_condition(held: list[ShareView], previous: Mapping[str, Obj], now: str) -> list[Obj]:
+    """``GangStarted`` of a released gang spanning clusters: False with reason ``RunningByHalves``
+    while some shares run and others have not started (or were fenced), True once all run
+    (the post-release deadline tears a gang down that stays by halves: federation/controllers/post_release.py)."""
+    released = [v for v in held if not ((v.work or {}).get("spec") or {}).get("placement", {}).get("hold")
+                and not ((v.work or {}).get("spec") or {}).get("placement", {}).get("cancelled")]
+    if not released or len(released) != len(held):
+        return []
+    started = [v for v in released if v.gang.get("phase") == "Running" and condition(v.work, "Fenced") is None]
+    if len(started) == len(released):
+        return [_typed("GangStarted", "True", "AllSharesStarted", f"all {len(released)} shares started",
+                       previous, now)]
+    waiting = "; ".join(f"{v.plan.cluster}: {v.gang.get('phase') or 'no answer'} ({v.why})"
+                        for v in released if v not in started)
+    reason = "RunningByHalves" if started else "Starting"  # released, no share runs yet
+    return [_typed("GangStarted", "False", reason, f"{len(started)}/{len(released)} shares started; {waiting}",
+                   previous, now)]
 
 
 def cluster_entries(views: list[ShareView]) -> list[Obj]:

@@ -11,6 +11,7 @@ policy change comes before a lost cluster, and a cancelled reservation before a 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from federation.controllers import app_failover, failover
 from federation.controllers import binding as b
 from federation.controllers import common as c
+from federation.controllers.post_release import TORN_DOWN
 
 Obj = dict[str, Any]
 
@@ -75,6 +77,12 @@ def placement_trigger(job: Obj, rb: Obj | None, policy: Obj, clusters: Mapping[s
             return decision, rb, 0.0, wake
         why = "; ".join(f"{n}: {w}" for n, w in sorted(lost.items()))
         return f"cluster lost ({why})", b.without_clusters(rb, lost), 0.0, wake
+    fenced = fenced_shares(works or {}, generation)
+    if fenced:  # a cut-off agent stopped its share: the job starts again under a new generation
+        decision = failover.decide(job, rb, fenced)
+        if decision.ends_job:
+            return decision, rb, 0.0, wake
+        return f"{SHARE_FENCED} ({'; '.join(f'{n}: {w}' for n, w in sorted(fenced.items()))})", rb, 0.0, wake
     unhealthy, app_wake = app_failover.unhealthy_shares(rb, works or {}, now)
     if app_wake is not None:
         wake = app_wake if wake is None else min(wake, app_wake)
@@ -85,6 +93,9 @@ def placement_trigger(job: Obj, rb: Obj | None, policy: Obj, clusters: Mapping[s
         previous["spec"]["gracefulEvictionTasks"] = app_failover.eviction_tasks(rb, unhealthy, now)
         return f"{APPLICATION_FAILURE} ({why})", previous, 0.0, wake
     if generation > 0 and c.int_annotation(rb, c.CANCELLED_GENERATION, -1) == generation:
+        ended = torn_down_ending(job, rb, generation)  # a gang torn down after its release: its PodEvicted policy
+        if ended is not None:
+            return ended, rb, 0.0, wake
         retry_at = c.parse_time(c.annotations_of(rb).get(c.RETRY_AFTER)) or now
         return "reservation cancelled", b.fresh_previous(rb), max(0.0, retry_at - now), wake
     if scheduled is not None and scheduled.get("status") != "True":
@@ -98,3 +109,35 @@ def placement_trigger(job: Obj, rb: Obj | None, policy: Obj, clusters: Mapping[s
             return "retry (a cluster exclusion lapsed)", rb, 0.0, wake
         return None, rb, 0.0, wake
     return None, rb, 0.0, wake
+
+
+SHARE_FENCED = "share fenced"
+
+
+def fenced_shares(works: Mapping[str, Obj], generation: int) -> dict[str, str]:
+    """Clusters whose Work of ``generation`` reports ``Fenced=True`` (its agent stopped the share)."""
+    out: dict[str, str] = {}
+    for cluster, work in works.items():
+        placed = ((work.get("spec") or {}).get("placement") or {}).get("generation")
+        if placed != generation:
+            continue
+        for cond in (work.get("status") or {}).get("conditions") or []:
+            if (isinstance(cond, Mapping) and cond.get("type") == "Fenced" and cond.get("status") == "True"
+                    and cond.get("observedGeneration") == generation):
+                out[cluster] = str(cond.get("message") or "fenced")
+    return out
+
+
+def torn_down_ending(job: Obj, rb: Obj | None, generation: int) -> failover.Failover | None:
+    """The ending action when a gang of ``generation`` was torn down after its release and its
+    ``PodEvicted`` policy ends the job (None: restart it, or no teardown)."""
+    raw = c.annotations_of(rb).get(TORN_DOWN)
+    try:
+        note = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if not isinstance(note, dict) or note.get("generation") != generation:
+        return None
+    lost = {str(name): str(note.get("reason") or "torn down") for name in note.get("clusters") or []}
+    decision = failover.decide(job, rb, lost) if lost else None
+    return decision if decision is not None and decision.ends_job else None

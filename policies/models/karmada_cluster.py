@@ -110,6 +110,33 @@ class QueueSummary(K8sModel):
     guarantee: Optional[QuantityMap] = None
 
 
+class FenceCheck(K8sModel):
+    result: str
+    message: Optional[str] = None
+
+
+class FailoverTiming(K8sModel):
+    """Written by the federation's cluster health controller (docs/protocol.md, *Fencing*)."""
+
+    lease_grace_seconds: float
+    failover_grace_seconds: float
+    pod_termination_grace_seconds: Optional[float] = None
+    fence_check: Optional[FenceCheck] = None
+
+
+class AgentFence(K8sModel):
+    """Written by the agent: when it stops re-placeable shares once cut off (docs/protocol.md, *Fencing*)."""
+
+    enabled: bool = True
+    fence_seconds: float
+    spanning_fence_seconds: float
+    pod_termination_grace_seconds: int
+    margin_seconds: Optional[float] = None
+    basis: Optional[str] = None
+    lease_grace_seconds: Optional[float] = None
+    failover_grace_seconds: Optional[float] = None
+
+
 class ClusterStatus(K8sModel):
     kubernetes_version: Optional[str] = None
     api_enablements: Optional[list[APIEnablement]] = None
@@ -125,6 +152,8 @@ class ClusterStatus(K8sModel):
     #: NUMA layout as the agent reports it; free-form until the topology plugins fix a schema.
     numa: Optional[Any] = None
     queues: Optional[list[QueueSummary]] = None
+    failover_timing: Optional[FailoverTiming] = None
+    fence: Optional[AgentFence] = None
 
 
 class Cluster(KindObject):

@@ -171,6 +171,9 @@ class WorkPlacement(K8sModel):
     cancelled: bool = False
     clusters: int = Field(default=1, ge=1)
     reserve_timeout_seconds: Optional[int] = Field(default=None, ge=1)
+    #: false: the policy keeps the share where it is when the cluster is lost, so a cut-off agent
+    #: never fences it (docs/protocol.md, *Fencing*); absent: it may be re-placed
+    failover: Optional[bool] = None
 
 
 class WorkSpec(K8sModel):

@@ -245,3 +245,27 @@ async def test_a_poisoned_work_is_reported_once_and_parked_until_an_input_change
 async def _has_status(rc: ResourceClient, name: str) -> Obj | None:
     found: Obj = await rc.get(JOBS, name, "default")
     return found if (found.get("status") or {}).get("state") else None
+
+
+async def test_graces_are_published_and_the_agents_fence_is_checked(server: ApiServer, rc: ResourceClient) -> None:
+    body = cluster("fenced-1")
+    status = body.pop("status")
+    body["metadata"] = {"name": "fenced-1"}
+    await rc.create(CLUSTERS, body)
+    late = {"enabled": True, "fenceSeconds": 10, "spanningFenceSeconds": 1, "podTerminationGraceSeconds": 0}
+    await rc.patch(CLUSTERS, "fenced-1", {"status": dict(status, fence=late)}, subresource="status")
+    await rc.create(LEASES, lease("fenced-1", micro(datetime.now(UTC))))
+
+    async def checked(result: str) -> Obj | None:
+        timing = ((await rc.get(CLUSTERS, "fenced-1")).get("status") or {}).get("failoverTiming") or {}
+        return timing if (timing.get("fenceCheck") or {}).get("result") == result else None
+
+    timing = await eventually(lambda: checked("Unsafe"), "the late fence reported Unsafe")
+    assert (timing["leaseGraceSeconds"], timing["failoverGraceSeconds"]) == (3, 1)
+    assert timing["podTerminationGraceSeconds"] == 0  # 30 s cut to half of 3 + 1 - 6 s, at least 0
+    assert "is not before the re-placement" in timing["fenceCheck"]["message"]
+    events = (await rc.list(EVENTS, "default")).get("items") or []
+    assert any(e.get("reason") == "UnsafeFence" and e["involvedObject"]["name"] == "fenced-1" for e in events)
+    early = dict(late, fenceSeconds=0.5, spanningFenceSeconds=0.5)
+    await rc.patch(CLUSTERS, "fenced-1", {"status": {"fence": early}}, subresource="status")
+    await eventually(lambda: checked("Safe"), "the early fence reported Safe")

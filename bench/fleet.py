@@ -15,6 +15,7 @@ The issue-20 scenarios (heavy: run each once):
 
     python bench/fleet.py                                   # 20 x (2 x 8 H100), 100 Jobs of 4 x 4 GPUs, 20 s
     python bench/fleet.py --agents 12 --nodes 1-3 --jobs 50 --high-jobs 10 --duration 20
+    python bench/fleet.py --queue-gpus 160 --jobs 60 --duration 10   # the queue capped at half the fleet
 """
 
 from __future__ import annotations
@@ -61,24 +62,30 @@ def node_counts(text: str, agents: int) -> list[int]:
     return [first + i % (last - first + 1) for i in range(agents)]
 
 
-def job(name: str, pods: int, gpus: int, duration: float, tier: str) -> dict[str, Any]:
+def job(name: str, pods: int, gpus: int, duration: float, tier: str, queue: str = "default") -> dict[str, Any]:
     note = {"caldera.io/sim-duration": f"{duration:g}s"}
     template = {"metadata": {"annotations": note}, "spec": {"restartPolicy": "Never", "containers": [{
         "name": "train", "image": "bench", "resources": {"requests": {
             "nvidia.com/gpu": str(gpus), "cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": str(gpus)}}}]}}
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": name, "namespace": "default", "labels": {"tier": tier}, "annotations": note},
-            "spec": {"minAvailable": pods, "schedulerName": "volcano", "queue": "default",
+            "spec": {"minAvailable": pods, "schedulerName": "volcano", "queue": queue,
                      "tasks": [{"name": "worker", "replicas": pods, "template": template}]}}
 
 
-def policies(clusters: list[str], high_priority: int) -> list[dict[str, Any]]:
+#: the queue of every Job with ``--queue-gpus`` (the ``default`` Queue exists already and is left alone)
+CAPPED = "capped"
+
+
+def policies(clusters: list[str], high_priority: int, queue_gpus: int = 0) -> list[dict[str, Any]]:
     placement = {"clusterAffinity": {"clusterNames": clusters},
                  "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}}
     selector = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}
     return [
         {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
          "spec": {"weight": 1, "reclaimable": True}},
+        *([{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": CAPPED},
+            "spec": {"weight": 1, "capability": {"nvidia.com/gpu": str(queue_gpus)}}}] if queue_gpus else []),
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": HIGH_CLASS},
          "value": high_priority, "preemptionPolicy": "Never"},
         {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
@@ -135,7 +142,7 @@ async def drive(system: System, args: argparse.Namespace, names: list[str]) -> d
         rc = ResourceClient(api, 30.0)
         await wait_clusters_ready(rc, names, args.startup_timeout)
         ready_at = time.time()
-        for obj in policies(names, args.high_priority):
+        for obj in policies(names, args.high_priority, args.queue_gpus):
             await apply(rc, obj)
         timeline = Timeline()
         tiers: dict[str, str] = {}
@@ -150,7 +157,8 @@ async def drive(system: System, args: argparse.Namespace, names: list[str]) -> d
                 if tier == "high" and args.high_after and name.endswith("000"):
                     await asyncio.sleep(args.high_after)
                 timeline.submitted(("Job", name), time.time())
-                await apply(rc, job(name, args.pods, args.gpus, args.duration, tier))
+                await apply(rc, job(name, args.pods, args.gpus, args.duration, tier,
+                                    CAPPED if args.queue_gpus else "default"))
                 tiers[name] = tier
             submitted_at = time.time()
             await observer
@@ -240,9 +248,10 @@ def report(args: argparse.Namespace, fleet_gpus: int, result: dict[str, Any]) ->
     finished = [m.finished for m in moments.values() if m.finished]
     makespan = (max(finished) - start) if len(finished) == len(tiers) else float("nan")
     gpu_seconds = len(tiers) * args.pods * args.gpus * args.duration
-    waves = math.ceil(gpu_seconds / (fleet_gpus * args.duration) - 1e-9)
+    usable = min(fleet_gpus, args.queue_gpus) if args.queue_gpus else fleet_gpus  # a capped queue: its capability
+    waves = math.ceil(gpu_seconds / (usable * args.duration) - 1e-9)
     ideal = waves * args.duration
-    utilisation = gpu_seconds / (fleet_gpus * makespan) if makespan == makespan else float("nan")
+    utilisation = gpu_seconds / (usable * makespan) if makespan == makespan else float("nan")
     delays = freed_delays(moments, result["reports"], args.duration, args.poll)
     per_tier: dict[str, list[float]] = {}
     for name, m in moments.items():
@@ -297,6 +306,9 @@ def main() -> int:
     parser.add_argument("--high-after", type=float, default=0.0, help="seconds to wait before submitting them")
     parser.add_argument("--high-priority", type=int, default=1000, help="their PriorityClass value")
     parser.add_argument("--pods", type=int, default=4, help="pods per Job (one gang)")
+    parser.add_argument("--queue-gpus", type=int, default=0,
+                        help="cap the Jobs' queue at this many GPUs fleet-wide (docs/queues.md); the ideal and the "
+                             "utilisation are then taken against the cap (default 0: no cap)")
     parser.add_argument("--gpus", type=int, default=4, help="GPUs per pod")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds each pod runs")
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between two reads of the API")

@@ -12,6 +12,7 @@ build time, session seconds, pods bound per second and peak RSS for each size.
                                               # one process per size: per-size peak RSS, growth exponents
     python bench/scheduler.py --workload preempt --nodes 5000  # full cluster: gangs preempt (scheduler_evictions.py)
     python bench/scheduler.py --workload reclaim --nodes 5000  # full cluster: gangs reclaim from another queue
+    python bench/scheduler.py --topology      # 5k nodes in 3 tiers of HyperNodes, 10k gang pods, and without
 
 ``--shapes templates`` (default) draws pod requests from six templates, so the session sees
 six distinct task shapes; ``--shapes per-job`` gives every job its own cpu request (one shape
@@ -207,8 +208,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count-rows", action="store_true",
                         help="also count rows visited by node searches and shape-rows evaluated (load-independent)")
     parser.add_argument("--figures-json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--topology", action="store_true",
+                        help="network topology: gangs in 3 tiers of HyperNodes, and the same workload without them "
+                             "(bench/scheduler_topology.py; default 5000 nodes, 2 pods per node)")
     node_search_flags.add_flags(parser)
     args = parser.parse_args(argv)
+    if args.topology:
+        from scheduler_topology import main_topology
+
+        return main_topology(args.nodes or [5000], args.pods, args.seed)
     if args.workload != "allocate":
         from scheduler_evictions import run_eviction_workload
 

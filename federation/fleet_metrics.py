@@ -12,6 +12,8 @@ themselves, so it is right after a restart and never drifts from the store:
 * ``caldera_cluster_shares{cluster}`` / ``caldera_cluster_share_replicas{cluster}`` and
   ``caldera_job_share_replicas{job_namespace, job_name, cluster}`` from the bindings' decisions;
 * ``volcano_job_pending_duration_seconds{job_namespace, job_name, queue}`` (the seed's alert);
+* ``volcano_queue_{allocated,deserved,capability}{queue_name, scope="fleet", <resource label>}`` from the
+  Queues' fleet status (the seed's saturation alert reads these);
 * ``caldera_jobs{phase}``, ``caldera_resource_bindings{scheduled}``;
 * ``caldera_two_phase_held_gangs`` and ``caldera_two_phase_hold_seconds{job_namespace, job_name}``:
   gangs whose shares are held (two-phase start), and for how long since their placement.
@@ -37,6 +39,7 @@ CLUSTERS = lookup("cluster.karmada.io/v1alpha1", "Cluster")
 JOBS = lookup("batch.volcano.sh/v1alpha1", "Job")
 BINDINGS = lookup("work.karmada.io/v1alpha2", "ResourceBinding")
 WORKS = lookup("work.karmada.io/v1alpha1", "Work")
+QUEUES = lookup("scheduling.volcano.sh/v1beta1", "Queue")
 JOB_LABEL = "caldera.io/job"
 PLACED_AT = "caldera.io/placed-at"
 #: Karmada's resource summary gauges: (metric, summary field, resource, help)
@@ -194,9 +197,36 @@ def hold_families(works: Iterable[Obj], placed_at: dict[str, float | None], now:
     return [count, age]
 
 
+def queue_families(queues: Iterable[Obj]) -> list[GaugeMetricFamily]:
+    """``volcano_queue_{allocated,deserved,capability}{queue_name, scope="fleet", <resource label>}``: a
+    Queue's fleet-wide numbers as the federation writes them in its status (docs/queues.md); the agents
+    export the same names with ``scope="cluster"``. A resource named in the capability or deserved is
+    exported as allocated 0 while nothing holds it, so the seed's ratio exists from the start."""
+    text = {"allocated": "Resources the queue's running pods hold across the fleet",
+            "deserved": "The queue's fleet-wide deserved share", "capability": "The queue's fleet-wide limit"}
+    families = {kind: GaugeMetricFamily(f"volcano_queue_{kind}", help_) for kind, help_ in text.items()}
+    for queue in queues:
+        name = str((queue.get("metadata") or {}).get("name"))
+        status, spec = queue.get("status") or {}, queue.get("spec") or {}
+        values = {"allocated": dict(status.get("allocated") or {}), "deserved": dict(status.get("deserved") or {}),
+                  "capability": dict(spec.get("capability") or {})}
+        for resource in set(values["capability"]) | set(values["deserved"]):
+            values["allocated"].setdefault(resource, 0)
+        for kind, amounts in values.items():
+            for resource, quantity in sorted(amounts.items()):
+                try:
+                    amount = natural_amount(resource, quantity)
+                except (ValueError, TypeError):
+                    continue
+                families[kind].add_sample(f"volcano_queue_{kind}",
+                                          {"queue_name": name, "scope": "fleet", **resource_labels(resource)}, amount)
+    return list(families.values())
+
+
 def fleet_families(clusters: Iterable[Obj], jobs: Iterable[Obj], bindings: Iterable[Obj], works: Iterable[Obj],
-                   now: float) -> list[GaugeMetricFamily]:
-    return [*cluster_families(clusters), *job_families(jobs, now), *binding_families(bindings, works, now)]
+                   now: float, queues: Iterable[Obj] = ()) -> list[GaugeMetricFamily]:
+    return [*cluster_families(clusters), *job_families(jobs, now), *binding_families(bindings, works, now),
+            *queue_families(queues)]
 
 
 class FleetCollector(Collector):
@@ -208,7 +238,8 @@ class FleetCollector(Collector):
 
     def collect(self) -> list[GaugeMetricFamily]:
         lists = self.list_objects
-        return fleet_families(lists(CLUSTERS), lists(JOBS), lists(BINDINGS), lists(WORKS), self.clock())
+        return fleet_families(lists(CLUSTERS), lists(JOBS), lists(BINDINGS), lists(WORKS), self.clock(),
+                              lists(QUEUES))
 
     def describe(self) -> list[Any]:
         return []

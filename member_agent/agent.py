@@ -27,6 +27,7 @@ import gc
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -102,6 +103,11 @@ class Agent:
         self.writes = PodWrites(gateway)  # pod writes and what is still in flight
         self.queues: list[Obj] = []
         self.priority_classes: list[Obj] = []
+        #: The member cluster's HyperNodes (sim: the cluster file's ``hyperNodes:``; kube: read and
+        #: discovered from node labels, member_agent/hypernode_discovery.py), passed to every session.
+        self.hyper_nodes: list[Obj] = []
+        self.topology_problems: list[str] = []
+        self._topology_key: Any = None
         self.conf: SchedulerConf = DEFAULT_CONF
         self._conf_mtime: Optional[float] = None
         self.last_cycle: Optional[float] = None
@@ -204,6 +210,36 @@ class Agent:
         if (queues, priority_classes) != (self.queues, self.priority_classes):
             self.changes.bump()
         self.queues, self.priority_classes = queues, priority_classes
+
+    def set_hyper_nodes(self, hyper_nodes: list[Obj]) -> None:
+        """New HyperNodes: the next session sees them."""
+        if hyper_nodes != self.hyper_nodes:
+            self.hyper_nodes = hyper_nodes
+            self.changes.bump()
+
+    async def check_topology(self) -> None:
+        """What one HyperNode cannot show (a cycle, a node claimed twice in a tier) is logged and
+        recorded as a Warning event ``TopologyProblem`` about the HyperNode it names, once per
+        change of the HyperNodes or the node names, and shown on ``/status``."""
+        key = (id(self.hyper_nodes), len(self.hyper_nodes), tuple(sorted(self.cache.nodes)))
+        if key == self._topology_key:
+            return
+        self._topology_key = key
+        problems: list[str] = []
+        if self.hyper_nodes:
+            from member_agent.scheduler.framework.hypernodes import build_tree
+
+            nodes = sorted(self.cache.nodes.values(), key=lambda n: n["metadata"]["name"])
+            problems = build_tree(self.hyper_nodes, [n["metadata"]["name"] for n in nodes],
+                                  [n["metadata"].get("labels") or {} for n in nodes]).problems
+        new = [p for p in problems if p not in self.topology_problems]
+        self.topology_problems = list(problems)
+        for problem in new:
+            log.warning("network topology problem: %s", problem)
+            involved = next((h for h in self.hyper_nodes
+                             if re.search(rf"\b{re.escape(str(h['metadata']['name']))}\b", problem)), None)
+            if involved is not None:
+                await self.gateway.record_event(involved, "Warning", "TopologyProblem", problem)
 
     # ------------------------------------------------------------------ views
     def stale_generation(self, pod: Obj) -> bool:

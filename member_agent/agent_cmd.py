@@ -22,6 +22,8 @@ from member_agent.cluster.gateway import ClusterGateway
 from member_agent.cluster.sim import SimCluster, SimGateway
 from member_agent.cluster.sim_kubelet import KubeletOptions
 from member_agent.fencing import Fence
+from member_agent.log_shipper import LogShipper
+from member_agent.member_report import MemberReporter
 from member_agent.sync import FederationSync
 from policies.cluster_layout import load_cluster_file
 from policies.cluster_report import SIM_KUBERNETES_VERSION
@@ -69,8 +71,16 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="Cluster status reports come at most this often: a change after a quiet spell is "
                              "reported at once (once its burst settled, 50 ms), one report covers a burst; "
                              "unchanged status is re-sent every 30 s")
+    parser.add_argument("--hypernode-label-keys", default="", metavar="KEY,KEY",
+                        help="build HyperNodes from these node label keys, from the highest network domain down, "
+                             "as Volcano's label discovery lists them (docs/topology.md)")
+    parser.add_argument("--hypernode-period", type=float, default=30.0,
+                        help="seconds between reads of the member's HyperNodes and label discovery")
     parser.add_argument("--stand-in-scheduler", action="store_true",
                         help="use the agent's minimal first-fit gang scheduler instead of the session scheduler")
+    parser.add_argument("--no-report-pods", dest="report_pods", action="store_false",
+                        help="do not report pods and PodGroups to the federation (kubectl get pods and kubectl logs "
+                             "at the federation then show nothing of this cluster; docs/protocol.md 'Member pods')")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--fence-after", type=float, default=None, metavar="SECONDS",
                         help="stop re-placeable shares after this long without a Lease renewal (default: derived "
@@ -189,6 +199,9 @@ async def serve(args: argparse.Namespace) -> int:
     agent = Agent(options, gateway, clock)
     agent.fence = Fence(clock, args.lease_period, termination_grace=args.fence_termination_grace,
                         fence_after=args.fence_after, enabled=not args.no_self_fence)
+    label_keys = [k.strip() for k in args.hypernode_label_keys.split(",") if k.strip()]
+    fixed_hyper_nodes = cluster_file.hyper_nodes if sim is not None else []
+    agent.set_hyper_nodes(fixed_hyper_nodes)
     sync = FederationSync(agent, federation, clock, lease_period=args.lease_period, status_period=args.status_period)
     secure = args.metrics_bind_address is not None
     runner = web.AppRunner(build_app(agent, sync, sim, plain_metrics=not secure), access_log=None)
@@ -196,9 +209,17 @@ async def serve(args: argparse.Namespace) -> int:
     bound = await _start_site(runner, args.listen, "--listen")
     metrics_runner = await _metrics_runner(args, agent, clock)  # announced first: "listening" means all are up
     print(f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}", flush=True)
-    acting = [agent.controller_loop, agent.schedule_loop, sync.run]
+    reporter = MemberReporter(agent, federation, clock)  # pods and PodGroups, read at the federation
+    shipper = LogShipper(args.cluster, federation, gateway, clock)  # their logs, when the federation asks
+    acting = [agent.controller_loop, agent.schedule_loop, sync.run, *([reporter.run, shipper.run]
+                                                                      if args.report_pods else [])]
     # the simulated member cluster runs whoever leads: its pods go on while the agent stands by
     cluster_loops = [agent.cache.run(), *([sim.kubelet.run()] if sim is not None else [])]
+    if sim is None or label_keys:  # the member's HyperNodes (and those its node labels describe)
+        from member_agent.hypernode_discovery import hypernode_loop
+
+        cluster_loops.append(hypernode_loop(agent, None if sim is not None else gateway, label_keys,
+                                            fixed_hyper_nodes, args.hypernode_period))
 
     async def act() -> None:
         await asyncio.gather(*(loop() for loop in acting))

@@ -32,6 +32,7 @@ from member_agent.cluster.clock import Clock
 from member_agent.cluster.gateway import Obj, pod_managed, pod_node, pod_terminal, pod_terminating
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import PodWrites, format_devices, with_placement
+from member_agent.queue_allotment import allotted_queues
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.work_state import WorkState
@@ -100,7 +101,9 @@ def snapshot_objects(agent: Agent) -> list[Obj]:
     groups = [s.podgroup for s in agent.works.values()
               if s.podgroup and s.podgroup.get("kind") == "PodGroup" and not s.deleted and not s.controller_error
               and not s.record.placement.cancelled and not s.record.error and s.gang.schedulable]
-    return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *agent.queues, *agent.priority_classes]
+    queues = allotted_queues(agent.queues, (s.record.job for s in agent.works.values() if not s.deleted))
+    return [*agent.cache.nodes.values(), *overlay_pods(agent), *groups, *queues, *agent.priority_classes,
+            *agent.hyper_nodes]
 
 
 def has_scheduling_objects(agent: Agent) -> bool:
@@ -127,6 +130,8 @@ def has_pending_work(agent: Agent) -> bool:
 async def schedule_pass(agent: Agent) -> Optional[CycleResult]:
     if not agent.cache.synced.is_set():
         return None
+    if agent.hyper_nodes:
+        await agent.check_topology()
     objects = snapshot_objects(agent)
     started = time.perf_counter()
     # The node search resumes where the previous session stopped, as Volcano's does.

@@ -56,6 +56,9 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
                   if agent.fence is not None else None),
         # "ns/pod" -> {"gpus": [ids], "numa": [ids]}: what the sessions gave the pods still present.
         "devices": dict(sorted(agent.writes.devices.items())),
+        # the member's HyperNodes and what is wrong with them as a whole (a cycle, a node claimed twice)
+        "hyperNodes": len(agent.hyper_nodes),
+        "topologyProblems": list(agent.topology_problems),
         "nominations": {key: nominee for key, pod in sorted(agent.cache.pods.items())
                         if (nominee := (pod.get("status") or {}).get("nominatedNodeName")) and not pod_node(pod)},
     }

@@ -169,6 +169,11 @@ class RestFederationAPI:
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise Unavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
 
+    async def request(self, what: str, method: str, path: str, body: Any = None,
+                      content_type: str = "application/json", params: Optional[dict[str, str]] = None) -> Any:
+        """One JSON request on any path (the member-pod reporter and the log shipper use it)."""
+        return await self._request(what, method, path, body, content_type, params)
+
     # ------------------------------------------------------------ Cluster
     async def get_cluster(self, name: str) -> Obj:
         return await self._request(f"Cluster {name}", "GET", _path(*CLUSTER, name=name))  # type: ignore[no-any-return]

@@ -48,7 +48,7 @@ class QueueGauges(Collector):
                     except (ValueError, TypeError):
                         continue  # a quantity the API server accepted but we cannot read: not exported
                     families[kind].add_sample(f"volcano_queue_{kind}",
-                                              {"queue_name": queue, **resource_labels(resource)}, amount)
+                                              {"queue_name": queue, "scope": "cluster", **resource_labels(resource)}, amount)
         return list(families.values())
 
     def describe(self) -> list[Any]:

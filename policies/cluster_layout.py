@@ -39,7 +39,7 @@ POOL_FIELDS = {
     "taints", "annotations", "zone", "cpuManagerPolicy", "topologyManagerPolicy", "nodeNamePrefix",
 }
 GPU_FIELDS = {"product", "count", "memoryGiB", "sharing", "nvlink"}
-FILE_FIELDS = {"apiVersion", "kind", "name", "provider", "region", "zone", "labels", "pools", "nodes"}
+FILE_FIELDS = {"apiVersion", "kind", "name", "provider", "region", "zone", "labels", "pools", "nodes", "hyperNodes"}
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 CPU_MANAGER_POLICIES = ("none", "static")
 NVLINK_MODES = ("all", "pairs", "none")
@@ -58,6 +58,8 @@ class ClusterFile:
     region: Optional[str] = None
     zone: Optional[str] = None
     labels: dict[str, str] = field(default_factory=dict)
+    #: ``topology.volcano.sh/v1alpha1`` HyperNode manifests (``hyperNodes:``), each admitted.
+    hyper_nodes: list[Obj] = field(default_factory=list)
 
 
 def load_cluster_file(path: str, cluster_name: Optional[str] = None) -> ClusterFile:
@@ -84,7 +86,9 @@ def parse_cluster_text(text: str, source: str = "<cluster file>", cluster_name: 
         elif doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
             for j, item in enumerate(doc.get("items") or []):
                 result.nodes.append(_checked_node(item, f"{where}.items[{j}]"))
-        elif "pools" in doc or "nodes" in doc:
+        elif doc.get("kind") == "HyperNode":
+            result.hyper_nodes.append(checked_hypernode(doc, where))
+        elif "pools" in doc or "nodes" in doc or "hyperNodes" in doc:
             _read_pool_document(doc, where, result)
         else:
             raise InvalidConfiguration(f"{where}: expected a v1 Node, a v1 List of Nodes, or a document with 'pools'")
@@ -94,7 +98,32 @@ def parse_cluster_text(text: str, source: str = "<cluster file>", cluster_name: 
         raise InvalidConfiguration(f"{source}: node names must be unique, repeated: {', '.join(duplicates)}")
     if not result.nodes:
         raise InvalidConfiguration(f"{source}: the cluster has no nodes")
+    hn_names = [h["metadata"]["name"] for h in result.hyper_nodes]
+    repeated = sorted({n for n in hn_names if hn_names.count(n) > 1})
+    if repeated:
+        raise InvalidConfiguration(f"{source}: HyperNode names must be unique, repeated: {', '.join(repeated)}")
     return result
+
+
+def checked_hypernode(doc: Any, where: str) -> Obj:
+    """A HyperNode manifest as written (``metadata.name`` plus ``spec``), admitted by Volcano's
+    webhook rules; a broken one is an error naming the document, the field path and the rule."""
+    from policies.admission import admit
+    from policies.codec import decode_object
+    from policies.errors import CalderaError
+
+    if not isinstance(doc, dict):
+        raise InvalidConfiguration(f"{where}: a HyperNode must be a mapping")
+    obj: Obj = json.loads(json.dumps(doc))
+    obj.setdefault("apiVersion", "topology.volcano.sh/v1alpha1")
+    obj.setdefault("kind", "HyperNode")
+    if not (obj.get("metadata") or {}).get("name"):
+        raise InvalidConfiguration(f"{where}.metadata.name: required")
+    try:
+        admit(decode_object(obj, where))
+    except CalderaError as exc:
+        raise InvalidConfiguration(f"{where}: {exc}") from None
+    return obj
 
 
 def _read_pool_document(doc: dict[str, Any], where: str, result: ClusterFile) -> None:
@@ -114,6 +143,11 @@ def _read_pool_document(doc: dict[str, Any], where: str, result: ClusterFile) ->
         result.nodes.extend(pool_nodes(pool, f"{where}.pools[{i}]", prefix, default_zone=result.zone))
     for j, node in enumerate(doc.get("nodes") or []):
         result.nodes.append(_checked_node(node, f"{where}.nodes[{j}]"))
+    hyper_nodes = doc.get("hyperNodes") or []
+    if not isinstance(hyper_nodes, list):
+        raise InvalidConfiguration(f"{where}.hyperNodes: must be a list of HyperNode manifests")
+    for j, hyper_node in enumerate(hyper_nodes):
+        result.hyper_nodes.append(checked_hypernode(hyper_node, f"{where}.hyperNodes[{j}]"))
 
 
 def _checked_node(doc: Any, where: str) -> Obj:

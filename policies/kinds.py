@@ -69,6 +69,8 @@ KINDS: tuple[KindInfo, ...] = (
     _k("scheduling.volcano.sh", "v1beta1", "Queue", "queues", False, "volcano_scheduling", ("q", "queue-v1beta1")),
     _k("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows", True, "volcano_flow", ("jf",)),
     _k("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates", True, "volcano_flow", ("jt",)),
+    # A member cluster's network topology (served by `caldera serve --member-mode` for its agent)
+    _k("topology.volcano.sh", "v1alpha1", "HyperNode", "hypernodes", False, "volcano_topology", ("hn",)),
     # Kubernetes
     _k("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, "scheduling_k8s", ("pc",), has_status=False),
     _k("", "v1", "Namespace", "namespaces", False, "core", ("ns",)),

@@ -68,7 +68,7 @@ SUPPORTED_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "g
 SUPPORTED_PLUGINS = (
     "priority", "gang", "conformance", "predicates", "nodeorder", "binpack", "drf", "proportion",
     "capacity", "overcommit", "numa-aware", "task-topology", "deviceshare", "sla", "deadline",
-    "tdm", "fgd",
+    "tdm", "fgd", "network-topology-aware",
 )
 
 #: Per-extension switches of today's ``PluginOption`` (literal YAML keys, with Volcano's

@@ -17,7 +17,6 @@ from typing import Any, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from member_agent.scheduler.framework.session import SessionOptions
 from policies.errors import CalderaError
@@ -29,6 +28,8 @@ from simulator.job_mode import JobRun
 from simulator.job_report import plot_cdfs, plot_utilisation, write_jobs
 from simulator.openb import read_nodes, read_pods
 from simulator.report import fgd_summary, plot_allocation, write_fgd
+from simulator.report_page import report_title, write_comparison_csv, write_report
+from simulator.text_table import comparison_table, print_table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,33 +132,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TraceError, CalderaError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    summaries = [s for _, _, s in results]
     if len(results) > 1:
-        plot_allocation({label: run.series for label, run, _ in results}, os.path.join(args.output, "allocation.png"))
-    _print_table(results)
+        plot = os.path.join(args.output, "allocation.png")
+        plot_allocation({label: run.series for label, run, _ in results}, plot)
+        write_comparison(args.output, summaries, [plot])
+    print_table(comparison_table(summaries, "openb, FGD protocol"))
     return 0
 
 
 def _slug(path: str | None) -> str:
     return os.path.splitext(os.path.basename(path))[0] if path else "volcano-default"
-
-
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{100 * value:.2f} %"
-
-
-def _print_table(results: list[tuple[str, FgdRun, dict[str, Any]]]) -> None:
-    table = Table(title="openb, FGD protocol")
-    for column in ("conf", "pods", "rejected", "alloc @100 % arrived", "alloc @end", "arrived @end",
-                   "first rejection", "first 8-GPU rejection", "wall s"):
-        table.add_column(column)
-    for label, run, s in results:
-        first = s["firstRejection"]
-        eight = s["firstRejectionByGpus"].get("8")
-        table.add_row(label, str(s["pods"]), str(s["rejected"]), _pct(s["allocationAtFullLoad"]),
-                      _pct(s["gpuAllocationRatio"]), _pct(s["arrivedLoadRatio"]),
-                      f"{_pct(first['allocationRatio'])} ({first['gpus']:g} GPU)" if first else "-",
-                      _pct(eight), f"{run.wall_seconds:.1f}")
-    Console().print(table)
 
 
 def job_main(args: argparse.Namespace, console: Console) -> int:
@@ -190,25 +175,17 @@ def job_main(args: argparse.Namespace, console: Console) -> int:
     except (TraceError, CalderaError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    summaries = [s for _, _, s in results]
     if len(results) > 1:
-        plot_utilisation({label: run for label, run, _ in results}, os.path.join(args.output, "utilisation.png"))
-        plot_cdfs({label: run for label, run, _ in results}, os.path.join(args.output, "cdf.png"))
-    _print_job_table(results)
+        plots = [os.path.join(args.output, "utilisation.png"), os.path.join(args.output, "cdf.png")]
+        plot_utilisation({label: run for label, run, _ in results}, plots[0])
+        plot_cdfs({label: run for label, run, _ in results}, plots[1])
+        write_comparison(args.output, summaries, plots)
+    print_table(comparison_table(summaries, "job trace replay"))
     return 0
 
 
-def _secs(stats: Any, key: str) -> str:
-    return "-" if not stats or stats.get(key) is None else f"{stats[key]:,.0f}"
-
-
-def _print_job_table(results: list[tuple[str, JobRun, dict[str, Any]]]) -> None:
-    table = Table(title="job trace replay (seconds)")
-    for column in ("conf", "jobs", "finished", "unfittable", "unschedulable", "JCT mean", "JCT p95",
-                   "queueing mean", "queueing p95", "GPU alloc", "sessions", "wall s"):
-        table.add_column(column)
-    for label, run, s in results:
-        table.add_row(label, str(s["jobs"]), str(s["finished"]), str(s["unfittable"]["count"]),
-                      str(s["unschedulable"]["count"]), _secs(s["jct"], "mean"), _secs(s["jct"], "p95"),
-                      _secs(s["queueingDelay"], "mean"), _secs(s["queueingDelay"], "p95"),
-                      _pct(s["gpuAllocationRatio"]), str(s["sessions"]), f"{run.wall_seconds:.1f}")
-    Console().print(table)
+def write_comparison(out_dir: str, summaries: list[dict[str, Any]], plots: list[str]) -> None:
+    """``--compare``'s own report: ``DIR/comparison.csv`` and ``DIR/index.html`` (per-conf pages stay in ``DIR/<conf>/``)."""
+    write_comparison_csv(out_dir, summaries)
+    write_report(out_dir, report_title(summaries), summaries, plots)

@@ -15,7 +15,8 @@ import os
 from typing import Any, Optional
 
 from simulator.job_mode import JobResult, JobRun
-from simulator.report import _round, write_html
+from simulator.report import _round
+from simulator.report_page import report_title, write_report
 
 MAX_LISTED = 100
 
@@ -90,7 +91,7 @@ def write_jobs(out_dir: str, run: JobRun, summary: dict[str, Any], title: str) -
     plot_utilisation({title: run}, os.path.join(out_dir, "utilisation.png"))
     plot_cdfs({title: run}, os.path.join(out_dir, "cdf.png"))
     written += [os.path.join(out_dir, "utilisation.png"), os.path.join(out_dir, "cdf.png")]
-    written.append(write_html(out_dir, title, summary, ["utilisation.png", "cdf.png"]))
+    written.append(write_report(out_dir, report_title([summary]), [summary], written[-2:]))
     return written
 
 

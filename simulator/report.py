@@ -8,12 +8,12 @@ writes it as null so the whole file is byte-identical between runs.
 from __future__ import annotations
 
 import csv
-import html
 import json
 import os
 from typing import Any
 
 from simulator.fgd_mode import FgdRun
+from simulator.report_page import report_title, write_report
 
 
 def _round(value: Any) -> Any:
@@ -68,7 +68,7 @@ def write_fgd(out_dir: str, run: FgdRun, summary: dict[str, Any], title: str) ->
     plot = os.path.join(out_dir, "allocation.png")
     plot_allocation({title: run.series}, plot)
     written.append(plot)
-    written.append(write_html(out_dir, title, summary, ["allocation.png"]))
+    written.append(write_report(out_dir, report_title([summary]), [summary], [plot]))
     return written
 
 
@@ -92,16 +92,3 @@ def plot_allocation(series: dict[str, list[tuple[float, float]]], path: str) -> 
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-
-
-def write_html(out_dir: str, title: str, summary: dict[str, Any], images: list[str]) -> str:
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(json.dumps(v))}</td></tr>"
-                   for k, v in sorted(summary.items()) if k != "inputs")
-    pictures = "".join(f'<p><img src="{html.escape(i)}" alt="{html.escape(i)}"></p>' for i in images)
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}</style>"
-            f"</head><body><h1>{html.escape(title)}</h1><table>{rows}</table>{pictures}</body></html>\n")
-    path = os.path.join(out_dir, "index.html")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(page)
-    return path

@@ -191,11 +191,20 @@ def build_app(state: ApiServerState) -> web.Application:
         from federation.ui.routes import add_routes as add_ui_routes  # the dashboard, /ui (docs/dashboard.md)
 
         def list_objects(info: KindInfo, namespace: str | None) -> list[dict[str, Any]]:
+            if state.members is not None and info.kind in ("Pod", "PodGroup"):  # what the agents report
+                return state.members.list(info, namespace, None)
             return state.registry.list(info, namespace, None)
 
         add_status_routes(app, list_objects, state.metrics.registry)
         add_ui_routes(app, state.auth.authenticate, list_objects)
     openapi.add_routes(app)
+    if not state.member_mode:  # karmada-search's proxy path for the member pods (docs/protocol.md "Member pods")
+        from federation.apiserver import member_logs
+        from federation.apiserver.member_routes import add_cluster_proxy, add_karmada_proxy
+
+        add_karmada_proxy(app, handlers)
+        add_cluster_proxy(app, handlers)  # .../clusters/C/proxy/api/v1/...pods: one member's copies
+        member_logs.add_routes(app, state)  # agents answer log requests here (member_logs.py)
     app.router.add_route("*", "/api", handlers.core)
     app.router.add_route("*", "/api/{tail:.*}", handlers.core)
     app.router.add_route("*", "/apis", handlers.groups)

@@ -56,7 +56,7 @@ def parse(group: str, version: str, rest: list[str], path: str) -> Target:
     def check_sub(info: KindInfo, sub: str) -> str:
         allowed = {"status"} if info.has_status or info.kind == "Namespace" else set()
         if info.kind == "Pod":
-            allowed |= {"binding", "eviction"}
+            allowed |= {"binding", "eviction", "log"}
         if info.kind == "Namespace":
             allowed.add("finalize")
         if info.kind == "ServiceAccount":

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, params, paths, protobuf, reviews, table
+from federation.apiserver import discovery, keys, member_routes, params, paths, protobuf, reviews, table
 from federation.apiserver import status as st
 from federation.apiserver.apply import FIELD_MANAGER, FORCE, manager_for
 from federation.apiserver.auth import User
@@ -64,7 +64,9 @@ class Handlers:
         self.state = state
 
     async def core(self, request: web.Request) -> web.StreamResponse:
-        rest = [p for p in request.match_info.get("tail", "").split("/") if p]
+        return await self.core_path(request, [p for p in request.match_info.get("tail", "").split("/") if p])
+
+    async def core_path(self, request: web.Request, rest: list[str]) -> web.StreamResponse:
         if not rest:
             return json_response(discovery.api_versions(self.state.address))
         if rest[0] != "v1":
@@ -74,7 +76,9 @@ class Handlers:
         return await self._serve(request, paths.parse("", "v1", rest[1:], request.path))
 
     async def groups(self, request: web.Request) -> web.StreamResponse:
-        rest = [p for p in request.match_info.get("tail", "").split("/") if p]
+        return await self.groups_path(request, [p for p in request.match_info.get("tail", "").split("/") if p])
+
+    async def groups_path(self, request: web.Request, rest: list[str]) -> web.StreamResponse:
         if not rest:
             return json_response(discovery.group_list())
         if len(rest) == 1:
@@ -133,6 +137,8 @@ class Handlers:
             if verb in ("get", "list", "watch"):
                 raise
             raise StorageUnavailable(f"{exc}; the {verb} was not attempted: nothing changed") from None
+        if member_routes.covers(self.state, target, verb, user):  # agents' pods and PodGroups (docs/protocol.md)
+            return await member_routes.serve(self, request, verb, target)
         self._field_manager(request, verb, target)
         registry = self.state.registry
         dry_run = verb in ("create", "update", "patch") and params.dry_run(request.query.getall("dryRun", []), verb)
@@ -143,6 +149,8 @@ class Handlers:
         assert info is not None
         ns = target.namespace if info.namespaced else ""
         if verb == "get":
+            if target.subresource == "log":  # only the federation's member view has logs (its agents')
+                raise st.ApiError(404, "NotFound", f'pods "{target.name}": this server keeps no container logs')
             return self._object(request, info, registry.get(info, ns or "", target.name))
         if verb == "list":
             return await self._list(request, info, ns)
@@ -238,12 +246,17 @@ class Handlers:
     def _list_doc(self, info: KindInfo, items: list[Obj], meta: Obj) -> Obj:
         return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta, "items": items}
 
-    async def _list(self, request: web.Request, info: KindInfo, ns: str | None) -> web.Response:
+    async def _list(self, request: web.Request, info: KindInfo, ns: str | None, view: Any = None) -> web.Response:
+        """``view`` serves a list instead of the store (member pods, member_view.MemberView: ``list``,
+        ``list_after`` a continue key, ``page_key``, ``encoded`` JSON of its items)."""
         predicate = self._predicate(request)
         at = self.state.store.rv
         limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
-        if token:
+        if token and view is not None:
+            after, at = params.decode_continue(token, 0)
+            items = view.list_after(info, ns, predicate, after)
+        elif token:
             # Every page of one list is read at the revision of its first page (410 once compacted;
             # a store without history, SQLite, pages through the current state while its hub reaches).
             store = self.state.store
@@ -258,20 +271,29 @@ class Handlers:
                 items = [o for o in items if predicate(o)]
             items = [o for o in items if (o["metadata"].get("namespace") or "", o["metadata"]["name"]) > after]
         else:
-            items = self.state.registry.list(info, ns, predicate)
+            items = (view.list if view is not None else self.state.registry.list)(info, ns, predicate)
         rv = str(at)
         meta: Obj = {"resourceVersion": rv}
         if 0 < limit < len(items):
             last = items[limit - 1]["metadata"]
-            meta["continue"] = params.encode_continue(at, last.get("namespace") or "", last["name"])
+            last_ns, last_name = (last.get("namespace") or "", last["name"]) if view is None else \
+                view.page_key(items[limit - 1])
+            meta["continue"] = params.encode_continue(at, last_ns, last_name)
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
         if table.wants_table(request.headers.get("Accept", "")):
             return json_response(table.table(info, items, self.state.registry.clock(), self._lookup,
                                              request.query.get("includeObject", "PartialObjectMetadata"), meta))
+        if view is not None and not preference(request.headers.get("Accept", "")).protobuf_first:
+            # the view keeps its objects' JSON: the list is a join of encoded items
+            head = orjson.dumps(self._list_doc(info, [], meta))[:-2]  # ...,"items":[  (drop the "]}")
+            body = head + b",".join(view.encoded(items)) + b"]}"
+            return web.Response(body=body, content_type="application/json")
         return negotiated_response(request, self._list_doc(info, items, meta))
 
-    async def _watch(self, request: web.Request, info: KindInfo, ns: str | None) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, info: KindInfo, ns: str | None, lister: Any = None,
+                     resource: str | None = None) -> web.StreamResponse:
+        """With ``lister`` and ``resource``: a view's watch (its own hub key; no store history)."""
         predicate = self._predicate(request)
         rv_text = request.query.get("resourceVersion") or ""
         initial = rv_text in ("", "0") or _flag(request.query.get("sendInitialEvents"))
@@ -288,11 +310,14 @@ class Handlers:
         as_protobuf = (not as_table and preference(request.headers.get("Accept", "")).protobuf_first
                        and protobuf.message_for(info.api_version, info.kind) is not None)
         hub = self.state.hub
-        resource = resource_key(info)
+        view = resource is not None
+        resource = resource or resource_key(info)
         media = protobuf.WATCH_MEDIA_TYPE if as_protobuf else "application/json"
         response = web.StreamResponse(status=200, headers={"Content-Type": media})
         try:
-            watcher = await self._subscribe(resource, ns, predicate, None if initial else since)
+            since_rv = None if initial else since
+            watcher = (hub.subscribe(resource, ns, predicate, since_rv) if view
+                       else await self._subscribe(resource, ns, predicate, since_rv))
         except st.ApiError as exc:
             # kubernetes-asyncio reads watch errors as one-line ERROR events on a 200 stream
             await response.prepare(request)
@@ -314,7 +339,7 @@ class Handlers:
                 return shared if shared is not None else orjson.dumps({"type": type_, "object": obj}) + b"\n"
 
             if initial:
-                current = self.state.registry.list(info, ns, predicate)
+                current = (lister or self.state.registry.list)(info, ns, predicate)
                 await self.state.store.wait_durable(self.state.store.rv)
                 if current:
                     await response.write(b"".join(encode("ADDED", o) for o in current))

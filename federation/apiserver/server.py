@@ -27,6 +27,7 @@ from aiohttp import web
 from federation.apiserver import conversion
 from federation.apiserver.app import build_app
 from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.member_view import MemberView
 from federation.apiserver.rbac import reconcile_bootstrap
 from federation.apiserver.registry import Registry
 from federation.apiserver.state import ApiServerState
@@ -107,6 +108,11 @@ class ApiServer:
         store.add_listener(hub.publish)
         store.add_rollback_listener(lambda durable_rv, _changes: hub.roll_back(durable_rv))
         registry = Registry(store)
+        members = None
+        if not cfg.member_mode:  # agents' pods and PodGroups, served read-only (docs/protocol.md "Member pods")
+            members = MemberView(hub.publish)
+            members.load(store.iter_all())
+            store.add_listener(members.on_change)
         token_file = Path(cfg.token_file) if cfg.token_file else self.data_dir / "tokens.csv"
         auth = TokenAuthenticator(token_file)
         if cfg.token_file is None:
@@ -119,7 +125,7 @@ class ApiServer:
         sa_tokens = ServiceAccountTokens(store, sa_key, cfg.service_account_issuer, cfg.service_account_min_expiration)
         state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth, sa_tokens=sa_tokens,
                                bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode,
-                               audit=self._audit_log())
+                               audit=self._audit_log(), members=members)
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
             await registry.ensure_namespace(namespace)

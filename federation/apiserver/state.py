@@ -14,6 +14,7 @@ from aiohttp import web
 
 from federation.apiserver.audit import AuditLog
 from federation.apiserver.auth import TokenAuthenticator
+from federation.apiserver.member_view import MemberView
 from federation.apiserver.metrics import ApiMetrics
 from federation.apiserver.rbac import Authorizer
 from federation.apiserver.registry import Registry
@@ -44,6 +45,10 @@ class ApiServerState:
     sa_tokens: ServiceAccountTokens | None = None
     #: the audit log (--audit-log-path); None: requests are not audited
     audit: AuditLog | None = None
+    #: member Pods and PodGroups as the agents report them (federation mode; None in --member-mode)
+    members: MemberView | None = None
+    #: log requests waiting for their agent (federation/apiserver/member_logs.py)
+    log_broker: Any = None
 
     def __post_init__(self) -> None:
         if self.authorizer is None:

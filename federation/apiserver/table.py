@@ -8,10 +8,12 @@ kubectl can add NAMESPACE with ``-A``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from federation.apiserver.table_karmada import POLICY_COLUMNS, binding_clusters, fully_applied
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
@@ -61,12 +63,18 @@ def human_age(seconds: float) -> str:
     return f"{d}d"
 
 
-def age_of(stamp: str, now: datetime) -> str:
-    if not stamp:
-        return "<unknown>"
+@functools.lru_cache(maxsize=4096)
+def _created(stamp: str) -> datetime | None:
+    """A creationTimestamp parsed once (strptime cost ~0.1 ms: a 10,000-pod table parsed it 10,000 times)."""
     try:
-        created = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
+        return None
+
+
+def age_of(stamp: str, now: datetime) -> str:
+    created = _created(stamp) if stamp else None
+    if created is None:
         return "<unknown>"
     return human_age((now - created).total_seconds())
 
@@ -108,6 +116,11 @@ def _pod_ready(obj: Obj, _lookup: Lookup) -> str:
     return f"{ready}/{len(containers)}"
 
 
+def _cached_from(obj: Obj, _lookup: Lookup) -> str:
+    """The member cluster a federation view object comes from (docs/protocol.md "Member pods")."""
+    return str(_get(obj, "metadata", "annotations", "resource.karmada.io/cached-from-cluster") or "<none>")
+
+
 def _c(name: str, fn: Callable[[Obj, Lookup], Any], priority: int = 0, type_: str = "string") -> Column:
     return (name, type_, priority, fn)
 
@@ -138,10 +151,16 @@ COLUMNS: dict[str, list[Column]] = {
         _c("MINMEMBER", lambda o, _: _get(o, "spec", "minMember", default=""), type_="integer"),
         _c("RUNNINGS", lambda o, _: _get(o, "status", "running", default=0), type_="integer"),
         _c("QUEUE", lambda o, _: _get(o, "spec", "queue", default="default"), priority=1),
+        _c("CLUSTER", _cached_from, priority=1),
     ],
     "Queue": [
         _c("WEIGHT", lambda o, _: _get(o, "spec", "weight", default=1), type_="integer"),
         _c("STATE", lambda o, _: _get(o, "status", "state", default="Open")),
+        # fleet queues (docs/queues.md): GPUs across the fleet, as the federation writes them
+        _c("GPU-ALLOCATED", lambda o, _: _get(o, "status", "allocated", "nvidia.com/gpu", default="0")),
+        _c("GPU-CAPABILITY", lambda o, _: _get(o, "spec", "capability", "nvidia.com/gpu", default="<none>")),
+        _c("GPU-DESERVED", lambda o, _: _get(o, "status", "deserved", "nvidia.com/gpu",
+                                             default=_get(o, "spec", "deserved", "nvidia.com/gpu", default="<none>"))),
         _c("PARENT", lambda o, _: _get(o, "spec", "parent", default="root"), priority=1),
     ],
     "Cluster": [
@@ -165,8 +184,11 @@ COLUMNS: dict[str, list[Column]] = {
     ],
     "ResourceBinding": [
         _c("SCHEDULED", lambda o, _: _condition(o, "Scheduled")),
-        _c("FULLYAPPLIED", lambda o, _: _condition(o, "FullyApplied")),
+        _c("FULLYAPPLIED", fully_applied),
+        _c("CLUSTERS", binding_clusters, priority=1),
     ],
+    "PropagationPolicy": POLICY_COLUMNS,
+    "ClusterPropagationPolicy": POLICY_COLUMNS,
     "Work": [
         _c("APPLIED", lambda o, _: _condition(o, "Applied")),
         _c("GANG", lambda o, _: _get(o, "status", "gang", "phase"), priority=1),
@@ -175,6 +197,7 @@ COLUMNS: dict[str, list[Column]] = {
         _c("READY", _pod_ready),
         _c("STATUS", lambda o, _: _get(o, "status", "phase", default="Pending")),
         _c("NODE", lambda o, _: _get(o, "spec", "nodeName", default="<none>"), priority=1),
+        _c("CLUSTER", _cached_from, priority=1),
     ],
     "Node": [_c("STATUS", lambda o, _: "Ready" if _condition(o, "Ready") == "True" else "NotReady")],
     "Namespace": [_c("STATUS", lambda o, _: _get(o, "status", "phase", default="Active"))],

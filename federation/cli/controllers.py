@@ -23,6 +23,9 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     add_health_flags(parser)
     add_feature_gates_flag(parser)
+    from federation.cli.scheduler_conf_flag import add_scheduler_conf_flag
+
+    add_scheduler_conf_flag(parser)
     from federation.cli.leader_flags import add_leader_election_flags
 
     add_leader_election_flags(parser, default=True)  # kube-controller-manager's default
@@ -32,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from federation.cli.compose import controllers_forever
+    from federation.cli.scheduler_conf_flag import with_scheduler_conf
     from federation.client import default_kubeconfig_path, load_kubeconfig
     from federation.controllers.manager import server_url
     from federation.feature_gates import feature_gate_options
@@ -50,5 +54,6 @@ def run(args: argparse.Namespace) -> int:
     from federation.cli.leader_flags import election_config
 
     return asyncio.run(controllers_forever(kubeconfig, data_dir,
-                                           {**health_options(args), **feature_gate_options(args, "controllers")},
+                                           with_scheduler_conf(args, {**health_options(args),
+                                                                               **feature_gate_options(args, "controllers")}),
                                            lambda line: print(line, flush=True), election=election_config(args)))

@@ -156,6 +156,7 @@ def keep_running(system: System, console: "Console") -> None:
     console.print(f"\nthe system keeps running. In another shell:\n"
                   f"  export KUBECONFIG={system.kubeconfig}\n"
                   f"  caldera get vcjob   |   kubectl get clusters   |   caldera describe job gpu-dist-training\n"
+                  f"  kubectl get pods -A -o wide   |   caldera logs gpu-dist-training --task worker --index 3\n"
                   f"press Ctrl-C to stop everything")
     try:
         while all(p.alive for p in system.processes()):

@@ -50,6 +50,28 @@ def _table(headers: list[str], rows: list[list[str]], indent: str = "  ") -> lis
     return out
 
 
+def condition_lines(conditions: Any) -> list[str]:
+    """Conditions as ``kubectl describe`` prints them (Type, Status, LastTransitionTime, Reason,
+    Message), an empty cell where a field is unset. Volcano's untyped entries (one per phase
+    change, ``{status: Running}``) are a phase history, not conditions: they get their own table."""
+    items = [c for c in conditions or [] if isinstance(c, dict)]
+    typed = [c for c in items if c.get("type")]
+    history = [c for c in items if not c.get("type")]
+    lines: list[str] = []
+    if typed:
+        rows = [[str(c["type"]), str(c.get("status") or "Unknown"), str(c.get("lastTransitionTime") or ""),
+                 str(c.get("reason") or ""), _one_line(c.get("message"))] for c in typed]
+        lines += ["Conditions:", *_table(["Type", "Status", "LastTransitionTime", "Reason", "Message"], rows)]
+    if history:
+        rows = [[str(c.get("status") or ""), str(c.get("lastTransitionTime") or "")] for c in history]
+        lines += ["Phase History:", *_table(["Phase", "Since"], rows)]
+    return lines
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text or "").split())
+
+
 def describe_text(obj: dict[str, Any], events: list[dict[str, Any]], now: datetime) -> str:
     meta = obj.get("metadata") or {}
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
@@ -80,10 +102,7 @@ def describe_text(obj: dict[str, Any], events: list[dict[str, Any]], now: dateti
     lines += _block("Status", status)
     if is_job:
         lines += job_share_lines(obj)
-    if conditions:
-        rows = [[str(c.get("type", c.get("status", ""))), str(c.get("status", "")), str(c.get("reason", "")),
-                 str(c.get("message", ""))] for c in conditions if isinstance(c, dict)]
-        lines += ["Conditions:", *_table(["Type", "Status", "Reason", "Message"], rows)]
+    lines += condition_lines(conditions)
     if events:
         rows = []
         for ev in sorted(events, key=lambda e: e.get("lastTimestamp") or ""):

@@ -52,6 +52,9 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     add_health_flags(parser)
     add_feature_gates_flag(parser)
+    from federation.cli.scheduler_conf_flag import add_scheduler_conf_flag
+
+    add_scheduler_conf_flag(parser)
     from federation.cli.leader_flags import add_leader_election_flags
 
     # None until run(): kube-controller-manager's true wherever the store is shared (etcd), false on the
@@ -85,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from federation.apiserver.server import ServerConfig
     from federation.cli.compose import FederationServer, serve_forever
     from federation.cli.leader_flags import election_config
+    from federation.cli.scheduler_conf_flag import with_scheduler_conf
     from federation.feature_gates import feature_gate_options
     from federation.health_options import health_options
 
@@ -96,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
                           audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file,
                           audit_log_maxsize=args.audit_log_maxsize, audit_log_maxbackup=args.audit_log_maxbackup)
     server = FederationServer(config, run_controllers=not args.no_controllers,
-                              controller_options={**health_options(args), **feature_gate_options(args, "serve")},
+                              controller_options=with_scheduler_conf(args, {**health_options(args),
+                                                                                  **feature_gate_options(args, "serve")}),
                               election=election_config(args))
     from federation.apiserver.etcd_client import EtcdConfigError
 

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from federation.controllers.claim import with_marks
 from federation.controllers.common import (
     APPLIED_PLACEMENT,
     GENERATION,
@@ -216,20 +217,19 @@ def binding_body(job: Obj, policy: Obj | None, rb: Obj | None, clusters: list[di
     body_spec.setdefault("clusters", [])
     if body_spec.get("rescheduleTriggeredAt"):  # this attempt serves the request
         notes[RESCHEDULED_FOR] = str(body_spec["rescheduleTriggeredAt"])
-    return {
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {
-            "name": rb_name(meta.get("name", "")),
-            "namespace": meta.get("namespace"),
-            "labels": {**(old_meta.get("labels") or {}), JOB_UID_LABEL: meta.get("uid", "")},
-            "annotations": notes,
-            "ownerReferences": [{"apiVersion": job.get("apiVersion"), "kind": job.get("kind"),
-                                 "name": meta.get("name"), "uid": meta.get("uid"), "controller": True,
-                                 "blockOwnerDeletion": True}],
-        },
-        "spec": body_spec,
+    rb_meta: dict[str, Any] = {
+        "name": rb_name(meta.get("name", "")),
+        "namespace": meta.get("namespace"),
+        "labels": {**(old_meta.get("labels") or {}), JOB_UID_LABEL: meta.get("uid", "")},
+        "annotations": notes,
+        "ownerReferences": [{"apiVersion": job.get("apiVersion"), "kind": job.get("kind"),
+                             "name": meta.get("name"), "uid": meta.get("uid"), "controller": True,
+                             "blockOwnerDeletion": True}],
     }
+    if policy is not None:  # Karmada marks the binding with its policy as it marks the template
+        with_marks(rb_meta, policy)
+    return {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding", "metadata": rb_meta,
+            "spec": body_spec}
 
 
 def generation_of(rb: Obj | None) -> int:

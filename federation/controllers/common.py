@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from federation.fleet_queues.model import DEFAULT_FLEET_CONF, FleetConf
 from federation.placement.request import Options
 from policies.kinds import lookup
 
@@ -98,6 +99,9 @@ class ControllerOptions:
     exclude_after_failures: int = 2
     #: placement core options (readiness damping, optimizer limits)
     placement: Options = Options()
+    #: fleet queues (federation/fleet_queues): the queue rule of the federation's scheduler conf
+    #: (``caldera serve --scheduler-conf``); None: Jobs are placed without fleet admission
+    fleet_queues: FleetConf | None = DEFAULT_FLEET_CONF
     watch_timeout: int = 300
     request_timeout: float = 30.0
     clock: Callable[[], float] = time.time

@@ -43,6 +43,7 @@ from federation.controllers import app_failover, binding_priority, failover, pre
 from federation.controllers import binding as b
 from federation.controllers import common as c
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
+from federation.controllers.fleet_admission import FleetAdmission
 from federation.controllers.matching import Match, match_policy
 from federation.controllers.placement_outcomes import PlacementOutcomes
 from federation.controllers.placement_queue import QueuedPlacement, with_priority
@@ -70,7 +71,7 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 
-class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, QueueController):
+class PlacementController(FleetAdmission, PlacementOutcomes, ClusterView, QueuedPlacement, QueueController):
     def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
         super().__init__(api, options)
         self.jobs = self.informer(c.JOBS, self._on_job)
@@ -80,8 +81,9 @@ class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, Queue
         self.bindings = self.informer(c.BINDINGS, self._on_binding)
         self.works = self.informer(c.WORKS)
         self.priority_classes = self.informer(PRIORITY_CLASSES)
+        self._init_fleet()  # fleet queues: admission before placement (fleet_admission.py)
         self.informers = [self.jobs, self.pps, self.cpps, self.clusters, self.bindings, self.works,
-                          self.priority_classes]
+                          self.priority_classes, self.fleet_queues]
         self.placer = Placer()
         self.lock = asyncio.Lock()
         self.cluster_version = 0
@@ -98,6 +100,7 @@ class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, Queue
 
     def _on_job(self, kind: str, obj: Obj, old: Obj | None) -> None:
         self.queue.add(c.job_key(*_ns_name(obj)))
+        self._fleet_on_job(kind, obj)
         self._move(requeue_events.job_event(kind, obj, old))
 
     def _on_policy(self, kind: str, obj: Obj, old: Obj | None) -> None:
@@ -116,6 +119,7 @@ class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, Queue
                 ns, job = (rb.get("metadata") or {}).get("namespace", ""), \
                     ((rb.get("spec") or {}).get("resource") or {}).get("name", "")
                 self.queue.add((ns, job))
+        self._fleet_on_cluster()
         self._move(requeue_events.cluster_event(kind, obj, old))
 
     def _on_work(self, _type: str, obj: Obj, old: Obj | None) -> None:
@@ -190,6 +194,7 @@ class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, Queue
             rb = None
         now = self.clock()
         match = match_policy(job, self.policies_for(namespace))
+        await self._mark_claim(job, match.policy)
         if match.policy is None:
             await self._no_policy(job, rb, now)
             return
@@ -209,12 +214,16 @@ class PlacementController(PlacementOutcomes, ClusterView, QueuedPlacement, Queue
         if isinstance(trigger, failover.Failover):
             await self._end(job, rb, match, trigger, now)
             return
+        if not await self._fleet_gate(job, rb, now):  # its queue has not admitted it fleet-wide yet
+            return
         priority = self._priority(match.policy, job)
         if not permitted:
             self._enqueue(job, priority.priority)
             return
         metrics.INCOMING_BINDINGS.labels(event=metrics.trigger_event(trigger)).inc()
         outcome = await self._place(job, rb, match, trigger, previous, now, priority)
+        self._fleet_placed(key, outcome == "scheduled" or bool(((self.bindings.get(namespace, c.rb_name(name)) or {})
+                                                                .get("spec") or {}).get("clusters")))
         self.schedq.done(key, outcome)
         if outcome == "unschedulable":
             metrics.QUEUE_UNSCHEDULABLE.inc()

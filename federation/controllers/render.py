@@ -23,7 +23,10 @@ from federation.controllers.matching import labels_match, policy_ref
 from federation.placement.adapters import cluster_affinity
 from federation.placement.request import ClusterState
 from federation.placement.selectors import affinity_mismatch
-from policies.models.karmada_work import TASK_INDICES
+from policies.models.core import PodTemplateSpec
+from policies.models.karmada_work import QUEUE_ALLOTMENT, TASK_INDICES
+from policies.models.pod_resources import template_request
+from policies.resources import PODS, ResourceVector
 
 Obj = Mapping[str, Any]
 MANIFEST_META_KEEP = ("name", "namespace", "labels", "annotations")
@@ -52,7 +55,18 @@ def share_manifest(job: Obj, share: Mapping[str, Any], totals: Mapping[str, int]
         notes[TASK_INDICES] = json.dumps(indices, sort_keys=True)
     notes[c.TASK_TOTALS] = json.dumps(dict(totals), sort_keys=True)
     notes[c.WORLD_SIZE] = str(sum(int(v) for v in totals.values()))
+    notes[QUEUE_ALLOTMENT] = json.dumps(share_request(spec), sort_keys=True)
     return manifest
+
+
+def share_request(spec: Mapping[str, Any]) -> dict[str, str]:
+    """What the share's replicas request (``pods`` aside): the queue allotment it carries."""
+    total = ResourceVector()
+    for task in spec.get("tasks") or []:
+        replicas = int(task.get("replicas") or 0)
+        if replicas and task.get("template"):
+            total = total + template_request(PodTemplateSpec.model_validate(task["template"])).scale(replicas)
+    return ResourceVector({k: v for k, v in total.items() if k != PODS}).to_resource_list()
 
 
 # ---------------------------------------------------------------- overrides

@@ -14,6 +14,8 @@ Paths (docs/dashboard.md):
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import resources
@@ -34,11 +36,14 @@ from federation.status_api import (
     status_document,
 )
 from federation.ui import data
+from federation.ui.history import GpuHistory, gpu_totals
 from federation.ui.paths import JOB_PAGE_PREFIX, PAGE_PATHS
 from policies.kinds import lookup
 
 EVENTS = lookup("v1", "Event")
 WORKS = lookup("work.karmada.io/v1alpha1", "Work")
+PODS = lookup("v1", "Pod")
+QUEUES = lookup("scheduling.volcano.sh/v1beta1", "Queue")
 STATIC = {"app.js": "application/javascript", "app.css": "text/css"}
 
 
@@ -57,6 +62,22 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
     or None) and its registry's lister (federation/apiserver/app.py), so this module needs no import
     of the API server."""
     page = _static("index.html")
+    history = GpuHistory()
+
+    def sample(clusters: list[dict[str, Any]]) -> None:
+        history.record(clock(), *gpu_totals(clusters))
+
+    async def sampler(_app: web.Application) -> Any:
+        async def loop() -> None:
+            while True:
+                sample(listed(CLUSTERS))
+                await asyncio.sleep(history.step)
+
+        task = asyncio.create_task(loop())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     def signed_in(request: web.Request) -> bool:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
@@ -81,7 +102,9 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
         clusters = listed(CLUSTERS)
         doc = status_document(clusters, listed(LEASES, LEASE_NAMESPACE), listed(JOBS), listed(BINDINGS), clock(),
                               metrics.placement_latency_summary())
-        return _json(data.overview(doc, clusters, listed(WORKS), listed(EVENTS)))
+        sample(clusters)
+        overview = data.overview(doc, clusters, listed(WORKS), listed(EVENTS), listed(QUEUES))
+        return _json({**overview, "gpuHistory": history.points()})
 
     async def job(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
@@ -94,8 +117,11 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
         works = [w for w in listed(WORKS) if ((w.get("metadata") or {}).get("labels") or {}).get("caldera.io/job") == key]
         events = [e for e in listed(EVENTS, namespace)
                   if (e.get("involvedObject") or {}).get("name") in (name, f"{name}-job")]
-        return _json(data.job_page(job_entry(found[0], binding), works, events))
+        pods = [p for p in listed(PODS, namespace)  # the member view: every rank, where it runs
+                if ((p.get("metadata") or {}).get("labels") or {}).get("volcano.sh/job-name") == name]
+        return _json(data.job_page(job_entry(found[0], binding), works, events, pods))
 
+    app.cleanup_ctx.append(sampler)
     for path in PAGE_PATHS:
         app.router.add_get(path, shell)
     app.router.add_get(JOB_PAGE_PREFIX + "{namespace}/{name}", shell)

@@ -135,6 +135,12 @@ class ClusterGateway(Protocol):
         """Delete a job plugin's object (idempotent)."""
         ...
 
+    def pod_log(self, namespace: str, name: str, follow: bool = False, tail_lines: Optional[int] = None,
+                limit_bytes: Optional[int] = None, container: str = "") -> AsyncIterator[bytes]:
+        """The pod's container log as chunks (``kubectl logs`` semantics); :class:`NotFound` for a
+        missing pod (raised at once or on the first chunk). The log shipper serves it to the federation."""
+        ...
+
     async def close(self) -> None: ...
 
 

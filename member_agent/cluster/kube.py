@@ -105,6 +105,19 @@ class KubeGateway:
     async def list_pods(self) -> Listing:
         return await self._list("Pod", self.core.list_pod_for_all_namespaces)
 
+    async def list_hyper_nodes(self) -> list[Obj]:
+        """The member cluster's ``topology.volcano.sh/v1alpha1`` HyperNodes (none when the kind
+        is not served there)."""
+        custom = k8s.CustomObjectsApi(self.api_client)
+        status, data = await self._raw("list hypernodes", custom.list_cluster_custom_object(
+            "topology.volcano.sh", "v1alpha1", "hypernodes", _preload_content=False, _request_timeout=TIMEOUT))
+        if status == 404:
+            return []
+        if status != 200:
+            raise Unavailable(f"list hypernodes: HTTP {status}")
+        return [dict(item, apiVersion="topology.volcano.sh/v1alpha1", kind="HyperNode")
+                for item in data.get("items") or []]
+
     async def _watch(self, kind: str, fn: Any, resource_version: str) -> AsyncIterator[WatchEvent]:
         try:
             async with k8s_watch.Watch() as w:
@@ -263,6 +276,29 @@ class KubeGateway:
         _, _, delete = self._object_calls(kind)
         await self._raw(f"delete {kind} {namespace}/{name}", delete(name, namespace, _preload_content=False,
                                                                     _request_timeout=TIMEOUT))
+
+    async def pod_log(self, namespace: str, name: str, follow: bool = False, tail_lines: Optional[int] = None,
+                      limit_bytes: Optional[int] = None, container: str = "") -> AsyncIterator[bytes]:
+        """``GET pods/NAME/log`` on the member API, streamed (the log shipper serves it to the federation)."""
+        what = f"log of pod {namespace}/{name}"
+        options: dict[str, Any] = {"follow": follow, "_preload_content": False}
+        if tail_lines is not None:
+            options["tail_lines"] = tail_lines
+        if limit_bytes:
+            options["limit_bytes"] = limit_bytes
+        if container:
+            options["container"] = container
+        try:
+            response = await self.core.read_namespaced_pod_log(name, namespace, **options)
+        except Exception as exc:  # noqa: BLE001
+            raise _error(exc, what) from exc
+        try:
+            if int(response.status) == 404:
+                raise NotFound(f"{what}: not found")
+            async for chunk in response.content.iter_any():
+                yield chunk
+        finally:
+            response.release()
 
     async def close(self) -> None:
         await self.api_client.close()

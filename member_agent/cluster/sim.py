@@ -32,6 +32,7 @@ from member_agent.cluster.gateway import (
     pod_node,
 )
 from member_agent.cluster.sim_kubelet import KubeletOptions, SimKubelet
+from member_agent.cluster.sim_logs import PodLogs
 
 #: watch events kept for a watcher that resumes from an older resourceVersion (older ones get Gone and
 #: relist, as from kube-apiserver, whose watch cache keeps 100 per resource by default). Each entry is a
@@ -57,6 +58,7 @@ class SimCluster:
         self._history: deque[tuple[int, str, WatchEvent]] = deque(maxlen=history)
         self._first_kept = 1
         self._subscribers: list[tuple[str, asyncio.Queue[Optional[WatchEvent]]]] = []
+        self.logs = PodLogs()  # the containers' logs the sim kubelet writes (sim_logs.py)
         self.kubelet = SimKubelet(self, clock, options or KubeletOptions())
         for node in nodes:
             self._put("Node", node["metadata"]["name"], copy.deepcopy(node), "ADDED")
@@ -315,6 +317,15 @@ class SimGateway:
 
     async def delete_object(self, kind: str, namespace: str, name: str) -> None:
         self.cluster.objects.pop((kind, namespace, name), None)
+
+    def pod_log(self, namespace: str, name: str, follow: bool = False, tail_lines: Optional[int] = None,
+                limit_bytes: Optional[int] = None, container: str = "") -> AsyncIterator[bytes]:
+        """The log the sim kubelet wrote (:class:`NotFound` for an unknown pod); a sim pod has one log
+        whatever ``container`` is named."""
+        key = f"{namespace}/{name}"
+        if key not in self.cluster.pods:
+            raise NotFound(f'pods "{name}" not found')
+        return self.cluster.logs.read(key, follow, tail_lines, limit_bytes)
 
     async def close(self) -> None:
         self.cluster.close_watches()

@@ -30,6 +30,7 @@ from member_agent.cluster.gateway import (
     node_ready,
     pod_node,
 )
+from member_agent.cluster.sim_logs import start_lines
 
 _GO_DURATION = re.compile(r"^((\d+(\.\d*)?|\.\d+)(ms|s|m|h))+$")
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
@@ -100,7 +101,10 @@ class SimKubelet:
         self._at(self.clock.now() + self._scaled(grace), key, "remove")
 
     def forget(self, key: str) -> None:
-        """Nothing to do: stale timers are recognised by uid when they fire."""
+        """Stale timers are recognised by uid when they fire; the pod's log goes with it."""
+        logs = getattr(self.cluster, "logs", None)
+        if logs is not None:
+            logs.forget(key)
 
     def next_due(self) -> Optional[float]:
         return self._timers[0][0] if self._timers else None
@@ -146,6 +150,7 @@ class SimKubelet:
             ]
 
         self.cluster.modify_pod(key, run)
+        self._log(key, start_lines(self.cluster.pods[key], stamp))
         duration = parse_duration(self._annotation(key, SIM_DURATION_ANNOTATION), self.options.default_duration)
         self._at(when + self._scaled(duration), key, "finish")
         return True
@@ -168,6 +173,7 @@ class SimKubelet:
                     cs["state"] = {"running": {"startedAt": stamp}}
 
             self.cluster.modify_pod(key, restart)
+            self._log(key, [f"{stamp} exit: code {exit_code}; restarting ({restart_policy})"])
             duration = parse_duration(self._annotation(key, SIM_DURATION_ANNOTATION), self.options.default_duration)
             self._at(when + self._scaled(self.options.start_delay + duration), key, "finish")
             return True
@@ -195,6 +201,13 @@ class SimKubelet:
             status["containerStatuses"] = containers
 
         self.cluster.modify_pod(key, end)
+        self._log(key, [f"{stamp} exit: code {exit_code} ({pod_reason or reason})"], running=False)
+
+    def _log(self, key: str, lines: list[str], running: bool = True) -> None:
+        """The container's log (sim_logs.py), when the cluster keeps one."""
+        logs = getattr(self.cluster, "logs", None)
+        if logs is not None:
+            logs.write(key, lines, running)
 
     def lose(self, key: str, message: str) -> None:
         """The pod's node failed under it."""

@@ -13,6 +13,8 @@ A scenario is a STATE file (docs/scheduler.md) whose last document is an expecta
     evictionReasons: {ns/pod: "priority 10 < 1000"}  # substring of the eviction reason
     devices: {ns/pod: [0, 1]}               # exact GPU ids chosen for pods bound this session
     annotations: {ns/pod: {key: value}}     # annotations the agent must patch onto the pod
+    podGroupAnnotations: {ns/pg: {key: value}}  # annotations for the PodGroup (allocated HyperNode)
+    nodesOf: {ns/pg: [n1, n2]}              # the sorted distinct nodes the group's pods bind to
     now: "2026-06-01T00:00:00Z"             # the session clock (default: a fixed instant)
     pipelined: {default/job-b: [n1, n1]}    # exact, per PodGroup (node per pipelined pod)
     podGroups: {default/job-a: Inqueue}     # phases of the PodGroups listed
@@ -48,7 +50,7 @@ from policies.errors import CalderaError
 KNOWN_KEYS = frozenset({"kind", "description", "bindings", "bindingCount", "bound", "evicted", "evictions", "pipelined",
                         "nominationsCleared",
                         "podGroups", "reasons", "conditions", "problems", "warnings", "logs", "error",
-                        "evictionReasons", "devices", "annotations", "now"})
+                        "evictionReasons", "devices", "annotations", "now", "podGroupAnnotations", "nodesOf"})
 
 
 @dataclass
@@ -155,6 +157,15 @@ def _compare_part2(fail: Any, expect: dict[str, Any], result: CycleResult) -> No
         got = {pod: sorted(d.get("gpus", [])) for pod, d in result.device_allocations.items() if d.get("gpus")}
         if want != got:
             fail(f"devices: expected {want}, got {got}")
+    for group, wanted in (expect.get("podGroupAnnotations") or {}).items():
+        got = result.pod_group_annotations.get(group, {})
+        for key, value in (wanted or {}).items():
+            if got.get(key) != (None if value is None else str(value)):
+                fail(f"podGroupAnnotations[{group}][{key}]: expected {value!r}, got {got.get(key)!r}")
+    for group, nodes in (expect.get("nodesOf") or {}).items():
+        got_nodes = sorted({n for pod, n in result.bindings.items() if result.pod_owner.get(pod) == group})
+        if got_nodes != sorted(nodes or []):
+            fail(f"nodesOf[{group}]: expected {sorted(nodes or [])}, got {got_nodes}")
     for pod, wanted in (expect.get("annotations") or {}).items():
         got = result.pod_annotations.get(pod, {})
         for key, value in (wanted or {}).items():

@@ -34,6 +34,7 @@ from member_agent.scheduler.framework.builder import (
     resource_list,
 )
 from member_agent.scheduler.framework.dims import Dimensions
+from member_agent.scheduler.framework.hypernodes import topology_of
 from member_agent.scheduler.framework.left_out import QuiescentLedger
 from member_agent.scheduler.framework.snapshot import (
     DeviceArrays,
@@ -81,7 +82,7 @@ class SchedulerCache:
         self.scheduler_names = scheduler_names
         self._resources = set(resources)
         self._objects: dict[str, dict[str, Mapping[str, Any]]] = {
-            k: {} for k in ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")}
+            k: {} for k in ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode")}
         #: Every distinct request seen and how many pods had it (deleted pods stay counted).
         self._workload: dict[tuple[float, ...], int] = {}
         self._seen: set[str] = set()
@@ -90,6 +91,8 @@ class SchedulerCache:
         #: Shared by every snapshot: what sessions leave out is kept across them (framework/left_out.py).
         self.ledger = QuiescentLedger()
         self.rebuilds = 0  # full rebuilds so far (a bench/test reading)
+        self._tree: Any = None  # framework/hypernodes.py HyperNodeTree of the HyperNodes, or None
+        self._tree_dirty = False
 
     # ------------------------------------------------------------------ events
     def upsert(self, raw: Any) -> None:
@@ -99,6 +102,8 @@ class SchedulerCache:
         if table is None:
             return
         key = _key(obj)
+        if kind in ("Node", "HyperNode"):
+            self._tree_dirty = True
         if kind == "Pod" and not self._stale:
             self._remove_pod(key)
         table[key] = obj
@@ -114,6 +119,8 @@ class SchedulerCache:
         table = self._objects.get(kind)
         if table is None or key not in table:
             return
+        if kind in ("Node", "HyperNode"):
+            self._tree_dirty = True
         if kind == "Pod" and not self._stale:
             self._remove_pod(key)
         del table[key]
@@ -341,10 +348,17 @@ class SchedulerCache:
         total = table.allocatable.sum(axis=0) if len(table) else self.dims.zeros()
         if self._workload_tuple is None:
             self._workload_tuple = tuple(sorted(self._workload.items()))
+        if self._tree_dirty:  # the tree changes only with the HyperNodes or the nodes
+            hypernodes = self._objects["HyperNode"]
+            self._tree = topology_of(list(hypernodes.values()), table.names, table.labels) if hypernodes else None
+            self._tree_dirty = False
+        tree = self._tree
+        if tree is not None:
+            problems.extend(tree.problems)
         snapshot = Snapshot(self.dims, table, self._job_tuple, dict(self._queue_specs),
                             dict(self._builder.priority_classes), tuple(problems), total,
                             tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._usage),
-                            self._workload_tuple or (), self._frozen_arrays(), self.ledger)
+                            self._workload_tuple or (), self._frozen_arrays(), self.ledger, topology=tree)
         snapshot.know_queue_order(self._queue_order)
         return snapshot
 

@@ -8,7 +8,7 @@ configuration applies. Parsing only: the caller reads the file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 import yaml
@@ -18,7 +18,7 @@ from member_agent.scheduler.framework.snapshot import Snapshot
 from policies.errors import DecodeError
 from policies.scheduler_conf import CONF_KEY, DEFAULT_CONF, SchedulerConf, from_configmap
 
-SCHEDULER_KINDS = frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ConfigMap", "List"})
+SCHEDULER_KINDS = frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ConfigMap", "List", "HyperNode"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ def _flatten(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def state_from_documents(docs: Iterable[dict[str, Any]], conf: SchedulerConf | None = None,
                          conf_source: str = "") -> State:
     objects, extra = [], []
+    refused: list[str] = []
     found: SchedulerConf | None = None
     source = conf_source or "default"
     for doc in _flatten(docs):
@@ -66,6 +67,12 @@ def state_from_documents(docs: Iterable[dict[str, Any]], conf: SchedulerConf | N
                 found = from_configmap(doc)
                 meta = doc.get("metadata") or {}
                 source = f"ConfigMap {meta.get('namespace') or 'default'}/{meta.get('name')}"
+        elif kind == "HyperNode":
+            problem = hypernode_problem(doc)
+            if problem:
+                refused.append(problem)
+            else:
+                objects.append(doc)
         elif kind in SCHEDULER_KINDS:
             objects.append(doc)
         else:
@@ -73,4 +80,20 @@ def state_from_documents(docs: Iterable[dict[str, Any]], conf: SchedulerConf | N
     chosen = conf if conf is not None else (found or DEFAULT_CONF)
     if conf is not None:
         source = conf_source or "file"
-    return State(build_snapshot(objects), chosen, source, tuple(extra))
+    snapshot = build_snapshot(objects)
+    if refused:
+        snapshot = replace(snapshot, problems=(*refused, *snapshot.problems))
+    return State(snapshot, chosen, source, tuple(extra))
+
+
+def hypernode_problem(doc: dict[str, Any]) -> str:
+    """Why a HyperNode manifest would not be admitted (webhook rules), or "" (it is then used)."""
+    from policies.admission import admit
+    from policies.codec import decode_object
+    from policies.errors import CalderaError
+
+    try:
+        admit(decode_object(doc))
+    except CalderaError as exc:
+        return f"HyperNode {(doc.get('metadata') or {}).get('name')} refused, not used: {exc}"
+    return ""

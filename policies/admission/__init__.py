@@ -74,7 +74,7 @@ def admit(obj: TypedObject, old: TypedObject | None = None, context: AdmissionCo
 
 
 #: Rule modules; each exports ``ADMITTERS: dict[kind, Admitter]``.
-BUILTIN_MODULES: list[str] = ["karmada", "karmada_objects", "volcano_job", "volcano_vcjob", "volcano_queue", "volcano_podgroup", "volcano_flow", "priority_class", "kubeflow", "volcano_pod", "rbac"]
+BUILTIN_MODULES: list[str] = ["karmada", "karmada_objects", "volcano_job", "volcano_vcjob", "volcano_queue", "volcano_podgroup", "volcano_flow", "priority_class", "kubeflow", "volcano_pod", "rbac", "volcano_hypernode"]
 #: kind -> the rule module that admits it, so admitting one kind imports only its module (the agent
 #: admits Volcano Jobs and never loads the Karmada, RBAC or Kubeflow rules and their models);
 #: tests/policies check it against every module's ``ADMITTERS``.
@@ -86,6 +86,7 @@ KIND_MODULES: dict[str, str] = {
     "JobFlow": "volcano_flow", "JobTemplate": "volcano_flow", "PriorityClass": "priority_class",
     **dict.fromkeys(("PyTorchJob", "TFJob", "MPIJob"), "kubeflow"),
     "Pod": "volcano_pod",
+    "HyperNode": "volcano_hypernode",
     **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"), "rbac"),
 }
 _LOADED: set[str] = set()

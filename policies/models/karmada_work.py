@@ -39,6 +39,10 @@ TASK_OFFSETS = "caldera.io/task-offsets"
 TASK_INDICES = "caldera.io/task-indices"
 TASK_TOTALS = "caldera.io/task-totals"
 WORLD_SIZE = "caldera.io/world-size"
+#: annotation on a share's Job: the resources the federation admitted to this cluster for the
+#: share (its replicas' requests, a ResourceList as JSON); the agent's queue view caps the
+#: share's queue at the sum over its Works (docs/protocol.md "Fleet queues")
+QUEUE_ALLOTMENT = "caldera.io/queue-allotment"
 
 
 def execution_namespace(cluster: str) -> str:

@@ -137,6 +137,10 @@ class QueueStatus(K8sModel):
     completed: Optional[int] = None
     reservation: Optional[Reservation] = None
     allocated: Optional[ResourceListField] = None
+    #: Caldera (fleet queues, docs/queues.md): ``allocated`` per member cluster, and the queue's
+    #: fleet-wide deserved share, written by the federation
+    allocated_by_cluster: Optional[dict[str, ResourceListField]] = None
+    deserved: Optional[ResourceListField] = None
 
 
 class Queue(KindObject):

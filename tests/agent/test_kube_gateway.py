@@ -131,3 +131,18 @@ async def test_nomination_is_set_and_cleared_through_pod_status(member) -> None:
     assert "nominatedNodeName" not in (await gateway.get_pod("team", "pre"))["status"]
     with pytest.raises(NotFound):
         await gateway.nominate_pod("team", "nope", "a100-0")
+
+
+async def test_hypernodes_served_by_member_mode_and_listed_by_the_gateway(member) -> None:
+    gateway, core = member
+    assert await gateway.list_hyper_nodes() == []
+    custom = k8s.CustomObjectsApi(core.api_client)
+    leaf = {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "leaf0"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^a100-"}}}]}}
+    await custom.create_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes", leaf)
+    bad = {**leaf, "metadata": {"name": "leaf1"}, "spec": {"tier": 1, "members": []}}
+    with pytest.raises(k8s.ApiException) as refused:
+        await custom.create_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes", bad)
+    assert refused.value.status == 422 and "spec.members" in refused.value.body
+    listed = await gateway.list_hyper_nodes()
+    assert [(h["kind"], h["metadata"]["name"], h["spec"]["tier"]) for h in listed] == [("HyperNode", "leaf0", 1)]

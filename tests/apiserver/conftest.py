@@ -52,6 +52,9 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def server_config(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> ServerConfig:
     config = ServerConfig(data_dir=tmp_path / "data")
+    # pods and PodGroups are read-only at a federation (docs/protocol.md "Member pods"): tests that write
+    # them are marked member_mode and run against a member-cluster stand-in
+    config.member_mode = request.node.get_closest_marker("member_mode") is not None
     if backend == "etcd":
         config.etcd = etcd_config(request.getfixturevalue("etcd_cluster"))
     return config

@@ -46,7 +46,8 @@ def snapshot(server: ApiServer) -> tuple[int, list[Any]]:
     return server.store.rv, sorted((r, orjson.dumps(o)) for r, o in server.store.iter_all())
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.member_mode) if c["id"].startswith("podgroup-")
+                                  else c for c in CASES], ids=lambda c: c["id"])
 async def test_hostile_request_is_refused_like_kube(server: ApiServer, case: dict[str, Any]) -> None:
     for path, obj in case.get("setup", []):
         status, created = await send(server, "POST", path, obj)

@@ -25,7 +25,8 @@ def _touches_spec(patch: dict[str, Any]) -> bool:
     return any(key not in ("metadata", "status") for key in patch)
 
 
-@pytest.mark.parametrize("sample", KIND_SAMPLES, ids=lambda s: s["object"]["kind"])
+@pytest.mark.parametrize("sample", [pytest.param(s, marks=pytest.mark.member_mode) if s["object"]["kind"] in (
+    "Pod", "PodGroup") else s for s in KIND_SAMPLES], ids=lambda s: s["object"]["kind"])
 async def test_crud_roundtrip(api: client.ApiClient, sample: dict[str, Any]) -> None:
     body = copy.deepcopy(sample["object"])
     info = lookup(body["apiVersion"], body["kind"])

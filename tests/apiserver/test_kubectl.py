@@ -72,7 +72,7 @@ def test_kubectl_apply_get_delete_seed(served: ServeProcess, tmp_path: Path) -> 
     assert header.split() == ["NAME", "STATUS", "MINAVAILABLE", "RUNNING", "CLUSTERS", "AGE"]
     assert row.split()[:4] == ["gpu-training", "Pending", "4", "0"]
     queues = kubectl(served, tmp_path, "get", "queues")
-    assert queues.stdout.splitlines()[0].split() == ["NAME", "WEIGHT", "STATE", "AGE"]
+    assert queues.stdout.splitlines()[0].split() == ["NAME", "WEIGHT", "STATE", "GPU-ALLOCATED", "GPU-CAPABILITY", "GPU-DESERVED", "AGE"]
     assert any(line.split()[:3] == ["ai-training", "3", "Open"] for line in queues.stdout.splitlines())
 
     as_yaml = kubectl(served, tmp_path, "get", "pc", "high-priority", "-o", "yaml")
@@ -113,7 +113,7 @@ def test_caldera_cli_apply_get_describe_delete(served: ServeProcess, tmp_path: P
 
     table = caldera(served, tmp_path, "get", "queue", "cli-queue")
     assert table.returncode == 0, table.stderr
-    assert table.stdout.splitlines()[0].split() == ["NAME", "WEIGHT", "STATE", "AGE"]
+    assert table.stdout.splitlines()[0].split() == ["NAME", "WEIGHT", "STATE", "GPU-ALLOCATED", "GPU-CAPABILITY", "GPU-DESERVED", "AGE"]
     assert table.stdout.splitlines()[1].split()[:3] == ["cli-queue", "6", "Open"]
     as_json = caldera(served, tmp_path, "get", "q", "cli-queue", "-o", "json")
     assert yaml.safe_load(as_json.stdout)["spec"]["weight"] == 6

@@ -27,6 +27,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     assert proc.stop() == 0
 
 
+@pytest.fixture(scope="module")
+def member_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """A member-cluster stand-in: pods are read-only at a federation (docs/protocol.md "Member pods")."""
+    proc = ServeProcess(tmp_path_factory.mktemp("member"), "--member-mode").start()
+    proc.home = tmp_path_factory.mktemp("member-home")
+    yield proc
+    assert proc.stop() == 0
+
+
 def _field(obj: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         obj = obj[int(part)] if isinstance(obj, list) else obj[part]
@@ -67,7 +76,9 @@ def _answered_in_protobuf(stderr: str) -> bool:
     return "Content-Type: application/vnd.kubernetes.protobuf" in stderr
 
 
-def test_kubectl_describe_and_cordon_read_pods_and_nodes_in_protobuf(served: ServeProcess, tmp_path: Path) -> None:
+def test_kubectl_describe_and_cordon_read_pods_and_nodes_in_protobuf(member_served: ServeProcess,
+                                                                     tmp_path: Path) -> None:
+    served = member_served
     pod, node = (yaml.safe_load(yaml.safe_dump(o)) for o in WORKLOADS)
     for obj in (pod, node):
         obj["metadata"] = {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace", "labels")}

@@ -130,6 +130,7 @@ def _bare_pod(name: str) -> dict[str, Any]:
     return pod
 
 
+@pytest.mark.member_mode  # pods are written by a member's API server only
 async def test_pods_are_created_listed_and_watched_in_protobuf(server: ApiServer) -> None:
     accept = f"{PB},application/json"
     base = server.url + "/api/v1/namespaces/default/pods"
@@ -155,6 +156,7 @@ async def test_pods_are_created_listed_and_watched_in_protobuf(server: ApiServer
             assert [i["spec"] for i in orjson.loads(await as_json.read())["items"]] == [i["spec"] for i in items]
 
 
+@pytest.mark.member_mode  # pods are written by a member's API server only
 async def test_protobuf_watchers_share_one_frame_per_event(server: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
     encoded: list[str] = []
     real = protobuf.watch_frame

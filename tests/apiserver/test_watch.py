@@ -86,6 +86,7 @@ async def test_label_selector_watch_sees_objects_leave_and_enter(api: client.Api
     assert [(t, n) for t, n, _ in events] == [("DELETED", "sel"), ("ADDED", "sel")]
 
 
+@pytest.mark.member_mode  # pods are written by a member's API server only
 async def test_unbound_pod_watch_sees_delete_on_bind(api: client.ApiClient) -> None:
     core = client.CoreV1Api(api)
     pod = {"metadata": {"name": "p"}, "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}}

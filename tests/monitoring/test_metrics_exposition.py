@@ -55,10 +55,18 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+#: a Queue as the federation writes its fleet status (docs/queues.md)
+FLEET_QUEUES = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "ai-training"},
+                 "spec": {"weight": 3, "capability": {"nvidia.com/gpu": "32"}},
+                 "status": {"state": "Open", "allocated": {"nvidia.com/gpu": "24"}, "deserved": {"nvidia.com/gpu": "28"},
+                            "allocatedByCluster": {"cluster-a": {"nvidia.com/gpu": "8"},
+                                                   "cluster-b": {"nvidia.com/gpu": "16"}}}}]
+
+
 def fleet_text() -> str:
     registry = CollectorRegistry()
     registry.register(FleetCollector(lambda info: {"Cluster": CLUSTERS, "Job": JOBS, "ResourceBinding": BINDINGS,
-                                                   "Work": WORKS}[info.kind], lambda: NOW))
+                                                   "Work": WORKS, "Queue": FLEET_QUEUES}[info.kind], lambda: NOW))
     return generate_latest(registry).decode()
 
 
@@ -77,6 +85,10 @@ def agent_text() -> str:
 def test_fleet_gauges_from_the_store() -> None:
     got = samples(fleet_text())
     assert got[("cluster_ready_state", (("cluster_name", "cluster-a"),))] == 1
+    fleet_gpu = (("nvidia_com_gpu", "nvidia.com/gpu"), ("queue_name", "ai-training"), ("resource", "nvidia.com/gpu"),
+                 ("scope", "fleet"))
+    assert (got[("volcano_queue_allocated", fleet_gpu)], got[("volcano_queue_capability", fleet_gpu)],
+            got[("volcano_queue_deserved", fleet_gpu)]) == (24, 32, 28)  # the fleet's numbers, one series per queue
     assert got[("cluster_ready_state", (("cluster_name", "cluster-b"),))] == 0
     assert got[("cluster_cpu_allocated_number", (("cluster_name", "cluster-a"),))] == 16.5
     assert got[("cluster_memory_allocatable_bytes", (("cluster_name", "cluster-a"),))] == 4 * 2**40
@@ -101,13 +113,14 @@ def test_fleet_families_of_an_empty_store_are_valid() -> None:
 
 def test_agent_queue_gauges_match_the_seed_selector() -> None:
     got = samples(agent_text())
-    gpu = (("nvidia_com_gpu", "nvidia.com/gpu"), ("queue_name", "ai-training"), ("resource", "nvidia.com/gpu"))
+    gpu = (("nvidia_com_gpu", "nvidia.com/gpu"), ("queue_name", "ai-training"), ("resource", "nvidia.com/gpu"),
+           ("scope", "cluster"))
     assert got[("volcano_queue_allocated", gpu)] == 24
     assert got[("volcano_queue_capability", gpu)] == 32  # same labels: the seed's division pairs them
     assert got[("volcano_queue_capability", (("memory", "memory"), ("queue_name", "ai-training"),
-                                             ("resource", "memory")))] == 1024 * 2**30
+                                             ("resource", "memory"), ("scope", "cluster")))] == 1024 * 2**30
     # a resource named in the capability but unused is exported as allocated 0 (HAMi's vGPU here)
-    vgpu = (("queue_name", "inference"), ("resource", "volcano.sh/vgpu-number"),
+    vgpu = (("queue_name", "inference"), ("resource", "volcano.sh/vgpu-number"), ("scope", "cluster"),
             ("volcano_sh_vgpu_number", "volcano.sh/vgpu-number"))
     assert got[("volcano_queue_allocated", vgpu)] == 0
     assert got[("volcano_total_preemption_attempts_total", ())] == 1

@@ -50,12 +50,15 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
     assert alerts - silent == set(), "alerts never seen silent in a unit test"
 
 
-def test_seed_rules_are_shipped_as_written() -> None:
+def test_seed_rules_are_shipped_as_written_reading_the_fleet_series() -> None:
+    """As the seed writes them, except that the queue alert selects the federation's fleet-wide series
+    (``scope="fleet"``, docs/queues.md): a Queue holds for the whole fleet, not per cluster."""
     (group,) = yaml.safe_load((PROMETHEUS_DIR / "volcano-alerts.yaml").read_text())["groups"]
     rules = {r["alert"]: r for r in group["rules"]}
     assert rules["VolcanoJobPendingTooLong"]["expr"] == "volcano_job_pending_duration_seconds > 1800"
     assert rules["VolcanoQueueGPUSaturation"]["expr"] == (
-        'volcano_queue_allocated{nvidia_com_gpu != ""} / volcano_queue_capability{nvidia_com_gpu != ""} > 0.95')
+        'volcano_queue_allocated{scope="fleet", nvidia_com_gpu != ""} / '
+        'volcano_queue_capability{scope="fleet", nvidia_com_gpu != ""} > 0.95')
     assert (rules["VolcanoJobPendingTooLong"]["for"], rules["VolcanoQueueGPUSaturation"]["for"]) == ("5m", "10m")
 
 

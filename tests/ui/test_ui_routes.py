@@ -56,7 +56,7 @@ async def test_a_viewer_token_reads_the_page_and_the_documents(server: ApiServer
     assert status in (401, 404) and "," not in body.split("{", 1)[0]
     status, body, _ = await _get(server, "/ui/api/overview", viewer)
     assert status == 200
-    assert '"clusters":[]' in body and '"queues":[]' in body and '"events":[]' in body
+    assert '"clusters":[]' in body and '"queues":[{"name":"default"' in body and '"events":[]' in body
     status, body, _ = await _get(server, "/ui/api/jobs/default/nope", viewer)
     assert status == 404 and "no Job default/nope" in body and "Traceback" not in body
 
@@ -104,3 +104,25 @@ async def test_a_member_mode_server_has_no_dashboard(tmp_path: Path) -> None:
         assert status == 401 and "<html" not in body  # the API's own 401: no page, no route behind it
         status, _, _ = await _get(member, "/ui", member.admin_token)
         assert status == 404
+
+
+def test_queue_table_shows_the_fleet_row_from_the_queue_and_each_cluster_under_it() -> None:
+    """A Queue holds for the fleet: its capability is the Queue's, not the sum of the clusters' copies."""
+    reports = {"cluster-a": {"allocated": {"nvidia.com/gpu": "8"}, "capability": {"nvidia.com/gpu": "32"}},
+               "cluster-b": {"allocated": {"nvidia.com/gpu": "16"}, "capability": {"nvidia.com/gpu": "32"}}}
+    members = []
+    for name, report in reports.items():
+        member = cluster(name)
+        member["status"]["queues"] = [{"name": "ai-training", **report}]
+        members.append(member)
+    fleet_queue = {"metadata": {"name": "ai-training"}, "spec": {"weight": 3, "capability": {"nvidia.com/gpu": "32"}},
+                   "status": {"allocated": {"nvidia.com/gpu": "24"}, "deserved": {"nvidia.com/gpu": "28"},
+                              "allocatedByCluster": {"cluster-a": {"nvidia.com/gpu": "8"},
+                                                     "cluster-b": {"nvidia.com/gpu": "16"}}}}
+    (row,) = data.queue_rows(members, [fleet_queue])
+    assert (row["allocated"], row["deserved"], row["capability"]) == (
+        {"nvidia.com/gpu": 24.0}, {"nvidia.com/gpu": 28.0}, {"nvidia.com/gpu": 32.0})
+    assert [(c["cluster"], c["allocated"]) for c in row["perCluster"]] == [
+        ("cluster-a", {"nvidia.com/gpu": 8.0}), ("cluster-b", {"nvidia.com/gpu": 16.0})]
+    (without,) = data.queue_rows(members)  # no Queue object: the reports' capability is not summed either
+    assert without["capability"] == {"nvidia.com/gpu": 32.0} and without["allocated"] == {"nvidia.com/gpu": 24.0}

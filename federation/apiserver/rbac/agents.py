@@ -19,6 +19,8 @@ AGENT_GROUP_PREFIX = "caldera:agent:"
 AGENTS_GROUP = "caldera:agents"
 LEASE_NAMESPACE = "karmada-cluster"
 ELECTION_NAMESPACE = "caldera-system"  # the agent replicas' election Lease (--leader-elect --sim)
+#: what an agent reports of its member cluster: pods and PodGroups (federation/apiserver/member_view.py)
+MEMBER_REPORTS = frozenset({("", "pods"), ("scheduling.volcano.sh", "podgroups")})
 WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
@@ -47,4 +49,7 @@ def restrict(attrs: Attributes, object_name: str) -> str | None:
         return None if election else own
     if attrs.api_group == "work.karmada.io" and attrs.resource == "works":
         return None if attrs.namespace == f"karmada-es-{cluster}" else own
+    if (attrs.api_group, attrs.resource) in MEMBER_REPORTS:  # its reported pods/PodGroups (docs/protocol.md)
+        return None if attrs.namespace == f"karmada-es-{cluster}" else (
+            f"agent of cluster {cluster!r} may only report pods and PodGroups in karmada-es-{cluster}")
     return None

@@ -37,7 +37,7 @@ WORKLOADS: dict[str, list[str]] = {
 }
 #: read-only for view/edit/admin (status of the above, what controllers write).
 READ_ONLY: dict[str, list[str]] = {
-    "": ["pods/status", "events", "namespaces", "namespaces/status"],
+    "": ["pods/status", "pods/log", "events", "namespaces", "namespaces/status"],
     "batch.volcano.sh": ["jobs/status"],
     "scheduling.volcano.sh": ["podgroups/status", "queues", "queues/status"],
     "flow.volcano.sh": ["jobflows/status", "jobtemplates/status"],
@@ -99,6 +99,10 @@ def _agent_rules() -> list[Obj]:
         _rule(["create", "update", "patch"], ["cluster.karmada.io"], ["clusters", "clusters/status"]),
         _rule(["create", "update", "patch"], ["coordination.k8s.io"], ["leases"]),
         _rule(["update", "patch"], ["work.karmada.io"], ["works/status"]),
+        # its pods and PodGroups, reported into karmada-es-<cluster> (docs/protocol.md "Member pods")
+        _rule(["create", "update", "patch", "delete"], [""], ["pods", "pods/status"]),
+        _rule(["create", "update", "patch", "delete"], ["scheduling.volcano.sh"], ["podgroups", "podgroups/status"]),
+        _urls(["post"], ["/caldera/v1/clusters/*"]),  # its answers to log requests (member_logs.py)
     ]
 
 

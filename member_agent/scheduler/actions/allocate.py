@@ -13,9 +13,14 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+import numpy as np
+
+from member_agent.scheduler.actions.allocate_subgroups import allocate_sub_groups
+from member_agent.scheduler.actions.allocate_topology import Domain, allocate_hard
 from member_agent.scheduler.actions.pq import PriorityQueue
 from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.dims import fits
+from member_agent.scheduler.framework.hypernode_state import state_of
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.node_search import NodeSearch
 from member_agent.scheduler.framework.session import Session
@@ -36,6 +41,7 @@ class Allocate:
     def execute(self, ssn: Session) -> None:
         ssn.log(5, "Enter Allocate ...")
         search = NodeSearch(ssn, self.cache_errors)
+        topology = state_of(ssn)  # None without HyperNodes: the flat path only
         queues: PriorityQueue[str] = PriorityQueue(ssn.queue_order)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         worksheets: dict[str, deque[TaskInfo]] = {}
@@ -75,7 +81,13 @@ class Allocate:
                 continue
             job = jobs.pop()
             worksheet = worksheets[job.uid]
-            stmt = self._allocate_tasks(ssn, search, job, worksheet)
+            limit = topology.limit(job) if topology is not None else None
+            if topology is not None and job.spec.sub_group_policy:  # actions/allocate_subgroups.py
+                stmt = allocate_sub_groups(self, ssn, search, job, worksheet, topology, limit)
+            elif limit is not None:  # hard topology (soft converted at the top tier): actions/allocate_topology.py
+                stmt = allocate_hard(self, ssn, search, job, worksheet, topology, limit)
+            else:
+                stmt = self._allocate_tasks(ssn, search, job, worksheet)
             if stmt is not None and ssn.job_ready(job):
                 stmt.commit()
                 if worksheet:
@@ -85,7 +97,7 @@ class Allocate:
         ssn.log(5, "Leaving Allocate ...")
 
     def _allocate_tasks(self, ssn: Session, search: NodeSearch, job: JobInfo,
-                        tasks: deque[TaskInfo]) -> Statement | None:
+                        tasks: deque[TaskInfo], domain: Domain | None = None) -> Statement | None:
         stmt = Statement(ssn)
         while tasks:
             task = tasks.popleft()
@@ -104,6 +116,17 @@ class Allocate:
                     continue
                 break
             row = self._nominated(ssn, search, task)
+            if row is not None and domain is not None and not _inside(domain, row):
+                row = None
+            if row is None and domain is not None:
+                candidates, message = domain.feasible(ssn, search, task)
+                if message:
+                    task.fit_error = message
+                    job.roles_with_fit_errors.add(task.spec.role)
+                    if job.need_continue_allocating():
+                        continue
+                    break
+                row = search.best_node(task, candidates)
             if row is None:
                 candidates, fit_errors = search.feasible(task)
                 if fit_errors is not None:
@@ -135,6 +158,11 @@ class Allocate:
         if row is None or not fits(task.spec.request, ssn.future_idle(row), ssn.dims.always):
             return None
         return row if search.fits_on(task, row) else None
+
+
+def _inside(domain: Domain, row: int) -> bool:
+    i = int(np.searchsorted(domain.rows, row))
+    return i < len(domain.rows) and int(domain.rows[i]) == row
 
 
 def new(args: dict[str, Any]) -> Allocate:

@@ -16,7 +16,9 @@ minAvailable equals its replicas can never give anything up. The gang variants w
    the plan is kept only if the job is then pipelined, else undone and more bundles are
    added.
 
-The cluster is one domain (no HyperNodes are modelled). Plugins' votes filter candidates:
+Plans are made inside one network domain at a time (:mod:`.evict_domains`: the cluster, or
+the job's HyperNodes for eviction, widest first); victims, FutureIdle and the pipelined
+tasks' nodes all come from that domain. Plugins' votes filter candidates:
 conformance (never critical pods), and for reclaim proportion/capacity (the victim queue is
 above its deserved share) plus the guarantee floor.
 """
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from member_agent.scheduler.actions.evict_domains import victim_domains
 from member_agent.scheduler.actions.pq import PriorityQueue
 from member_agent.scheduler.framework.dims import Vector, fits
 from member_agent.scheduler.framework.node_search import NodeSearch, shape_cache
@@ -115,13 +118,15 @@ def order_bundles(ssn: Session, bundles: list[Bundle], preemptor: JobInfo,
 
 
 def try_plan(ssn: Session, stmt: Statement, job: JobInfo, victims: list[TaskInfo], reason: Callable[[TaskInfo, JobInfo], str],
-             search: NodeSearch) -> bool:
+             search: NodeSearch, inside: np.ndarray | None = None) -> bool:
     """Evict ``victims`` and pipeline the job's pending tasks; keep it only if the job is pipelined."""
     for victim in victims:
         stmt.evict(victim, reason(victim, job))
     for task in ssn.sorted_tasks(pending_tasks(job)):
         cache = shape_cache(ssn, task)
         rows = cache.ok_rows
+        if inside is not None:
+            rows = rows[inside[rows]]
         if len(rows) == 0:
             continue
         # Pipelined, not allocated: a partly bound gang must not start before its victims are gone.
@@ -133,13 +138,37 @@ def try_plan(ssn: Session, stmt: Statement, job: JobInfo, victims: list[TaskInfo
 
 
 def plan_for_job(ssn: Session, job: JobInfo, candidates: list[TaskInfo], allow_whole: bool,
-                 reason: Callable[[TaskInfo, JobInfo], str], search: NodeSearch) -> Statement | None:
-    """Add bundles until a plan works; the returned statement holds it (uncommitted)."""
+                 reason: Callable[[TaskInfo, JobInfo], str], search: NodeSearch,
+                 max_domains: int = 8) -> Statement | None:
+    """Per domain in order, add bundles until a plan works; the returned statement holds it
+    (uncommitted)."""
     pending = pending_tasks(job)
     need = sum((t.spec.request for t in pending), ssn.dims.zeros())
     if not candidates:
         return None
-    future = (ssn.idle + ssn.releasing - ssn.pipelined).sum(axis=0)
+    future_rows = ssn.idle + ssn.releasing - ssn.pipelined
+    for name, rows in victim_domains(ssn, job, max_domains, need):
+        inside = None
+        local = candidates
+        future = future_rows.sum(axis=0)
+        if rows is not None:
+            inside = np.zeros(len(ssn.node_names), dtype=bool)
+            inside[rows] = True
+            local = [t for t in candidates if t.node is not None and inside[t.node]]
+            future = future_rows[rows].sum(axis=0)
+        stmt = _plan_in_domain(ssn, job, local, allow_whole, reason, search, need, future, inside)
+        if stmt is not None:
+            if name:
+                ssn.log(3, f"Gang eviction: job {job.uid} planned in hyperNode {name}")
+            return stmt
+    return None
+
+
+def _plan_in_domain(ssn: Session, job: JobInfo, candidates: list[TaskInfo], allow_whole: bool,
+                    reason: Callable[[TaskInfo, JobInfo], str], search: NodeSearch, need: Vector,
+                    future: Vector, inside: np.ndarray | None) -> Statement | None:
+    if not candidates:
+        return None
     selected: list[TaskInfo] = []
     freed = ssn.dims.zeros()
     for bundle in order_bundles(ssn, make_bundles(ssn, candidates, allow_whole), job, need):
@@ -148,6 +177,6 @@ def plan_for_job(ssn: Session, job: JobInfo, candidates: list[TaskInfo], allow_w
         if not fits(need, future + freed, ssn.dims.always):
             continue
         stmt = Statement(ssn)
-        if try_plan(ssn, stmt, job, list(selected), reason, search):
+        if try_plan(ssn, stmt, job, list(selected), reason, search, inside):
             return stmt
     return None

@@ -34,6 +34,7 @@ class GangPreempt:
 
     def __init__(self, args: dict[str, Any]) -> None:
         self.allow_whole = bool(args["allowWholeBundle"])
+        self.max_domains = int(args["maxDomains"])
 
     def execute(self, ssn: Session) -> None:
         ssn.log(5, "Enter GangPreempt ...")
@@ -43,7 +44,7 @@ class GangPreempt:
             if not candidates:
                 continue
             candidates = vote_filter(ssn, Point.PREEMPTABLE, VOTERS, pending_tasks(job)[0], candidates)
-            stmt = plan_for_job(ssn, job, candidates, self.allow_whole, reason, search)
+            stmt = plan_for_job(ssn, job, candidates, self.allow_whole, reason, search, self.max_domains)
             if stmt is not None:
                 ssn.log(3, f"GangPreempt: job {job.uid} is pipelined after evictions")
                 stmt.commit()

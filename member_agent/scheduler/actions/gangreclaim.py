@@ -37,6 +37,7 @@ class GangReclaim:
 
     def __init__(self, args: dict[str, Any]) -> None:
         self.allow_whole = bool(args["allowWholeBundle"])
+        self.max_domains = int(args["maxDomains"])
 
     def execute(self, ssn: Session) -> None:
         ssn.log(5, "Enter GangReclaim ...")
@@ -53,7 +54,7 @@ class GangReclaim:
                 continue
             candidates = self._within_guarantee(ssn, vote_filter(ssn, Point.RECLAIMABLE, VOTERS, pending[0], candidates))
 
-            stmt = plan_for_job(ssn, job, candidates, self.allow_whole, reason, search)
+            stmt = plan_for_job(ssn, job, candidates, self.allow_whole, reason, search, self.max_domains)
             if stmt is not None:
                 stmt.commit()
         ssn.log(5, "Leaving GangReclaim ...")

@@ -45,6 +45,7 @@ from member_agent.scheduler.actions.victims import (
     tiered_victims,
 )
 from member_agent.scheduler.framework.arguments import Argument
+from member_agent.scheduler.framework.hypernode_state import state_of
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
@@ -91,11 +92,14 @@ class Preempt:
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         tasks_by_job: dict[str, deque[TaskInfo]] = {}
         under_request: dict[str, list[JobInfo]] = {}
+        topology = state_of(ssn)
         for job in ssn.jobs.values():
             if job.is_pending() or job.queue not in ssn.queues or ssn.job_valid(job):
                 continue
             if not ssn.job_starving(job):
                 continue
+            if topology is not None and topology.limit(job) is not None:
+                continue  # as Volcano: a job with network topology preempts through gangpreempt only
             pending = [t for t in job.tasks if t.status == S.PENDING and not t.spec.gated]
             if not pending:
                 continue

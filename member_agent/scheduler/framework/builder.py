@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Dimensions, is_empty
+from member_agent.scheduler.framework.hypernodes import topology_of
 from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
 from member_agent.scheduler.framework.snapshot import (
     JobSpec,
@@ -207,6 +208,7 @@ class _Builder:
         self.priority_classes: dict[str, int] = {}
         self.global_default: int | None = None
         self.shapes: dict[Any, int] = {}
+        self.hypernodes: list[Mapping[str, Any]] = []
 
     def shape_id(self, key: Any) -> int:
         """A small int per distinct (request, selector, affinity, tolerations): cheap to hash."""
@@ -232,6 +234,8 @@ class _Builder:
             self.priority_classes[str(meta.get("name"))] = value
             if obj.get("globalDefault"):
                 self.global_default = value
+        elif kind == "HyperNode":
+            self.hypernodes.append(obj)
         elif kind == "List":
             for item in obj.get("items") or ():
                 self.add(item)
@@ -399,8 +403,12 @@ class _Builder:
         for arr in (nodes.allocatable, nodes.idle, nodes.used, nodes.releasing, nodes.pipelined, nodes.pod_count, nodes.nonzero_used):
             arr.setflags(write=False)
         total = nodes.allocatable.sum(axis=0) if len(nodes) else dims.zeros()
+        tree = topology_of(self.hypernodes, nodes.names, nodes.labels)
+        if tree is not None:
+            self.problems.extend(tree.problems)
         return Snapshot(dims, nodes, tuple(jobs), queues, dict(self.priority_classes), tuple(self.problems), total,
-                        tuple(sorted(residents, key=lambda t: t.uid)), workload=tuple(sorted(seen.items())))
+                        tuple(sorted(residents, key=lambda t: t.uid)), workload=tuple(sorted(seen.items())),
+                        topology=tree)
 
     @staticmethod
     def _resident(residents: list[TaskSpec], task: TaskSpec) -> None:
@@ -460,6 +468,8 @@ class _Builder:
             conditions=tuple(status.get("conditions") or ()), tasks=tuple(tasks),
             preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), False),
             annotations={str(k): str(v) for k, v in ann.items()},
+            network_topology=spec.get("networkTopology") or None,
+            sub_group_policy=tuple(spec.get("subGroupPolicy") or ()),
         )
 
 

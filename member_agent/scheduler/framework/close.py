@@ -207,6 +207,7 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
     ssn.log(2, f"Session {ssn.uid} duration: {seconds:.6f}s")
     result.device_allocations = dict(ssn.device_allocations)
     result.pod_annotations = dict(ssn.pod_annotations)
+    result.pod_group_annotations = dict(ssn.shared.get("pod-group-annotations") or {})
     result.logs = list(ssn.logs)
     result.session_seconds = seconds
     return result

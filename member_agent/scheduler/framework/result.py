@@ -35,6 +35,8 @@ class CycleResult:
     #: "ns/pod" -> node: pipelined preemptors/reclaimers whose victims are being evicted there;
     #: the agent sets the pod's ``status.nominatedNodeName`` so the next session tries it first.
     nominations: dict[str, str] = field(default_factory=dict)
+    #: "ns/podgroup" -> annotations for the PodGroup (``volcano.sh/job-allocated-hypernode``).
+    pod_group_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     #: pending pods whose ``status.nominatedNodeName`` no longer holds (the node is gone, or the
     #: pod fits there no more even once releasing pods leave): the agent clears it, as
     #: kube-scheduler clears a nomination that is no longer valid.
@@ -77,6 +79,8 @@ class CycleResult:
             out["podAnnotations"] = dict(sorted(self.pod_annotations.items()))
         if self.nominations:
             out["nominations"] = dict(sorted(self.nominations.items()))
+        if self.pod_group_annotations:
+            out["podGroupAnnotations"] = dict(sorted(self.pod_group_annotations.items()))
         if self.nominations_cleared:
             out["nominationsCleared"] = sorted(self.nominations_cleared)
         return out

@@ -147,6 +147,10 @@ class JobSpec:
     tasks: tuple[TaskSpec, ...]
     preemptable: bool = False
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: ``spec.networkTopology`` ({mode, highestTierAllowed, highestTierName}) and
+    #: ``spec.subGroupPolicy`` as written (plugins/network_topology_aware.py reads them).
+    network_topology: Mapping[str, Any] | None = None
+    sub_group_policy: tuple[Mapping[str, Any], ...] = ()
     #: Values derived from this spec alone (its tasks' counters and usage at their snapshot
     #: statuses), computed by the first session that needs them and reused by every later one:
     #: an unchanged job keeps its JobSpec object across snapshots, so a session's per-job
@@ -219,6 +223,9 @@ class Snapshot:
     #: The cache's :class:`left_out.QuiescentLedger`, shared by its successive snapshots (None:
     #: a session makes one of its own).
     ledger: Any = field(default=None, compare=False, repr=False)
+    #: The HyperNode tree (framework/hypernodes.py ``HyperNodeTree``), None without HyperNodes:
+    #: then nothing in the session looks at network topology.
+    topology: Any = field(default=None, compare=False, repr=False)
 
     @cached_property
     def queue_order(self) -> tuple[str, ...]:

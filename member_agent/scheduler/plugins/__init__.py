@@ -26,4 +26,5 @@ REGISTRY = Registry("plugin", {
     "sla": f"{__name__}.sla",
     "deadline": f"{__name__}.deadline",
     "tdm": f"{__name__}.tdm",
+    "network-topology-aware": f"{__name__}.network_topology_aware",
 })

@@ -1,0 +1,90 @@
+"""One fleet, one set of queues: two agents, a Queue capped at 16 GPUs, six one-pod Jobs of 8 GPUs
+under a 1:1 policy. At no moment do more than two of them hold pods across both clusters; the rest
+wait at the federation (no Work anywhere, a QueueCapped condition naming the numbers) and go, one by
+one, wherever room is, as the running ones finish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from e2e.harness import WORK, Recorder, api, apply, capacity_reported, gpu_job, job_phase, until
+from federation.demo.processes import System
+from policies.kinds import resolve
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
+
+QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "capped"},
+         "spec": {"weight": 3, "capability": {"nvidia.com/gpu": "16"}}}
+POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "one-to-one"},
+          "spec": {"resourceSelectors": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}],
+                   "placement": {"clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]},
+                                 "replicaScheduling": {
+                                     "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                                     "weightPreference": {"staticWeightList": [
+                                         {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 1},
+                                         {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1}]}}}}}
+NAMES = [f"capped-{i}" for i in range(6)]
+BINDINGS = resolve("resourcebindings")
+
+
+def _running(work: dict[str, Any]) -> int:
+    statuses = (work.get("status") or {}).get("manifestStatuses") or [{}]
+    return int(((statuses[0].get("status") or {}).get("running")) or 0)
+
+
+def peak_running_jobs(events: list[tuple[str, dict[str, Any]]]) -> int:
+    """The most jobs of ours with a running pod at once, over the Work event stream."""
+    running: dict[str, int] = {}
+    peak = 0
+    for kind, work in events:
+        job = ((work["metadata"].get("labels") or {}).get("caldera.io/job") or "").removeprefix("default.")
+        if job not in NAMES:
+            continue
+        key = f"{job}@{work['metadata']['namespace']}"
+        running[key] = 0 if kind == "DELETED" else _running(work)
+        peak = max(peak, len({k.split("@")[0] for k, n in running.items() if n > 0}))
+    return peak
+
+
+async def _waiting_at_federation(rc: Any) -> dict[str, str] | None:
+    """Every job either placed or waiting with QueueCapped and no Work; None until all have a condition."""
+    out = {}
+    for name in NAMES:
+        try:
+            rb = await rc.get(BINDINGS, f"{name}-job", "default")
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        cond = next((c for c in ((rb or {}).get("status") or {}).get("conditions") or [] if c["type"] == "Scheduled"),
+                    None)
+        if cond is None:
+            return None
+        out[name] = cond["reason"] if cond["reason"] != "QueueCapped" else cond["message"]
+    return out
+
+
+async def test_a_queue_capability_holds_across_both_clusters_and_the_rest_waits(seed_system: System) -> None:
+    jobs = [gpu_job(name, 1, 8, 30, queue="capped") for name in NAMES]
+    async with api(seed_system) as rc, Recorder(rc, "works") as works:
+        await capacity_reported(rc, seed_system)
+        await apply(rc, QUEUE, POLICY)
+        await apply(rc, *jobs)
+        state = await until(lambda: _waiting_at_federation(rc), 60, "every job placed or waiting at the federation")
+        placed = [n for n, s in state.items() if s == "Success"]
+        waiting = [n for n, s in state.items() if s != "Success"]
+        assert len(placed) == 2, state
+        for name in waiting:
+            assert state[name] == ("queue capped capped: nvidia.com/gpu 16/16 allocated across the fleet; "
+                                   "this job needs 8"), state
+            listed = await rc.list(WORK, label_selector=f"caldera.io/job=default.{name}")
+            assert not listed.get("items"), f"{name} dispatched before its queue admitted it"
+        for name in NAMES:
+            await until(lambda n=name: job_phase(rc, n, "Completed"), 150, f"{name} Completed")
+    assert peak_running_jobs(works.events) == 2  # the cap, fleet-wide: 16 GPUs = two jobs, never more
+    clusters = {w["metadata"]["namespace"] for _, w in works.events
+                if (w["metadata"].get("labels") or {}).get("caldera.io/job", "").removeprefix("default.") in NAMES}
+    assert clusters == {"karmada-es-cluster-a", "karmada-es-cluster-b"}  # the waiting jobs went wherever room was

@@ -1,0 +1,178 @@
+"""``allocate``'s hard-topology path: a gang goes into the lowest tier HyperNode it fits.
+
+Volcano's ``allocateForJob`` (volcano.md §5.2): for each gradient (eligible HyperNodes of one
+tier, lowest tier first, from :class:`HyperNodeState`), try the job in each HyperNode as a dry
+run and keep the best-scoring one that makes the job ready or pipelined; else try the next
+tier. The HyperNode score (binpack of the job's pending requests) is computed before any
+dry run, so trying HyperNodes best score first and keeping the first that works gives the
+same choice as trying them all — without the other dry runs. A HyperNode whose nodes cannot
+hold as many of the job's tasks as the gang needs (counted per node for the job's smallest
+request, one vectorised pass per job) is skipped without a dry run: it cannot succeed.
+
+Soft mode arrives here converted to hard at the top tier, so a soft job tries a leaf, then a
+spine, ..., then the whole cluster (the virtual top HyperNode, searched like the flat path).
+A job that fits in no HyperNode of its allowed tiers stays Pending with a reason naming them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from member_agent.scheduler.framework.hypernode_state import HyperNodeState, JobLimit
+from member_agent.scheduler.framework.node_search import NodeSearch, shape_cache
+from member_agent.scheduler.framework.statement import Statement
+from member_agent.scheduler.framework.status import TaskStatus
+
+if TYPE_CHECKING:
+    from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
+    from member_agent.scheduler.framework.session import Session
+
+S = TaskStatus
+
+
+class Domain:
+    """The node rows of one HyperNode, searched in full (a leaf or a spine is small)."""
+
+    def __init__(self, name: str, rows: np.ndarray) -> None:
+        self.name = name
+        self.rows = rows
+
+    def feasible(self, ssn: Session, search: NodeSearch, task: TaskInfo) -> tuple[np.ndarray, str]:
+        rows = self.rows
+        cache = shape_cache(ssn, task, lazy=True)
+        cache.ensure_rows(ssn, task, rows)
+        found = rows[cache.ok[rows]]
+        if len(found):
+            return found, ""
+        codes = search._reason_codes(task, cache, rows, True, None)
+        counts = Counter(codes[codes > 0].tolist())
+        texts = ssn.reasons.texts
+        parts = sorted(f"{k} {texts[c]}" for c, k in counts.items())
+        return found, f"In hyperNode {self.name}: 0/{len(rows)} nodes are unavailable: {', '.join(parts)}."
+
+
+def _requests(tasks: list[TaskInfo]) -> np.ndarray:
+    return np.stack([t.spec.request for t in tasks])
+
+
+def _room(state: HyperNodeState, level: int, cands: np.ndarray, smallest: np.ndarray) -> np.ndarray:
+    """Per candidate HyperNode: how many tasks of request ``smallest`` its nodes' FutureIdle holds
+    (per node ``min_d floor(FutureIdle_d / request_d)``, kept per request and refreshed only on
+    rows touched since)."""
+    state.refresh()
+    dims = np.flatnonzero(smallest >= 0.1)
+    if len(dims) == 0:
+        return np.full(len(cands), np.iinfo(np.int64).max)
+    key = tuple(smallest.tolist())
+    memo = state.room_memo.get(key)
+    changes = state.ssn.changes
+    future = state.row_future
+    if memo is None:
+        per_row = np.floor((future[:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+        memo = state.room_memo[key] = [per_row, len(changes)]
+    elif memo[1] != len(changes):
+        rows = np.asarray(sorted(set(changes[memo[1]:])), dtype=np.int64)
+        memo[0][rows] = np.floor((future[rows][:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+        memo[1] = len(changes)
+    per_row = memo[0]
+    doms = state.chain[level]
+    inside = doms >= 0
+    slots = np.bincount(doms[inside], weights=per_row[inside], minlength=len(state.tree.names))
+    return slots[cands]
+
+
+def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet: deque[TaskInfo],
+                  state: HyperNodeState, limit: JobLimit) -> Statement | None:
+    """Place ``job`` inside one HyperNode of its lowest fitting tier; None when none fits."""
+    if limit.error:
+        job.job_fit_error = limit.error
+        return None
+    pending = list(worksheet)
+    if not pending:
+        return None
+    gang_need = max(job.min_available - job.ready_num - job.waiting_num, 1)
+    requests = _requests(pending)
+    need = requests[:gang_need].sum(axis=0)
+    whole = requests.sum(axis=0)
+    smallest = requests.min(axis=0)
+    tree = state.tree
+    scorer = state.scorer
+    tiers_seen: list[str] = []
+    for group in state.gradients(job, limit, need):
+        tier = int(tree.tiers[group[0]])
+        if tier == tree.top_tier:
+            stmt = _try(action, ssn, search, job, worksheet, None)
+            if stmt is not None:
+                state.allocated[job.uid] = _home(state, job)
+                return stmt
+            tiers_seen.append(f"the whole cluster ({tree.names[tree.top]})")
+            continue
+        level = state.tiers.index(tier)
+        room = _room(state, level, group, smallest)
+        cands = group[room >= gang_need]
+        if len(cands) > 1 and scorer is not None:
+            scores = _tie_bonus(state, level, job, cands, scorer.hypernode_scores(cands, whole))
+            cands = cands[np.argsort(-scores, kind="stable")]
+        for h in cands.tolist():
+            stmt = _try(action, ssn, search, job, worksheet, Domain(tree.names[h], tree.rows[h]))
+            if stmt is not None:
+                state.allocated[job.uid] = _home(state, job)
+                return stmt
+        total = len(tree.by_tier[tier])
+        tiers_seen.append(f"{len(group)} of {total} tier-{tier} HyperNodes have the free resources, "
+                          f"{len(cands)} the free nodes, none fits all {gang_need} tasks")
+    job.job_fit_error = _reason(state, limit, gang_need, tiers_seen)
+    return None
+
+
+def _tie_bonus(state: HyperNodeState, level: int, job: JobInfo, cands: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """HyperNodes tied at the best score gain the share of the job's tasks already inside them
+    (Volcano's HyperNodeOrderFn tie-break)."""
+    best = scores == scores.max()
+    if int(best.sum()) < 2:
+        return scores
+    rows = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
+    if not rows:
+        return scores
+    doms = state.chain[level][np.asarray(rows, dtype=np.int64)]
+    share = np.array([np.count_nonzero(doms == h) for h in cands.tolist()]) / len(job.tasks)
+    return scores + np.where(best, share, 0.0)
+
+
+def _try(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet: deque[TaskInfo],
+         domain: Domain | None) -> Statement | None:
+    """One dry run of the job in ``domain`` (None: every node); kept when it works."""
+    saved = set(job.roles_with_fit_errors)
+    tasks = deque(worksheet)
+    stmt: Statement | None = action._allocate_tasks(ssn, search, job, tasks, domain)
+    if stmt is None:
+        job.roles_with_fit_errors = saved
+        return None
+    worksheet.clear()
+    worksheet.extend(tasks)
+    return stmt
+
+
+def _home(state: HyperNodeState, job: JobInfo) -> str:
+    rows = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
+    return state.tree.names[state.tree.lca_of_rows(rows)]
+
+
+def _reason(state: HyperNodeState, limit: JobLimit, gang_need: int, tiers_seen: list[str]) -> str:
+    tree = state.tree
+    allowed = [t for t in state.tiers if t <= limit.tier]
+    mode = "soft" if limit.soft else "hard"
+    lowest = allowed[0] if allowed else limit.tier
+    if limit.tier >= tree.top_tier:
+        scope = "no HyperNode, nor the whole cluster,"
+    elif limit.tier == lowest:
+        scope = f"no tier-{lowest} HyperNode"
+    else:
+        scope = f"no HyperNode of tier {lowest} to {limit.tier}"
+    detail = "; ".join(tiers_seen) if tiers_seen else "; ".join(
+        f"{len(tree.by_tier[t])} tier-{t} HyperNodes, none with the free resources" for t in allowed
+        if t < tree.top_tier) or "no HyperNode has the free resources"
+    return f"network topology ({mode}, highest tier {limit.tier}): {scope} fits the job's {gang_need} tasks: {detail}"

@@ -1,0 +1,222 @@
+"""Per-session HyperNode accounting and the jobs' topology limits (volcano.md §2.2, §6.16).
+
+:class:`HyperNodeState` keeps, for every HyperNode, the sums of its nodes' allocatable, used,
+idle and FutureIdle, computed once when the session opens and then refreshed only for the
+node rows the session touched since (``Session.changes``), so asking "does this domain still
+have room?" costs O(HyperNodes), never a pass over the nodes. It also resolves each job's
+network topology once: ``highestTierName`` to a tier, soft mode to hard at the top tier
+(the virtual ``<cluster-top-hypernode>``), and gives the gradients (eligible HyperNodes
+grouped by tier, lowest first) the allocate and gang-eviction actions search.
+
+Only built when the snapshot has HyperNodes and the ``network-topology-aware`` plugin is
+configured; otherwise ``ssn.shared`` has no entry and the actions take their flat path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from member_agent.scheduler.framework.hypernodes import HyperNodeTree
+
+if TYPE_CHECKING:
+    from member_agent.scheduler.framework.infos import JobInfo
+    from member_agent.scheduler.framework.session import Session
+
+KEY = "network-topology"
+#: PodGroup annotation the scheduler writes with the HyperNode a job was placed in.
+ALLOCATED_ANNOTATION = "volcano.sh/job-allocated-hypernode"
+
+
+@dataclass(frozen=True)
+class JobLimit:
+    """A job's hard topology after the session's conversions."""
+
+    tier: int  # highest tier allowed
+    soft: bool  # written as soft (converted to hard at the top tier)
+    error: str = ""  # the limit cannot be resolved (unknown tier name): the job waits
+
+
+class HyperNodeState:
+    def __init__(self, ssn: Session, tree: HyperNodeTree) -> None:
+        self.ssn = ssn
+        self.tree = tree
+        n = len(ssn.node_names)
+        h = len(tree.names)
+        self.tiers = tree.tier_list
+        #: (T, N): the HyperNode of each tier holding each row (-1: none), tiers ascending.
+        self.chain = np.stack([tree.domain_of[t] for t in self.tiers]) if n else np.zeros((len(self.tiers), 0), int)
+        d = ssn.idle.shape[1] if n else len(ssn.dims)
+        self.d = d
+        #: Per row, [used | idle | FutureIdle] as last summed; per HyperNode their sums, side by side
+        #: so one pass over the touched rows updates all three.
+        self.row_values = np.concatenate([ssn.used, ssn.idle, ssn.idle + ssn.releasing - ssn.pipelined], axis=1)
+        self.sums = self._sum(np.arange(n), self.row_values, h)
+        self.allocatable = self._sum(np.arange(n), ssn.node_allocatable, h)
+        self.pos = len(ssn.changes)
+        self.limits: dict[str, JobLimit | None] = {}
+        #: job uid -> the HyperNode it was placed in this session (written as the annotation).
+        self.allocated: dict[str, str] = {}
+        #: The plugin that scores HyperNodes (``hypernode_scores(cands, request)``), and its
+        #: ``hypernode.gradient.evict.max-hypernodes``.
+        self.scorer: Any = None
+        self.evict_cap = 8
+        #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen]
+        self.room_memo: dict[tuple[float, ...], list[Any]] = {}
+
+    @property
+    def used(self) -> np.ndarray:
+        return self.sums[:, :self.d]
+
+    @property
+    def idle(self) -> np.ndarray:
+        return self.sums[:, self.d:2 * self.d]
+
+    @property
+    def future(self) -> np.ndarray:
+        return self.sums[:, 2 * self.d:]
+
+    @property
+    def row_future(self) -> np.ndarray:
+        return self.row_values[:, 2 * self.d:]
+
+    def _sum(self, rows: np.ndarray, values: np.ndarray, h: int) -> np.ndarray:
+        out = np.zeros((h, values.shape[1]))
+        for tier_row in self.chain:
+            doms = tier_row[rows]
+            keep = doms >= 0
+            for col in range(values.shape[1]):
+                out[:, col] += np.bincount(doms[keep], weights=values[rows[keep], col], minlength=h)
+        return out
+
+    def refresh(self) -> None:
+        """Bring the sums up to date with the rows touched since the last call."""
+        changes = self.ssn.changes
+        if self.pos == len(changes):
+            return
+        rows = np.asarray(sorted(set(changes[self.pos:])), dtype=np.int64)
+        self.pos = len(changes)
+        ssn = self.ssn
+        current = np.concatenate([ssn.used[rows], ssn.idle[rows],
+                                  ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]], axis=1)
+        delta = current - self.row_values[rows]
+        self.row_values[rows] = current
+        for tier_row in self.chain:
+            doms = tier_row[rows]
+            keep = doms >= 0
+            np.add.at(self.sums, doms[keep], delta[keep])
+
+    # ------------------------------------------------------------------ job limits
+    def limit(self, job: JobInfo) -> JobLimit | None:
+        """The job's hard limit, None when it has no network topology."""
+        uid = job.uid
+        if uid in self.limits:
+            return self.limits[uid]
+        found = self.limits[uid] = self._resolve(job.spec.network_topology)
+        return found
+
+    def _resolve(self, topology: Any) -> JobLimit | None:
+        if not topology:
+            return None
+        tree = self.tree
+        soft = str(topology.get("mode") or "hard") == "soft"
+        if soft:
+            return JobLimit(tree.top_tier, True)
+        name = topology.get("highestTierName")
+        if name:
+            tier = tree.tier_of_name(str(name))
+            if tier is None:
+                known = sorted({t for t in tree.tier_names if t})
+                return JobLimit(tree.top_tier, False, f"network topology: highestTierName {name!r} names no tier "
+                                                      f"of this cluster's HyperNodes (known: {', '.join(known) or 'none'})")
+            return JobLimit(tier, False)
+        allowed = topology.get("highestTierAllowed")
+        return JobLimit(min(int(allowed), tree.top_tier) if allowed is not None else tree.top_tier, False)
+
+    # ------------------------------------------------------------------ gradients
+    def placed_root(self, job: JobInfo, limit: JobLimit) -> int:
+        """Where the job may still grow: the highest ancestor within its limit of the lowest
+        HyperNode holding its placed tasks (the top when none is placed)."""
+        rows = [t.node for t in job.tasks if t.node is not None and t.status.value & _PLACED]
+        if not rows:
+            return self.tree.top
+        return self.tree.highest_allowed(self.tree.lca_of_rows(rows), limit.tier)
+
+    def gradients(self, job: JobInfo, limit: JobLimit, need: np.ndarray, evict: bool = False,
+                  cap: int = 8) -> list[np.ndarray]:
+        """Eligible HyperNodes per tier, lowest tier first (volcano.md §6.16): within the job's
+        root, at most its allowed tier, and (for allocation, unless the job is partly placed)
+        with ``need`` ≤ the domain's Idle or FutureIdle; for eviction ``need`` ≤ allocatable,
+        widest tiers first, at most ``cap`` HyperNodes."""
+        self.refresh()
+        tree = self.tree
+        root = self.placed_root(job, limit)
+        partly = root != tree.top
+        out: list[np.ndarray] = []
+        for tier in self.tiers:
+            if tier > limit.tier:
+                break
+            cands = tree.by_tier[tier]
+            if root != tree.top:
+                root_tier = int(tree.tiers[root])
+                if tier > root_tier:
+                    break
+                cands = np.asarray([root]) if tier == root_tier else cands[self._under(cands, root)]
+            if len(cands) and not partly:
+                if evict:
+                    ok = (self.allocatable[cands] + 0.1 >= need).all(axis=1)
+                else:
+                    ok = ((self.future[cands] + 0.1 >= need).all(axis=1)
+                          | (self.idle[cands] + 0.1 >= need).all(axis=1))
+                cands = cands[ok]
+            if len(cands):
+                out.append(cands)
+        if evict:
+            out.reverse()
+            flat: list[np.ndarray] = []
+            left = cap
+            for group in out:
+                if left <= 0:
+                    break
+                flat.append(group[:left])
+                left -= len(flat[-1])
+            out = flat
+        return out
+
+    def _under(self, cands: np.ndarray, root: int) -> np.ndarray:
+        parent = self.tree.parent
+        mask = np.zeros(len(cands), dtype=bool)
+        for i, h in enumerate(cands.tolist()):
+            while h >= 0:
+                if h == root:
+                    mask[i] = True
+                    break
+                h = int(parent[h])
+        return mask
+
+    def binpack(self, cands: np.ndarray, request: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """HyperNode binpack: weighted mean of (used + request) / allocatable over the weighted
+        resources the request asks for; 0 where any would overflow."""
+        counted = (request >= 0.1) & (weights > 0)
+        total = weights[counted].sum()
+        if not counted.any() or total == 0:
+            return np.zeros(len(cands))
+        cols = np.flatnonzero(counted)
+        alloc = self.allocatable[cands][:, cols]
+        after = self.used[cands][:, cols] + request[cols]
+        usable = alloc > 0
+        parts = np.where(usable, after / np.where(usable, alloc, 1.0), 0.0) * weights[cols]
+        score = parts.sum(axis=1) / total
+        score[(after > alloc + 0.1).any(axis=1)] = 0.0
+        return score
+
+
+#: TaskStatus bits of tasks that hold a node (Allocated, Pipelined, Binding, Bound, Running).
+_PLACED = 2 | 4 | 8 | 16 | 32
+
+
+def state_of(ssn: Session) -> HyperNodeState | None:
+    found: HyperNodeState | None = ssn.shared.get(KEY)
+    return found

@@ -175,3 +175,14 @@ def expose_in(registry: CollectorRegistry) -> None:
 LEADER = Gauge(
     "leader_election_master_status", "1 while this process leads (holds the Lease), else 0",
     ["name", "identity"], registry=REGISTRY)
+
+
+def leader_states(name: str) -> dict[str, bool]:
+    """identity -> leading now, for this process's candidates for the Lease ``name`` (read from
+    :data:`LEADER`, whose values are judged when read: a leader past its renew deadline reads 0)."""
+    states: dict[str, bool] = {}
+    for family in LEADER.collect():
+        for sample in family.samples:
+            if sample.labels.get("name") == name:
+                states[sample.labels.get("identity", "")] = sample.value >= 1
+    return states

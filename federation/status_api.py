@@ -137,11 +137,16 @@ def status_document(clusters: Iterable[Obj], leases: Iterable[Obj], jobs: Iterab
     }
 
 
-def controller_leader(leases: list[dict[str, Any]], now: datetime) -> dict[str, Any]:
-    """Who runs the controllers: the holder of Lease caldera-system/caldera-controllers, if still fresh."""
+def controller_leader(leases: list[dict[str, Any]], now: datetime,
+                      here: dict[str, bool] | None = None) -> dict[str, Any]:
+    """Who runs the controllers: the holder of Lease caldera-system/caldera-controllers, if still fresh.
+
+    ``here``: this process's candidates (identity -> leading now). A holder that is one of them but
+    no longer leads (it missed its renew deadline: paused, starved) is not reported as the leader."""
     lease = next((obj for obj in leases if obj["metadata"]["name"] == "caldera-controllers"), None)
+    candidates = {"candidates": dict(here)} if here else {}
     if lease is None:
-        return {"leaderElection": False, "leader": None}
+        return {"leaderElection": bool(here), "leader": None, **candidates}
     spec = lease.get("spec") or {}
     renewed = spec.get("renewTime")
     age = None
@@ -150,9 +155,10 @@ def controller_leader(leases: list[dict[str, Any]], now: datetime) -> dict[str, 
             age = (now - datetime.fromisoformat(renewed.replace("Z", "+00:00"))).total_seconds()
     duration = float(spec.get("leaseDurationSeconds") or 0)
     holder = spec.get("holderIdentity") or None
-    return {"leaderElection": True, "leader": holder if holder and age is not None and age <= duration else None,
+    fresh = holder and age is not None and age <= duration and (here or {}).get(holder, True)
+    return {"leaderElection": True, "leader": holder if fresh else None,
             "holderIdentity": holder, "renewTime": renewed, "leaseDurationSeconds": duration,
-            "leaseTransitions": spec.get("leaseTransitions") or 0}
+            "leaseTransitions": spec.get("leaseTransitions") or 0, **candidates}
 
 
 def add_routes(app: web.Application, list_objects: ListObjects, metrics_registry: CollectorRegistry,
@@ -169,7 +175,8 @@ def add_routes(app: web.Application, list_objects: ListObjects, metrics_registry
         doc = status_document(list_objects(CLUSTERS, None), list_objects(LEASES, LEASE_NAMESPACE),
                               list_objects(JOBS, None), list_objects(BINDINGS, None), clock(),
                               metrics.placement_latency_summary())
-        doc["controllers"] = controller_leader(list_objects(LEASES, "caldera-system"), clock())
+        doc["controllers"] = controller_leader(list_objects(LEASES, "caldera-system"), clock(),
+                                               metrics.leader_states("caldera-controllers"))
         return web.Response(body=orjson.dumps(doc), content_type="application/json")
 
     app.router.add_get("/status", status)

@@ -19,22 +19,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from policies.k8s.durations import duration_flag as duration
+
 log = logging.getLogger("caldera.agent.leader")
 LEASE_NAMESPACE = "caldera-system"
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
-
-
-def duration(text: str) -> float:
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (like 15s, 500ms, 1m)")
-    return float(match.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[match.group(2)]
 
 
 def boolean(text: str) -> bool:

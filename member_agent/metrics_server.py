@@ -104,7 +104,11 @@ def build_metrics_app(render: Callable[[], bytes], auth: ScrapeAuth) -> web.Appl
             return web.Response(status=403, text='Forbidden: the token may not "get" the path "/metrics"\n')
         return web.Response(body=render(), headers={"Content-Type": CONTENT_TYPE})
 
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")  # no token: kubelet probes it (kube components allow /healthz too)
+
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
     return app
 
 

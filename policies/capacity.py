@@ -26,6 +26,10 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 from pydantic import ValidationError
 
+from policies.k8s import node_selector
+from policies.k8s import tolerations as k8s_tolerations
+from policies.k8s.node_selector import NodeSelectorTerm
+from policies.k8s.tolerations import HARD_EFFECTS, Taint, Toleration
 from policies.models.core import Pod, PodSpec
 from policies.models.pod_resources import pod_spec_request
 from policies.resources import GPU, PODS, TOLERANCE, to_internal, to_quantity_text
@@ -42,6 +46,7 @@ from policies.wire_objects import (
 PLACEMENT_LABELS = ("nvidia.com/gpu.product", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
                     "caldera.io/pool")
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+UNSCHEDULABLE = Taint(UNSCHEDULABLE_TAINT, effect="NoSchedule")
 MAX_SETS = 2**31 - 1
 
 
@@ -55,8 +60,8 @@ class PodShape:
     request: Mapping[str, float]
     node_selector: Mapping[str, str] = field(default_factory=dict)
     #: ``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`` (OR of terms), or None.
-    required_terms: Optional[Sequence[Mapping[str, Any]]] = None
-    tolerations: Sequence[Mapping[str, Any]] = ()
+    required_terms: Optional[tuple[NodeSelectorTerm, ...]] = None
+    tolerations: tuple[Toleration, ...] = ()
 
     @classmethod
     def from_pod_spec(cls, spec: Mapping[str, Any]) -> "PodShape":
@@ -66,8 +71,8 @@ class PodShape:
         return cls(
             request=request,
             node_selector=dict(spec.get("nodeSelector") or {}),
-            required_terms=None if required is None else list(required.get("nodeSelectorTerms") or []),
-            tolerations=list(spec.get("tolerations") or []),
+            required_terms=node_selector.terms(required),
+            tolerations=k8s_tolerations.tolerations(spec.get("tolerations")),
         )
 
 
@@ -84,48 +89,6 @@ def validate_pod_spec(spec: Any) -> PodSpec:
         return Pod.model_validate({"metadata": {}, "spec": spec}).spec
     except ValidationError:
         return PodSpec.model_validate(spec)
-
-
-def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return True
-    return bool(key) and str(toleration.get("value") or "") == str(taint.get("value") or "")
-
-
-def _requirement_matches(req: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, op, values = req.get("key", ""), req.get("operator", "In"), [str(v) for v in req.get("values") or []]
-    present = key in labels
-    if op == "In":
-        return present and labels[key] in values
-    if op == "NotIn":
-        return not present or labels[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and values:
-        try:
-            left, right = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return left > right if op == "Gt" else left < right
-    return False
-
-
-def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], name: str) -> bool:
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not expressions and not fields:
-        return False  # an empty term matches nothing (Kubernetes)
-    return all(_requirement_matches(r, labels) for r in expressions) and all(
-        _requirement_matches(r, {"metadata.name": name}) for r in fields
-    )
 
 
 # ------------------------------------------------------------------ node rows
@@ -152,7 +115,9 @@ class NodeState:
         self.used = np.zeros_like(self.alloc)
         self.pod_count = np.zeros(len(node_list), dtype=np.int64)
         self.labels = [dict((n.get("metadata") or {}).get("labels") or {}) for n in node_list]
-        self.taints = [list((n.get("spec") or {}).get("taints") or []) for n in node_list]
+        #: each node's taints that filter (NoSchedule/NoExecute; spec.unschedulable adds kube's taint)
+        self.taints = [[t for t in (Taint.from_wire(raw) for raw in (n.get("spec") or {}).get("taints") or [])
+                        if t.effect in HARD_EFFECTS] for n in node_list]
         self.ready = np.array([node_ready(n) for n in node_list], dtype=bool)
         self.unschedulable = np.array([bool((n.get("spec") or {}).get("unschedulable")) for n in node_list], dtype=bool)
         for pod in pods:
@@ -205,15 +170,11 @@ class NodeState:
             if any(labels.get(k) != str(v) for k, v in shape.node_selector.items()):
                 mask[i] = False
                 continue
-            if shape.required_terms is not None and not any(
-                _term_matches(t, labels, self.names[i]) for t in shape.required_terms
-            ):
+            if not node_selector.any_term_matches(shape.required_terms, labels, self.names[i]):
                 mask[i] = False
                 continue
-            taints = [t for t in self.taints[i] if t.get("effect") in ("NoSchedule", "NoExecute")]
-            if self.unschedulable[i]:
-                taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-            if any(not any(_tolerates(tol, t) for tol in shape.tolerations) for t in taints):
+            taints = self.taints[i] + ([UNSCHEDULABLE] if self.unschedulable[i] else [])
+            if k8s_tolerations.untolerated(taints, shape.tolerations):
                 mask[i] = False
         return mask
 

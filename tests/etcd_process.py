@@ -41,6 +41,8 @@ class EtcdMember:
     client_port: int = field(default_factory=free_port)
     peer_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    #: more etcd flags (e.g. ``--quota-backend-bytes=...``)
+    extra_args: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -58,7 +60,7 @@ class EtcdMember:
              "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
              "--listen-peer-urls", self.peer_url, "--initial-advertise-peer-urls", self.peer_url,
              "--initial-cluster", initial_cluster, "--initial-cluster-state", state,
-             "--initial-cluster-token", "caldera-test"],
+             "--initial-cluster-token", "caldera-test", *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
 
@@ -85,9 +87,10 @@ class EtcdMember:
 class EtcdCluster:
     """``size`` members of one etcd cluster; ``start()`` waits until every member reports healthy."""
 
-    def __init__(self, root: Path, size: int = 1) -> None:
+    def __init__(self, root: Path, size: int = 1, extra_args: list[str] | None = None) -> None:
         root.mkdir(parents=True, exist_ok=True)
-        self.members = [EtcdMember(f"m{i}", root / f"m{i}.etcd") for i in range(size)]
+        self.members = [EtcdMember(f"m{i}", root / f"m{i}.etcd", extra_args=list(extra_args or []))
+                        for i in range(size)]
         self.initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
 
     @property

@@ -51,9 +51,9 @@ async def errors_and_metrics(request: web.Request, handler: Handler) -> web.Stre
     except st.ApiError as exc:
         code = exc.code
         return _error_response(exc)
-    except StoreFailed as exc:  # a commit failed: nothing more is accepted until a restart
-        code = 503
-        return _error_response(st.ApiError(503, "ServiceUnavailable", str(exc)))
+    except StoreFailed as exc:  # the backend refused the write for good (a full disk, etcd's quota)
+        code = 500  # kube-apiserver: a storage error it cannot interpret is a 500 with the error's words
+        return _error_response(st.ApiError(500, "", str(exc)))
     except StorageUnavailable as exc:  # etcd without quorum or unreachable: nothing was acknowledged
         code = 503
         return _error_response(st.ApiError(503, "ServiceUnavailable", f"storage unavailable: {exc}"))
@@ -157,8 +157,10 @@ def build_app(state: ApiServerState) -> web.Application:
     async def ready(_request: web.Request) -> web.Response:
         if state.stopping:
             raise st.ApiError(503, "ServiceUnavailable", "shutting down")
-        if state.store.failure is not None:
-            raise st.ApiError(503, "ServiceUnavailable", f"store commit failed: {state.store.failure}")
+        if state.store.failure is not None and not await state.store.probe():
+            raise st.ApiError(503, "ServiceUnavailable",
+                              f"store cannot commit writes: {state.store.failure} ({state.store.describe}); "
+                              f"reads are served, writes get 500 until it can commit again")
         try:
             await state.store.consistent()
         except StorageUnavailable as exc:
@@ -174,6 +176,7 @@ def build_app(state: ApiServerState) -> web.Application:
         state.metrics.objects.set(state.store.rv)
         state.metrics.commits.set(state.store.commits)
         state.metrics.committed_writes.set(state.store.committed_writes)
+        state.metrics.count_failed_commits(state.store.failed_commits)
         return web.Response(body=generate_latest(state.metrics.registry),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 

@@ -29,8 +29,10 @@ import grpc
 import grpc.aio
 
 from federation.apiserver.etcdpb import rpc_pb2 as pb
-from federation.apiserver.storage import StorageUnavailable
+from federation.apiserver.storage import StorageUnavailable, StoreFailed
 
+#: etcd's answer to a write once its backend reached --quota-backend-bytes (the NOSPACE alarm)
+NOSPACE = "etcdserver: mvcc: database space exceeded"
 #: etcd cancels a watch whose member has no leader when the stream carries this metadata
 REQUIRE_LEADER = (("hasleader", "true"),)
 
@@ -204,6 +206,10 @@ class EtcdConnection:
                                      1 if write else READ_ATTEMPTS)
         except (grpc.aio.AioRpcError, TimeoutError) as exc:
             detail = _detail(exc)
+            if write and "database space exceeded" in detail:
+                # etcd refused the write (nothing committed): kube-apiserver passes etcd's own words
+                # on as a 500. Reads go on; writes return once the space is freed and the alarm disarmed.
+                raise StoreFailed(NOSPACE, exc) from None
             if write:
                 raise StorageUnavailable(f"etcd did not confirm the write ({detail}); it was not "
                                          f"acknowledged and may or may not have been committed",
@@ -254,7 +260,8 @@ def _detail(exc: BaseException) -> str:
 
 def _tls_failure(text: str) -> bool:
     lowered = text.lower()
-    return any(word in lowered for word in ("ssl", "tls", "handshake", "certificate"))
+    # gRPC words a refused client certificate as "Unwrap failed (TSI_DATA_CORRUPTED)"
+    return any(word in lowered for word in ("ssl", "tls", "handshake", "certificate", "tsi_"))
 
 
 def compare_mod(key: bytes, revision: int) -> Any:

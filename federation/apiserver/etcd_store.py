@@ -51,8 +51,10 @@ from federation.apiserver.storage import (
     Listener,
     Obj,
     ObjKey,
+    RollbackListener,
     StaleWrite,
     StorageUnavailable,
+    StoreFailed,
 )
 
 log = logging.getLogger("caldera.apiserver.etcd")
@@ -99,6 +101,8 @@ class EtcdStore:
         self.failure: BaseException | None = None
         self.commits = 0
         self.committed_writes = 0
+        #: writes etcd refused for good (its space quota: NOSPACE)
+        self.failed_commits = 0
         #: reads at an older revision are possible (list_at, history)
         self.keeps_history = True
         self.describe = f"etcd {self.conn.describe} prefix {config.prefix}"
@@ -156,6 +160,12 @@ class EtcdStore:
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
+    def add_rollback_listener(self, listener: RollbackListener) -> None:
+        """Nothing to roll back: the cache holds only what etcd committed."""
+
+    async def probe(self) -> bool:
+        return True  # etcd itself says whether a write fits (NOSPACE): there is no failed state to clear
+
     async def consistent(self) -> int:
         """Wait until the cache holds every write etcd had committed to the prefix when this was called.
 
@@ -209,21 +219,21 @@ class EtcdStore:
 
     async def create(self, resource: str, obj: Obj) -> Obj:
         key = self._key(resource, obj)
-        response = await self.conn.txn([compare_absent(key)], [op_put(key, encode(obj)), self._mark()], [])
+        response = await self._txn([compare_absent(key)], [op_put(key, encode(obj)), self._mark()], [])
         if not response.succeeded:
             raise KeyExists(obj["metadata"]["name"])
         return await self._written(obj, int(response.header.revision))
 
     async def update(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
         key = self._key(resource, obj)
-        response = await self.conn.txn([compare_mod(key, expect_rv)], [op_put(key, encode(obj)), self._mark()], [op_get(key)])
+        response = await self._txn([compare_mod(key, expect_rv)], [op_put(key, encode(obj)), self._mark()], [op_get(key)])
         if not response.succeeded:
             raise StaleWrite(self._current(response))
         return await self._written(obj, int(response.header.revision))
 
     async def remove(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
         key = self._key(resource, obj)
-        response = await self.conn.txn([compare_mod(key, expect_rv)], [op_delete(key), self._mark()], [op_get(key)])
+        response = await self._txn([compare_mod(key, expect_rv)], [op_delete(key), self._mark()], [op_get(key)])
         if not response.succeeded:
             raise StaleWrite(self._current(response))
         gone = dict(obj, metadata=dict(obj["metadata"]))
@@ -231,6 +241,14 @@ class EtcdStore:
 
     def _mark(self) -> Any:
         return op_put(self._last_write, b"")
+
+    async def _txn(self, compare: list[Any], success: list[Any], failure: list[Any]) -> Any:
+        try:
+            return await self.conn.txn(compare, success, failure)
+        except StoreFailed as exc:
+            self.failed_commits += 1
+            log.error("etcd refused a write: %s (free space: compact, defragment, disarm the alarm)", exc)
+            raise
 
     async def _written(self, obj: Obj, revision: int) -> Obj:
         self.commits += 1

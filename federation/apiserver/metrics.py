@@ -24,6 +24,16 @@ class ApiMetrics:
         self.committed_writes = Gauge("apiserver_storage_committed_writes",
                                       "Object writes committed (group commit: many per transaction)",
                                       registry=self.registry)
+        self.failed_commits = Counter("apiserver_storage_failed_commits",
+                                      "Writes the store refused for good: SQLite commits that failed (a full "
+                                      "disk), etcd writes over its space quota", registry=self.registry)
+        self._failed_commits_seen = 0
+
+    def count_failed_commits(self, total: int) -> None:
+        """Bring the counter up to the store's own count (read at scrape time, like the commits)."""
+        if total > self._failed_commits_seen:
+            self.failed_commits.inc(total - self._failed_commits_seen)
+            self._failed_commits_seen = total
 
     def observe(self, verb: str, resource: str, code: int, seconds: float) -> None:
         self.requests.labels(verb, resource, str(code)).inc()

@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 from federation.apiserver.status import ApiError, bad_request, unsupported_media
+from policies.k8s import patches
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -21,6 +22,9 @@ PATCH_TYPES = [JSON_PATCH, MERGE, STRATEGIC]
 
 
 def merge_patch(target: Any, patch: Any, strategic: bool = False) -> Any:
+    """A merge patch (policies.k8s.patches); ``strategic`` also drops ``$`` directives."""
+    if not strategic:
+        return patches.merge_patch(target, patch)
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = dict(target) if isinstance(target, dict) else {}
@@ -34,122 +38,14 @@ def merge_patch(target: Any, patch: Any, strategic: bool = False) -> Any:
     return result
 
 
-def _unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
-def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise bad_request(f"invalid JSON pointer {path!r}: must start with '/'")
-    return [_unescape(t) for t in path[1:].split("/")]
-
-
-def _index(container: list[Any], token: str, path: str, allow_end: bool) -> int:
-    if token == "-" and allow_end:
-        return len(container)
-    if not token.isdigit():
-        raise ApiError(422, "Invalid", f"JSON patch path {path!r}: {token!r} is not an array index")
-    index = int(token)
-    limit = len(container) + (1 if allow_end else 0)
-    if index >= limit:
-        raise ApiError(422, "Invalid", f"JSON patch path {path!r}: index {index} out of range")
-    return index
-
-
-def _parent(doc: Any, tokens: list[str], path: str) -> Any:
-    node = doc
-    for token in tokens[:-1]:
-        if isinstance(node, dict):
-            if token not in node:
-                raise ApiError(422, "Invalid", f"JSON patch path {path!r}: {token!r} does not exist")
-            node = node[token]
-        elif isinstance(node, list):
-            node = node[_index(node, token, path, False)]
-        else:
-            raise ApiError(422, "Invalid", f"JSON patch path {path!r}: cannot descend into a scalar")
-    return node
-
-
-def _get(doc: Any, path: str) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
-        return doc
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise ApiError(422, "Invalid", f"JSON patch path {path!r} does not exist")
-        return parent[last]
-    if isinstance(parent, list):
-        return parent[_index(parent, last, path, False)]
-    raise ApiError(422, "Invalid", f"JSON patch path {path!r}: not a container")
-
-
-def _add(doc: Any, path: str, value: Any) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
-        return value
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        parent.insert(_index(parent, last, path, True), value)
-    else:
-        raise ApiError(422, "Invalid", f"JSON patch path {path!r}: not a container")
-    return doc
-
-
-def _remove(doc: Any, path: str) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
-        raise ApiError(422, "Invalid", "JSON patch cannot remove the whole document")
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise ApiError(422, "Invalid", f"JSON patch remove: path {path!r} does not exist")
-        del parent[last]
-    elif isinstance(parent, list):
-        del parent[_index(parent, last, path, False)]
-    else:
-        raise ApiError(422, "Invalid", f"JSON patch path {path!r}: not a container")
-    return doc
-
-
 def json_patch(target: Any, operations: Any) -> Any:
-    """Apply RFC 6902 operations in order; any failure leaves ``target`` untouched."""
-    if not isinstance(operations, list):
-        raise bad_request("a JSON patch must be a list of operations")
-    doc = copy.deepcopy(target)
-    for number, op in enumerate(operations):
-        if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise bad_request(f"JSON patch operation {number} needs 'op' and 'path'")
-        kind, path = op["op"], op["path"]
-        if kind == "add":
-            doc = _add(doc, path, copy.deepcopy(op.get("value")))
-        elif kind == "remove":
-            doc = _remove(doc, path)
-        elif kind == "replace":
-            _get(doc, path)
-            doc = _add(_remove(doc, path), path, copy.deepcopy(op.get("value"))) if _pointer(path) \
-                else copy.deepcopy(op.get("value"))
-        elif kind in ("move", "copy"):
-            source = op.get("from")
-            if not isinstance(source, str):
-                raise bad_request(f"JSON patch {kind} operation {number} needs 'from'")
-            value = copy.deepcopy(_get(doc, source))
-            if kind == "move":
-                doc = _remove(doc, source)
-            doc = _add(doc, path, value)
-        elif kind == "test":
-            if _get(doc, path) != op.get("value"):
-                raise ApiError(422, "Invalid", f"JSON patch test failed at {path!r}")
-        else:
-            raise bad_request(f"JSON patch operation {number}: unknown op {kind!r}")
-    return doc
+    """RFC 6902 (policies.k8s.patches): a malformed patch is 400, one that does not apply 422."""
+    try:
+        return patches.json_patch(target, operations)
+    except patches.PatchError as exc:
+        if exc.status == patches.BAD_REQUEST:
+            raise bad_request(str(exc)) from None
+        raise ApiError(422, "Invalid", str(exc)) from None
 
 
 def apply_patch(content_type: str, target: Any, patch: Any) -> Any:

@@ -67,6 +67,7 @@ class Registry:
             self._index_owners(resource, obj, None)
         store.add_listener(lambda _type, resource, obj, previous: self._index_owners(
             resource, obj if _type != "DELETED" else None, previous))
+        store.add_rollback_listener(self._rolled_back)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -88,6 +89,11 @@ class Registry:
                         deps.discard(key)
                         if not deps:
                             del self._dependents[uid]
+
+    def _rolled_back(self, _durable_rv: int, changes: list[tuple[str, Obj | None, Obj | None]]) -> None:
+        """A failed commit undid ``changes`` (newest first): index the restored objects again."""
+        for resource, restored, undone in changes:
+            self._index_owners(resource, restored, undone)
 
     def context(self) -> AdmissionContext:
         def get(kind: str, namespace: str | None, name: str) -> Obj | None:

@@ -37,7 +37,7 @@ from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
 from federation.apiserver.state import ApiServerState
 from federation.apiserver.status import expired
-from federation.apiserver.storage import Expired, StorageUnavailable
+from federation.apiserver.storage import Expired, StorageUnavailable, StoreFailed
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
@@ -122,7 +122,14 @@ class Handlers:
             # Group commit: the write (or the state a read reveals) must be on disk before anyone
             # hears of it. Nothing ran between the registry call and here (no await), so the
             # store's resourceVersion is exactly what this answer reveals.
-            await self.state.store.wait_durable(self.state.store.rv)
+            try:
+                await self.state.store.wait_durable(self.state.store.rv)
+            except StoreFailed:
+                if request.method != "GET":
+                    raise  # the write was undone: 500 with the cause
+                # a read that saw changes a failed commit undid: answer it again from what is durable
+                response = await self._handle(request, target)
+                await self.state.store.wait_durable(self.state.store.rv)
         return response
 
     async def _handle(self, request: web.Request, target: paths.Target) -> web.StreamResponse:
@@ -362,6 +369,8 @@ class Handlers:
             await self._pump(response, watcher, encode, timeout, bookmarks, info, as_protobuf)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
+        except StoreFailed:
+            pass  # the initial state it was about to send was undone by a failed commit: the client lists again
         finally:
             hub.unsubscribe(watcher)
             self.state.metrics.watch_ended(info.plural)
@@ -426,6 +435,7 @@ class Handlers:
                 await asyncio.sleep(coalesce)  # a busy stream: let the next events join this write
             item = queue.get_nowait()
             chunks: list[bytes] = []
+            events: list[Any] = []
             done = False
             while True:
                 if item is None:
@@ -436,12 +446,17 @@ class Handlers:
                     chunks.append(event.frame(type_, lambda t, o: self._watch_event(True, t, o)))
                 else:
                     chunks.append(encode(type_, event.obj, event.line(type_)))
+                events.append(event)
                 newest = event.rv
                 if queue.empty() or len(chunks) >= 512:
                     break
                 item = queue.get_nowait()
             if chunks:
-                await self.state.store.wait_durable(newest)  # events are sent once committed
+                try:
+                    await self.state.store.wait_durable(newest)  # events are sent once committed
+                except StoreFailed:  # a failed commit undid some of them (SQLite): send the rest only
+                    chunks = [chunk for chunk, event in zip(chunks, events, strict=True) if not event.undone]
+            if chunks:
                 await response.write(b"".join(chunks))
                 last_write = loop.time()
                 sent.inc(len(chunks))

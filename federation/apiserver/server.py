@@ -106,6 +106,7 @@ class ApiServer:
         store = await open_store(cfg, self.data_dir)
         hub = WatchHub(store.rv, history=cfg.watch_history)
         store.add_listener(hub.publish)
+        store.add_rollback_listener(lambda durable_rv, _changes: hub.roll_back(durable_rv))
         registry = Registry(store)
         members = None
         if not cfg.member_mode:  # agents' pods and PodGroups, served read-only (docs/protocol.md "Member pods")

@@ -27,6 +27,9 @@ Obj = dict[str, Any]
 ObjKey = tuple[str, str]
 #: Called after every change: (event type, resource, new object, previous object or None).
 Listener = Callable[[str, str, Obj, "Obj | None"], None]
+#: Called after a failed commit undid the changes past ``durable_rv``, newest first:
+#: (durable_rv, [(resource, object restored or None, object undone or None), ...]).
+RollbackListener = Callable[[int, "list[tuple[str, Obj | None, Obj | None]]"], None]
 #: Feeds one watcher from the store's own history: (type, resource, obj, previous) per event.
 HistorySink = Callable[[str, str, Obj, "Obj | None"], None]
 
@@ -36,7 +39,13 @@ class StorageError(RuntimeError):
 
 
 class StoreFailed(StorageError):
-    """A commit failed (disk full, I/O error): the store refuses further work; restart recovers."""
+    """A write failed for good (SQLite: a full disk, an I/O error; etcd: its space quota): nothing of it
+    was stored. The API answers 500 with the cause in the message, as kube-apiserver answers a failed
+    storage write. ``cause`` is the backend's own error."""
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 class StorageUnavailable(StorageError):
@@ -81,10 +90,12 @@ class Storage(Protocol):
     watch_coalesce_s: float
     #: the resourceVersion current when this process opened the store (watch history starts here)
     opened_rv: int
-    #: set once a commit failed (SQLite): the store then refuses everything until a restart
+    #: set while commits fail (SQLite: a full disk): writes are refused until a probe commits again
     failure: BaseException | None
     commits: int
     committed_writes: int
+    #: writes the backend refused for good (SQLite commits, etcd's NOSPACE)
+    failed_commits: int
     #: a short description for logs and /readyz ("sqlite /path", "etcd http://...")
     describe: str
     #: reads at an older revision are possible (etcd's MVCC history until compacted)
@@ -96,6 +107,11 @@ class Storage(Protocol):
     def iter_all(self) -> Iterator[tuple[str, Obj]]: ...
     def count(self, resource: str) -> int: ...
     def add_listener(self, listener: Listener) -> None: ...
+    def add_rollback_listener(self, listener: RollbackListener) -> None: ...
+
+    async def probe(self) -> bool:
+        """True when writes can be committed (a failed SQLite store tries a transaction and recovers)."""
+        ...
 
     # conditional writes; the returned object carries its new resourceVersion
     async def create(self, resource: str, obj: Obj) -> Obj: ...

@@ -11,6 +11,13 @@ last resourceVersion is committed in the same transaction as the objects it vers
 never goes backwards across restarts, even after deletes. Without a running event loop (tools,
 tests) every write commits before it returns.
 
+A commit that fails (a full disk: SQLite's "database or disk is full", an I/O error) loses
+nothing that was acknowledged and leaves nothing half-done: every change after the last durable
+resourceVersion is undone in the in-memory index (and the rollback listeners, the watch hub and
+the owner index, forget them), their writers get :class:`StoreFailed` carrying the cause, and the
+store refuses writes (reads go on) until a probe transaction commits again: on a timer, and on
+every ``/readyz``. Writes then resume without a restart.
+
 The store knows nothing of Kubernetes semantics (uid, generation, finalizers); that is
 :mod:`federation.apiserver.registry`. It only versions objects and tells its listeners.
 """
@@ -33,6 +40,7 @@ from federation.apiserver.storage import (
     Listener,
     Obj,
     ObjKey,
+    RollbackListener,
     StaleWrite,
     StoreFailed,
 )
@@ -52,6 +60,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
 Statement = tuple[str, tuple[Any, ...]]
+#: one change not yet durable: (resourceVersion, resource, key, object before, object after or None)
+Undo = tuple[int, str, ObjKey, "Obj | None", "Obj | None"]
 Batch = list[Statement]  # (an alias: the class's own ``list`` method shadows the builtin inside it)
 log = logging.getLogger("caldera.apiserver.store")
 
@@ -91,10 +101,17 @@ class Store:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="caldera-store")
+        #: the last commit failure while writes are refused (None: the store commits)
         self.failure: BaseException | None = None
-        #: commits and the writes they carried (for /metrics and the benchmark)
+        #: commits and the writes they carried (for /metrics and the benchmark), failed commits
         self.commits = 0
         self.committed_writes = 0
+        self.failed_commits = 0
+        #: seconds between probes of a failed store (a probe commits the resourceVersion again)
+        self.probe_interval = 1.0
+        self._undo: list[Undo] = []
+        self._rollback_listeners: list[RollbackListener] = []
+        self._prober: asyncio.Task[None] | None = None
         #: reads at an older revision are possible (list_at, history)
         self.keeps_history = False
         self.describe = f"sqlite {self.path}"
@@ -128,6 +145,9 @@ class Store:
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
+    def add_rollback_listener(self, listener: RollbackListener) -> None:
+        self._rollback_listeners.append(listener)
+
     def next_rv(self) -> int:
         return self._rv + 1
 
@@ -142,6 +162,7 @@ class Store:
         items = self._objects.setdefault(resource, {})
         previous = items.get(key)
         items[key] = obj
+        self._undo.append((rv, resource, key, previous, obj))
         self._notify(event, resource, obj, previous)
         return obj
 
@@ -153,6 +174,7 @@ class Store:
         self._queue(("DELETE FROM objects WHERE resource=? AND namespace=? AND name=?",
                      (resource, key[0], key[1])))
         previous = self._objects.get(resource, {}).pop(key, None)
+        self._undo.append((rv, resource, key, previous, None))
         gone = dict(obj)
         gone["metadata"] = dict(meta, resourceVersion=str(rv))
         self._notify("DELETED", resource, gone, previous)
@@ -202,7 +224,9 @@ class Store:
 
     def _begin_write(self) -> int:
         if self.failure is not None:
-            raise StoreFailed(f"the store failed to commit earlier ({self.failure}); restart the server")
+            self._start_prober()
+            raise StoreFailed(f"{cause(self.failure)}: the store cannot commit ({self.describe}); "
+                              f"writes are refused until a probe commits again, reads are served", self.failure)
         self._rv += 1
         return self._rv
 
@@ -220,8 +244,20 @@ class Store:
     def _commit_pending(self) -> None:
         batch, self._pending = self._pending, []
         if batch:
-            self._write(batch, self._rv)
-            self.durable_rv = self._rv
+            try:
+                self._write(batch, self._rv)
+            except sqlite3.Error as exc:
+                self._failed(exc)
+                raise StoreFailed(f"{cause(exc)}: commit failed ({self.describe}); nothing was changed",
+                                  exc) from None
+            self._durable(self._rv)
+
+    def _durable(self, rv: int) -> None:
+        self.durable_rv = max(self.durable_rv, rv)
+        if self._undo and self._undo[-1][0] <= self.durable_rv:
+            self._undo.clear()
+        else:
+            self._undo = [u for u in self._undo if u[0] > self.durable_rv]
 
     def _write(self, batch: Batch, rv: int) -> None:
         """One transaction for the whole batch (runs on the writer thread, or inline without a loop)."""
@@ -233,7 +269,10 @@ class Store:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('rv', ?)", (rv,))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            # SQLite already rolled back on SQLITE_FULL/IOERR: an unconditional ROLLBACK would
+            # replace the real cause with "cannot rollback - no transaction is active".
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
         self.commits += 1
         self.committed_writes += len(batch)
@@ -245,14 +284,12 @@ class Store:
                 batch, self._pending = self._pending, []
                 upto = self._rv
                 await loop.run_in_executor(self._writer, self._write, batch, upto)
-                self.durable_rv = max(self.durable_rv, upto)
+                self._durable(upto)
                 self._wake()
-        except BaseException as exc:  # the index is ahead of the disk now: refuse further work
-            self.failure = exc
-            log.critical("store commit failed: %s; refusing further writes", exc)
-            self._wake()
-            if isinstance(exc, asyncio.CancelledError):
-                raise
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the index is ahead of the disk: undo what is not durable
+            self._failed(exc)
         finally:
             self._flusher = None
 
@@ -264,7 +301,8 @@ class Store:
             if rv <= self.durable_rv:
                 future.set_result(None)
             elif self.failure is not None:
-                future.set_exception(StoreFailed(f"commit failed: {self.failure}"))
+                future.set_exception(StoreFailed(f"{cause(self.failure)}: commit failed ({self.describe}); "
+                                                 f"the change was not stored", self.failure))
             else:
                 still.append((rv, future))
         self._waiters = still
@@ -275,7 +313,8 @@ class Store:
         if target <= self.durable_rv:
             return
         if self.failure is not None:
-            raise StoreFailed(f"commit failed: {self.failure}")
+            raise StoreFailed(f"{cause(self.failure)}: commit failed ({self.describe}); "
+                              f"the change was not stored", self.failure)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((target, future))
         await future
@@ -291,7 +330,67 @@ class Store:
 
     def close(self) -> None:
         """Commit what is queued (call :meth:`drain` first from async code) and close the file."""
+        if self._prober is not None:
+            self._prober.cancel()
         self._writer.shutdown(wait=True)  # the batch in flight (if any) finishes first
         if self.failure is None:
             self._commit_pending()
         self._db.close()
+
+    # -- a failed commit: roll the memory back, refuse writes, probe until the disk takes them --
+
+    def _failed(self, exc: BaseException) -> None:
+        """Undo every change after the last durable resourceVersion and fail their writers."""
+        self.failure = exc
+        self.failed_commits += 1
+        undone = list(reversed(self._undo))
+        self._undo, self._pending = [], []
+        for _rv, resource, key, before, _after in undone:
+            items = self._objects.setdefault(resource, {})
+            if before is None:
+                items.pop(key, None)
+            else:
+                items[key] = before
+        durable = self.durable_rv
+        self._wake()  # (failure set) whoever waits past the durable resourceVersion hears the cause
+        # Memory equals the disk again. The undone resourceVersions are skipped, never handed out twice,
+        # so a watch stream can still tell an undone event from a later one.
+        self.durable_rv = self._rv
+        log.error("store commit failed (%s): %d change(s) after resourceVersion %d undone; writes are refused "
+                  "until the store can commit again, reads go on", cause(exc), len(undone), durable)
+        changes = [(resource, before, after) for _rv, resource, _key, before, after in undone]
+        for listener in self._rollback_listeners:
+            listener(durable, changes)
+        self._start_prober()
+
+    def _start_prober(self) -> None:
+        if self._prober is not None and not self._prober.done():
+            return
+        try:
+            self._prober = asyncio.get_running_loop().create_task(self._probe_until_writable())
+        except RuntimeError:  # no event loop: the next write (or probe()) tries again
+            self._prober = None
+
+    async def _probe_until_writable(self) -> None:
+        while self.failure is not None:
+            await asyncio.sleep(self.probe_interval)
+            await self.probe()
+
+    async def probe(self) -> bool:
+        """Try one small transaction; on success the failed state is cleared and writes resume."""
+        if self.failure is None:
+            return True
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._writer, self._write, [], self.durable_rv)
+        except sqlite3.Error as exc:
+            self.failure = exc
+            return False
+        if self.failure is not None and not self._pending:
+            self.failure = None
+            log.warning("store commits again (%s): writes resumed at resourceVersion %d", self.describe, self._rv)
+        return self.failure is None
+
+
+def cause(exc: BaseException) -> str:
+    """The failure as SQLite words it ("database or disk is full"), without the exception class."""
+    return str(exc) or type(exc).__name__

@@ -33,6 +33,8 @@ class WatchEvent:
     rv: int
     obj: Obj
     previous: Obj | None
+    #: set when a failed commit undid this change (SQLite): it must never be sent
+    undone: bool = False
     _line: bytes | None = None
     _frame: bytes | None = None
 
@@ -96,6 +98,17 @@ class Watcher:
             self._waiter = None
         return not self.queue.empty()
 
+    def forget_after(self, rv: int) -> None:
+        kept = []
+        while not self.queue.empty():
+            item = self.queue.get_nowait()
+            if item is None or item[1].rv <= rv:
+                kept.append(item)
+            else:
+                item[1].undone = True
+        for item in kept:
+            self.queue.put_nowait(item)
+
     def offer_change(self, type_: str, resource: str, obj: Obj, previous: Obj | None) -> None:
         self.offer(WatchEvent(type_, resource, int(obj["metadata"]["resourceVersion"]), obj, previous))
 
@@ -154,6 +167,15 @@ class WatchHub:
         self._history.append(event)
         for watcher in self._watchers:
             watcher.offer(event)
+
+    def roll_back(self, durable_rv: int) -> None:
+        """Forget the events after ``durable_rv`` (a failed commit undid them; no watcher was sent one:
+        streams wait for durability) and drop them from the watchers' queues."""
+        while self._history and self._history[-1].rv > durable_rv:
+            self._history.pop().undone = True
+        self.floor = min(self.floor, durable_rv)
+        for watcher in self._watchers:
+            watcher.forget_after(durable_rv)
 
     def subscribe(self, resource: str, namespace: str | None, predicate: Predicate | None,
                   since: int | None) -> Watcher:

@@ -17,11 +17,13 @@ from types import ModuleType
 from typing import Sequence
 
 from federation.cli import apply, controllers, delete, demo, describe, get, place, serve, token, validate
+from federation.cli import etcd_certs as etcd_certs
 from federation.cli import logs as logs
 from federation.version import caldera_version as caldera_version
 
 #: Commands implemented in this package, in the order ``--help`` lists them.
 COMMANDS: list[ModuleType] = [validate, serve, controllers, token, place, apply, get, describe, delete, demo, logs]
+COMMANDS.append(etcd_certs)  # the etcd Secrets deploy/ mounts
 
 #: Commands handed to ``python -m member_agent`` (name -> one-line help).
 AGENT_COMMANDS: dict[str, str] = {

@@ -25,6 +25,7 @@ from federation.cli.common import (
     server_error,
     singular_ref,
 )
+from policies.k8s import patches
 from policies.kinds import lookup
 
 if TYPE_CHECKING:
@@ -39,26 +40,6 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR|-",
                         help="manifest file, directory (recursively) or - for stdin; repeatable")
     add_connection_args(parser)
-
-
-def merge_diff(last: Any, new: Any) -> Any:
-    """The merge patch turning ``last`` (what was applied before) into ``new`` (the manifest now).
-
-    Only what the manifest changed is sent, so fields the server defaulted or others wrote stay,
-    and re-applying an unchanged manifest changes nothing.
-    """
-    if not isinstance(last, dict) or not isinstance(new, dict):
-        return new
-    patch: dict[str, Any] = {}
-    for key, value in new.items():
-        if key not in last:
-            patch[key] = value
-        elif last[key] != value:
-            patch[key] = merge_diff(last[key], value) if isinstance(value, dict) else value
-    for key in last:
-        if key not in new:
-            patch[key] = None
-    return patch
 
 
 #: Kinds others refer to go first, so one ``apply -f DIR`` of a whole setup works in any file order
@@ -121,7 +102,7 @@ async def apply_one(rc: "ResourceClient", manifest: dict[str, Any], args: argpar
         return f"{ref} created"
     last_text = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
     last = json.loads(last_text) if last_text else {}
-    patch = merge_diff(last, body)
+    patch = patches.merge_diff(last, body)
     patch.pop("apiVersion", None)
     patch.pop("kind", None)
     patched = await rc.patch(info, name, patch, ns)

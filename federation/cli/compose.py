@@ -95,6 +95,9 @@ async def serve_forever(server: ApiServer, announce: Announce = print) -> int:
     if server.admin_token and config.token_file is None:
         announce(f"admin kubeconfig: {(server.data_dir / 'admin.kubeconfig').resolve()}  "
                  f"(export KUBECONFIG=... or pass --kubeconfig)")
+    election = getattr(server, "election", None)
+    if election is not None and getattr(server, "run_controllers", False):
+        announce(f"leader election on Lease caldera-system/caldera-controllers as {election.identity}")
     for cluster in config.agent_kubeconfigs:
         announce(f"agent kubeconfig for cluster {cluster}: {(server.data_dir / f'agent-{cluster}.kubeconfig').resolve()}")
     await wait_for_signal()

@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def duration(text: str) -> float:
-    """``15s``, ``500ms``, ``1m`` or plain seconds (Go's duration syntax, the common part)."""
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (like 15s, 500ms, 1m)")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+from policies.k8s.durations import duration_flag as duration
 
 
 def boolean(text: str) -> bool:
@@ -27,11 +17,14 @@ def boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
 
 
-def add_leader_election_flags(parser: argparse.ArgumentParser, default: bool) -> None:
+def add_leader_election_flags(parser: argparse.ArgumentParser, default: bool | None,
+                              default_text: str = "") -> None:
+    """``default`` None: the command decides later (``caldera serve``: true on a shared store), and
+    ``default_text`` says how in the help."""
     group = parser.add_argument_group("leader election (kube-controller-manager's flags)")
     group.add_argument("--leader-elect", type=boolean, nargs="?", const=True, default=default, metavar="BOOL",
                        help="run the controllers only while holding the Lease caldera-system/caldera-controllers "
-                            f"(default {str(default).lower()})")
+                            f"(default {default_text or str(default).lower()})")
     group.add_argument("--leader-elect-lease-duration", type=duration, default=15.0, metavar="DURATION",
                        help="how long a non-leader waits after the last renewal it saw before taking over (15s)")
     group.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0, metavar="DURATION",

@@ -57,7 +57,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_scheduler_conf_flag(parser)
     from federation.cli.leader_flags import add_leader_election_flags
 
-    add_leader_election_flags(parser, default=False)  # one embedded replica by default; true for HA
+    # None until run(): kube-controller-manager's true wherever the store is shared (etcd), false on the
+    # embedded SQLite (one process owns the file: there is nobody to elect against)
+    add_leader_election_flags(parser, default=None,
+                              default_text="true with --etcd-servers, false on the embedded SQLite")
+
+
+def leader_elect_default(args: argparse.Namespace) -> bool:
+    """``--leader-elect`` as given, else true when the store is shared (``--etcd-servers``)."""
+    if args.leader_elect is None:
+        return bool(args.etcd_servers.strip())
+    return bool(args.leader_elect)
 
 
 def etcd_config(args: argparse.Namespace) -> object | None:
@@ -82,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from federation.feature_gates import feature_gate_options
     from federation.health_options import health_options
 
+    args.leader_elect = leader_elect_default(args)
     config = ServerConfig(data_dir=args.data_dir, listen=args.listen, token_file=args.token_file,
                           tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
                           self_signed_tls=not args.plain_http, member_mode=args.member_mode,

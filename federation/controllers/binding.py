@@ -98,11 +98,10 @@ def lost_clusters(rb: Obj | None, clusters: Mapping[str, Obj], tolerations: Iter
 
 def tolerated_until(taint: Mapping[str, Any], tolerations: Iterable[Mapping[str, Any]]) -> float | None:
     """Until when the NoExecute ``taint`` is tolerated: None forever, else an epoch time (past: evict)."""
-    core = Taint(str(taint.get("key") or ""), "NoExecute", str(taint.get("value") or ""))
+    core = Taint(str(taint.get("key") or ""), str(taint.get("value") or ""), "NoExecute")
     limit: float | None = float("-inf")
     for raw in tolerations:
-        toleration = Toleration(raw.get("key") or "", raw.get("operator") or "Equal", raw.get("value") or "",
-                                raw.get("effect") or "")
+        toleration = Toleration.from_wire(raw)
         if not toleration.tolerates(core):
             continue
         seconds = raw.get("tolerationSeconds")

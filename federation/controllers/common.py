@@ -161,27 +161,6 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def merge_diff(old: Any, new: Any) -> Any:
-    """The JSON merge patch (RFC 7386) turning ``old`` into ``new``; ``{}`` when equal."""
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        return new
-    patch: dict[str, Any] = {}
-    for key, value in new.items():
-        if key not in old:
-            patch[key] = value
-        elif old[key] != value:
-            if isinstance(old[key], dict) and isinstance(value, dict):
-                sub = merge_diff(old[key], value)
-                if sub != {}:
-                    patch[key] = sub
-            else:
-                patch[key] = value
-    for key in old:
-        if key not in new:
-            patch[key] = None
-    return patch
-
-
 def set_condition(conditions: list[dict[str, Any]] | None, type_: str, status: str, reason: str, message: str,
                   now: float, observed_generation: int | None = None) -> list[dict[str, Any]]:
     """``conditions`` with ``type_`` set; lastTransitionTime moves only when the status changes."""
@@ -208,5 +187,3 @@ def condition(obj: Mapping[str, Any] | None, type_: str) -> dict[str, Any] | Non
     return None
 
 
-def backoff(attempts: int, base: float, cap: float) -> float:
-    return float(min(base * 2 ** max(attempts - 1, 0), cap))

@@ -29,6 +29,8 @@ from federation.controllers.runner import QueueController, run_controller
 from federation.controllers.teardown import TeardownMixin, pinned_by_policy
 from federation.controllers.two_phase import Verdict, exclusion_note, judge, merge_caps, newly_excluded
 from federation.events import record_event
+from policies.backoff import backoff
+from policies.k8s import patches
 
 log = logging.getLogger("caldera.controllers.dispatch")
 Obj = dict[str, Any]
@@ -229,7 +231,7 @@ class DispatchController(TeardownMixin, QueueController):
         current = {"metadata": {k: existing["metadata"].get(k) or {} for k in ("labels", "annotations")},
                    "spec": {k: (existing.get("spec") or {}).get(k) for k in ("workload", "placement")}}
         desired = {"metadata": {k: meta.get(k) or {} for k in ("labels", "annotations")}, "spec": body["spec"]}
-        patch = c.merge_diff(current, desired)
+        patch = patches.merge_diff(current, desired)
         if patch:
             patched = await self.rc.patch(c.WORKS, meta["name"], patch, meta["namespace"])
             self.works.remember(patched)
@@ -257,7 +259,7 @@ class DispatchController(TeardownMixin, QueueController):
         """Cancel every share; ``extra`` annotations go in the same write (placement reads them together)."""
         now = self.clock()
         attempts = c.int_annotation(rb, c.RESERVE_ATTEMPTS, 0) + 1
-        delay = max(min_delay, c.backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds))
+        delay = max(min_delay, backoff(attempts, self.options.retry_base_seconds, self.options.retry_max_seconds))
         before = c.json_annotation(rb, c.RESERVE_CAPS)
         before = before if isinstance(before, dict) else {}
         caps = merge_caps(before, shares, verdict.failed, now + self.options.cap_ttl_seconds, now=now,

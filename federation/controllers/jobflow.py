@@ -35,6 +35,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from federation.client import ResourceClient, api_client_from_dict
 from federation.controllers.runner import Informer, WorkQueue, run_controller
 from federation.events import record_event
+from policies.k8s import patches
 from policies.kinds import lookup
 
 if TYPE_CHECKING:
@@ -112,25 +113,12 @@ def job_phase(job: Obj | None) -> str:
     return ((job.get("status") or {}).get("state") or {}).get("phase") or "Pending"
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch (pure, returns a new value)."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
 def build_job(flow: Obj, entry: Entry, template: Obj) -> Obj:
     meta = flow["metadata"]
     namespace = meta.get("namespace") or "default"
     marks = {FLOW_LABEL: flow_ref(namespace, meta["name"]), TEMPLATE_LABEL: flow_ref(namespace, entry.template)}
     labels = dict((template.get("metadata") or {}).get("labels") or {}, **marks)
-    spec = merge_patch(template.get("spec") or {}, entry.patch) if entry.patch else template.get("spec") or {}
+    spec = patches.merge_patch(template.get("spec") or {}, entry.patch) if entry.patch else template.get("spec") or {}
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": entry.job, "namespace": namespace, "labels": labels, "annotations": dict(marks),
                          "ownerReferences": [{"apiVersion": flow.get("apiVersion", "flow.volcano.sh/v1alpha1"),

@@ -93,6 +93,8 @@ class LeaderElector:
         self._observed: dict[str, Any] | None = None
         self._observed_at = 0.0
         self._renewed_at = 0.0
+        #: set by :meth:`leading_now` once the renew deadline has passed; the campaign steps down on it
+        self._deposed = False
 
     # -- one attempt ---------------------------------------------------------------------
 
@@ -171,6 +173,19 @@ class LeaderElector:
         except Exception as exc:  # best effort: the lease then simply expires
             log.info("could not release Lease %s/%s: %s", cfg.namespace, cfg.name, exc)
 
+    def leading_now(self) -> bool:
+        """Whether this replica leads, judged at this instant from any thread.
+
+        After a SIGSTOP/SIGCONT the process may answer a request (a metrics scrape, ``/status``)
+        before the campaign loop runs again: the renew deadline is checked here, on the request
+        path, so a leader past it stops reporting itself as leader at once."""
+        cfg = self.config
+        if self.is_leader and not self._deposed and cfg.clock() - self._renewed_at > cfg.renew_deadline:
+            self._deposed = True
+            log.warning("%s is past its renew deadline (%.0fs without renewing); no longer reporting itself as "
+                        "leader", cfg.identity, cfg.renew_deadline)
+        return self.is_leader and not self._deposed
+
     # -- the campaign --------------------------------------------------------------------
 
     async def _sleep(self, seconds: float, stop: asyncio.Event) -> bool:
@@ -182,6 +197,7 @@ class LeaderElector:
     async def campaign(self, lead: Lead, stop: asyncio.Event) -> None:
         """Until ``stop``: acquire, lead while renewals succeed, step down, campaign again."""
         cfg = self.config
+        self._export()  # a standby says so (0) from the start
         while not stop.is_set():
             if not await self.try_acquire_or_renew():
                 jitter = cfg.retry_period * random.uniform(0, 1.2)  # noqa: S311 (not cryptographic)
@@ -207,7 +223,7 @@ class LeaderElector:
         while not stop.is_set():
             if await self._sleep(cfg.retry_period, stop):
                 return
-            if cfg.clock() - self._renewed_at > cfg.renew_deadline:
+            if self._deposed or cfg.clock() - self._renewed_at > cfg.renew_deadline:
                 log.warning("%s did not renew within %.0fs (paused?); stepping down", cfg.identity,
                             cfg.renew_deadline)
                 return
@@ -225,8 +241,14 @@ class LeaderElector:
             self.transitions += 1
             log.info("%s became the leader (Lease %s/%s)", self.config.identity, self.config.namespace,
                      self.config.name)
+        self._deposed = False
         self.is_leader = leading
-        metrics.LEADER.labels(name=self.config.name, identity=self.config.identity).set(1 if leading else 0)
+        self._export()
+
+    def _export(self) -> None:
+        # read at scrape time: the deadline is judged when the metric is read, not when the loop last ran
+        metrics.LEADER.labels(name=self.config.name, identity=self.config.identity).set_function(
+            lambda: 1.0 if self.leading_now() else 0.0)
 
 
 def leader_gate(kubeconfig: dict[str, Any], config: ElectionConfig) -> tuple[Gate, Callable[[], LeaderElector]]:

@@ -21,35 +21,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies.k8s import label_selector
+
 Obj = Mapping[str, Any]
 
 #: implicit priorities (Karmada: MatchName > MatchLabelSelector > MatchAll)
 MATCH_ALL, MATCH_LABELS, MATCH_NAME = 1, 2, 3
 RESERVED_NAMESPACES = ("karmada-system", "karmada-cluster")
 RESERVED_PREFIX = "karmada-es-"
-
-
-def labels_match(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A metav1.LabelSelector against a label map (an empty selector matches everything)."""
-    if not selector:
-        return True
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != str(value):
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key", ""), expr.get("operator", ""), [str(v) for v in expr.get("values") or []]
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return False
-    return True
 
 
 def selector_precision(selector: Mapping[str, Any], obj: Obj, policy_namespace: str | None) -> int:
@@ -63,7 +42,7 @@ def selector_precision(selector: Mapping[str, Any], obj: Obj, policy_namespace: 
     if selector.get("name"):
         return MATCH_NAME if selector["name"] == meta.get("name") else 0
     if selector.get("labelSelector") is not None:
-        return MATCH_LABELS if labels_match(selector["labelSelector"], meta.get("labels") or {}) else 0
+        return MATCH_LABELS if label_selector.selects(selector["labelSelector"], meta.get("labels") or {}) else 0
     return MATCH_ALL
 
 

@@ -16,6 +16,7 @@ from federation.controllers.matching import Match
 from federation.controllers.placement_queue import with_priority
 from federation.controllers.placement_writes import BindingWrites, _ns_name
 from federation.controllers.triggers import Attempt
+from policies.backoff import backoff
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -41,7 +42,7 @@ class PlacementOutcomes(BindingWrites):
         key = _ns_name(job)
         previous = self.attempts.get(key)
         failures = (previous.failures if previous else 0) + 1
-        delay = c.backoff(failures, self.options.retry_base_seconds, self.options.retry_max_seconds)
+        delay = backoff(failures, self.options.retry_base_seconds, self.options.retry_max_seconds)
         self.attempts[key] = Attempt(failures, now + delay, version, message, wake)
         if wake is not None:  # an exclusion lapses then: look again even if no Cluster changes
             self.queue.add(key, max(0.05, wake - now + 0.05))

@@ -16,6 +16,7 @@ from federation.controllers import common as c
 from federation.controllers.claim import claim_patch
 from federation.controllers.runner import is_not_found
 from federation.events import record_event
+from policies.k8s import patches
 
 log = logging.getLogger("caldera.controllers.placement")
 Obj = dict[str, Any]
@@ -45,7 +46,7 @@ class BindingWrites:
                    "spec": rb.get("spec") or {}}
         desired = {"metadata": {k: body["metadata"].get(k) for k in ("labels", "annotations", "ownerReferences")},
                    "spec": body["spec"]}
-        patch = c.merge_diff(current, desired)
+        patch = patches.merge_diff(current, desired)
         if not patch:
             return rb
         patched: Obj = await self.rc.patch(c.BINDINGS, meta["name"], patch, meta["namespace"])
@@ -55,7 +56,7 @@ class BindingWrites:
     async def _write_status(self, rb: Obj | None, status: dict[str, Any]) -> None:
         if rb is None:
             return
-        patch = c.merge_diff({k: (rb.get("status") or {}).get(k) for k in status}, status)
+        patch = patches.merge_diff({k: (rb.get("status") or {}).get(k) for k in status}, status)
         if not patch:
             return
         meta = rb["metadata"]

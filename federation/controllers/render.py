@@ -19,10 +19,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.controllers import common as c
-from federation.controllers.matching import labels_match, policy_ref
+from federation.controllers.matching import policy_ref
 from federation.placement.adapters import cluster_affinity
 from federation.placement.request import ClusterState
 from federation.placement.selectors import affinity_mismatch
+from policies.k8s import label_selector, patches
 from policies.models.core import PodTemplateSpec
 from policies.models.karmada_work import QUEUE_ALLOTMENT, TASK_INDICES
 from policies.models.pod_resources import template_request
@@ -91,7 +92,7 @@ def _selects(policy: Obj, job: Obj) -> bool:
             if sel["name"] == job_meta.get("name"):
                 return True
             continue
-        if labels_match(sel.get("labelSelector"), job_meta.get("labels") or {}):
+        if label_selector.selects(sel.get("labelSelector"), job_meta.get("labels") or {}, nil=True):
             return True
     return False
 
@@ -102,36 +103,6 @@ def _rules(policy: Obj) -> list[tuple[Mapping[str, Any] | None, Mapping[str, Any
     if spec.get("overriders"):
         rules.append((spec.get("targetCluster"), spec["overriders"]))
     return rules
-
-
-def _pointer(path: str) -> list[str]:
-    if not path.startswith("/"):
-        raise ValueError(f"path {path!r} must start with /")
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
-
-
-def json_patch_op(doc: Any, op: str, path: str, value: Any = None) -> None:
-    """Apply one RFC 6902 add/remove/replace to ``doc`` in place."""
-    parts = _pointer(path)
-    parent = doc
-    for part in parts[:-1]:
-        parent = parent[int(part)] if isinstance(parent, list) else parent[part]
-    last = parts[-1]
-    if isinstance(parent, list):
-        index = len(parent) if last == "-" else int(last)
-        if op == "add":
-            parent.insert(index, copy.deepcopy(value))
-        elif op == "remove":
-            del parent[index]
-        else:
-            parent[index] = copy.deepcopy(value)
-        return
-    if op in ("remove", "replace") and last not in parent:
-        raise KeyError(f"path {path!r} does not exist")
-    if op == "remove":
-        del parent[last]
-    else:
-        parent[last] = copy.deepcopy(value)
 
 
 def _containers(manifest: dict[str, Any]) -> Iterable[dict[str, Any]]:
@@ -186,13 +157,25 @@ def apply_overriders(manifest: dict[str, Any], overriders: Mapping[str, Any]) ->
                 else:
                     target[k] = v
     for item in overriders.get("plaintext") or []:
+        op = {"op": item.get("operator", "replace"), "path": item.get("path", ""), "value": item.get("value")}
         try:
-            json_patch_op(manifest, item.get("operator", "replace"), item.get("path", ""), item.get("value"))
-        except (KeyError, IndexError, ValueError, TypeError) as err:
+            patched = patches.json_patch(manifest, [op])
+        except patches.PatchError as err:
             skipped.append(f"plaintext {item.get('path')}: {err}")
+            continue
+        manifest.clear()
+        manifest.update(patched)
     if overriders.get("fieldOverrider"):
         skipped.append("fieldOverrider is not supported")
     return skipped
+
+
+def _targets(target: Mapping[str, Any], cluster: ClusterState) -> bool:
+    """Whether a rule's targetCluster selects ``cluster`` (Karmada: an invalid selector selects none)."""
+    try:
+        return not affinity_mismatch(cluster_affinity(target, path="targetCluster"), cluster)
+    except label_selector.InvalidSelector:
+        return False
 
 
 def apply_overrides(manifest: dict[str, Any], job: Obj, cluster: ClusterState,
@@ -205,7 +188,7 @@ def apply_overrides(manifest: dict[str, Any], job: Obj, cluster: ClusterState,
     for policy in ordered:
         used = False
         for target, overriders in _rules(policy):
-            if target is not None and affinity_mismatch(cluster_affinity(target), cluster):
+            if target is not None and not _targets(target, cluster):
                 continue
             problems += [f"{policy_ref(policy)}: {p}" for p in apply_overriders(manifest, overriders)]
             used = True

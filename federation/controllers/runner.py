@@ -26,6 +26,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from federation.client import ResourceClient
 from federation.controllers.poison import PoisonGuard
+from policies.backoff import Backoff
 from policies.kinds import KindInfo
 
 log = logging.getLogger("caldera.controllers")
@@ -158,7 +159,8 @@ class Informer:
         return False
 
     async def run(self, stop: asyncio.Event) -> None:
-        delay = self.backoff
+        policy = Backoff(self.backoff, self.max_backoff)
+        failures = 0
         need_list = True
         while not stop.is_set():
             try:
@@ -167,21 +169,23 @@ class Informer:
                     need_list = False
                 if await self._watch_until(stop):
                     return
-                delay = self.backoff
+                failures = 0
             except asyncio.CancelledError:
                 raise
             except ApiException as err:
                 if err.status == 410:
                     need_list = True
                     continue
+                failures += 1
+                delay = policy.delay(failures)
                 log.warning("watch %s failed (%s); retrying in %.1fs", self.info.plural, err.status, delay)
                 await _sleep_or_stop(stop, delay)
-                delay = min(delay * 2, self.max_backoff)
                 need_list = need_list or err.status in (401, 403, 404)
             except Exception as err:  # connection errors, malformed streams
+                failures += 1
+                delay = policy.delay(failures)
                 log.warning("watch %s failed (%s); retrying in %.1fs", self.info.plural, err, delay)
                 await _sleep_or_stop(stop, delay)
-                delay = min(delay * 2, self.max_backoff)
 
 
 async def _sleep_or_stop(stop: asyncio.Event, delay: float) -> None:
@@ -248,6 +252,7 @@ async def run_workers(queue: WorkQueue, reconcile: Callable[[Any], Awaitable[Non
     unless ``guard`` finds the failure permanent: then it is reported and parked until the object
     changes (:mod:`federation.controllers.poison`)."""
     failures: dict[Hashable, int] = {}
+    policy = Backoff(base_backoff, max_backoff)
 
     async def worker() -> None:
         while not stop.is_set():
@@ -267,7 +272,7 @@ async def run_workers(queue: WorkQueue, reconcile: Callable[[Any], Awaitable[Non
                     failures.pop(key, None)
                     await guard.poison(key, version, err, name)
                     continue
-                delay = min(base_backoff * 2 ** (count - 1), max_backoff)
+                delay = policy.delay(count)  # any count: 2 ** count once overflowed past 1,024 failures
                 level = logging.WARNING if count < 5 else logging.ERROR
                 log.log(level, "%s: reconcile %s failed (%s: %s); retry %d in %.1fs", name, key,
                         type(err).__name__, err, count, delay, exc_info=count >= 5)

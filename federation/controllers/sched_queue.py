@@ -27,6 +27,8 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from policies.backoff import Backoff
+
 #: Karmada's scheduler defaults (pkg/scheduler/internal/queue)
 DEFAULT_INITIAL_BACKOFF = 1.0
 DEFAULT_MAX_BACKOFF = 10.0
@@ -178,14 +180,7 @@ class SchedulingQueue:
 
     def backoff_duration(self, attempts: int) -> float:
         """No penalty before the first attempt; then initial, doubled per attempt, capped."""
-        if attempts <= 0:
-            return 0.0
-        duration = self.initial_backoff
-        for _ in range(1, attempts):
-            if duration >= self.max_backoff - duration:
-                return self.max_backoff
-            duration += duration
-        return min(duration, self.max_backoff)
+        return Backoff(self.initial_backoff, self.max_backoff).delay(attempts)
 
     def backoff_until(self, item: QueuedBinding) -> float:
         return item.timestamp + self.backoff_duration(item.attempts)

@@ -30,6 +30,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from federation.client import ResourceClient, api_client_from_dict
 from federation.controllers.runner import Informer, WorkQueue, run_controller
 from policies.conversions import MPI_ROLES, PYTORCH_ROLES, TF_ROLES
+from policies.k8s import patches
 from policies.kinds import KindInfo, lookup
 
 if TYPE_CHECKING:
@@ -159,19 +160,6 @@ def desired_status(kind: str, source: Obj, job: Obj, now: datetime) -> Obj:
     return kubeflow_status(kind, source, job, now)
 
 
-def merge_patch(old: Any, new: Any) -> Any:
-    """The JSON merge patch (RFC 7386) turning ``old`` into ``new`` (dicts diffed key by key)."""
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        return new
-    patch: Obj = {key: None for key in old if key not in new}
-    for key, value in new.items():
-        if key not in old:
-            patch[key] = value
-        elif old[key] != value:
-            patch[key] = merge_patch(old[key], value)
-    return patch
-
-
 class SourceStatusController:
     """Informers on Jobs and the four source kinds; one reconcile per source (kind, ns, name)."""
 
@@ -209,7 +197,7 @@ class SourceStatusController:
         if new == old:
             return
         try:
-            updated = await self.rc.patch(SOURCES[kind], name, {"status": merge_patch(old, new)}, namespace,
+            updated = await self.rc.patch(SOURCES[kind], name, {"status": patches.merge_diff(old, new)}, namespace,
                                           "status")
         except ApiException as exc:
             if exc.status == 404:  # deleted meanwhile

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from policies.k8s import durations
 from policies.models.karmada_work import PLACEMENT_GENERATION
 
 Obj = dict[str, Any]
@@ -64,15 +65,8 @@ def parse_stamp(text: str | None) -> datetime | None:
 
 
 def go_duration(seconds: float) -> str:
-    """Go's ``time.Duration`` text (metav1.Duration on the wire): ``1h2m3s``, ``45s``, ``0s``."""
-    total = max(0, int(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
+    """metav1.Duration text of whole ``seconds`` (never negative): ``1h2m3s``, ``45s``, ``0s``."""
+    return durations.format_seconds(max(0, int(seconds)))
 
 
 def _int(value: Any, default: int | None = None) -> int | None:

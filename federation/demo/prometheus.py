@@ -29,6 +29,7 @@ from federation.demo.processes import (
     System,
     free_port,
 )
+from policies.k8s import durations
 
 REPO = Path(__file__).resolve().parents[2]
 RULES_DIR = REPO / "deploy" / "prometheus"
@@ -121,11 +122,7 @@ def prometheus_config(federation_url: str, agents: dict[str, str], token_file: P
 
 
 def _seconds(duration: str) -> float:
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)", duration)
-    if not match:
-        raise ValueError(f"duration {duration!r}: use a number and ms, s, m or h")
-    return float(match.group(1)) * units[match.group(2)]
+    return durations.parse_seconds(duration)
 
 
 def mint_viewer_token(system: System, user: str = "viewer") -> str:

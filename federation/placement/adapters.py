@@ -21,7 +21,6 @@ from federation.placement.request import (
     ClusterAffinity,
     ClusterState,
     JobDemand,
-    LabelSelector,
     NodeShape,
     Options,
     PlacementRequest,
@@ -34,11 +33,12 @@ from federation.placement.request import (
     StaticWeight,
     Taint,
     TaskDemand,
-    Toleration,
     labels,
     resources,
 )
 from policies.errors import FieldError, ValidationFailed
+from policies.k8s import label_selector
+from policies.k8s import tolerations as k8s_tolerations
 from policies.models.core import PodTemplateSpec
 from policies.models.pod_resources import template_request
 from policies.resources import ResourceVector
@@ -123,25 +123,22 @@ def job_demand(job: Obj, priority_classes: Mapping[str, Obj] | None = None) -> J
 # ---------------------------------------------------------------- policy
 
 
-def _selector(sel: Mapping[str, Any] | None) -> LabelSelector | None:
-    if sel is None:
-        return None
-    exprs = tuple(Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
-                  for e in sel.get("matchExpressions") or [])
-    return LabelSelector(labels(sel.get("matchLabels")), exprs)
-
-
-def cluster_affinity(a: Mapping[str, Any] | None, name: str = "") -> ClusterAffinity:
+def cluster_affinity(a: Mapping[str, Any] | None, name: str = "", path: str = "clusterAffinity") -> ClusterAffinity:
+    """Karmada's ClusterAffinity; an invalid labelSelector raises InvalidSelector naming ``path``."""
     a = a or {}
     fields = tuple(Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
                    for e in (a.get("fieldSelector") or {}).get("matchExpressions") or [])
     return ClusterAffinity(tuple(a.get("clusterNames") or ()), tuple(a.get("exclude") or ()),
-                           _selector(a.get("labelSelector")), fields, name)
+                           label_selector.parse(a.get("labelSelector"), f"{path}.labelSelector"), fields, name)
 
 
-def _tolerations(items: Iterable[Mapping[str, Any]] | None) -> tuple[Toleration, ...]:
-    return tuple(Toleration(t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "",
-                            t.get("effect") or "") for t in items or [])
+def _affinity(a: Mapping[str, Any] | None, name: str, path: str, errors: list[FieldError]) -> ClusterAffinity:
+    """cluster_affinity, with a bad labelSelector added to ``errors`` (Karmada refuses the policy)."""
+    try:
+        return cluster_affinity(a, name, path)
+    except label_selector.InvalidSelector as exc:
+        errors.extend(exc.errors)
+        return ClusterAffinity(name=name)
 
 
 def placement_spec(policy: Obj) -> PlacementSpec:
@@ -154,9 +151,10 @@ def placement_spec(policy: Obj) -> PlacementSpec:
         errors.append(FieldError(f"{base}.clusterAffinities", "clusterAffinity and clusterAffinities cannot both be set"))
     terms = placement.get("clusterAffinities")
     if terms:
-        affinities = tuple(cluster_affinity(t, t.get("affinityName") or f"#{i}") for i, t in enumerate(terms))
+        affinities = tuple(_affinity(t, t.get("affinityName") or f"#{i}", f"{base}.clusterAffinities[{i}]", errors)
+                           for i, t in enumerate(terms))
     else:
-        affinities = (cluster_affinity(placement.get("clusterAffinity")),)
+        affinities = (_affinity(placement.get("clusterAffinity"), "", f"{base}.clusterAffinity", errors),)
     spread = []
     for i, s in enumerate(placement.get("spreadConstraints") or []):
         by_field, by_label = s.get("spreadByField") or "", s.get("spreadByLabel") or ""
@@ -184,12 +182,14 @@ def placement_spec(policy: Obj) -> PlacementSpec:
                 errors.append(FieldError(f"{base}.replicaScheduling.weightPreference.staticWeightList[{i}].weight",
                                          f"must be an integer of at least 1, got {weight!r}"))
                 continue
-            weights.append(StaticWeight(cluster_affinity(rule.get("targetCluster")), weight))
+            target = _affinity(rule.get("targetCluster"), "", f"{base}.replicaScheduling.weightPreference."
+                                                              f"staticWeightList[{i}].targetCluster", errors)
+            weights.append(StaticWeight(target, weight))
     if errors:
         raise ValidationFailed(ref, errors)
     meta = w.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
-    return PlacementSpec(affinities, _tolerations(placement.get("clusterTolerations")), tuple(spread),
+    return PlacementSpec(affinities, k8s_tolerations.tolerations(placement.get("clusterTolerations")), tuple(spread),
                          strategy, tuple(weights),  # type: ignore[arg-type]
                          f"{namespace + '/' if namespace else ''}{meta.get('name', '')}")
 
@@ -213,7 +213,7 @@ def cluster_state(cluster: Obj, lease_renewed: float | None = None, lease_durati
         provider=spec.get("provider") or "",
         region=spec.get("region") or "",
         zones=zones,
-        taints=tuple(Taint(t["key"], t["effect"], t.get("value") or "") for t in spec.get("taints") or []),
+        taints=tuple(Taint.from_wire(t) for t in spec.get("taints") or []),
         ready=ready_status,  # type: ignore[arg-type]
         ready_since=timestamp(ready.get("lastTransitionTime")) if ready else None,
         lease_renewed=lease_renewed,

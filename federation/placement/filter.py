@@ -22,7 +22,8 @@ from federation.placement.request import (
     Taint,
     Toleration,
 )
-from federation.placement.selectors import affinity_mismatch, untolerated
+from federation.placement.selectors import affinity_mismatch
+from policies.k8s import tolerations as k8s_tolerations
 
 NOT_READY_TAINT = "cluster.karmada.io/not-ready"
 UNREACHABLE_TAINT = "cluster.karmada.io/unreachable"
@@ -46,9 +47,9 @@ def effective_ready(cluster: ClusterState, now: float, options: Options) -> tupl
 
 def readiness_taints(status: str) -> tuple[Taint, ...]:
     if status == "False":
-        return (Taint(NOT_READY_TAINT, "NoSchedule"),)
+        return (Taint(NOT_READY_TAINT, effect="NoSchedule"),)
     if status == "Unknown":
-        return (Taint(UNREACHABLE_TAINT, "NoSchedule"),)
+        return (Taint(UNREACHABLE_TAINT, effect="NoSchedule"),)
     return ()
 
 
@@ -101,7 +102,7 @@ def filter_clusters(
         taints = cluster.taints + readiness_taints(status)
         if cluster.name in previous:  # NoSchedule only blocks new placements
             taints = tuple(t for t in taints if t.effect == "NoExecute")
-        blocking = untolerated(taints, tolerations) if taints else []
+        blocking = k8s_tolerations.untolerated(taints, tolerations) if taints else []
         if blocking:
             shown = ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in blocking)
             why = f"untolerated taint {shown}"

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from policies.k8s.label_selector import LabelSelector, Requirement
+from policies.k8s.tolerations import Taint, Toleration
+
 #: ``(resource, amount)`` pairs sorted by name: a hashable resource vector.
 Resources = tuple[tuple[str, float], ...]
 #: ``(key, value)`` pairs sorted by key: hashable labels / node selector.
@@ -65,28 +68,6 @@ class JobDemand:
 
 
 @dataclass(frozen=True)
-class Taint:
-    key: str
-    effect: str
-    value: str = ""
-
-
-@dataclass(frozen=True)
-class Toleration:
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists":
-            return not self.key or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
-
-
-@dataclass(frozen=True)
 class NodeShape:
     """``count`` identical nodes with ``free`` resources and the labels that matter."""
 
@@ -128,19 +109,6 @@ class ClusterState:
 
 
 # ---------------------------------------------------------------- the policy
-
-
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    operator: str  # In NotIn Exists DoesNotExist
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class LabelSelector:
-    match_labels: Labels = ()
-    match_expressions: tuple[Requirement, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,30 +5,10 @@ from __future__ import annotations
 from federation.placement.request import (
     ClusterAffinity,
     ClusterState,
-    LabelSelector,
     Requirement,
-    Taint,
-    Toleration,
 )
 
 FIELD_KEYS = ("provider", "region", "zone")
-
-
-def label_selector_matches(selector: LabelSelector, labels: dict[str, str]) -> bool:
-    for key, value in selector.match_labels:
-        if labels.get(key) != value:
-            return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        if req.operator == "In" and not (present and labels[req.key] in req.values):
-            return False
-        if req.operator == "NotIn" and present and labels[req.key] in req.values:
-            return False
-        if req.operator == "Exists" and not present:
-            return False
-        if req.operator == "DoesNotExist" and present:
-            return False
-    return True
 
 
 def _field_matches(req: Requirement, cluster: ClusterState) -> bool:
@@ -51,9 +31,7 @@ def affinity_mismatch(affinity: ClusterAffinity, cluster: ClusterState) -> str:
         return "listed in clusterAffinity.exclude"
     if affinity.cluster_names and cluster.name not in affinity.cluster_names:
         return "not in clusterAffinity.clusterNames"
-    if affinity.label_selector is not None and not label_selector_matches(
-        affinity.label_selector, dict(cluster.labels)
-    ):
+    if affinity.label_selector is not None and not affinity.label_selector.matches(dict(cluster.labels)):
         return "labels do not match clusterAffinity.labelSelector"
     for req in affinity.field_expressions:
         if not _field_matches(req, cluster):
@@ -64,12 +42,3 @@ def affinity_mismatch(affinity: ClusterAffinity, cluster: ClusterState) -> str:
 
 def affinity_matches(affinity: ClusterAffinity, cluster: ClusterState) -> bool:
     return not affinity_mismatch(affinity, cluster)
-
-
-def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> list[Taint]:
-    """Taints with effect NoSchedule or NoExecute that no toleration covers."""
-    return [
-        t
-        for t in taints
-        if t.effect in ("NoSchedule", "NoExecute") and not any(tol.tolerates(t) for tol in tolerations)
-    ]

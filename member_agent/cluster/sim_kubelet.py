@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
@@ -31,10 +30,7 @@ from member_agent.cluster.gateway import (
     pod_node,
 )
 from member_agent.cluster.sim_logs import start_lines
-
-_GO_DURATION = re.compile(r"^((\d+(\.\d*)?|\.\d+)(ms|s|m|h))+$")
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+from policies.k8s import durations
 
 
 def parse_duration(text: object, default: float) -> float:
@@ -46,9 +42,10 @@ def parse_duration(text: object, default: float) -> float:
         return max(0.0, float(value))
     except ValueError:
         pass
-    if _GO_DURATION.match(value):
-        return sum(float(n) * _UNITS[u] for n, u in _PART.findall(value))
-    return default
+    try:
+        return max(0.0, durations.parse_seconds(value))
+    except durations.InvalidDuration:
+        return default
 
 
 class KubeletHost(Protocol):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Optional
 
+from policies.k8s import durations
+
 
 def to_rfc3339(moment: datetime) -> str:
     """``2026-12-02T10:00:00Z`` (second precision, UTC), as metav1.Time serialises."""
@@ -28,17 +30,5 @@ def parse_rfc3339(text: Optional[str]) -> Optional[datetime]:
 
 
 def go_duration(delta: timedelta) -> str:
-    """A Go ``time.Duration`` string (``1h2m3s``, ``4.5s``, ``0s``) as metav1.Duration serialises."""
-    total = delta.total_seconds()
-    sign = "-" if total < 0 else ""
-    total = abs(total)
-    hours, rest = divmod(total, 3600)
-    minutes, seconds = divmod(rest, 60)
-    text = ""
-    if hours:
-        text += f"{int(hours)}h"
-    if hours or minutes:
-        text += f"{int(minutes)}m"
-    seconds_text = f"{seconds:.3f}".rstrip("0").rstrip(".")
-    text += f"{seconds_text or '0'}s"
-    return sign + text
+    """metav1.Duration text of ``delta`` to the millisecond (``1h2m3s``, ``4.5s``, ``500ms``)."""
+    return durations.format_seconds(round(delta.total_seconds(), 3))

@@ -17,7 +17,8 @@ from typing import Any, Optional, Sequence
 
 from policies.admission import AdmissionContext, require
 from policies.errors import FieldError
-from policies.models.karmada_cluster import TAINT_EFFECTS
+from policies.k8s import label_selector
+from policies.k8s import tolerations as k8s_tolerations
 from policies.models.karmada_common import Toleration
 from policies.models.karmada_policy import (
     APPLICATION_PURGE_MODES,
@@ -51,7 +52,6 @@ DEFAULT_FAILOVER_TOLERATION_SECONDS = 300
 REMOVED_PURGE_MODES = {"Immediately": "Directly", "Graciously": "Gracefully"}
 RESERVED_NAMESPACES = ("karmada-system", "karmada-cluster")
 RESERVED_NAMESPACE_PREFIX = "karmada-es-"
-TOLERATION_OPERATORS = ("Exists", "Equal")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 MAX_AFFINITY_NAME = 32
 
@@ -116,21 +116,12 @@ def validate_selectors(selectors: Optional[list[ResourceSelector]], path: str, r
     return errors
 
 
-LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
-
 def validate_label_selector(selector: Optional[LabelSelector], path: str) -> list[FieldError]:
-    """metav1.LabelSelector rules: known operators; values only and always for In/NotIn."""
-    errors: list[FieldError] = []
-    for i, req in enumerate((selector.match_expressions if selector else None) or []):
-        at = f"{path}.matchExpressions[{i}]"
-        require(errors, bool(req.key), f"{at}.key", "required field is missing")
-        one_of(errors, req.operator, LABEL_SELECTOR_OPERATORS, f"{at}.operator")
-        if req.operator in ("In", "NotIn"):
-            require(errors, bool(req.values), f"{at}.values", f"must list at least one value for {req.operator}")
-        elif req.operator in ("Exists", "DoesNotExist"):
-            require(errors, not req.values, f"{at}.values", f"must be empty for {req.operator}")
-    return errors
+    """metav1.LabelSelector rules (policies.k8s.label_selector): known operators; values only and
+    always for In/NotIn."""
+    if selector is None:
+        return []
+    return label_selector.validate(selector.model_dump(by_alias=True, exclude_none=True), path)
 
 
 def validate_affinity(affinity: ClusterAffinity, path: str) -> list[FieldError]:
@@ -148,21 +139,16 @@ def validate_affinity(affinity: ClusterAffinity, path: str) -> list[FieldError]:
 
 
 def validate_tolerations(tolerations: Sequence[Toleration], path: str) -> list[FieldError]:
+    """kube's toleration rules (policies.k8s.tolerations), and Karmada's refusal of Lt/Gt."""
     errors: list[FieldError] = []
     for i, tol in enumerate(tolerations):
         at = f"{path}[{i}]"
+        raw = tol.model_dump(by_alias=True, exclude_none=True)
         if tol.operator in ("Lt", "Gt"):
             errors.append(FieldError(f"{at}.operator", f"operator {tol.operator!r} is not allowed in cluster "
                                                        f"tolerations: supported values: 'Exists', 'Equal'"))
-        else:
-            one_of(errors, tol.operator or None, TOLERATION_OPERATORS, f"{at}.operator")
-        if tol.operator == "Exists" and tol.value:
-            errors.append(FieldError(f"{at}.value", "must be empty when operator is 'Exists'"))
-        if not tol.key and tol.operator not in (None, "", "Exists"):
-            errors.append(FieldError(f"{at}.operator", "must be 'Exists' when key is empty"))
-        one_of(errors, tol.effect or None, TAINT_EFFECTS, f"{at}.effect")
-        if tol.toleration_seconds is not None and tol.effect != "NoExecute":
-            errors.append(FieldError(f"{at}.effect", "must be 'NoExecute' when tolerationSeconds is set"))
+            raw.pop("operator")
+        errors += k8s_tolerations.validate(raw, at)
     return errors
 
 

@@ -10,10 +10,11 @@ templates that only set ``priorityClassName``).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from policies.admission.names import check_non_negative_resources, dns1123_label_error, key_path
 from policies.errors import FieldError
+from policies.k8s import label_selector, node_selector, tolerations
 from policies.models.core import Container, PodSpec
 from policies.quantity import MAX_QUANTITY, Quantity
 
@@ -51,15 +52,38 @@ def validate_pod_spec(spec: Optional[PodSpec], path: str) -> list[FieldError]:
                 seen[container.name] = at
             errors.extend(_container_resources(container, f"{at}.resources"))
     check_non_negative_resources(errors, spec.overhead, f"{path}.overhead")
+    if spec.affinity is not None:
+        errors += validate_affinity(spec.affinity.model_dump(by_alias=True, exclude_none=True), f"{path}.affinity")
     for index, toleration in enumerate(spec.tolerations or []):
-        at = f"{path}.tolerations[{index}]"
-        if toleration.operator == "Exists" and toleration.value:
-            errors.append(FieldError(f"{at}.value", "value must be empty when `operator` is 'Exists'"))
-        if not toleration.key and toleration.operator != "Exists":
-            errors.append(FieldError(f"{at}.operator", "operator must be Exists when `key` is empty, "
-                                                       "which means \"match all values and all keys\""))
-        if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
-            errors.append(FieldError(f"{at}.effect", "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        errors += tolerations.validate(toleration.model_dump(by_alias=True, exclude_none=True),
+                                       f"{path}.tolerations[{index}]")
+    return errors
+
+
+def validate_affinity(affinity: dict[str, Any], path: str) -> list[FieldError]:
+    """Node affinity terms (Gt/Lt take one integer) and pod (anti-)affinity label selectors (an
+    unknown operator is refused here, never read as a match or a miss later)."""
+    errors: list[FieldError] = []
+    node = affinity.get("nodeAffinity") or {}
+    at = f"{path}.nodeAffinity"
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for i, term in enumerate(required.get("nodeSelectorTerms") or ()):
+        errors += node_selector.validate_term(term, f"{at}.requiredDuringSchedulingIgnoredDuringExecution"
+                                                    f".nodeSelectorTerms[{i}]")
+    for i, preferred in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or ()):
+        errors += node_selector.validate_term(preferred.get("preference") or {},
+                                              f"{at}.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        pods = affinity.get(kind) or {}
+        at = f"{path}.{kind}"
+        terms = [(f"{at}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", t)
+                 for i, t in enumerate(pods.get("requiredDuringSchedulingIgnoredDuringExecution") or ())]
+        terms += [(f"{at}.preferredDuringSchedulingIgnoredDuringExecution[{i}].podAffinityTerm",
+                   w.get("podAffinityTerm") or {})
+                  for i, w in enumerate(pods.get("preferredDuringSchedulingIgnoredDuringExecution") or ())]
+        for term_path, term in terms:
+            for name in ("labelSelector", "namespaceSelector"):
+                errors += label_selector.validate(term.get(name), f"{term_path}.{name}")
     return errors
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from policies.admission import AdmissionContext
 from policies.errors import FieldError
-from policies.models.rbac import ClusterRoleBinding, PolicyRule, Subject
+from policies.k8s import label_selector
+from policies.models.rbac import AggregationRule, ClusterRoleBinding, PolicyRule, Subject
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
@@ -68,6 +69,24 @@ class RoleAdmitter:
 
 class ClusterRoleAdmitter(RoleAdmitter):
     namespaced = False
+
+    def validate(self, obj: Any, old: Any | None, ctx: AdmissionContext) -> list[FieldError]:
+        return super().validate(obj, old, ctx) + validate_aggregation(obj.aggregation_rule)
+
+
+def validate_aggregation(rule: AggregationRule | None) -> list[FieldError]:
+    """kube: at least one clusterRoleSelector, each a valid label selector (an unknown operator is
+    refused here, so authorisation never has to guess what it meant)."""
+    if rule is None:
+        return []
+    path = "aggregationRule.clusterRoleSelectors"
+    if not rule.cluster_role_selectors:
+        return [FieldError(path, "Required value: at least one clusterRoleSelector required if aggregationRule "
+                                 "is non-nil")]
+    errors: list[FieldError] = []
+    for i, selector in enumerate(rule.cluster_role_selectors):
+        errors += label_selector.validate(selector.model_dump(by_alias=True, exclude_none=True), f"{path}[{i}]")
+    return errors
 
 
 def _validate_subject(subject: Subject, path: str, cluster_binding: bool) -> list[FieldError]:

@@ -20,10 +20,9 @@ from typing import Optional
 from policies.admission import AdmissionContext, Admitter, require
 from policies.admission.names import check_object_name, qualified_name_error
 from policies.errors import FieldError
+from policies.k8s import label_selector
 from policies.models.meta import LabelSelector
 from policies.models.volcano_topology import HyperNode, MemberSelector
-
-LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def _label_match_errors(selector: LabelSelector, path: str) -> list[FieldError]:
@@ -35,16 +34,8 @@ def _label_match_errors(selector: LabelSelector, path: str) -> list[FieldError]:
         if problem:
             errors.append(FieldError(f"{path}.matchLabels", f"invalid label key: {problem}"))
         require(errors, len(value) <= 63, f"{path}.matchLabels", f"label value {value!r} is longer than 63")
-    for i, req in enumerate(selector.match_expressions or []):
-        at = f"{path}.matchExpressions[{i}]"
-        require(errors, bool(req.key), f"{at}.key", "required field is missing")
-        if req.operator not in LABEL_OPERATORS:
-            errors.append(FieldError(f"{at}.operator", f"unsupported value {req.operator!r}: "
-                                                       f"must be one of {', '.join(LABEL_OPERATORS)}"))
-        if req.operator in ("In", "NotIn"):
-            require(errors, bool(req.values), f"{at}.values", f"must list at least one value for {req.operator}")
-        elif req.operator in ("Exists", "DoesNotExist"):
-            require(errors, not req.values, f"{at}.values", f"must be empty for {req.operator}")
+    expressions = selector.model_dump(by_alias=True, exclude_none=True).get("matchExpressions")
+    errors += label_selector.validate({"matchExpressions": expressions}, path)
     return errors
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, Mapping, Optional, Union
 from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, field_validator
 
 from policies.errors import InvalidQuantity
+from policies.k8s import durations
 from policies.models.meta import TypedObject
 from policies.quantity import MAX_QUANTITY, Quantity
 from policies.resources import ResourceVector
@@ -91,14 +92,11 @@ Int32 = Annotated[int, BeforeValidator(_check_int32), Field(ge=INT32_MIN, le=INT
 
 # --------------------------------------------------------------------------- durations
 
-_DURATION = re.compile(r"^[+-]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$|^0$")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-
-
 def _check_duration(value: str) -> str:
-    if not _DURATION.match(value):
-        raise ValueError(f"{value!r} is not a duration (Go syntax such as '30s', '10m', '1h30m')")
+    try:
+        durations.parse_nanoseconds(value)
+    except durations.InvalidDuration:
+        raise ValueError(f"{value!r} is not a duration (Go syntax such as '30s', '10m', '1h30m')") from None
     return value
 
 
@@ -108,10 +106,7 @@ Duration = Annotated[str, AfterValidator(_check_duration)]
 
 def duration_seconds(value: str) -> float:
     """Seconds in a Go duration string (already validated)."""
-    if value == "0":
-        return 0.0
-    sign = -1.0 if value.startswith("-") else 1.0
-    return sign * sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
+    return durations.parse_seconds(value)
 
 
 # --------------------------------------------------------------------------- envelopes

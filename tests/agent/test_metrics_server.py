@@ -97,3 +97,22 @@ def test_bad_metrics_flags_are_refused_naming_the_flag(flags: list[str], says: s
     args = build_parser().parse_args(["agent", "--cluster", "a", "--kubeconfig", "k", "--sim", "s", *flags])
     with pytest.raises(CalderaError, match=says.replace("-", r"\-")):
         _check_metrics_flags(args)
+
+
+async def test_healthz_on_the_secure_listener_needs_no_token_and_asks_nobody() -> None:
+    """kubelet probes the HTTPS listener (the plain one is loopback-only in deploy/): /healthz is open,
+    as kube components leave /healthz open on their secure port; /metrics still needs a token."""
+    asked: list[str] = []
+
+    async def review(token: str) -> int:
+        asked.append(token)
+        return 200
+
+    client = await _client(ScrapeAuth(review, lambda: 0.0))
+    try:
+        health = await client.get("/healthz")
+        metrics = await client.get("/metrics")
+        assert (health.status, await health.text()) == (200, "ok")
+        assert metrics.status == 401 and asked == []
+    finally:
+        await client.close()

@@ -162,6 +162,14 @@ BAD: list[tuple[str, str, bytes, str]] = [
                                                  "ClusterRole"), "rules[0].verbs"),
     ("resource rule without groups", "clusterroles", _role("x", [{"resources": ["pods"], "verbs": ["get"]}],
                                                            "ClusterRole"), "rules[0].apiGroups"),
+    ("aggregation selector with an unknown operator (issue 42: never a match)", "clusterroles", orjson.dumps(
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"},
+         "aggregationRule": {"clusterRoleSelectors": [
+             {"matchExpressions": [{"key": "agg", "operator": "Bogus", "values": ["yes"]}]}]}}),
+     "aggregationRule.clusterRoleSelectors[0].matchExpressions[0].operator"),
+    ("aggregationRule without selectors", "clusterroles", orjson.dumps(
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"},
+         "aggregationRule": {"clusterRoleSelectors": []}}), "aggregationRule.clusterRoleSelectors"),
 ]
 
 

@@ -33,6 +33,10 @@ CLUSTER_ROLES = [*cluster_roles(),
                  _role("urls", [{"verbs": ["get"], "nonResourceURLs": ["/logs/*", "/metrics"]}]),
                  _role("aggregate", []) | {"aggregationRule": {"clusterRoleSelectors": [
                      {"matchLabels": {"agg": "yes"}}]}},
+                 # issue 42: stored before admission refused it, an unknown operator aggregates nothing
+                 # (it used to be skipped, so this role aggregated every ClusterRole, cluster-admin too)
+                 _role("bogus-agg", []) | {"aggregationRule": {"clusterRoleSelectors": [
+                     {"matchExpressions": [{"key": "agg", "operator": "Bogus", "values": ["no"]}]}]}},
                  _role("piece", [{"verbs": ["list"], "apiGroups": [""], "resources": ["nodes"]}])
                  | {"metadata": {"name": "piece", "labels": {"agg": "yes"}}}]
 ROLE_BINDINGS = [
@@ -44,6 +48,7 @@ ROLE_BINDINGS = [
 CLUSTER_BINDINGS = [*cluster_role_bindings(),
                     _binding("carol-urls", "ClusterRole", "urls", [USER | {"name": "carol"}]),
                     _binding("erin-agg", "ClusterRole", "aggregate", [USER | {"name": "erin"}]),
+                    _binding("frank-bogus", "ClusterRole", "bogus-agg", [USER | {"name": "frank"}]),
                     _binding("sa-view", "ClusterRole", "view",
                              [{"kind": "ServiceAccount", "name": "ci", "namespace": "tools"}])]
 POLICY = Policy.from_objects(ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_BINDINGS)
@@ -84,6 +89,8 @@ CASES: list[tuple[str, tuple[str, ...], str, str, str, str, str, str, str, bool]
     ("viewer", ("caldera:viewer", *AUTH), "get", "", "", "", "", "", "/status", True),
     ("viewer", ("caldera:viewer", *AUTH), "delete", "", "pods", "", "default", "p", "", False),
     ("erin", AUTH, "list", "", "nodes", "", "", "", "", True),  # aggregated from a labelled ClusterRole
+    ("frank", AUTH, "list", "", "nodes", "", "", "", "", False),  # an unknown operator selects nothing
+    ("frank", AUTH, "delete", RBAC, "clusterroles", "", "", "x", "", False),
     ("erin", AUTH, "get", "", "nodes", "", "", "n", "", False),
     ("agent", ("caldera:agent:c1", "caldera:agents"), "patch", "work.karmada.io", "works", "status", "x", "w", "",
      True),

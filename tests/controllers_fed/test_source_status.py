@@ -19,9 +19,9 @@ from federation.client import ResourceClient, api_client_from_dict
 from federation.controllers.source_status import (
     SourceStatusController,
     kubeflow_status,
-    merge_patch,
     source_status_controller,
 )
+from policies.k8s.patches import merge_diff
 from policies.kinds import lookup
 from policies.models.kubeflow import MPIJob, PyTorchJob, TFJob
 from tests.controllers_fed.conftest import until
@@ -130,7 +130,7 @@ def test_transitions_follow_the_training_operator() -> None:
 def test_merge_patch_turns_old_into_new() -> None:
     old = {"state": {"phase": "Running", "reason": "x"}, "running": 2, "taskStatusCount": {"w": {"phase": {"R": 1}}}}
     new = {"state": {"phase": "Completed"}, "succeeded": 2, "taskStatusCount": {}}
-    assert merge_patch(old, new) == {"state": {"phase": "Completed", "reason": None}, "running": None,
+    assert merge_diff(old, new) == {"state": {"phase": "Completed", "reason": None}, "running": None,
                                      "succeeded": 2, "taskStatusCount": {"w": None}}
 
 

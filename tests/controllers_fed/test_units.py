@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
-from federation.controllers.common import merge_diff
 from federation.controllers.matching import match_policy
 from federation.controllers.render import apply_overrides, share_manifest
 from federation.controllers.two_phase import judge, merge_caps
 from federation.placement.request import ClusterState
+from policies.k8s.patches import merge_diff
 from tests.controllers_fed.conftest import DATA, SEED, load
 
 MATCH_CASES: list[dict[str, Any]] = yaml.safe_load((DATA / "matching.yaml").read_text())

@@ -154,6 +154,7 @@ CORE_CALLS = {
     "patch_namespaced_pod_status": ("pods/status", {"patch"}),
     "create_namespaced_pod_binding": ("pods/binding", {"create"}),
     "create_namespaced_event": ("events", {"create"}), "create_namespace": ("namespaces", {"create"}),
+    "read_namespaced_pod_log": ("pods/log", {"get"}),
 }
 #: granted beyond what kube.py calls, and why: evictions through the API, the agents' leader election
 EXTRA = {("", "pods/eviction", "create"), ("coordination.k8s.io", "leases", "get"),

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from federation.controllers.jobflow import entries, merge_patch, plan
+from federation.controllers.jobflow import entries, plan
+from policies.k8s.patches import merge_patch
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 #: upstream spelling: the flow's name is the JobTemplate's; "b" is listed before its target "a"

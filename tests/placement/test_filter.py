@@ -34,7 +34,7 @@ def build_cluster(spec: dict) -> ClusterState:
         provider=spec.get("provider", ""),
         region=spec.get("region", ""),
         zones=tuple(spec.get("zones", ())),
-        taints=tuple(Taint(k, e, v) for k, e, v in spec.get("taints", [])),
+        taints=tuple(Taint(k, v, e) for k, e, v in spec.get("taints", [])),
         ready=spec.get("ready", "True"),
         ready_since=NOW - spec["readySince"] if "readySince" in spec else None,
         lease_renewed=None if lease is None else NOW - lease,

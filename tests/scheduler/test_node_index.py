@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.node_index import NodeIndex, placement_key
-from member_agent.scheduler.framework.snapshot import NodeSelectorTerm, SelectorRequirement, Taint, Toleration
-from member_agent.scheduler.plugins.predicates import requirement_matches, term_mask, tolerated
+from member_agent.scheduler.framework.snapshot import NodeSelectorTerm, Taint, Toleration
+from member_agent.scheduler.plugins.predicates import term_mask
+from policies.k8s.node_selector import NodeSelectorRequirement
+from policies.k8s.tolerations import tolerated
 
 KEYS = ("pool", "zone", "nvidia.com/gpu.product", "rank")
 VALUES = ("a", "b", "c", "1", "7", "12")
@@ -31,7 +33,7 @@ def node_docs(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 requirements = st.builds(
-    SelectorRequirement, st.sampled_from(KEYS),
+    NodeSelectorRequirement, st.sampled_from(KEYS),
     st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]),
     st.lists(st.sampled_from(VALUES), min_size=1, max_size=2).map(tuple),
 )
@@ -40,11 +42,11 @@ requirements = st.builds(
 @settings(max_examples=80, deadline=None)
 @given(node_docs(), st.lists(requirements, min_size=1, max_size=3), st.sampled_from(KEYS), st.sampled_from(VALUES))
 def test_indexed_label_checks_match_the_per_node_definition(docs: list[dict[str, Any]],
-                                                            reqs: list[SelectorRequirement], key: str, value: str) -> None:
+                                                            reqs: list[NodeSelectorRequirement], key: str, value: str) -> None:
     nodes = build_snapshot(docs).nodes
     index = NodeIndex(nodes)
     term = NodeSelectorTerm(expressions=tuple(reqs))
-    expected = np.array([all(requirement_matches(r, labels.get(r.key)) for r in reqs) for labels in nodes.labels])
+    expected = np.array([all(r.matches(labels.get(r.key)) for r in reqs) for labels in nodes.labels])
     assert np.array_equal(term_mask(nodes, term, index), expected)
     assert np.array_equal(term_mask(nodes, term), expected)
     assert np.array_equal(index.label_equals(key, value), np.array([labels.get(key) == value for labels in nodes.labels]))

@@ -59,6 +59,7 @@ class Authorizer:
         self.store = store
         self._policy: Policy | None = None
         store.add_listener(self._changed)
+        store.add_rollback_listener(lambda _rv, _changes: setattr(self, "_policy", None))
 
     def _changed(self, _type: str, resource: str, _obj: Any, _previous: Any) -> None:
         if resource.startswith(RBAC + "/"):

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies.k8s import label_selector
+
 Obj = Mapping[str, Any]
 SA_PREFIX = "system:serviceaccount:"
 
@@ -88,21 +90,18 @@ def _rules(role: Obj | None) -> tuple[Rule, ...]:
     return tuple(Rule.from_dict(r) for r in (role or {}).get("rules") or ())
 
 
-def _labels_match(labels: Mapping[str, str], selector: Obj) -> bool:
-    wanted = selector.get("matchLabels") or {}
-    if not all(labels.get(k) == v for k, v in wanted.items()):
-        return False
-    for expr in selector.get("matchExpressions") or ():
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and labels.get(key) in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return bool(wanted or selector.get("matchExpressions"))
+def _aggregation_selectors(role: Obj) -> list[label_selector.LabelSelector]:
+    """A ClusterRole's clusterRoleSelectors; one that is invalid aggregates nothing (admission
+    refuses it; an object stored before that rule still never widens a role)."""
+    selectors = []
+    for raw in (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ():
+        try:
+            parsed = label_selector.parse(raw)
+        except label_selector.InvalidSelector:
+            continue
+        if parsed is not None:
+            selectors.append(parsed)
+    return selectors
 
 
 @dataclass
@@ -121,9 +120,9 @@ class Policy:
         cluster: dict[str, tuple[Rule, ...]] = {}
         for name, role in by_name.items():
             rules = list(_rules(role))
-            for selector in (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ():
+            for selector in _aggregation_selectors(role):
                 for other_name, other in by_name.items():  # kube's aggregation controller, computed here
-                    if other_name != name and _labels_match(other["metadata"].get("labels") or {}, selector):
+                    if other_name != name and selector.matches(other["metadata"].get("labels") or {}):
                         rules += [r for r in _rules(other) if r not in rules]
             cluster[name] = tuple(rules)
         return cls({(r["metadata"].get("namespace") or "", r["metadata"]["name"]): _rules(r) for r in roles},

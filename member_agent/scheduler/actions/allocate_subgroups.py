@@ -24,10 +24,10 @@ import numpy as np
 
 from member_agent.scheduler.actions.allocate_topology import Domain, _home, _room
 from member_agent.scheduler.framework.hypernode_state import HyperNodeState, JobLimit
-from member_agent.scheduler.framework.hypernodes import _label_match
 from member_agent.scheduler.framework.node_search import NodeSearch
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import TaskStatus
+from policies.k8s import label_selector
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
@@ -59,7 +59,7 @@ def sub_groups(job: JobInfo) -> list[SubGroup]:
         chosen = None
         for p, policy in enumerate(policies):
             keys = [str(k) for k in policy.get("matchLabelKeys") or ()]
-            if not _label_match(policy.get("labelSelector") or {}, labels) or not all(labels.get(k) for k in keys):
+            if not label_selector.selects(policy.get("labelSelector"), labels, nil=True) or not all(labels.get(k) for k in keys):
                 continue
             values = [labels[k] for k in keys]
             name = str(policy.get("name") or f"policy{p}")

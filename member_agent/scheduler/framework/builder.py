@@ -27,17 +27,16 @@ from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
 from member_agent.scheduler.framework.snapshot import (
     JobSpec,
     NodeAffinity,
-    NodeSelectorTerm,
     NodeTable,
     QueueSpec,
-    SelectorRequirement,
     Snapshot,
     Taint,
     TaskSpec,
-    Toleration,
 )
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import node_topology, pod_extras, shape_extra
+from policies.k8s import node_selector
+from policies.k8s import tolerations as k8s_tolerations
 from policies.resources import to_internal
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -141,35 +140,15 @@ def pod_request(spec: Mapping[str, Any]) -> tuple[dict[str, float], tuple[float,
     return result, (max(nz_cpu, max_init.get("cpu", 0.0)), max(nz_mem, max_init.get("memory", 0.0)))
 
 
-def _requirements(raw: Iterable[Mapping[str, Any]] | None) -> tuple[SelectorRequirement, ...]:
-    return tuple(
-        SelectorRequirement(str(r.get("key", "")), str(r.get("operator", "In")), tuple(str(v) for v in r.get("values") or ()))
-        for r in raw or ()
-    )
-
-
-def _term(raw: Mapping[str, Any]) -> NodeSelectorTerm:
-    return NodeSelectorTerm(_requirements(raw.get("matchExpressions")), _requirements(raw.get("matchFields")))
-
-
 def _node_affinity(spec: Mapping[str, Any]) -> NodeAffinity:
     na = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
     required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
-    terms = None
-    if required is not None:
-        terms = tuple(_term(t) for t in required.get("nodeSelectorTerms") or ())
+    terms = node_selector.terms(required)
     preferred = tuple(
-        (int(p.get("weight", 0)), _term(p.get("preference") or {}))
+        (int(p.get("weight", 0)), node_selector.term(p.get("preference") or {}))
         for p in na.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
     )
     return NodeAffinity(terms, preferred)
-
-
-def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
-    return tuple(
-        Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"), str(t.get("value") or ""), str(t.get("effect") or ""))
-        for t in spec.get("tolerations") or ()
-    )
 
 
 def _task_status(pod: Mapping[str, Any]) -> TaskStatus:
@@ -271,7 +250,7 @@ class _Builder:
             spec = node.get("spec") or {}
             unsched[i] = bool(spec.get("unschedulable"))
             taints.append(tuple(
-                Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect", ""))) for t in spec.get("taints") or ()
+                Taint.from_wire(t) for t in spec.get("taints") or ()
             ))
         return NodeTable(
             names=tuple(names), labels=tuple(labels), taints=tuple(taints), unschedulable=unsched,
@@ -301,7 +280,7 @@ class _Builder:
         vec.setflags(write=False)
         selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
         affinity = _node_affinity(spec)
-        tolerations = _tolerations(spec)
+        tolerations = k8s_tolerations.tolerations(spec.get("tolerations"))
         status = _task_status(pod)
         extras = pod_extras(pod)
         pod_affinity = parse_pod_affinity(spec, ns)

@@ -23,6 +23,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from policies.k8s import label_selector
+
 TOP = "<cluster-top-hypernode>"
 ANNOTATION = "volcano.sh/job-allocated-hypernode"
 
@@ -86,24 +88,6 @@ class HyperNodeTree:
         return best
 
 
-def _label_match(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for req in selector.get("matchExpressions") or ():
-        key, op, values = req.get("key"), req.get("operator"), req.get("values") or ()
-        have = key in labels
-        if op == "In" and not (have and labels[key] in values):
-            return False
-        if op == "NotIn" and have and labels[key] in values:
-            return False
-        if op == "Exists" and not have:
-            return False
-        if op == "DoesNotExist" and have:
-            return False
-    return True
-
-
 def _select(selector: Mapping[str, Any], names: Sequence[str], labels: Sequence[Mapping[str, str]] | None,
             index: Mapping[str, int]) -> list[int]:
     """Indices of ``names`` a member selector picks (Go's unanchored ``regexp.MatchString``)."""
@@ -117,7 +101,7 @@ def _select(selector: Mapping[str, Any], names: Sequence[str], labels: Sequence[
         return [i for i, name in enumerate(names) if pattern.search(name)]
     match = selector.get("labelMatch")
     if match is not None and labels is not None:
-        return [i for i, node_labels in enumerate(labels) if _label_match(match, node_labels)]
+        return [i for i, node_labels in enumerate(labels) if label_selector.selects(match, node_labels)]
     return []
 
 

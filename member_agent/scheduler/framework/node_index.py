@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Callable, Hashable
 
 import numpy as np
 
-from member_agent.scheduler.framework.snapshot import NodeTable, SelectorRequirement, Taint
+from member_agent.scheduler.framework.snapshot import NodeTable, Taint
+from policies.k8s.node_selector import NodeSelectorRequirement
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.session import Session
     from member_agent.scheduler.framework.snapshot import TaskSpec
 
 #: ``matches(requirement, label value or None) -> bool``
-Matcher = Callable[[SelectorRequirement, "str | None"], bool]
+Matcher = Callable[[NodeSelectorRequirement, "str | None"], bool]
 
 
 def placement_key(spec: TaskSpec) -> Hashable:
@@ -69,7 +70,7 @@ class NodeIndex:
             return np.zeros(len(self.nodes), dtype=bool)
         return codes == code
 
-    def requirement(self, req: SelectorRequirement, matches: Matcher) -> np.ndarray:
+    def requirement(self, req: NodeSelectorRequirement, matches: Matcher) -> np.ndarray:
         """Rows whose label ``req.key`` satisfies ``req`` (``matches`` evaluated once per distinct value)."""
         codes, values, _ = self.column(req.key)
         verdict = np.fromiter((matches(req, value) for value in values), bool, len(values))

@@ -17,43 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from policies.k8s import label_selector
+from policies.k8s.label_selector import LabelSelector
+
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #: ``Session.shared`` key of the predicates plugin's inter-pod tracker (preempt and reclaim read it).
 SHARED_KEY = "inter-pod-affinity"
-
-
-@dataclass(frozen=True)
-class LabelRequirement:
-    key: str
-    operator: str  # In, NotIn, Exists, DoesNotExist (admission refuses the rest)
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        value = labels.get(self.key)
-        if self.operator == "In":
-            return value is not None and value in self.values
-        if self.operator == "NotIn":
-            return value is None or value not in self.values
-        if self.operator == "Exists":
-            return value is not None
-        if self.operator == "DoesNotExist":
-            return value is None
-        return False
-
-
-@dataclass(frozen=True)
-class LabelSelector:
-    """metav1.LabelSelector: matchLabels AND matchExpressions; the empty selector matches all."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    expressions: tuple[LabelRequirement, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return (all(labels.get(k) == v for k, v in self.match_labels)
-                and all(r.matches(labels) for r in self.expressions))
-
-    def keys(self) -> set[str]:
-        return {k for k, _ in self.match_labels} | {r.key for r in self.expressions}
 
 
 @dataclass(frozen=True)
@@ -91,14 +60,8 @@ NO_POD_AFFINITY = PodAffinity()
 
 
 def _selector(raw: Mapping[str, Any] | None) -> LabelSelector | None:
-    if raw is None:
-        return None
-    labels = tuple(sorted((str(k), str(v)) for k, v in (raw.get("matchLabels") or {}).items()))
-    expressions = tuple(
-        LabelRequirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
-        for e in raw.get("matchExpressions") or ()
-    )
-    return LabelSelector(labels, expressions)
+    """A term's selector; admission refuses invalid ones, and one stored before selects nothing."""
+    return label_selector.parse_or_nothing(raw)
 
 
 def _term(raw: Mapping[str, Any], namespace: str) -> PodAffinityTerm:

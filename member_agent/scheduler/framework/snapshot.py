@@ -18,46 +18,8 @@ from member_agent.scheduler.framework.dims import Dimensions, Vector
 from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY, PodAffinity
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import NO_EXTRAS, NodeTopology, PodExtras
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-
-
-@dataclass(frozen=True)
-class Toleration:
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        """Kubernetes' ``Toleration.ToleratesTaint``."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        return (self.operator in ("Equal", "")) and bool(self.key) and self.value == taint.value
-
-
-@dataclass(frozen=True)
-class SelectorRequirement:
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class NodeSelectorTerm:
-    """AND of label expressions and ``metadata.name`` field expressions."""
-
-    expressions: tuple[SelectorRequirement, ...] = ()
-    fields: tuple[SelectorRequirement, ...] = ()
+from policies.k8s.node_selector import NodeSelectorTerm
+from policies.k8s.tolerations import Taint, Toleration
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.node_index import NodeIndex, node_index
 from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.session import Session
-from member_agent.scheduler.plugins.predicates import term_mask, tolerated
+from member_agent.scheduler.plugins.predicates import term_mask
+from policies.k8s.tolerations import tolerated
 
 NAME = "nodeorder"
 ARGUMENTS = (

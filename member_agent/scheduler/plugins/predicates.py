@@ -31,7 +31,6 @@ from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import (
     NodeSelectorTerm,
     NodeTable,
-    SelectorRequirement,
     Taint,
     TaskSpec,
     Toleration,
@@ -39,6 +38,8 @@ from member_agent.scheduler.framework.snapshot import (
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from member_agent.scheduler.plugins.inter_pod_affinity import SHARED_KEY as INTER_POD_KEY
 from member_agent.scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from policies.k8s.node_selector import NodeSelectorRequirement
+from policies.k8s.tolerations import tolerated
 
 NAME = "predicates"
 ARGUMENTS = (
@@ -62,25 +63,6 @@ AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 
-def requirement_matches(req: SelectorRequirement, value: str | None) -> bool:
-    op = req.operator
-    if op == "In":
-        return value is not None and value in req.values
-    if op == "NotIn":
-        return value is None or value not in req.values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and value is not None and req.values:
-        try:
-            left, right = int(value), int(req.values[0])
-        except ValueError:
-            return False
-        return left > right if op == "Gt" else left < right
-    return False
-
-
 def term_mask(nodes: NodeTable, term: NodeSelectorTerm, index: NodeIndex | None = None) -> np.ndarray:
     """Rows matching every expression of a term (an empty term matches nothing).
 
@@ -91,18 +73,12 @@ def term_mask(nodes: NodeTable, term: NodeSelectorTerm, index: NodeIndex | None 
     mask = np.ones(n, dtype=bool)
     for req in term.expressions:
         if index is not None:
-            mask &= index.requirement(req, requirement_matches)
+            mask &= index.requirement(req, NodeSelectorRequirement.matches)
         else:
-            mask &= np.fromiter((requirement_matches(req, lab.get(req.key)) for lab in nodes.labels), bool, n)
+            mask &= np.fromiter((req.matches(lab.get(req.key)) for lab in nodes.labels), bool, n)
     for req in term.fields:
-        if req.key != "metadata.name":
-            return np.zeros(n, dtype=bool)
-        mask &= np.fromiter((requirement_matches(req, name) for name in nodes.names), bool, n)
+        mask &= np.fromiter((req.matches_field(name) for name in nodes.names), bool, n)
     return mask
-
-
-def tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
-    return any(t.tolerates(taint) for t in tolerations)
 
 
 class PredicatesPlugin:

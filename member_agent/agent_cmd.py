@@ -123,7 +123,11 @@ async def _start_site(runner: web.AppRunner, address: str, flag: str,
 
     host, port = _host_port(address, flag)
     site = web.TCPSite(runner, host, port, ssl_context=context)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise CalderaError(f"{flag} {address}: cannot listen there ({reason})") from None
     sockets = site._server.sockets if site._server else None  # type: ignore[union-attr]
     return int(sockets[0].getsockname()[1]) if sockets else port
 
@@ -206,7 +210,13 @@ async def serve(args: argparse.Namespace) -> int:
     secure = args.metrics_bind_address is not None
     runner = web.AppRunner(build_app(agent, sync, sim, plain_metrics=not secure), access_log=None)
     await runner.setup()
-    bound = await _start_site(runner, args.listen, "--listen")
+    try:
+        bound = await _start_site(runner, args.listen, "--listen")
+    except CalderaError:
+        await runner.cleanup()  # close what is open, so the one-line error is all that is printed
+        await gateway.close()
+        await federation.close()
+        raise
     metrics_runner = await _metrics_runner(args, agent, clock)  # announced first: "listening" means all are up
     print(f"caldera agent {args.cluster} listening on http://{args.listen.rpartition(':')[0]}:{bound}", flush=True)
     reporter = MemberReporter(agent, federation, clock)  # pods and PodGroups, read at the federation

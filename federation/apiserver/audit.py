@@ -24,6 +24,8 @@ from typing import Any
 import orjson
 import yaml
 
+from federation import private_files
+
 Obj = dict[str, Any]
 LEVELS = ("None", "Metadata", "Request", "RequestResponse")
 STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")
@@ -187,7 +189,7 @@ class RotatingWriter:
 
     def __post_init__(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(self.path, "ab")  # noqa: SIM115 - kept open for the server's life
+        self._handle = private_files.open_append(self.path)  # 0600 from creation; kept open
         self._size = self._handle.tell()
 
     def write(self, line: bytes) -> None:
@@ -210,7 +212,7 @@ class RotatingWriter:
             old = sorted(self.backups(), key=lambda p: p.stat().st_mtime_ns)
             for stale in old[:-self.max_backups]:
                 stale.unlink(missing_ok=True)
-        self._handle = open(self.path, "ab")  # noqa: SIM115
+        self._handle = private_files.open_append(self.path)
         self._size = 0
 
     def backups(self) -> list[Path]:

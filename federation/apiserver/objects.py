@@ -11,6 +11,7 @@ import orjson
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def resource_key(info: KindInfo) -> str:
@@ -25,3 +26,12 @@ def copy_obj(obj: Obj) -> Obj:
 
 def timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def label_namespace(info: KindInfo, meta: Obj) -> None:
+    """kube labels every Namespace ``kubernetes.io/metadata.name: <name>`` on create and update, so
+    namespace selectors can pick namespaces by name; a value written there is replaced."""
+    if info.kind == "Namespace" and info.group == "" and isinstance(meta.get("name"), str):
+        labels = meta.get("labels")
+        if labels is None or isinstance(labels, dict):  # anything else is refused by validation
+            meta["labels"] = dict(labels or {}, **{NAMESPACE_NAME_LABEL: meta["name"]})

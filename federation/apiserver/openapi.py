@@ -3,8 +3,8 @@
 ``/openapi/v3`` lists one document per group-version; each holds the kinds' schemas (tagged
 with ``x-kubernetes-group-version-kind`` so ``kubectl explain`` finds them) and their paths,
 whose write operations advertise the ``fieldValidation`` parameter. kubectl then relies on
-the server's strict validation (our models reject unknown fields with their path) instead of
-validating client-side. JSON Schema constructs OpenAPI 3.0 lacks (``null`` in ``anyOf``,
+the server's field validation (Strict, Warn or Ignore: :mod:`federation.apiserver.field_validation`)
+instead of validating client-side. JSON Schema constructs OpenAPI 3.0 lacks (``null`` in ``anyOf``,
 ``const``, ``$defs``) are rewritten; open sub-objects stay permissive.
 """
 

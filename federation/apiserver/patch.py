@@ -1,8 +1,9 @@
-"""PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge as merge.
+"""PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902).
 
-Our kinds have no patch-merge keys on the wire that kubectl relies on, so a strategic merge
-patch is applied as a merge patch (lists are replaced); ``$patch``/``$retainKeys`` directives
-are dropped rather than stored.
+Strategic merge patches are applied by :mod:`federation.apiserver.strategic` (the registry sends
+them there: lists merged by the built-in kinds' patch-merge keys; custom resources get 415). The
+``strategic`` path below, a merge patch that drops ``$`` directives, is what remains for callers
+without the kind at hand.
 """
 
 from __future__ import annotations

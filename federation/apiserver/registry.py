@@ -20,10 +20,11 @@ from typing import Any
 from federation.apiserver import apply as field_managers
 from federation.apiserver import conversion
 from federation.apiserver import status as st
-from federation.apiserver.objects import copy_obj, resource_key, timestamp
-from federation.apiserver.patch import apply_patch
+from federation.apiserver.objects import copy_obj, label_namespace, resource_key, timestamp
+from federation.apiserver.patch import STRATEGIC, apply_patch
 from federation.apiserver.selectors import Predicate
 from federation.apiserver.storage import KeyExists, Obj, StaleWrite, Storage
+from federation.apiserver.strategic import strategic_merge
 from federation.apiserver.validation import admit_body, check_schema
 from policies.admission import AdmissionContext
 from policies.kinds import KINDS, KindInfo, lookup
@@ -248,6 +249,7 @@ class Registry:
         for server_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                              "deletionGracePeriodSeconds", "generation", "selfLink", "managedFields"):
             meta.pop(server_field, None)
+        label_namespace(info, meta)
         obj = admit_body(info, body, None, self.context())
         meta = obj.setdefault("metadata", {})
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=timestamp(self.clock()), generation=1)
@@ -300,6 +302,7 @@ class Registry:
         else:
             new = body
             new_meta = new["metadata"]
+            label_namespace(info, new_meta)
             for kept in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
                 if kept in old["metadata"]:
                     new_meta[kept] = old["metadata"][kept]
@@ -348,7 +351,10 @@ class Registry:
 
         async def attempt() -> Obj:
             old = await self._fresh(info, namespace, name, wanted)
-            patched = apply_patch(content_type, copy_obj(old), patch)
+            if content_type.split(";")[0].strip().lower() == STRATEGIC:
+                patched = strategic_merge(info, copy_obj(old), patch)  # by the kind's patch-merge keys
+            else:
+                patched = apply_patch(content_type, copy_obj(old), patch)
             if not isinstance(patched, dict):
                 raise st.bad_request("the patch did not produce a JSON object")
             meta = patched.setdefault("metadata", {})

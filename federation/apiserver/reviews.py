@@ -4,7 +4,8 @@
   SelfSubjectRulesReview (``kubectl auth can-i --list``), SubjectAccessReview and
   LocalSubjectAccessReview (for whoever may create them: cluster-admin, and namespace
   admins for the local one);
-* ``authentication.k8s.io/v1`` SelfSubjectReview (``kubectl auth whoami``).
+* ``authentication.k8s.io/v1`` SelfSubjectReview (``kubectl auth whoami``) and TokenReview (who a
+  bearer token is: kube's webhook token authentication, kr8s ``whoami``).
 
 Each is a create-only resource: the answer is the request with ``status`` filled in (201),
 nothing is stored. kubectl sends them as protobuf (:mod:`federation.apiserver.protobuf`).
@@ -18,7 +19,7 @@ from aiohttp import web
 
 from federation.apiserver import discovery, keys
 from federation.apiserver import status as st
-from federation.apiserver.auth import User
+from federation.apiserver.auth import User, with_default_groups
 from federation.apiserver.bodies import json_response, read_body
 from federation.apiserver.rbac.authorizer import attributes
 from federation.apiserver.rbac.evaluator import Attributes
@@ -36,6 +37,7 @@ REVIEWS: dict[tuple[str, str], tuple[str, bool]] = {
     (AUTHZ, "subjectaccessreviews"): ("SubjectAccessReview", False),
     (AUTHZ, "localsubjectaccessreviews"): ("LocalSubjectAccessReview", True),
     (AUTHN, "selfsubjectreviews"): ("SelfSubjectReview", False),
+    (AUTHN, "tokenreviews"): ("TokenReview", False),
 }
 SERVED = {(AUTHZ, "v1"), (AUTHN, "v1")}
 
@@ -90,6 +92,23 @@ def rules_status(state: "ApiServerState", user: User, namespace: str) -> Obj:
     return status
 
 
+def token_status(state: "ApiServerState", spec: Any) -> Obj:
+    """Who a bearer token (static token file or ServiceAccount JWT) authenticates as, if anyone."""
+    token = str(spec.get("token") or "").strip() if isinstance(spec, dict) else ""
+    if not token:
+        raise st.ApiError(422, "Invalid", f'TokenReview.{AUTHN} "" is invalid: spec.token: Required value',
+                          {"kind": "TokenReview", "group": AUTHN})
+    user = state.auth.authenticate(token)
+    if user is None and state.sa_tokens is not None:
+        user = state.sa_tokens.authenticate(token)
+    if user is None:
+        return {"authenticated": False, "user": {}, "error": "invalid bearer token"}
+    user = with_default_groups(user)
+    audiences = spec.get("audiences") if isinstance(spec.get("audiences"), list) else []
+    return {"authenticated": True, "user": {"username": user.name, "uid": user.uid, "groups": list(user.groups)},
+            "audiences": [str(a) for a in audiences]}
+
+
 async def serve(request: web.Request, state: "ApiServerState", group: str, rest: list[str]) -> web.StreamResponse:
     namespace = ""
     if len(rest) == 3 and rest[0] == "namespaces":
@@ -112,6 +131,8 @@ async def serve(request: web.Request, state: "ApiServerState", group: str, rest:
     if kind == "SelfSubjectReview":
         info: Obj = {"username": user.name, "uid": user.uid, "groups": list(groups)}
         return _answer(body, {"userInfo": info})
+    if kind == "TokenReview":
+        return _answer(body, token_status(state, spec))
     if kind == "SelfSubjectRulesReview":
         return _answer(body, rules_status(state, user, str(spec.get("namespace") or "")))
     if kind == "SelfSubjectAccessReview":

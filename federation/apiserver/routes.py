@@ -13,7 +13,19 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from federation.apiserver import discovery, keys, member_routes, params, paths, protobuf, reviews, table
+from federation.apiserver import (
+    crds,
+    discovery,
+    field_labels,
+    field_validation,
+    keys,
+    member_routes,
+    params,
+    paths,
+    protobuf,
+    reviews,
+    table,
+)
 from federation.apiserver import status as st
 from federation.apiserver.apply import FIELD_MANAGER, FORCE, manager_for
 from federation.apiserver.auth import User
@@ -91,6 +103,8 @@ class Handlers:
             if doc is None:
                 raise st.path_not_found(request.path)
             return json_response(doc)
+        if (rest[0], rest[1]) == (crds.GROUP, crds.VERSION):  # read-only CRDs of the custom kinds
+            return await crds.serve(request, self.state, rest[2:])
         if (rest[0], rest[1]) in reviews.SERVED:
             return await reviews.serve(request, self.state, rest[0], rest[2:])
         return await self._serve(request, paths.parse(rest[0], rest[1], rest[2:], request.path))
@@ -98,7 +112,12 @@ class Handlers:
     # -- dispatch ------------------------------------------------------------------------
 
     async def _serve(self, request: web.Request, target: paths.Target) -> web.StreamResponse:
+        field_validation.begin("")
         response = await self._handle(request, target)
+        warnings = field_validation.WARNINGS.get()
+        if warnings and not response.prepared:
+            for value in field_validation.header_values(warnings):
+                response.headers.add("Warning", value)
         if not response.prepared:  # (a watch streams, gating each chunk itself)
             # Group commit: the write (or the state a read reveals) must be on disk before anyone
             # hears of it. Nothing ran between the registry call and here (no await), so the
@@ -117,6 +136,8 @@ class Handlers:
         verb = _verb(request, target)
         request[keys.VERB], request[keys.RESOURCE] = verb, target.resource_label
         user: User = request[keys.USER]
+        if verb in ("create", "update", "patch"):
+            field_validation.begin(field_validation.parse(request.query.get("fieldValidation"), verb))
         body: Any = None
         if request.method in ("POST", "PUT", "PATCH") or (request.method == "DELETE" and request.can_read_body):
             body = await read_body(request, patch=request.method == "PATCH",
@@ -189,7 +210,7 @@ class Handlers:
             return self._object(request, info, await registry.delete(info, ns or "", target.name, options,
                                                                      dry_run))
         if verb == "deletecollection":
-            predicate = self._predicate(request)
+            predicate = self._predicate(request, info)
             deleted = []
             for obj in list(registry.list(info, ns, predicate)):
                 meta = obj["metadata"]
@@ -239,9 +260,9 @@ class Handlers:
             return json_response(doc, code)
         return negotiated_response(request, obj, code)
 
-    def _predicate(self, request: web.Request) -> Any:
+    def _predicate(self, request: web.Request, info: KindInfo) -> Any:
         return combine(parse_label_selector(request.query.get("labelSelector")),
-                       parse_field_selector(request.query.get("fieldSelector")))
+                       parse_field_selector(request.query.get("fieldSelector"), field_labels.supported(info)))
 
     def _list_doc(self, info: KindInfo, items: list[Obj], meta: Obj) -> Obj:
         return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta, "items": items}
@@ -249,7 +270,7 @@ class Handlers:
     async def _list(self, request: web.Request, info: KindInfo, ns: str | None, view: Any = None) -> web.Response:
         """``view`` serves a list instead of the store (member pods, member_view.MemberView: ``list``,
         ``list_after`` a continue key, ``page_key``, ``encoded`` JSON of its items)."""
-        predicate = self._predicate(request)
+        predicate = self._predicate(request, info)
         at = self.state.store.rv
         limit = params.limit(request.query.get("limit"))
         token = request.query.get("continue")
@@ -294,7 +315,7 @@ class Handlers:
     async def _watch(self, request: web.Request, info: KindInfo, ns: str | None, lister: Any = None,
                      resource: str | None = None) -> web.StreamResponse:
         """With ``lister`` and ``resource``: a view's watch (its own hub key; no store history)."""
-        predicate = self._predicate(request)
+        predicate = self._predicate(request, info)
         rv_text = request.query.get("resourceVersion") or ""
         initial = rv_text in ("", "0") or _flag(request.query.get("sendInitialEvents"))
         since: int | None = None

@@ -20,7 +20,6 @@ from policies.admission.object_meta import label_value_error
 Predicate = Callable[[dict[str, Any]], bool]
 
 _SET_RE = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
-_FIELD_RE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*?)\s*$")
 _FIELD_PATH_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
 _CMP_RE = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|!=|=)\s*([A-Za-z0-9_./:-]*)\s*$")
 
@@ -123,20 +122,73 @@ def field_value(obj: dict[str, Any], path: str) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def parse_field_selector(text: str | None) -> Predicate | None:
+_FIELD_OPERATORS = ("!=", "==", "=")
+
+
+def _field_terms(text: str) -> list[str]:
+    """Split on commas that are not escaped (``\\,``), as kube's field selector parser does."""
+    terms: list[str] = []
+    current: list[str] = []
+    escaped = False
+    for ch in text:
+        if escaped:
+            current.append(ch)
+            escaped = False
+        elif ch == "\\":
+            current.append(ch)
+            escaped = True
+        elif ch == ",":
+            terms.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    terms.append("".join(current))
+    return terms
+
+
+def _unescape_field_value(text: str, term: str, value: str) -> str:
+    """kube's UnescapeValue: ``\\\\``, ``\\,`` and ``\\=`` stand for themselves; a bare ``,`` or ``=``
+    (or any other escape) is refused."""
+    out: list[str] = []
+    escaped = False
+    for ch in value:
+        if escaped:
+            if ch not in "\\,=":
+                raise bad_request(f"invalid field selector {text!r}: invalid escape sequence \\{ch} in {term!r}")
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in ",=":
+            raise bad_request(f"invalid selector: {term!r}; can't understand {value!r} (invalid field selector: "
+                              f"unescaped character in value: {ch})")
+        else:
+            out.append(ch)
+    if escaped:
+        raise bad_request(f"invalid field selector {text!r}: invalid escape sequence \\ at the end of {term!r}")
+    return "".join(out)
+
+
+def parse_field_selector(text: str | None, supported: frozenset[str] | None = None) -> Predicate | None:
+    """``supported``: the kind's field labels (:mod:`field_labels`); None accepts any dotted path.
+    Values may escape ``,``, ``=`` and ``\\`` with a backslash (client-go's ``fields.EscapeValue``), so an
+    object named ``a,b`` (RBAC names may hold both) is selected by ``metadata.name=a\\,b``."""
     if not text or not text.strip():
         return None
     checks: list[Predicate] = []
-    for term in _split_terms(text):
-        cmp = _FIELD_RE.match(term)
-        if not cmp:
+    for term in _field_terms(text):
+        if not term.strip():
+            continue  # kube skips empty field-selector terms (kr8s sends "metadata.name=x,")
+        at = next(((i, op) for i in range(len(term)) for op in _FIELD_OPERATORS if term.startswith(op, i)), None)
+        if at is None:
             raise bad_request(f"invalid field selector {text!r}: {term.strip()!r} is not field=value or field!=value")
-        path, op, value = cmp.groups()
+        path, op, value = term[:at[0]].strip(), at[1], term[at[0] + len(at[1]):]
         if not _FIELD_PATH_RE.match(path):
             raise bad_request(f"invalid field selector {text!r}: field label not supported: {path!r} "
                               f"(a dotted path such as metadata.name)")
-        if "=" in value:
-            raise bad_request(f"invalid selector: {term.strip()!r}; can't understand {value!r}")
+        value = _unescape_field_value(text, term, value)
+        if supported is not None and path not in supported:
+            raise bad_request(f"field label not supported: {path}")
         if op == "!=":
             checks.append(_field_differs(path, value))
         else:

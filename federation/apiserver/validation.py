@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from federation.apiserver import field_validation
 from federation.apiserver.status import invalid
 from policies.admission import AdmissionContext, admit
 from policies.errors import FieldError, PermanentError, ValidationFailed
@@ -47,7 +48,7 @@ def check_schema(info: KindInfo, body: Obj) -> Any:
     if model is None:
         return None
     try:
-        return model.model_validate(body)
+        return field_validation.validate(info, model, body)
     except ValidationError as exc:
         raise invalid(info, name, _causes(_field_errors(exc, body, info))) from None
     except ValidationFailed as exc:

@@ -147,8 +147,9 @@ def write_viewer_token(system: System) -> Path:
 
     path = system.data_dir / "viewer.token"
     if not path.exists():
-        path.write_text(mint_viewer_token(system) + "\n")
-        path.chmod(0o600)
+        from federation import private_files
+
+        private_files.write_text(path, mint_viewer_token(system) + "\n")  # 0600 from creation
     return path
 
 

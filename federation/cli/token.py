@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from federation import private_files
+
 NAME = "token"
 HELP = "mint a bearer token + kubeconfig (admin, viewer, or agent for a cluster) in a serve data dir"
 
@@ -46,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
               "contexts": [{"name": f"caldera-{user}", "context": {"cluster": "caldera", "user": user}}],
               "current-context": f"caldera-{user}"}
     out = args.output or data_dir / (f"agent-{args.agent}.kubeconfig" if args.agent else f"{args.role}.kubeconfig")
-    out.write_text(yaml.safe_dump(config, sort_keys=False))
-    out.chmod(0o600)
+    private_files.write_text(out, yaml.safe_dump(config, sort_keys=False))  # 0600 from creation
     print(f"{role} token written to {out}")
     return 0

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import orjson
 import requests
+import yaml
 
 from policies.kinds import KindInfo
 
@@ -72,6 +73,20 @@ class Client:
             raise Hang(f"{method} {path}: no answer in {REQUEST_TIMEOUT}s") from exc
 
 
+def escape_field_value(value: str) -> str:
+    """client-go's ``fields.EscapeValue``: RBAC names may hold ``,`` and ``=``, which a field selector
+    value must escape (the fuzzer once listed RoleBinding ``a,b`` unescaped and got 400; issue 42)."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+
+
+def yaml_body(body: Any) -> bytes | None:
+    """``body`` as a YAML document, or None when YAML cannot carry it the same way (tuples, bytes...)."""
+    try:
+        return yaml.safe_dump(body, allow_unicode=True).encode()
+    except (yaml.YAMLError, TypeError, ValueError):
+        return None
+
+
 def encode(body: Any) -> bytes:
     try:
         return orjson.dumps(body)
@@ -111,19 +126,25 @@ def listing(client: Client, info: KindInfo) -> tuple[str, list[bytes]]:
     return str(body["metadata"].get("resourceVersion")), sorted(orjson.dumps(o) for o in body.get("items") or [])
 
 
-def check_manifest(client: Client, info: KindInfo, manifest: Any, placer: Any = None) -> list[Finding]:
-    """POST ``manifest``; a refusal must change nothing; an acceptance must be readable end to end."""
+def check_manifest(client: Client, info: KindInfo, manifest: Any, placer: Any = None,
+                   as_yaml: bool = False) -> list[Finding]:
+    """POST ``manifest`` (as JSON, or YAML with ``as_yaml``); a refusal must change nothing; an
+    acceptance must be readable end to end."""
     try:
-        return _check_manifest(client, info, manifest, placer)
+        return _check_manifest(client, info, manifest, placer, as_yaml)
     except Hang as exc:
         return [Finding("hang", str(exc).split(":")[0], str(exc), encode(manifest).decode()[:600])]
 
 
-def _check_manifest(client: Client, info: KindInfo, manifest: Any, placer: Any) -> list[Finding]:
+def _check_manifest(client: Client, info: KindInfo, manifest: Any, placer: Any, as_yaml: bool) -> list[Finding]:
     path = collection_path(info)
-    request = f"POST {path}"
+    request = f"POST {path}" + (" (YAML)" if as_yaml else "")
     before = listing(client, info)
-    status, body = client.call("POST", path, manifest)
+    yaml_doc = yaml_body(manifest) if as_yaml else None
+    if yaml_doc is not None:
+        status, body = client.call("POST", path, yaml_doc, content_type="application/yaml")
+    else:
+        status, body = client.call("POST", path, manifest)
     findings = judge_answer(status, body, request)
     if findings:
         return [Finding(f.kind, f.request, f.detail, encode(manifest).decode()[:600]) for f in findings]
@@ -143,14 +164,15 @@ def accepted_lifecycle(client: Client, info: KindInfo, created: Obj, placer: Any
     status, got = client.call("GET", item)
     if status != 200 or got != created:
         findings.append(Finding("read-back", f"GET {item}", f"{status}: read back differs from the create answer"))
-    status, listed = client.call("GET", collection_path(info), params={"fieldSelector": f"metadata.name={name}"})
+    selector = f"metadata.name={escape_field_value(name)}"
+    status, listed = client.call("GET", collection_path(info), params={"fieldSelector": selector})
     names = [o["metadata"]["name"] for o in (listed.get("items") or [])] if isinstance(listed, dict) else []
     if status != 200 or names != [name]:
         findings.append(Finding("not-listed", f"LIST {info.plural}", f"{status}: {names}"))
     rv = int(created["metadata"]["resourceVersion"])
     status, event = client.call("GET", collection_path(info), params={
         "watch": "true", "resourceVersion": str(rv - 1), "timeoutSeconds": str(WATCH_SECONDS),
-        "fieldSelector": f"metadata.name={name}"}, stream=True)
+        "fieldSelector": selector}, stream=True)
     seen = event.get("object", {}).get("metadata", {}).get("name") if isinstance(event, dict) else None
     if status != 200 or seen != name:
         findings.append(Finding("not-watched", f"WATCH {info.plural}", f"{status}: first event {str(event)[:200]}"))

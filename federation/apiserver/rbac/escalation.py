@@ -1,7 +1,9 @@
 """Escalation prevention, as kube's RBAC storage does it.
 
 Writing a Role or ClusterRole is allowed when the user may ``escalate`` it, or already holds
-every permission it grants (in the Role's namespace; cluster-wide for a ClusterRole). Writing a
+every permission it grants (in the Role's namespace; cluster-wide for a ClusterRole); a ClusterRole
+that sets an ``aggregationRule`` also needs ``*`` on everything (kube's "must have cluster-admin
+privileges to use the aggregationRule") unless the user may ``escalate``. Writing a
 RoleBinding or ClusterRoleBinding is allowed when the user may ``bind`` the referenced role, or
 holds every permission of that role where the binding applies. ``system:masters`` (and writes
 made by the server itself, with no request user) pass. Refusals are kube's 403 text::
@@ -33,6 +35,17 @@ BINDING_KINDS = {"RoleBinding": "rolebindings", "ClusterRoleBinding": "clusterro
 
 def _go_quoted(values: Any) -> str:
     return "[" + " ".join(f'"{v}"' for v in values) + "]"
+
+
+#: kube's fullAuthority: every verb on every resource and every non-resource URL
+FULL_AUTHORITY = [Rule.from_dict({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
+                  Rule.from_dict({"nonResourceURLs": ["*"], "verbs": ["*"]})]
+
+
+def _new_aggregation(new: dict[str, Any], old: dict[str, Any] | None) -> bool:
+    """A ClusterRole write that sets or changes an aggregationRule (an unchanged one passes)."""
+    rule = new.get("aggregationRule")
+    return bool(rule) and (old is None or old.get("aggregationRule") != rule)
 
 
 def _role_rules(policy: Policy, ref: dict[str, Any], namespace: str) -> tuple[Rule, ...] | None:
@@ -78,6 +91,10 @@ class EscalationCheck:
         missing = uncovered(held, wanted)
         if missing:
             raise self._refusal(info, name, user, missing)
+        if info.kind == "ClusterRole" and _new_aggregation(new, old) and uncovered(held, FULL_AUTHORITY):
+            # an aggregationRule can gather any rule there is, so kube asks for * on everything
+            raise forbidden_error(RBAC, info.plural, name, "must have cluster-admin privileges to use the "
+                                                           "aggregationRule")
 
     def _refusal(self, info: KindInfo, name: str, user: Any, missing: list[Rule]) -> st.ApiError:
         rules = "\n".join(r.compact() for r in missing)

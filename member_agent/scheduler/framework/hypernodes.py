@@ -26,7 +26,6 @@ import numpy as np
 from policies.k8s import label_selector
 
 TOP = "<cluster-top-hypernode>"
-ANNOTATION = "volcano.sh/job-allocated-hypernode"
 
 
 @dataclass

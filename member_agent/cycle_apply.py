@@ -236,6 +236,8 @@ def _apply_pod_groups(agent: Agent, result: CycleResult) -> None:
         if state.run.set_pod_group_phase(phase, result.conditions.get(pg_key)):
             log.info("PodGroup %s is %s", pg_key, phase.lower())
             agent.work_changed.set()  # e.g. Inqueue: the controller creates the pods now
+        if state.run.set_pod_group_annotations(result.pod_group_annotations.get(pg_key) or {}):
+            agent.work_changed.set()
         if phase == "Running" and not state.scheduled_reported and state.record.job:
             state.scheduled_reported = True
             md = state.record.job.get("metadata") or {}

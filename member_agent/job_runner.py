@@ -153,6 +153,19 @@ class JobRun:
             status["conditions"] = conditions
         return changed
 
+    def set_pod_group_annotations(self, annotations: Mapping[str, str]) -> bool:
+        """Annotations the scheduler decided (``volcano.sh/job-allocated-hypernode``), kept on the
+        PodGroup's metadata as Volcano's scheduler writes them; True when one changed. An update of
+        the PodGroup's spec keeps the observed metadata, so they stay until the scheduler moves them."""
+        if self.pod_group is None or not annotations:
+            return False
+        metadata = self.pod_group.setdefault("metadata", {})
+        current = dict(metadata.get("annotations") or {})
+        if all(current.get(key) == value for key, value in annotations.items()):
+            return False
+        metadata["annotations"] = {**current, **annotations}
+        return True
+
     def _pod_model(self, pod: Obj) -> Pod:
         md = pod.get("metadata") or {}
         uid, version = str(md.get("uid") or md.get("name")), str(md.get("resourceVersion") or "")

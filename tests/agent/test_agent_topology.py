@@ -21,6 +21,7 @@ CLUSTER = ROOT / "examples" / "clusters" / "topology-16.yaml"
 CONF = ROOT / "examples" / "scheduler-conf" / "network-topology.conf"
 #: leaf -> its nodes, as the cluster file's regexMatch selectors declare them
 LEAVES = {"leaf0": range(0, 4), "leaf1": range(4, 8), "leaf2": range(8, 12), "leaf3": range(12, 16)}
+ALLOCATED = "volcano.sh/job-allocated-hypernode"
 SPINES = {"spine0": ("leaf0", "leaf1"), "spine1": ("leaf2", "leaf3")}
 
 
@@ -52,6 +53,12 @@ def nodes_of(h: Harness, job: str) -> list[str]:
     return sorted(str(p["spec"]["nodeName"]) for p in h.pods(job).values() if p["spec"].get("nodeName"))
 
 
+def podgroup_annotations(h: Harness, job: str) -> dict:
+    state = h.agent.works.get(f"{NS}/team.{job}")
+    group = (state.podgroup if state is not None else None) or {}
+    return dict((group.get("metadata") or {}).get("annotations") or {})
+
+
 def podgroup_message(h: Harness, job: str) -> str:
     state = h.agent.works.get(f"{NS}/team.{job}")
     group = (state.podgroup if state is not None else None) or {}
@@ -63,6 +70,9 @@ async def test_hard_tier1_in_one_leaf_pending_when_too_big_soft_across_one_spine
     topo.federation.put_work(topology_job("four", 4, {"mode": "hard", "highestTierAllowed": 1}))
     await topo.run_until(lambda: len(nodes_of(topo, "four")) == 4)
     assert len({leaf_of(n) for n in nodes_of(topo, "four")}) == 1
+    # the PodGroup names the HyperNode the gang was placed in, as Volcano's scheduler annotates it
+    await topo.run_until(lambda: podgroup_annotations(topo, "four").get(ALLOCATED) is not None)
+    assert podgroup_annotations(topo, "four")[ALLOCATED] == leaf_of(nodes_of(topo, "four")[0])
     # a 6-pod one stays Pending, saying that no tier-1 domain fits it
     topo.federation.put_work(topology_job("six-hard", 6, {"mode": "hard", "highestTierAllowed": 1}))
     await topo.run_until(lambda: "no tier-1 HyperNode" in podgroup_message(topo, "six-hard"))

@@ -85,12 +85,14 @@ def test_prometheus_sees_every_target_cluster_and_queue(demo: Demo) -> None:
     ready = poll(lambda: (r := query(base, "cluster_ready_state == 1")) and len(r) == 2 and r, 30,
                  "both clusters Ready in cluster_ready_state", demo.system)
     assert {s["metric"]["cluster_name"] for s in ready} == CLUSTERS
-    # the seed's saturation alert's selector, unchanged: one series per (cluster, GPU queue)
+    # the seed's saturation alert's selector, unchanged: one series per (cluster, GPU queue) from the agents
+    # (scope="cluster"); the federation's scope="fleet" series of the same names carry no cluster label
     wanted = {(c, q) for c in CLUSTERS for q in GPU_QUEUES}
 
     def gpu_ratio() -> bool | Miss:
         got = {(r["metric"]["cluster"], r["metric"]["queue_name"]) for r in query(
-            base, 'volcano_queue_allocated{nvidia_com_gpu != ""} / volcano_queue_capability{nvidia_com_gpu != ""}')}
+            base, 'volcano_queue_allocated{nvidia_com_gpu != ""} / volcano_queue_capability{nvidia_com_gpu != ""}')
+            if r["metric"].get("scope") == "cluster"}
         return True if got >= wanted else Miss(sorted(got))
 
     poll(gpu_ratio, 45, "the seed's GPU saturation ratio for every (cluster, GPU queue)", demo.system)

@@ -27,6 +27,7 @@ from federation.controllers.placement_queue import with_priority
 from federation.fleet_queues import FleetQueues, Verdict
 from federation.fleet_queues.adapters import fleet_total, job_from_object, queue_from_object
 from federation.fleet_queues.status import job_counts, queue_status, reported_allocated
+from policies.k8s import patches
 from policies.kinds import lookup
 
 QUEUES = lookup("scheduling.volcano.sh/v1beta1", "Queue")
@@ -175,7 +176,7 @@ class FleetAdmission:
         for queue in list(self.fleet_queues.items()):
             name = (queue.get("metadata") or {}).get("name") or ""
             status = queue_status(queue, attrs.get(name), reported.get(name, {}), counts.get(name, {}))
-            patch = c.merge_diff({k: (queue.get("status") or {}).get(k) for k in status}, status)
+            patch = patches.merge_diff({k: (queue.get("status") or {}).get(k) for k in status}, status)
             if patch:
                 patched = await self.rc.patch(QUEUES, name, {"status": patch}, None, "status")
                 self.fleet_queues.remember(patched)

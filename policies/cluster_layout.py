@@ -127,9 +127,7 @@ def checked_hypernode(doc: Any, where: str) -> Obj:
 
 
 def _read_pool_document(doc: dict[str, Any], where: str, result: ClusterFile) -> None:
-    unknown = sorted(set(doc) - FILE_FIELDS)
-    if unknown:
-        raise InvalidConfiguration(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(FILE_FIELDS))}")
+    _known_fields(doc, FILE_FIELDS, where)
     result.name = result.name or doc.get("name")
     result.provider = doc.get("provider", result.provider)
     result.region = doc.get("region", result.region)
@@ -179,6 +177,13 @@ def _quantity(value: Any, where: str) -> Any:
     return value
 
 
+def _known_fields(obj: dict[str, Any], allowed: set[str], where: str) -> None:
+    """Refuse a field the layout does not define, naming it and what is allowed."""
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise InvalidConfiguration(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+
+
 def _int(value: Any, where: str, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidConfiguration(f"{where}: must be an integer >= {minimum}, got {value!r}")
@@ -203,9 +208,7 @@ def pool_nodes(pool: Any, where: str, name_prefix: str = "", default_zone: Optio
     """The ``count`` identical Node dicts a pool describes."""
     if not isinstance(pool, dict):
         raise InvalidConfiguration(f"{where}: a pool must be a mapping")
-    unknown = sorted(set(pool) - POOL_FIELDS)
-    if unknown:
-        raise InvalidConfiguration(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(POOL_FIELDS))}")
+    _known_fields(pool, POOL_FIELDS, where)
     name = pool.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidConfiguration(f"{where}.name: required")
@@ -276,9 +279,7 @@ def pool_nodes(pool: Any, where: str, name_prefix: str = "", default_zone: Optio
 def _gpu_block(gpus: Any, where: str) -> dict[str, Any]:
     if not isinstance(gpus, dict):
         raise InvalidConfiguration(f"{where}: must be a mapping with product, count, memoryGiB")
-    unknown = sorted(set(gpus) - GPU_FIELDS)
-    if unknown:
-        raise InvalidConfiguration(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(GPU_FIELDS))}")
+    _known_fields(gpus, GPU_FIELDS, where)
     product = gpus.get("product")
     if not isinstance(product, str) or not product:
         raise InvalidConfiguration(f"{where}.product: required (e.g. NVIDIA-A100-SXM4-80GB)")

@@ -42,7 +42,8 @@ from row_counts import RowCounts, counting
 from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
 from policies.scheduler_conf import parse_scheduler_conf
 
-CONF = parse_scheduler_conf("""
+#: the benchmark's conf, also the base of the topology run (bench/scheduler_topology.py)
+CONF_TEXT = """
 actions: "enqueue, allocate, backfill"
 tiers:
 - plugins:
@@ -60,7 +61,8 @@ tiers:
       binpack.weight: 10
       binpack.resources: nvidia.com/gpu
       binpack.resources.nvidia.com/gpu: 2
-""")
+"""
+CONF = parse_scheduler_conf(CONF_TEXT)
 
 POOLS = (("A100", 128, "1000Gi"), ("H100", 96, "2000Gi"), ("L40S", 64, "512Gi"))
 QUEUES = ("research", "training", "inference", "batch")

@@ -27,28 +27,11 @@ import time
 from collections import Counter
 from typing import Any
 
+from scheduler import CONF_TEXT as BASE_CONF  # the plain benchmark's conf; the topology run adds its plugin
+
 from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
 from policies.scheduler_conf import parse_scheduler_conf
 
-BASE_CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-    arguments:
-      binpack.weight: 10
-      binpack.resources: nvidia.com/gpu
-      binpack.resources.nvidia.com/gpu: 2
-"""
 TOPOLOGY_CONF = BASE_CONF + """  - name: network-topology-aware
     arguments:
       weight: 10

@@ -44,6 +44,7 @@ from federation.controllers import binding as b
 from federation.controllers import common as c
 from federation.controllers.assumed import AssumedShares, excluded_clusters, reserve_caps
 from federation.controllers.fleet_admission import FleetAdmission
+from federation.controllers.fleet_reclaim import FleetReclaim
 from federation.controllers.matching import Match, match_policy
 from federation.controllers.placement_outcomes import PlacementOutcomes
 from federation.controllers.placement_queue import QueuedPlacement, with_priority
@@ -71,7 +72,7 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 
-class PlacementController(FleetAdmission, PlacementOutcomes, ClusterView, QueuedPlacement, QueueController):
+class PlacementController(FleetAdmission, FleetReclaim, PlacementOutcomes, ClusterView, QueuedPlacement, QueueController):
     def __init__(self, api: k8s.ApiClient, options: c.ControllerOptions | None = None) -> None:
         super().__init__(api, options)
         self.jobs = self.informer(c.JOBS, self._on_job)
@@ -269,9 +270,14 @@ class PlacementController(FleetAdmission, PlacementOutcomes, ClusterView, Queued
         if not decision.ok:
             assert decision.failure is not None
             message = b.diagnosis_message(decision) + (f" [{notes}]" if notes else "")
-            preemption = None
+            preemption, reclaimed = None, None
             if decision.failure.condition != "SchedulerError":
-                preemption = await preempting.preempt_for(self, job, match.policy, priority, now)
+                reclaimed = await self._fleet_reclaim(job, match.policy, now)  # a starved queue first
+                if reclaimed is not None:
+                    message += f" [reclaiming {', '.join('/'.join(v) for v in reclaimed.victims)}]"
+                else:
+                    preemption = await preempting.preempt_for(self, job, match.policy, priority, now,
+                                                              self._queue_respecting(job))
                 if preemption is not None:
                     victims = ", ".join(f"{ns}/{n}" for ns, n in preemption.victims)  # type: ignore[misc]
                     message += f" [preempting {victims} on {preemption.cluster}]"
@@ -280,7 +286,7 @@ class PlacementController(FleetAdmission, PlacementOutcomes, ClusterView, Queued
             await self._failed(job, rb, match, decision.failure.condition, message, version,
                                now, clear=replace or not old_clusters, wake=wake, priority=priority,
                                tasks=app_failover.tasks_of(previous))
-            if preemption is not None:
+            if preemption is not None or reclaimed is not None:
                 return "preempted"
             return "error" if decision.failure.condition == "SchedulerError" else "unschedulable"
         body = b.binding_body(job, match.policy, rb, clusters, new_gen, placement, now, placed=changed)

@@ -20,7 +20,7 @@ preempt again for ``preemption_grace_seconds``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 from federation.controllers import binding as b
@@ -141,17 +141,25 @@ def rooms(ctrl: PlacementController, job: Obj, policy: Obj, now: float, cross_na
 
 
 async def preempt_for(ctrl: PlacementController, job: Obj, policy: Obj,
-                      priority: binding_priority.ResolvedPriority, now: float) -> Preemption | None:
-    """Clear the victims that make room for ``job`` (None: preemption is off, not allowed or no help)."""
+                      priority: binding_priority.ResolvedPriority, now: float,
+                      allowed: Callable[[Sequence[Hashable]], bool] | None = None) -> Preemption | None:
+    """Clear the victims that make room for ``job`` (None: preemption is off, not allowed or no help).
+
+    ``allowed`` (fleet queues, federation/controllers/fleet_reclaim.py): whether a set of victims
+    respects the queues; a candidate it refuses alone is never considered, and a choice it refuses
+    as a whole is dropped."""
     gates = ctrl.options.feature_gates
     key = (job["metadata"].get("namespace", ""), job["metadata"]["name"])
     if not enabled(gates) or not priority.preempts:
         return None
     if now - ctrl.preempted_at.get(key, -1e18) < ctrl.options.preemption_grace_seconds:
         return None  # the victims of the last round are still leaving
-    chosen = choose(rooms(ctrl, job, policy, now, enabled(gates, CROSS_NAMESPACE_GATE)), demand_total(job),
-                    priority.priority)
-    if chosen is None:
+    candidates = rooms(ctrl, job, policy, now, enabled(gates, CROSS_NAMESPACE_GATE))
+    if allowed is not None:
+        candidates = [ClusterRoom(r.name, r.free, tuple(v for v in r.running if allowed((v.key,))))
+                      for r in candidates]
+    chosen = choose(candidates, demand_total(job), priority.priority)
+    if chosen is None or (allowed is not None and not allowed(chosen.victims)):
         return None
     ctrl.preempted_at[key] = now
     for victim in chosen.victims:

@@ -34,7 +34,9 @@ def fleet_conf(conf: SchedulerConf = DEFAULT_CONF) -> FleetConf:
             elif option.name == "overcommit" and option.enabled("enableJobEnqueued") and \
                     "overcommit-factor" in option.arguments:
                 factor = _factor(option.arguments)  # only a written factor: the fleet's room is placement's
-    return FleetConf(plugin=plugin, hierarchical=hierarchical, enqueue=enqueue, overcommit_factor=factor)
+    reclaim = any(action in ("reclaim", "gangreclaim") for action in conf.actions)
+    return FleetConf(plugin=plugin, hierarchical=hierarchical, enqueue=enqueue, overcommit_factor=factor,
+                     reclaim=reclaim)
 
 
 def _factor(arguments: Mapping[str, Any]) -> float:

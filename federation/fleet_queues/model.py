@@ -86,13 +86,17 @@ class FleetConf:
     queues only order jobs); ``hierarchical``: capacity's ``enableHierarchy``; ``enqueue``: whether
     the queue plugin's ``enableJobEnqueued`` is on; ``overcommit_factor``: the overcommit plugin's
     ``overcommit-factor`` when the conf writes one (its enqueue check then applies to the fleet's
-    total; without a written factor the fleet's room is left to placement's exact estimates).
+    total; without a written factor the fleet's room is left to placement's exact estimates);
+    ``reclaim``: the conf's actions name ``reclaim`` or ``gangreclaim``, so a queue below its
+    deserved share takes room back across clusters (fleet_queues/reclaim.py); Volcano's default
+    actions do not.
     """
 
     plugin: QueuePlugin | None = "proportion"
     hierarchical: bool = False
     enqueue: bool = True
     overcommit_factor: float | None = None
+    reclaim: bool = False
 
 
 #: Volcano's compiled-in default conf: proportion (its overcommit names no factor: placement judges room).

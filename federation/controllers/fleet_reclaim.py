@@ -31,7 +31,7 @@ from federation.controllers import common as c
 from federation.controllers import failover, preempting
 from federation.controllers.matching import match_policy
 from federation.fleet_queues import FleetQueues
-from federation.fleet_queues.reclaim import Placed, ReclaimPlan, Reclaimer, may_preempt, plan_reclaim
+from federation.fleet_queues.reclaim import Placed, Reclaimer, ReclaimPlan, may_preempt, plan_reclaim
 from federation.placement.adapters import job_demand
 from policies.capacity import PREEMPTABLE_KEY
 

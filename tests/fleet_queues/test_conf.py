@@ -23,7 +23,7 @@ def test_volcano_default_conf_is_proportion_and_leaves_room_to_placement() -> No
 
 def test_a_configmap_with_capacity_hierarchy_and_a_written_overcommit_factor() -> None:
     conf = read_scheduler_conf(str(CONFS / "capacity-hierarchy-configmap.yaml"))
-    assert conf == FleetConf(plugin="capacity", hierarchical=True, enqueue=True, overcommit_factor=1.5)
+    assert conf == FleetConf(plugin="capacity", hierarchical=True, enqueue=True, overcommit_factor=1.5, reclaim=True)
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -32,6 +32,10 @@ def test_a_configmap_with_capacity_hierarchy_and_a_written_overcommit_factor() -
     ("tiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: 0.5}}]}]",  # below 1: Volcano's 1.2
      FleetConf(plugin=None, overcommit_factor=1.2)),
     ("tiers: [{plugins: [{name: gang}]}]", FleetConf(plugin=None, overcommit_factor=None)),
+    # the reclaim (or gangreclaim) action turns on reclaim across clusters; Volcano's default has neither
+    ("actions: 'enqueue, allocate, reclaim'\ntiers: [{plugins: [{name: proportion}]}]", FleetConf(reclaim=True)),
+    ("actions: 'enqueue, allocate, gangreclaim'\ntiers: [{plugins: [{name: proportion}]}]", FleetConf(reclaim=True)),
+    ("actions: 'enqueue, allocate, preempt'\ntiers: [{plugins: [{name: proportion}]}]", FleetConf(reclaim=False)),
 ])
 def test_conf_table(text: str, expected: FleetConf) -> None:
     assert load(text)[1] == expected

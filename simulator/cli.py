@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-wall-clock", action="store_true", help="write wallSeconds as null (byte-identical summary)")
     p.add_argument("--clusters", nargs="+", metavar="FILE", help="cluster layout files (job mode; several: federation)")
     p.add_argument("--policy", metavar="PP.yaml", help="PropagationPolicy dividing jobs over several clusters")
+    p.add_argument("--queues", metavar="QUEUES.yaml",
+                   help="Volcano Queues (multi-document YAML): replay through the federation's fleet queues "
+                        "(admission, fair share, reclaim across clusters); queues the trace names and the file "
+                        "lacks get weight 1 (job mode)")
+    p.add_argument("--queue-scope", choices=("fleet", "cluster"), default="fleet",
+                   help="fleet: one set of queues for the fleet (default); cluster: each member holds the Queues "
+                        "as written, the federation places first come first served (the comparison)")
     p.add_argument("--period", type=float, default=1.0, metavar="S",
                    help="scheduling period in seconds, arrivals within one are coalesced (job mode, 1)")
     p.add_argument("--coalesce", type=float, metavar="S",

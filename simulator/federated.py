@@ -122,8 +122,12 @@ class Federation:
                 del self._assumed[job]
         return tuple(a for entries in self._assumed.values() for a in entries)
 
-    def _try(self, job: TraceJob, manifest: dict) -> Optional[Shares]:
-        decision = self._place(manifest, [self._cluster(m) for m in self.members.values()], self._settle_assumed())
+    def _try(self, job: TraceJob, manifest: dict, clusters: Optional[list[Obj]] = None) -> Optional[Shares]:
+        """``clusters``: the members' status when the caller already built it this tick (it changes only
+        when pods are bound, end or are evicted; dispatched shares count through ``_assumed``)."""
+        if clusters is None:
+            clusters = [self._cluster(m) for m in self.members.values()]
+        decision = self._place(manifest, clusters, self._settle_assumed())
         if not decision.ok:
             return None
         self._assumed[job.name] = tuple(assumed_share(name, self._demand, {t: ts.replicas for t, ts in share.tasks.items()})

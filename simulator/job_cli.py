@@ -17,7 +17,17 @@ from policies.cluster_layout import load_cluster_file
 from policies.scheduler_conf import SchedulerConf
 from simulator.clock import VirtualClock
 from simulator.job_mode import EPOCH, Divider, JobRun, Releaser, run_jobs, single_cluster
-from simulator.job_report import job_summary
+from federation.fleet_queues.conf import fleet_conf
+from simulator.fleet_replay import (
+    QueueReplay,
+    load_queues,
+    members_conf,
+    queue_objects_for_members,
+    with_trace_queues,
+)
+from simulator.job_report import job_summary, stats
+from simulator.queue_report import queue_summary
+from simulator.report import _round
 from simulator.member import Member
 from simulator.trace import Trace, priority_class_name
 from simulator.trace_formats import read_trace
@@ -49,11 +59,25 @@ def run_job_mode(args: argparse.Namespace, trace: Trace, conf: SchedulerConf, la
                  progress: Optional[Callable[[int, int], None]] = None) -> tuple[JobRun, dict[str, Any]]:
     clock = VirtualClock(EPOCH)
     options = SessionOptions(percentage_nodes_to_find=args.percentage_nodes_to_find)
-    members = build_members(args.clusters, trace, conf, clock, options)
+    queues = getattr(args, "queues", None)
+    scope = getattr(args, "queue_scope", "fleet")
+    members = build_members(args.clusters, trace, members_conf(conf) if queues and scope == "fleet" else conf,
+                            clock, options)
     divide: Divider
     release: Optional[Releaser] = None
     federation = None
-    if len(members) == 1 and not args.policy:
+    replay = None
+    if queues:  # through the federation's queue code (fleet) or the members' own queues (cluster)
+        from simulator.federated import Federation
+
+        federation = Federation(members, args.policy, clock)
+        queue_objects = with_trace_queues(load_queues(queues), {j.queue for j in trace.jobs} | {"default"})
+        if scope == "cluster":
+            queue_objects_for_members(members, queue_objects)
+        classes = {priority_class_name(j.priority): j.priority for j in trace.jobs if j.priority is not None}
+        replay = QueueReplay(federation, queue_objects, fleet_conf(conf), scope, classes)
+        divide, release = replay.divide, replay.release
+    elif len(members) == 1 and not args.policy:
         divide = single_cluster(members[0])
     else:
         from simulator.federated import Federation  # the federation's placement, only when several clusters
@@ -65,10 +89,16 @@ def run_job_mode(args: argparse.Namespace, trace: Trace, conf: SchedulerConf, la
                    progress=progress)
     if federation is not None:
         run.cross_cluster_jobs = federation.cross_cluster
+    run.queue_replay = replay
     inputs = {"trace": os.path.basename(args.trace), "clusters": [os.path.basename(c) for c in args.clusters],
               "clusterNames": [m.name for m in members],
               "policy": os.path.basename(args.policy) if args.policy else None, "schedulerConf": label,
               "seed": args.seed, "period": args.period, "coalesce": args.coalesce, "until": args.until, "limit": args.limit,
               "percentageNodesToFind": args.percentage_nodes_to_find,
               "badRows": {"count": len(trace.bad), "rows": [b.to_json() for b in trace.bad[:100]]}}
-    return run, job_summary(run, inputs=inputs, wall_clock=not args.no_wall_clock)
+    if queues:
+        inputs.update(queues=os.path.basename(queues), queueScope=scope)
+    summary = job_summary(run, inputs=inputs, wall_clock=not args.no_wall_clock)
+    if replay is not None:
+        summary.update(_round(queue_summary(replay, run, stats)))
+    return run, summary

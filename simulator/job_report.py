@@ -28,7 +28,7 @@ def nearest_rank(values: list[float], pct: float) -> Optional[float]:
     return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
 
 
-def _stats(values: list[float]) -> Optional[dict[str, Optional[float]]]:
+def stats(values: list[float]) -> Optional[dict[str, Optional[float]]]:
     if not values:
         return None
     return {"mean": sum(values) / len(values), "p50": nearest_rank(values, 50), "p95": nearest_rank(values, 95),
@@ -57,8 +57,8 @@ def job_summary(run: JobRun, *, inputs: dict[str, Any], wall_clock: bool) -> dic
         "gpus": run.gpus_total,
         "sessions": run.sessions,
         "crossClusterJobs": run.cross_cluster_jobs,
-        "jct": _stats([j.jct for j in finished if j.jct is not None]),
-        "queueingDelay": _stats([j.queueing_delay for j in started if j.queueing_delay is not None]),
+        "jct": stats([j.jct for j in finished if j.jct is not None]),
+        "queueingDelay": stats([j.queueing_delay for j in started if j.queueing_delay is not None]),
         "gpuAllocationRatio": (busy / (run.gpus_total * run.simulated_seconds)
                                if run.gpus_total and run.simulated_seconds else None),
         "peakGpuAllocationRatio": peak / run.gpus_total if run.gpus_total else None,
@@ -91,7 +91,14 @@ def write_jobs(out_dir: str, run: JobRun, summary: dict[str, Any], title: str) -
     plot_utilisation({title: run}, os.path.join(out_dir, "utilisation.png"))
     plot_cdfs({title: run}, os.path.join(out_dir, "cdf.png"))
     written += [os.path.join(out_dir, "utilisation.png"), os.path.join(out_dir, "cdf.png")]
-    written.append(write_report(out_dir, report_title([summary]), [summary], written[-2:]))
+    plots = written[-2:]
+    if run.queue_replay is not None:  # --queues: each queue's GPUs against its deserved share
+        from simulator.queue_report import plot_queues
+
+        plots.append(os.path.join(out_dir, "queues.png"))
+        plot_queues(run.queue_replay, plots[-1], f"{title}: GPUs per queue ({run.queue_replay.scope} queues)")
+        written.append(plots[-1])
+    written.append(write_report(out_dir, report_title([summary]), [summary], plots))
     return written
 
 

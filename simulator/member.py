@@ -65,6 +65,7 @@ class Share:
     started: Optional[float] = None  # the job turned Running here
     ended: Optional[float] = None
     phase: str = "Pending"
+    queue: str = "default"  # the Job's spec.queue (per-queue allocation in the replay's queue series)
 
 
 class Member:
@@ -104,6 +105,7 @@ class Member:
         self.sessions = 0
         self.gpus_total = sum(float((n.get("status") or {}).get("allocatable", {}).get(GPU, 0) or 0) for n in nodes)
         self.gpus_allocated = 0.0
+        self.gpus_by_queue: dict[str, float] = {}  # what each queue's running pods hold here
         self.finished_pods = 0  # pods that ran to their end (the federation re-tries its queue after one)
         self._capacities = [_capacity(n) for n in nodes]
         #: called with (share, what) when a share starts, ends or is refused: "started", "ended", "error"
@@ -119,7 +121,8 @@ class Member:
         for task in manifest["spec"]["tasks"]:
             requests = task["template"]["spec"]["containers"][0]["resources"]["requests"]
             per_pod[task["name"]] = float(requests.get(GPU, 0) or 0) + float(requests.get("nvidia.com/gpucores", 0) or 0) / 100
-        share = Share(job, record, JobRun.start(record, self.clock.now()), GangTracker(generation), duration, per_pod)
+        share = Share(job, record, JobRun.start(record, self.clock.now()), GangTracker(generation), duration, per_pod,
+                      queue=str(manifest["spec"].get("queue") or "default"))
         self.shares[job] = share
         self._requeue_at.pop(job, None)  # a new run of the job: nothing asked yet
         self._unstarted.add(job)
@@ -256,9 +259,14 @@ class Member:
         self._unbound.discard(key)
         share.gang.unreserve(key)
         if (pod.get("spec") or {}).get("nodeName") and pod["status"].get("phase") == "Running":
-            self.gpus_allocated -= share.gpus_per_pod.get(self._task(pod), 0.0)
+            self._count_gpus(share, pod, -1.0)
         self.cache.delete(pod)
         self.changed = True
+
+    def _count_gpus(self, share: Share, pod: Obj, sign: float) -> None:
+        gpus = sign * share.gpus_per_pod.get(self._task(pod), 0.0)
+        self.gpus_allocated += gpus
+        self.gpus_by_queue[share.queue] = self.gpus_by_queue.get(share.queue, 0.0) + gpus
 
     @staticmethod
     def _task(pod: Obj) -> str:
@@ -279,7 +287,7 @@ class Member:
             pod["status"] = {"phase": "Succeeded", "startTime": pod["status"].get("startTime"),
                              "containerStatuses": [{"name": "main", "ready": False,
                                                     "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
-            self.gpus_allocated -= share.gpus_per_pod.get(self._task(pod), 0.0)
+            self._count_gpus(share, pod, -1.0)
             self.finished_pods += 1
             self._stamp(pod)
             self.cache.upsert(pod)
@@ -320,7 +328,7 @@ class Member:
         share.pods[name] = bound
         self._unbound.discard(self._pod_key(name))
         self.cache.upsert(bound)
-        self.gpus_allocated += share.gpus_per_pod.get(self._task(bound), 0.0)
+        self._count_gpus(share, bound, 1.0)
         self._seq += 1
         heapq.heappush(self.finishes, (self.clock.now() + share.duration, self._seq, share.job, name))
         self._dirty.add(share.job)

@@ -40,6 +40,16 @@ def _comparison(summaries: Sequence[Summary]) -> str:
     return f"<table><tr>{head}</tr>{rows}</table>"
 
 
+def _queues(summary: Summary) -> str:
+    from simulator.queue_report import QUEUE_HEADERS, queue_rows
+
+    head = "".join(f"<th>{_esc(h)}</th>" for h in QUEUE_HEADERS)
+    rows = "".join("<tr>" + "".join(f"<td class='{'n' if i else ''}'>{_esc(v)}</td>" for i, v in enumerate(row))
+                   + "</tr>" for row in queue_rows(dict(summary)))
+    count = (summary.get("reclaims") or {}).get("count", 0)
+    return f"<table><tr>{head}</tr>{rows}</table><p>Gangs evicted by reclaim across clusters: {_esc(count)}.</p>"
+
+
 def _image(path: str) -> str:
     with open(path, "rb") as handle:
         data = base64.b64encode(handle.read()).decode("ascii")
@@ -54,6 +64,8 @@ def render(title: str, summaries: Sequence[Summary], images: Sequence[str]) -> s
     parts += ["<h2>Inputs</h2>", _pairs(shared)]
     if len(summaries) == 1:
         parts += ["<h2>Headline</h2>", _pairs(headline(summaries[0]))]
+        if summaries[0].get("queues"):
+            parts += [f"<h2>Queues ({_esc(summaries[0].get('queueScope') or 'fleet')})</h2>", _queues(summaries[0])]
     else:
         parts += ["<h2>Comparison</h2>", _comparison(summaries),
                   "<p>The same table is saved as <code>comparison.csv</code> next to this page.</p>"]

@@ -1,7 +1,12 @@
 """One fleet, one set of queues: two agents, a Queue capped at 16 GPUs, six one-pod Jobs of 8 GPUs
 under a 1:1 policy. At no moment do more than two of them hold pods across both clusters; the rest
 wait at the federation (no Work anywhere, a QueueCapped condition naming the numbers) and go, one by
-one, wherever room is, as the running ones finish."""
+one, wherever room is, as the running ones finish.
+
+Then reclaim across clusters (the federation runs a conf whose actions name ``reclaim``): queue
+team-a fills both clusters with three gangs of 8 × 8 GPUs; team-b's one Job waits for nothing: one
+whole gang of team-a leaves the one cluster it ran on, team-b's Job runs there and completes, and the
+evicted gang waits at the federation for its queue's share again."""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from e2e.harness import WORK, Recorder, api, apply, capacity_reported, gpu_job, job_phase, until
+from e2e.conftest import SystemFactory
+from e2e.harness import DATA, WORK, Recorder, api, apply, capacity_reported, gpu_job, job_phase, until
 from federation.demo.processes import System
 from policies.kinds import resolve
 
@@ -28,6 +34,13 @@ POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy
                                          {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1}]}}}}}
 NAMES = [f"capped-{i}" for i in range(6)]
 BINDINGS = resolve("resourcebindings")
+EVENTS = resolve("events")
+
+
+@pytest.fixture(scope="module")
+def seed_system(module_systems: SystemFactory) -> System:
+    """The seed's two clusters; the federation's conf adds the reclaim action (no effect on the cap test)."""
+    return module_systems(serve_args=("--scheduler-conf", str(DATA / "fleet-reclaim.conf")))
 
 
 def _running(work: dict[str, Any]) -> int:
@@ -88,3 +101,62 @@ async def test_a_queue_capability_holds_across_both_clusters_and_the_rest_waits(
     clusters = {w["metadata"]["namespace"] for _, w in works.events
                 if (w["metadata"].get("labels") or {}).get("caldera.io/job", "").removeprefix("default.") in NAMES}
     assert clusters == {"karmada-es-cluster-a", "karmada-es-cluster-b"}  # the waiting jobs went wherever room was
+
+
+RECLAIM_QUEUES = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                   "spec": {"weight": 1, "reclaimable": True}} for name in ("team-a", "team-b")]
+RECLAIM_POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                  "metadata": {"name": "reclaim-e2e"},
+                  "spec": {"resourceSelectors": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                                                  "labelSelector": {"matchLabels": {"e2e": "reclaim"}}}],
+                           "placement": {"clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]},
+                                         "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                                               "replicaDivisionPreference": "Aggregated"}}}}
+TEAM_A = [f"team-a-{i}" for i in range(3)]
+
+
+def _labelled(job: dict[str, Any]) -> dict[str, Any]:
+    job["metadata"]["labels"] = {"e2e": "reclaim"}
+    return job
+
+
+async def _clusters_of(rc: Any, name: str) -> set[str]:
+    listed = await rc.list(WORK, label_selector=f"caldera.io/job=default.{name}")
+    return {w["metadata"]["namespace"].removeprefix("karmada-es-") for w in listed.get("items") or []}
+
+
+async def test_a_starved_queue_reclaims_one_whole_gang_from_one_cluster(seed_system: System) -> None:
+    async with api(seed_system) as rc, Recorder(rc, "works") as works:
+        await capacity_reported(rc, seed_system)
+        await apply(rc, *RECLAIM_QUEUES, RECLAIM_POLICY)
+        for name in TEAM_A:  # 3 × 64 GPUs: cluster-a (64) and cluster-b (128) full, each gang on one cluster
+            await apply(rc, _labelled(gpu_job(name, 8, 8, 3000, queue="team-a")))
+        for name in TEAM_A:
+            await until(lambda n=name: job_phase(rc, n, "Running"), 60, f"{name} Running")
+        where = {name: await _clusters_of(rc, name) for name in TEAM_A}
+        assert all(len(c) == 1 for c in where.values()), where
+        await apply(rc, _labelled(gpu_job("team-b-0", 1, 8, 20, queue="team-b")))
+        await until(lambda: job_phase(rc, "team-b-0", "Completed"), 60, "team-b-0 Completed in reclaimed room")
+
+        async def reclaimed() -> list[dict[str, Any]] | None:
+            items = (await rc.list(EVENTS, namespace="default")).get("items") or []
+            found = [e for e in items if e.get("reason") == "Reclaimed"
+                     and (e.get("involvedObject") or {}).get("name") in TEAM_A]
+            return found or None
+
+        events = await until(reclaimed, 10, "a Reclaimed Event")
+        ran_on: dict[str, set[str]] = {}
+        for _, work in works.events:
+            job = ((work["metadata"].get("labels") or {}).get("caldera.io/job") or "").removeprefix("default.")
+            ran_on.setdefault(job, set()).add(work["metadata"]["namespace"].removeprefix("karmada-es-"))
+        victims = {e["involvedObject"]["name"] for e in events}
+        assert len(victims) == 1, events  # one gang of 64 frees enough: never more
+        victim = victims.pop()
+        assert ("reclaimed by default/team-b-0 of queue team-b (share 0.00 → 1.00 of its deserved) from queue "
+                f"team-a (share 1.04 → 0.70 of its deserved) on {next(iter(where[victim]))}") in events[0]["message"]
+        assert not await _clusters_of(rc, victim)  # the whole gang left: no Work on any cluster
+        for name in TEAM_A:
+            if name != victim:
+                assert (await _clusters_of(rc, name)) == where[name]  # the others were not touched
+                assert await job_phase(rc, name, "Running"), name
+        assert where[victim] <= ran_on["team-b-0"], ran_on  # team-b's job ran where the gang left

@@ -74,6 +74,9 @@ class Federation:
         #: (the placement controller's assumed workloads), or two jobs placed in one tick would
         #: both count on the same free GPUs
         self._assumed: dict[str, tuple[Any, ...]] = {}
+        #: jobs placed this tick whose shares the replay has not handed to the members yet: their assumed
+        #: shares stay (without this, a second job placed in the same tick counted on the first's room)
+        self._unsubmitted: set[str] = set()
 
     # ------------------------------------------------------------------ cluster status
     def _cluster(self, member: Member, empty: bool = False) -> Obj:
@@ -117,6 +120,8 @@ class Federation:
     def _settle_assumed(self) -> tuple[Any, ...]:
         """Assumed shares of jobs whose every share is now bound or reserved (or gone) are dropped."""
         for job in list(self._assumed):
+            if job in self._unsubmitted:
+                continue
             shares = [m.shares.get(job) for m in self.members.values() if job in m.shares]
             if all(s.started is not None or s.gang.phase == "Reserved" or s.gang.released for s in shares if s):
                 del self._assumed[job]
@@ -130,6 +135,7 @@ class Federation:
         decision = self._place(manifest, clusters, self._settle_assumed())
         if not decision.ok:
             return None
+        self._unsubmitted.add(job.name)
         self._assumed[job.name] = tuple(assumed_share(name, self._demand, {t: ts.replicas for t, ts in share.tasks.items()})
                                         for name, share in decision.shares.items() if share.replicas > 0)
         generation = self.generation[job.name] = self.generation.get(job.name, 0) + 1
@@ -151,6 +157,7 @@ class Federation:
     def release(self, now: float) -> list[tuple[TraceJob, Shares]]:
         """Release gangs whose every share is reserved; re-queue those with an expired share; place
         queued jobs when pods ended since the last try. Returns the jobs placed from the queue."""
+        self._unsubmitted.clear()  # what earlier ticks placed is on its members now
         for job, members in sorted(self.held.items()):
             gangs = [m.shares[job].gang for m in members if job in m.shares]
             if len(gangs) != len(members) or any(g.expired for g in gangs):

@@ -101,6 +101,7 @@ class Member:
         self._rv = 0
         self.changed = False  # since the last session
         self.finishes: list[tuple[float, int, str, str]] = []  # (time, seq, job, pod) heap
+        self._bound_seq: dict[tuple[str, str], int] = {}  # (job, pod) -> the seq of its latest binding
         self._seq = 0
         self.sessions = 0
         self.gpus_total = sum(float((n.get("status") or {}).get("allocatable", {}).get(GPU, 0) or 0) for n in nodes)
@@ -279,11 +280,13 @@ class Member:
             if at <= until:
                 self._dirty.add(job)
         while self.finishes and self.finishes[0][0] <= until:
-            _when, _seq, job, name = heapq.heappop(self.finishes)
+            _when, seq, job, name = heapq.heappop(self.finishes)
             share = self.shares.get(job)
             pod = share.pods.get(name) if share is not None else None
-            if share is None or pod is None or pod["status"].get("phase") != "Running":
-                continue  # deleted (evicted, restarted) before it finished
+            if share is None or pod is None or pod["status"].get("phase") != "Running" or \
+                    self._bound_seq.get((job, name)) != seq:
+                continue  # deleted (evicted, restarted) before it finished: a pod of that name bound again runs anew
+            del self._bound_seq[(job, name)]
             pod["status"] = {"phase": "Succeeded", "startTime": pod["status"].get("startTime"),
                              "containerStatuses": [{"name": "main", "ready": False,
                                                     "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
@@ -330,6 +333,7 @@ class Member:
         self.cache.upsert(bound)
         self._count_gpus(share, bound, 1.0)
         self._seq += 1
+        self._bound_seq[(share.job, name)] = self._seq
         heapq.heappush(self.finishes, (self.clock.now() + share.duration, self._seq, share.job, name))
         self._dirty.add(share.job)
 

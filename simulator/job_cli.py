@@ -12,12 +12,11 @@ import argparse
 import os
 from typing import Any, Callable, Optional
 
+from federation.fleet_queues.conf import fleet_conf
 from member_agent.scheduler.framework.session import SessionOptions
 from policies.cluster_layout import load_cluster_file
 from policies.scheduler_conf import SchedulerConf
 from simulator.clock import VirtualClock
-from simulator.job_mode import EPOCH, Divider, JobRun, Releaser, run_jobs, single_cluster
-from federation.fleet_queues.conf import fleet_conf
 from simulator.fleet_replay import (
     QueueReplay,
     load_queues,
@@ -25,10 +24,11 @@ from simulator.fleet_replay import (
     queue_objects_for_members,
     with_trace_queues,
 )
+from simulator.job_mode import EPOCH, Divider, JobRun, Releaser, run_jobs, single_cluster
 from simulator.job_report import job_summary, stats
+from simulator.member import Member
 from simulator.queue_report import queue_summary
 from simulator.report import _round
-from simulator.member import Member
 from simulator.trace import Trace, priority_class_name
 from simulator.trace_formats import read_trace
 

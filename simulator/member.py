@@ -107,6 +107,7 @@ class Member:
         self.gpus_total = sum(float((n.get("status") or {}).get("allocatable", {}).get(GPU, 0) or 0) for n in nodes)
         self.gpus_allocated = 0.0
         self.gpus_by_queue: dict[str, float] = {}  # what each queue's running pods hold here
+        self.evicted_pods = 0  # pods this member's own sessions evicted (preempt, reclaim)
         self.finished_pods = 0  # pods that ran to their end (the federation re-tries its queue after one)
         self._capacities = [_capacity(n) for n in nodes]
         #: called with (share, what) when a share starts, ends or is refused: "started", "ended", "error"
@@ -347,6 +348,7 @@ class Member:
         self.changed = False
         self.sessions += 1
         result = run_cycle(self.cache.snapshot(), self.conf, self.clock, options=self.options)
+        self.evicted_pods += len(result.evictions)
         for key in sorted(result.evictions):
             job = self._by_pod.get(key)
             if job is not None:

@@ -77,10 +77,21 @@ class Federation:
         #: jobs placed this tick whose shares the replay has not handed to the members yet: their assumed
         #: shares stay (without this, a second job placed in the same tick counted on the first's room)
         self._unsubmitted: set[str] = set()
+        self._statuses: dict[str, tuple[Any, Obj]] = {}  # member -> (its status_signature, its Cluster)
 
     # ------------------------------------------------------------------ cluster status
     def _cluster(self, member: Member, empty: bool = False) -> Obj:
-        pods = [] if empty else self._pods(member)
+        if not empty:  # walking every pod is the replay's dearest step: only when a pod or reservation moved
+            signature = member.status_signature()
+            cached = self._statuses.get(member.name)
+            if cached is not None and cached[0] == signature:
+                return cached[1]
+            obj = self._status_of(member, self._pods(member))
+            self._statuses[member.name] = (signature, obj)
+            return obj
+        return self._status_of(member, [])
+
+    def _status_of(self, member: Member, pods: list[Obj]) -> Obj:
         status = cluster_status(NodeState(member.nodes, pods), pods)
         status["conditions"] = [{"type": "Ready", "status": "True", "lastTransitionTime": "2023-01-01T00:00:00Z"}]
         return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",

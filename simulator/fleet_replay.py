@@ -24,6 +24,7 @@ placement; never on a timer.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from federation.fleet_queues import FleetConf, FleetQueues
 from federation.fleet_queues.adapters import job_from_object, queue_from_object
@@ -173,14 +174,25 @@ class QueueReplay:
 
     # ------------------------------------------------------------------ fleet sessions
     def _session(self) -> None:
+        """Admit, place, reclaim. Work once per shape: a pod shape that fit nowhere is not tried again
+        this session (nor reclaimed for again by the same queue) until an eviction frees room."""
         self._dirty = False
         self._clusters = None
+        unplaceable: set[Any] = set()
+        not_reclaimed: set[Any] = set()
         for key in self.ledger.decide():
             job, manifest = self.waiting[key]
-            shares = self.fed._try(job, manifest, self._statuses())
-            if shares is None and self.ledger.conf.reclaim and self._reclaim(key, manifest):
-                shares = self.fed._try(job, manifest, self._statuses())
+            shape = _shape(manifest)
+            shares = None if shape in unplaceable else self.fed._try(job, manifest, self._statuses())
+            reclaim_key = (self.ledger.jobs[key].queue, shape)
+            if shares is None and self.ledger.conf.reclaim and reclaim_key not in not_reclaimed:
+                if self._reclaim(key, manifest):
+                    unplaceable.clear()
+                    shares = self.fed._try(job, manifest, self._statuses())
+                else:
+                    not_reclaimed.add(reclaim_key)
             if shares is None:
+                unplaceable.add(shape)
                 self.ledger.unplaced(key)  # Inqueue: tried again at the next event
                 continue
             del self.waiting[key]
@@ -249,6 +261,12 @@ class QueueReplay:
         row = (now - EPOCH, tuple(held.get(q, 0.0) for q in self.names), deserved)
         if not self.series or self.series[-1][1:] != row[1:]:
             self.series.append(row)
+
+
+def _shape(manifest: Obj) -> Any:
+    """A job's pods as a hashable shape (task requests and replicas)."""
+    return tuple((repr(t["template"]["spec"]["containers"][0]["resources"]), t.get("replicas", 1))
+                 for t in manifest["spec"]["tasks"])
 
 
 def _holding(member: Member, job: str) -> bool:

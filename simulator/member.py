@@ -108,6 +108,7 @@ class Member:
         self.gpus_allocated = 0.0
         self.gpus_by_queue: dict[str, float] = {}  # what each queue's running pods hold here
         self.evicted_pods = 0  # pods this member's own sessions evicted (preempt, reclaim)
+        self.pods_version = 0  # moves whenever a pod is bound, ends or is deleted (the federation's status cache)
         self.finished_pods = 0  # pods that ran to their end (the federation re-tries its queue after one)
         self._capacities = [_capacity(n) for n in nodes]
         #: called with (share, what) when a share starts, ends or is refused: "started", "ended", "error"
@@ -256,6 +257,7 @@ class Member:
         pod = share.pods.pop(name, None)
         if pod is None:
             return
+        self.pods_version += 1
         key = self._pod_key(name)
         self._by_pod.pop(key, None)
         self._unbound.discard(key)
@@ -293,6 +295,7 @@ class Member:
                                                     "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
             self._count_gpus(share, pod, -1.0)
             self.finished_pods += 1
+            self.pods_version += 1
             self._stamp(pod)
             self.cache.upsert(pod)
             self._dirty.add(job)
@@ -335,10 +338,16 @@ class Member:
         self._count_gpus(share, bound, 1.0)
         self._seq += 1
         self._bound_seq[(share.job, name)] = self._seq
+        self.pods_version += 1
         heapq.heappush(self.finishes, (self.clock.now() + share.duration, self._seq, share.job, name))
         self._dirty.add(share.job)
 
     # ------------------------------------------------------------------ the scheduler
+    def status_signature(self) -> tuple[int, int]:
+        """What the Cluster status depends on: pods bound, ended or deleted, and the gangs' reservations."""
+        held = sum(len(self.shares[j].gang.reservations) for j in self._gang_jobs if j in self.shares)
+        return (self.pods_version, held)
+
     def has_pending(self) -> bool:
         """A share not yet Running, or a pod without a node (kept incrementally, not walked)."""
         return bool(self._unstarted or self._unbound)

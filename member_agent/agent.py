@@ -47,6 +47,7 @@ from member_agent.pod_writes import EVICT_GRACE, PodWrites
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.scheduler_cache import ObjectSync, SchedulerCache
+from member_agent.topology_status import cluster_topology
 from member_agent.work_state import WorkState
 from member_agent.works import (
     GENERATION_LABEL,
@@ -275,6 +276,7 @@ class Agent:
             if "volcano.sh/queue-name" in labels:
                 queue_of_pod[(pod.get("metadata") or {}).get("uid", "")] = labels["volcano.sh/queue-name"]
         status = cluster_status(state, pods, queue_of_pod, self.queues, requests)
+        status["topology"] = cluster_topology(state, self.hyper_nodes)  # docs/protocol.md "Topology"
         self.metrics.set_queues(status["queues"])
         status["kubernetesVersion"] = self.options.kubernetes_version
         return status

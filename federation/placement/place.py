@@ -25,6 +25,7 @@ from collections import OrderedDict
 
 from federation.placement.decision import ClusterDiagnosis, Failure, PlacementDecision
 from federation.placement.filter import FilterResult, filter_clusters
+from federation.placement.fleet_topology import place_with_topology
 from federation.placement.optimize_step import optimize
 from federation.placement.optimizer import Optimizer
 from federation.placement.preemption import PreemptionViews, place_with_preemption
@@ -142,6 +143,11 @@ class Placer:
         return result
 
     def place(self, request: PlacementRequest) -> PlacementDecision:
+        """Place under the job's network topology (:mod:`federation.placement.fleet_topology`),
+        which places a job without one exactly as :meth:`place_plain` does."""
+        return place_with_topology(request, self.place_plain)
+
+    def place_plain(self, request: PlacementRequest) -> PlacementDecision:
         """Place on free capacity; if the job fits nowhere and may preempt, on what preemption
         of lower-priority pods would free (:mod:`federation.placement.preemption`)."""
         return place_with_preemption(request, self.place_on_free(request), self.preemption, self.place_on_free)

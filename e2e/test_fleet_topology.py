@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from e2e.harness import DATA, EXAMPLES, Miss, api, apply, capacity_reported, gpu_job, job, job_phase, until
+from e2e.harness import DATA, EXAMPLES, Miss, api, apply, capacity_reported, gpu_job, job, until
 from federation.client import ResourceClient
 from federation.demo.processes import ClusterSpec, System
 from policies.kinds import lookup
@@ -72,18 +72,23 @@ async def test_six_pods_hard_tier_one_stay_pending_saying_why(topo_system: Syste
         await start(rc, topo_system, "leaf-six", 6, {"mode": "hard", "highestTierAllowed": 1})
 
         async def why() -> Any:
-            conditions = {c["type"]: c for c in ((await job(rc, "leaf-six")).get("status") or {}).get("conditions") or []}
-            scheduled = conditions.get("Scheduled") or {}
-            return scheduled if scheduled.get("status") == "False" and "tier-1" in scheduled.get("message", "") \
-                else Miss(conditions)
+            state = ((await job(rc, "leaf-six")).get("status") or {}).get("state") or {}
+            return state if state.get("reason") == "Unschedulable" else Miss(state)
 
-        scheduled = await until(why, 30, "leaf-six's Scheduled=False condition")
-        pending = await job_phase(rc, "leaf-six", "Pending")
+        state = await until(why, 30, "leaf-six Pending with the reason Unschedulable")
+
+        async def event() -> Any:
+            items = (await rc.list(lookup("v1", "Event"), "default")).get("items") or []
+            found = [e for e in items if e.get("reason") == "FailedScheduling"
+                     and (e.get("involvedObject") or {}).get("name") == "leaf-six"]
+            return found or Miss([e.get("reason") for e in items])
+
+        (failed, *_) = await until(event, 30, "a FailedScheduling event about leaf-six")
         pods = (await rc.list(PODS, "default", label_selector="volcano.sh/job-name=leaf-six")).get("items")
-    assert pending, "the job stays Pending at the federation"
-    assert scheduled["reason"] == "Unschedulable"
-    assert "the roomiest tier-1 domain holds 4 of the job's worker pods" in scheduled["message"], scheduled
-    assert "never divided across clusters below the fleet tier" in scheduled["message"], scheduled
+    assert state["phase"] == "Pending", "the job stays Pending at the federation"
+    assert "the roomiest tier-1 domain holds 4 of the job's worker pods" in state["message"], state
+    assert "never divided across clusters below the fleet tier 3" in state["message"], state
+    assert "tier-1 domain" in failed["message"], failed
     assert not pods, "no pod of it runs anywhere"
 
 

@@ -15,46 +15,34 @@ A job's ``spec.networkTopology`` then decides how placement may divide it:
   above the cluster's top tier means the whole cluster.
 * ``mode: hard`` at or above the fleet tier may be divided as the policy says.
 * ``mode: soft`` prefers fewer, larger shares in fewer domains: the whole job in one domain of
-  the lowest tier that holds it in some cluster, else in one cluster, else divided with the
+  the lowest tier that holds it in some cluster, else in one cluster, else divided over the
   fewest clusters (Karmada's Aggregated division) whatever the policy's weights.
 
 Among the domains that fit, the lowest tier wins, then the tightest fit (the domain holding the
-fewest extra pods: large domains stay free for large gangs), then the cluster name. The chosen
-cluster is placed by the ordinary path on a view of it whose node shapes are the domain's, so
-filters, assumed work and the exact gang-set check all apply. A job that fits nowhere fails
-with the reason, which the placement controller writes as the binding's condition and a
-``FailedScheduling`` event (the job stays Pending at the federation).
+fewest extra pods: large domains stay free for large gangs), then the cluster name. All domains
+of all clusters are rows of one matrix (:mod:`federation.placement.fleet_domains`), so the
+search is one vectorised pass per task shape; only the best few candidates get the exact
+gang-set check. The chosen cluster is then placed by the ordinary path on a view of it whose
+node shapes are the domain's, so filters, assumed work and verification all apply. A job that
+fits nowhere fails with the reason, which the placement controller writes as the binding's
+condition and a ``FailedScheduling`` event (the job stays Pending at the federation).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable
 
+import numpy as np
+
 from federation.placement.decision import Failure, PlacementDecision
-from federation.placement.estimate import Component, groups_of, max_sets, per_node_fit, resource_index
-from federation.placement.request import (
-    ClusterState,
-    ClusterTopology,
-    JobDemand,
-    JobTopology,
-    NodeShape,
-    PlacementRequest,
-)
+from federation.placement.estimate import Component, Groups, max_sets
+from federation.placement.fleet_domains import CLUSTER_DOMAIN, DomainCache, DomainIndex
+from federation.placement.request import ClusterState, JobDemand, JobTopology, PlacementRequest
 
 PlaceFn = Callable[[PlacementRequest], PlacementDecision]
-#: clusters tried, best domain first, before giving up (a domain that fits is rarely refused)
+#: domains tried, best first, before giving up (a domain that fits is rarely refused)
 MAX_TRIES = 8
-CLUSTER_DOMAIN = "<cluster-top-hypernode>"
-
-
-@dataclass(frozen=True)
-class DomainFit:
-    tier: int
-    room: int  # pods of the job's largest task the domain holds
-    cluster: str
-    domain: str
-    shapes: tuple[NodeShape, ...]
 
 
 def fleet_tier(clusters: tuple[ClusterState, ...]) -> int:
@@ -68,103 +56,91 @@ def describe(topology: JobTopology) -> str:
     return f"network topology ({topology.mode}, {limit})"
 
 
-def allowed_tier(topology: JobTopology, cluster: ClusterTopology) -> int | None:
-    """The cluster's tier the job may span (None: the cluster has no tier of that name)."""
-    if topology.mode == "soft":
-        return cluster.top_tier
+def allowed_tiers(topology: JobTopology, index: DomainIndex) -> np.ndarray:
+    """Per cluster of ``index``, the tier the job may span (-1: the cluster has no tier of that name)."""
+    if topology.mode == "soft" or (topology.highest_tier is None and not topology.highest_tier_name):
+        return index.top_tier.copy()
     if topology.highest_tier_name:
-        return next((t.tier for t in cluster.tiers if t.tier_name == topology.highest_tier_name), None)
-    if topology.highest_tier is not None:
-        return min(topology.highest_tier, cluster.top_tier)
-    return cluster.top_tier
+        return np.array([names.get(topology.highest_tier_name, -1) for names in index.tier_names], dtype=np.int64)
+    return np.minimum(index.top_tier, int(topology.highest_tier or 0))
 
 
-def _tiers(cluster: ClusterState) -> list[tuple[int, str, list[tuple[str, tuple[NodeShape, ...]]]]]:
-    """(tier, tier name, [(domain, shapes)]) ascending; the top tier is the whole cluster."""
-    topo = cluster.topology or ClusterTopology()
-    out = [(t.tier, t.tier_name, [(d.name, d.shapes) for d in t.domains]) for t in topo.tiers]
-    out.append((topo.top_tier, "", [(CLUSTER_DOMAIN, cluster.node_shapes or ())]))
-    return out
+def _largest(job: JobDemand) -> int:
+    return max(range(len(job.tasks)), key=lambda i: sum(a for _, a in job.tasks[i].request))
 
 
-def _fits(job: JobDemand, shapes: tuple[NodeShape, ...]) -> tuple[bool, int]:
-    """Whether the whole job first-fits on ``shapes``, and how many of its largest task's pods they hold."""
-    probe = ClusterState("domain", node_shapes=shapes)
-    index = resource_index((probe,))
-    if any(name not in index for t in job.tasks for name, amount in t.request if amount > 0):
-        return False, 0
-    groups = groups_of(probe, index)
-    largest = max(job.tasks, key=lambda t: sum(a for _, a in t.request))
-    vec = groups.vector(largest.request)
-    room = 0 if vec is None else int((per_node_fit(groups.free, vec) * groups.counts * groups.mask(largest.node_selector)).sum())
-    if room < largest.replicas:
-        return False, room
-    components = [Component(t.request, t.node_selector, t.replicas) for t in job.tasks if t.replicas > 0]
-    whole, _ = max_sets(groups, components, upper=1)
-    return whole >= 1, room
+class FleetSearch:
+    """The domains of one request where the whole job may go, best first."""
+
+    def __init__(self, index: DomainIndex, job: JobDemand, topology: JobTopology) -> None:
+        self.index, self.job = index, job
+        self.limit = allowed_tiers(topology, index)
+        tasks = [t for t in job.tasks if t.replicas > 0]
+        rooms = [index.room(t.request, t.node_selector) for t in tasks]
+        largest = job.tasks[_largest(job)]
+        self.room = index.room(largest.request, largest.node_selector)  # orders the fits: the tightest first
+        holds = np.ones(len(index.names), dtype=bool)
+        for task, room in zip(tasks, rooms, strict=True):
+            holds &= room >= task.replicas
+        self.eligible = index.tier <= self.limit[index.cluster_of]
+        candidates = np.flatnonzero(self.eligible & holds)
+        order = np.lexsort((candidates, self.room[candidates], index.tier[candidates]))
+        self.candidates = candidates[order].tolist()
+
+    def exact(self, d: int) -> bool:
+        """Whether the whole job first-fits as one gang set on domain ``d``'s node shapes."""
+        if len(self.job.tasks) == 1:
+            return True  # one pod shape: the summed per-node fit is exact
+        rows = self.index.domain_of_row == d
+        groups = Groups(self.index.counts[rows].copy(), self.index.free[rows].copy(),
+                        [lab for lab, keep in zip(self.index.labels, rows, strict=True) if keep], self.index.index)
+        components = [Component(t.request, t.node_selector, t.replicas) for t in self.job.tasks if t.replicas > 0]
+        return max_sets(groups, components, upper=1)[0] >= 1
+
+    def why_not(self, ci: int) -> str:
+        """Why cluster ``ci`` holds no candidate: no tier of the name, or what its best domain holds."""
+        limit = int(self.limit[ci])
+        if limit < 0:
+            return "no tier named " + str(self.job.topology.highest_tier_name if self.job.topology else "")
+        mine = np.flatnonzero((self.index.cluster_of == ci) & self.eligible)
+        tier = int(self.index.tier[mine].max()) if len(mine) else limit
+        roomiest = int(self.room[mine[self.index.tier[mine] == tier]].max()) if len(mine) else 0
+        task = self.job.tasks[_largest(self.job)]
+        return f"the roomiest tier-{tier} domain holds {roomiest} of the job's {task.name} pods"
 
 
-def best_domain(job: JobDemand, cluster: ClusterState, limit: int) -> tuple[DomainFit | None, str]:
-    """The lowest-tier, tightest domain of ``cluster`` (tier <= ``limit``) the whole job fits in;
-    otherwise None and what the roomiest domain of the limit tier holds."""
-    roomiest, last = 0, 0
-    for tier, _name, domains in _tiers(cluster):
-        if tier > limit:
-            break
-        fitting: list[DomainFit] = []
-        roomiest, last = 0, tier  # what the highest tier tried holds, for the message
-        for domain, shapes in domains:
-            ok, room = _fits(job, shapes)
-            roomiest = max(roomiest, room)
-            if ok:
-                fitting.append(DomainFit(tier, room, cluster.name, domain, shapes))
-        if fitting:
-            return min(fitting, key=lambda f: (f.room, f.domain)), ""
-    largest = max(job.tasks, key=lambda t: sum(a for _, a in t.request))
-    return None, f"the roomiest tier-{last} domain holds {roomiest} of the job's {largest.name} pods"
-
-
-def _candidates(job: JobDemand, topology: JobTopology,
-                clusters: tuple[ClusterState, ...]) -> tuple[list[DomainFit], dict[str, str]]:
-    fits: list[DomainFit] = []
-    why: dict[str, str] = {}
-    for cluster in clusters:
-        limit = allowed_tier(topology, cluster.topology or ClusterTopology())
-        if limit is None:
-            why[cluster.name] = f"no tier named {topology.highest_tier_name}"
-            continue
-        found, reason = best_domain(job, cluster, limit)
-        if found is None:
-            why[cluster.name] = reason
-        else:
-            fits.append(found)
-    fits.sort(key=lambda f: (f.tier, f.room, f.cluster))
-    return fits, why
-
-
-def _on_domain(request: PlacementRequest, fit: DomainFit) -> PlacementRequest:
-    """The request with only ``fit``'s cluster, seen as the domain's nodes."""
-    cluster = next(c for c in request.clusters if c.name == fit.cluster)
-    view = replace(cluster, node_shapes=fit.shapes, preemptible=())
+def _on_domain(request: PlacementRequest, index: DomainIndex, d: int) -> PlacementRequest:
+    """The request with only domain ``d``'s cluster, seen as the domain's nodes."""
+    cluster = index.clusters[int(index.cluster_of[d])]
+    view = replace(cluster, node_shapes=index.shapes[d], preemptible=())
     return replace(request, clusters=(view,))
 
 
-def _whole(request: PlacementRequest, place_fn: PlaceFn, fits: list[DomainFit]) -> tuple[PlacementDecision | None, list[str]]:
-    refused = []
-    for fit in fits[:MAX_TRIES]:
-        decision = place_fn(_on_domain(request, fit))
+def _whole(request: PlacementRequest, search: FleetSearch, on_view: PlaceFn) -> tuple[PlacementDecision | None, list[str]]:
+    index, refused, tried = search.index, [], 0
+    for d in search.candidates:
+        if tried >= MAX_TRIES:
+            break
+        if not search.exact(d):
+            continue
+        tried += 1
+        decision = on_view(_on_domain(request, index, d))
+        cluster = index.cluster_names[int(index.cluster_of[d])]
         if decision.ok:
-            where = "the whole cluster" if fit.domain == CLUSTER_DOMAIN else f"domain {fit.domain} (tier {fit.tier})"
-            decision.reason = f"whole job in {where} of {fit.cluster}; {decision.reason}"
+            where = "the whole cluster" if index.names[d] == CLUSTER_DOMAIN else \
+                f"domain {index.names[d]} (tier {int(index.tier[d])})"
+            decision.reason = f"whole job in {where} of {cluster}; {decision.reason}"
             return decision, refused
-        refused.append(f"{fit.cluster}: {decision.reason}")
+        refused.append(f"{cluster}: {decision.reason}")
     return None, refused
 
 
-def _failed(request: PlacementRequest, topology: JobTopology, why: dict[str, str], refused: list[str]) -> PlacementDecision:
+def _failed(request: PlacementRequest, topology: JobTopology, search: FleetSearch, refused: list[str]) -> PlacementDecision:
     job = request.job
     pods = "+".join(f"{t.name}×{t.replicas}" for t in job.tasks if t.replicas)
-    detail = "; ".join([f"{name}: {reason}" for name, reason in sorted(why.items())] + refused) or "no clusters"
+    placed_on = {r.split(":", 1)[0] for r in refused}
+    why = [f"{name}: {search.why_not(ci)}" for ci, name in enumerate(search.index.cluster_names) if name not in placed_on]
+    detail = "; ".join(sorted(why) + refused) or "no clusters"
     reason = (f"{describe(topology)}: no cluster has one domain of the allowed tier that fits the job's "
               f"{job.replicas} pods ({pods}), and the job is never divided across clusters below the fleet tier "
               f"{fleet_tier(request.clusters)} [{detail}]")
@@ -172,28 +148,31 @@ def _failed(request: PlacementRequest, topology: JobTopology, why: dict[str, str
                              failure=Failure("verify", reason, "Unschedulable"))
 
 
-def place_with_topology(request: PlacementRequest, place_fn: PlaceFn) -> PlacementDecision:
-    """Place ``request`` under its job's network topology (``place_fn``: the ordinary path)."""
+def place_with_topology(request: PlacementRequest, place_fn: PlaceFn, on_view: PlaceFn | None = None,
+                        domains: DomainCache | None = None) -> PlacementDecision:
+    """Place ``request`` under its job's network topology. ``place_fn`` is the ordinary path;
+    ``on_view`` places on one cluster seen as one domain (default ``place_fn``; a separate placer
+    keeps those one-cluster tables out of the snapshot's caches)."""
     topology = request.job.topology
-    if topology is None or request.job.replicas <= 0:
+    if topology is None or request.job.replicas <= 0 or not request.clusters:
         return place_fn(request)
     fleet = fleet_tier(request.clusters)
     if topology.mode == "hard" and topology.highest_tier is not None and topology.highest_tier >= fleet:
         return place_fn(request)
-    fits, why = _candidates(request.job, topology, request.clusters)
-    decision, refused = _whole(request, place_fn, fits)
+    search = FleetSearch((domains or DomainCache()).get(request.clusters), request.job, topology)
+    decision, refused = _whole(request, search, on_view or place_fn)
     if decision is not None:
         return decision
     if topology.mode == "hard":
-        return _failed(request, topology, why, refused)
+        return _failed(request, topology, search, refused)
     divided = request
     if request.spec.strategy in ("StaticWeight", "DynamicWeight"):
         divided = replace(request, spec=replace(request.spec, strategy="Aggregated"))
     decision = place_fn(divided)
     if decision.ok:
-        decision.reason = f"{describe(topology)}: no cluster holds the whole job, divided over the fleet tier " \
-                          f"{fleet} with the fewest clusters; {decision.reason}"
+        decision.reason = (f"{describe(topology)}: no cluster holds the whole job, divided over the fleet tier "
+                           f"{fleet} with the fewest clusters; {decision.reason}")
     return decision
 
 
-__all__ = ["place_with_topology", "fleet_tier", "allowed_tier", "best_domain", "DomainFit"]
+__all__ = ["place_with_topology", "fleet_tier", "allowed_tiers", "FleetSearch"]

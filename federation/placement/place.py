@@ -25,6 +25,7 @@ from collections import OrderedDict
 
 from federation.placement.decision import ClusterDiagnosis, Failure, PlacementDecision
 from federation.placement.filter import FilterResult, filter_clusters
+from federation.placement.fleet_domains import DomainCache
 from federation.placement.fleet_topology import place_with_topology
 from federation.placement.optimize_step import optimize
 from federation.placement.optimizer import Optimizer
@@ -127,6 +128,8 @@ class Placer:
         self.preemption = PreemptionViews()
         self._filters: OrderedDict[tuple[object, ...], tuple[ClusterTable, FilterResult]] = OrderedDict()
         self._filter_cache_size = filter_cache_size
+        self.domains = DomainCache()  # every reported network domain, per snapshot (fleet_domains)
+        self._views: Placer | None = None  # places one cluster seen as one domain (own caches)
 
     def filtered(self, request: PlacementRequest, table: ClusterTable, affinity: ClusterAffinity,
                  previous: frozenset[str]) -> FilterResult:
@@ -145,7 +148,11 @@ class Placer:
     def place(self, request: PlacementRequest) -> PlacementDecision:
         """Place under the job's network topology (:mod:`federation.placement.fleet_topology`),
         which places a job without one exactly as :meth:`place_plain` does."""
-        return place_with_topology(request, self.place_plain)
+        if request.job.topology is None:
+            return self.place_plain(request)
+        if self._views is None:
+            self._views = Placer()
+        return place_with_topology(request, self.place_plain, self._views.place_plain, self.domains)
 
     def place_plain(self, request: PlacementRequest) -> PlacementDecision:
         """Place on free capacity; if the job fits nowhere and may preempt, on what preemption

@@ -91,9 +91,9 @@ class FleetSearch:
         """Whether the whole job first-fits as one gang set on domain ``d``'s node shapes."""
         if len(self.job.tasks) == 1:
             return True  # one pod shape: the summed per-node fit is exact
-        rows = self.index.domain_of_row == d
-        groups = Groups(self.index.counts[rows].copy(), self.index.free[rows].copy(),
-                        [lab for lab, keep in zip(self.index.labels, rows, strict=True) if keep], self.index.index)
+        rows = np.flatnonzero(self.index.domain_of_row == d)
+        groups = Groups(self.index.counts[rows], self.index.free[rows],
+                        [self.index.labels[r] for r in rows.tolist()], self.index.index)
         components = [Component(t.request, t.node_selector, t.replicas) for t in self.job.tasks if t.replicas > 0]
         return max_sets(groups, components, upper=1)[0] >= 1
 

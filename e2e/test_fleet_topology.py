@@ -53,7 +53,9 @@ async def placed_pods(rc: ResourceClient, name: str, count: int) -> Any:
 
 async def start(rc: ResourceClient, system: System, name: str, pods: int, topology: dict[str, Any]) -> None:
     clusters = await capacity_reported(rc, system)
-    assert all("topology" in c["status"] for c in clusters.values()), "agents report status.topology"
+    reports = {name: c["status"].get("topology") or {} for name, c in clusters.items()}
+    assert all(r.get("topTier") == 2 and [t["domains"] for t in r["tiers"]] == [3] for r in reports.values()), \
+        f"each agent reports its three leaves under its top tier 2: {reports}"
     if not (await rc.list(lookup("policy.karmada.io/v1alpha1", "PropagationPolicy"), "default")).get("items"):
         await apply(rc, POLICY)
     await apply(rc, gpu_job(name, pods, 8, 3000, networkTopology=topology))

@@ -31,7 +31,7 @@ condition and a ``FailedScheduling`` event (the job stays Pending at the federat
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -72,9 +72,15 @@ def _largest(job: JobDemand) -> int:
 class FleetSearch:
     """The domains of one request where the whole job may go, best first."""
 
-    def __init__(self, index: DomainIndex, job: JobDemand, topology: JobTopology) -> None:
+    def __init__(self, index: DomainIndex, job: JobDemand, topology: JobTopology,
+                 filtered: Mapping[str, str] | None = None) -> None:
         self.index, self.job = index, job
+        #: cluster -> why the policy's filters drop it ("" kept; None: every cluster kept)
+        self.filtered = filtered
         self.limit = allowed_tiers(topology, index)
+        if filtered is not None:  # a cluster the filters drop is no candidate (limit -2)
+            dropped = np.array([filtered.get(n, "") != "" for n in index.cluster_names], dtype=bool)
+            self.limit[dropped] = -2
         tasks = [t for t in job.tasks if t.replicas > 0]
         rooms = [index.room(t.request, t.node_selector) for t in tasks]
         largest = job.tasks[_largest(job)]
@@ -100,6 +106,8 @@ class FleetSearch:
     def why_not(self, ci: int) -> str:
         """Why cluster ``ci`` holds no candidate: no tier of the name, or what its best domain holds."""
         limit = int(self.limit[ci])
+        if limit == -2 and self.filtered is not None:
+            return f"excluded: {self.filtered.get(self.index.cluster_names[ci])}"
         if limit < 0:
             return "no tier named " + str(self.job.topology.highest_tier_name if self.job.topology else "")
         mine = np.flatnonzero((self.index.cluster_of == ci) & self.eligible)
@@ -149,17 +157,18 @@ def _failed(request: PlacementRequest, topology: JobTopology, search: FleetSearc
 
 
 def place_with_topology(request: PlacementRequest, place_fn: PlaceFn, on_view: PlaceFn | None = None,
-                        domains: DomainCache | None = None) -> PlacementDecision:
+                        domains: DomainCache | None = None, filtered: Mapping[str, str] | None = None) -> PlacementDecision:
     """Place ``request`` under its job's network topology. ``place_fn`` is the ordinary path;
     ``on_view`` places on one cluster seen as one domain (default ``place_fn``; a separate placer
-    keeps those one-cluster tables out of the snapshot's caches)."""
+    keeps those one-cluster tables out of the snapshot's caches); ``filtered``: cluster -> why the
+    policy's filters drop it ("" when kept), so dropped clusters' domains are never tried."""
     topology = request.job.topology
     if topology is None or request.job.replicas <= 0 or not request.clusters:
         return place_fn(request)
     fleet = fleet_tier(request.clusters)
     if topology.mode == "hard" and topology.highest_tier is not None and topology.highest_tier >= fleet:
         return place_fn(request)
-    search = FleetSearch((domains or DomainCache()).get(request.clusters), request.job, topology)
+    search = FleetSearch((domains or DomainCache()).get(request.clusters), request.job, topology, filtered)
     decision, refused = _whole(request, search, on_view or place_fn)
     if decision is not None:
         return decision

@@ -152,7 +152,20 @@ class Placer:
             return self.place_plain(request)
         if self._views is None:
             self._views = Placer()
-        return place_with_topology(request, self.place_plain, self._views.place_plain, self.domains)
+        return place_with_topology(request, self.place_plain, self._views.place_plain, self.domains,
+                                   self.filtered_names(request))
+
+    def filtered_names(self, request: PlacementRequest) -> dict[str, str]:
+        """Clusters some ``clusterAffinities`` term's filter keeps -> "", and the others -> why not."""
+        table = self.tables.get(request.clusters)
+        previous = frozenset(c.name for c in request.previous.clusters)
+        kept: dict[str, str] = {}
+        excluded: dict[str, str] = {}
+        for affinity in request.spec.affinities or (ClusterAffinity(),):
+            result = self.filtered(request, table, affinity, previous)
+            kept.update((c.name, "") for c in result.candidates)
+            excluded.update(result.excluded)
+        return {**{n: why for n, why in excluded.items() if n not in kept}, **kept}
 
     def place_plain(self, request: PlacementRequest) -> PlacementDecision:
         """Place on free capacity; if the job fits nowhere and may preempt, on what preemption

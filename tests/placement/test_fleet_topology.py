@@ -3,6 +3,7 @@ through ``place`` on clusters built as the agent reports them (status.topology).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -39,7 +40,10 @@ def test_fleet_topology(case: dict[str, Any]) -> None:
     clusters = tuple(topo_cluster(c["name"], c["nodes"], c.get("leaf", 4), c.get("spine", 0),
                                   [tuple(b) for b in c.get("busy", [])], c.get("report", True))
                      for c in case.get("clusters", TABLE["default_clusters"]))
-    decision = Placer().place(request(demand(case["job"]), placement_spec(POLICY), clusters))
+    policy = copy.deepcopy(POLICY)
+    if "clusterNames" in case:
+        policy["spec"]["placement"]["clusterAffinity"] = {"clusterNames": case["clusterNames"]}
+    decision = Placer().place(request(demand(case["job"]), placement_spec(policy), clusters))
     expect = case["expect"]
     if "error" in expect:
         assert not decision.ok, decision.replicas()

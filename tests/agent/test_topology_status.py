@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_fakes import Harness, job_work
 
+from member_agent.cluster.clock import ManualClock
+from member_agent.cluster.sim import SimCluster
+from member_agent.cluster.sim_kubelet import KubeletOptions
+from policies.cluster_layout import load_cluster_file
 from policies.errors import InvalidConfiguration
+from policies.scheduler_conf import parse_scheduler_conf
 from policies.topology_report import parse_topology
 from tests.topology_builders import layout_text, reported_status
 
@@ -69,3 +76,26 @@ def test_a_malformed_report_is_refused_naming_the_field(raw: dict[str, Any], mes
     with pytest.raises(InvalidConfiguration) as err:
         parse_topology(raw, "cluster-a")
     assert str(err.value) == f"Cluster cluster-a: {message}"
+
+
+async def test_the_agents_report_follows_the_jobs_it_runs() -> None:
+    """Through the agent (examples/clusters/topology-16.yaml): the status it writes carries the
+    leaves, and once a 4-pod job of 8 GPUs fills one leaf, that leaf holds no free node."""
+    root = Path(__file__).resolve().parents[2]
+    layout = load_cluster_file(str(root / "examples" / "clusters" / "topology-16.yaml"))
+    clock = ManualClock()
+    sim = SimCluster(layout.nodes, clock, KubeletOptions(start_delay=1.0, default_duration=1000.0))
+    h = Harness(sim=sim, clock=clock, real_scheduler=True)
+    h.agent.conf = parse_scheduler_conf((root / "examples" / "scheduler-conf" / "network-topology.conf").read_text())
+    h.agent.set_hyper_nodes(layout.hyper_nodes)
+    await h.start()
+    try:
+        assert domains(h.sync.cluster_status(), 1) == {"leaf0": 4, "leaf1": 4, "leaf2": 4, "leaf3": 4}
+        work = job_work("four", replicas=4, cpu="8", gpu=8, duration="1000s")
+        work["spec"]["workload"]["manifests"][0]["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+        h.federation.put_work(work)
+        await h.run_until(lambda: sum(1 for p in h.pods("four").values() if p["spec"].get("nodeName")) == 4)
+        after = domains(h.sync.cluster_status(), 1)
+    finally:
+        await h.stop()
+    assert sorted(after.values()) == [0, 4, 4, 4], after  # one leaf full, reported as such

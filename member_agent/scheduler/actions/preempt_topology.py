@@ -37,7 +37,6 @@ from member_agent.scheduler.actions.victims import (
     covers,
     fits_now,
     guard,
-    ordered_victims,
     priority_text,
     tiered_victims,
 )
@@ -46,6 +45,7 @@ from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.statement import Statement
+from member_agent.scheduler.framework.victim_order import ordered_victims
 
 Filter = Callable[[TaskInfo], bool]
 OFFSET = 2**31

@@ -45,6 +45,7 @@ from member_agent.scheduler.actions.victims import (
 from member_agent.scheduler.framework.dims import fits
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.pod_affinity import SHARED_KEY as INTER_POD_AFFINITY
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.victim_order import ordered_victims
@@ -64,11 +65,24 @@ def victim_priority(task: TaskInfo, preemptor: TaskInfo) -> int:
     return task.spec.priority if task.job is preemptor.job else task.job.priority
 
 
+def simulates_removal(ssn: Session) -> bool:
+    """Whether the dry run sees a victim leave the inter-pod affinity state: Volcano calls the
+    predicates plugin's SimulateRemoveTaskFn only when its ``enablePreemptable`` or
+    ``enabledAllocatable`` switch is on (§3), while SimulatePredicateFn follows
+    ``enablePredicate``. With both off, an anti-affinity conflict on the node survives every
+    simulated eviction, and the node is no candidate."""
+    option = next((p for tier in ssn.conf.tiers for p in tier.plugins if p.name == "predicates"), None)
+    return option is None or option.enabled("enablePreemptable") or option.enabled("enabledAllocatable")
+
+
 def fits_without(ssn: Session, preemptor: TaskInfo, row: int, gone: Sequence[TaskInfo]) -> bool:
     """Would ``preemptor`` fit ``row`` with ``gone`` evicted: the queue (Allocatable), the node's
     FutureIdle and the predicates, as Volcano's dry run asks SimulateAllocatable, the resources and
     SimulatePredicate? Tried in the session (so every plugin's queue accounting sees the
     removals, as its Simulate hooks would) and undone before returning."""
+    tracker = ssn.shared.get(INTER_POD_AFFINITY)
+    if tracker is not None and tracker.code_at(preemptor, row) and not simulates_removal(ssn):
+        return False  # the conflict is in the state the simulation cannot change
     marked = []
     try:
         for task in gone:

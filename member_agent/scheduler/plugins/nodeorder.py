@@ -11,9 +11,11 @@
 * inter-pod affinity (``podaffinity.weight``, 2): preferred pod (anti-)affinity terms of the pod
   and the terms of the pods already placed, normalised over candidates (:mod:`.pod_affinity_score`).
 
-``imagelocality`` and ``podtopologyspread`` weights are accepted; those scorers need image
-lists and spread constraints the snapshot does not carry, so they contribute 0. A weight of 0
-disables a scorer.
+* topology spread (``podtopologyspread.weight``, 2): the pod's ``ScheduleAnyway`` spread
+  constraints, normalised over candidates (:mod:`.spread_score`).
+
+The ``imagelocality`` weight is accepted; that scorer needs the image lists of nodes the
+snapshot does not carry, so it contributes 0. A weight of 0 disables a scorer.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.plugins.pod_affinity_score import PodAffinityScore
 from member_agent.scheduler.plugins.predicates import term_mask
+from member_agent.scheduler.plugins.spread_score import SpreadScore
 from policies.k8s.tolerations import tolerated
 
 NAME = "nodeorder"
@@ -73,6 +76,7 @@ class NodeOrderPlugin:
         self.balanced = int(args["balancedresource.weight"])
         self.taint = int(args["tainttoleration.weight"])
         self.pod_affinity = int(args["podaffinity.weight"])
+        self.spread = int(args["podtopologyspread.weight"])
         self.static: dict[Any, tuple[np.ndarray, np.ndarray, bool]] = {}  # shape -> raw scores
         self.by_placement: dict[Any, tuple[np.ndarray, np.ndarray, bool]] = {}  # placement key -> raw scores
 
@@ -101,6 +105,11 @@ class NodeOrderPlugin:
             if scorer.active:  # no pod with preferred terms, none placed with terms: all 0 (kube's Skip)
                 weight = self.pod_affinity
                 ssn.add(Point.BATCH_NODE_ORDER, NAME, lambda task, rows: scorer.scores(task, rows) * weight)
+        if self.spread:
+            spread = SpreadScore(ssn)
+            if spread.active:  # no pod with ScheduleAnyway constraints: kube skips the plugin
+                spread_weight = self.spread
+                ssn.add(Point.BATCH_NODE_ORDER, NAME, lambda task, rows: spread.scores(task, rows) * spread_weight)
 
     # ------------------------------------------------------------------ row-local
     def _resource_scores(self, task: TaskInfo, rows: np.ndarray) -> Any:

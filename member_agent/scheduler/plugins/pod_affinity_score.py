@@ -33,7 +33,7 @@ HARD_POD_AFFINITY_WEIGHT = 1
 _ON_NODE = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
 
 
-def _on_node(ssn: Session) -> list[tuple[TaskSpec, int]]:
+def placed_pods(ssn: Session) -> list[tuple[TaskSpec, int]]:
     """Every pod the nodes' k8s NodeInfo holds, with its row: the session's tasks on nodes, the
     pods of jobs the session leaves out (quiescent: all Running or Bound) and residents."""
     found: list[tuple[TaskSpec, int]] = []
@@ -69,7 +69,7 @@ class PodAffinityScore:
         if self._seen == len(self.ssn.changes):
             return
         self._seen = len(self.ssn.changes)
-        self.pods = _on_node(self.ssn)
+        self.pods = placed_pods(self.ssn)
         # placed pods whose own terms can score an incoming pod
         self.holders = [(spec, row) for spec, row in self.pods
                         if spec.pod_affinity.scored or spec.pod_affinity.preferred_anti_affinity]

@@ -89,6 +89,7 @@ class PodExtras:
     guaranteed: bool = False
     preemption_policy: str = ""
     spread: tuple[SpreadConstraint, ...] = ()
+    images: tuple[str, ...] = ()  # init containers' then containers' images (ImageLocality)
 
     @property
     def numa_policy(self) -> str:
@@ -222,7 +223,9 @@ def pod_extras(pod: Mapping[str, Any]) -> PodExtras:
         SpreadConstraint(int(c.get("maxSkew") or 1), str(c["topologyKey"]), str(c.get("whenUnsatisfiable") or ""),
                          label_selector.parse_or_nothing(c.get("labelSelector")) if c.get("labelSelector") else None)
         for c in spec.get("topologySpreadConstraints") or () if isinstance(c, Mapping) and c.get("topologyKey"))
-    return PodExtras(annotations, guaranteed, str(spec.get("preemptionPolicy") or ""), spread)
+    images = tuple(str(c["image"]) for c in list(spec.get("initContainers") or ()) + containers
+                   if isinstance(c, Mapping) and c.get("image"))
+    return PodExtras(annotations, guaranteed, str(spec.get("preemptionPolicy") or ""), spread, images)
 
 
 def shape_extra(extras: PodExtras) -> tuple[Any, ...]:

@@ -14,8 +14,10 @@
 * topology spread (``podtopologyspread.weight``, 2): the pod's ``ScheduleAnyway`` spread
   constraints, normalised over candidates (:mod:`.spread_score`).
 
-The ``imagelocality`` weight is accepted; that scorer needs the image lists of nodes the
-snapshot does not carry, so it contributes 0. A weight of 0 disables a scorer.
+* image locality (``imagelocality.weight``, 1): images of the pod already on the node
+  (``status.images``), raw 0..100 per node (:mod:`.image_locality`).
+
+A weight of 0 disables a scorer.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.node_index import NodeIndex, node_index
 from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.plugins.image_locality import ImageLocality
 from member_agent.scheduler.plugins.pod_affinity_score import PodAffinityScore
 from member_agent.scheduler.plugins.predicates import term_mask
 from member_agent.scheduler.plugins.spread_score import SpreadScore
@@ -77,6 +80,7 @@ class NodeOrderPlugin:
         self.taint = int(args["tainttoleration.weight"])
         self.pod_affinity = int(args["podaffinity.weight"])
         self.spread = int(args["podtopologyspread.weight"])
+        self.image = int(args["imagelocality.weight"])
         self.static: dict[Any, tuple[np.ndarray, np.ndarray, bool]] = {}  # shape -> raw scores
         self.by_placement: dict[Any, tuple[np.ndarray, np.ndarray, bool]] = {}  # placement key -> raw scores
 
@@ -105,6 +109,12 @@ class NodeOrderPlugin:
             if scorer.active:  # no pod with preferred terms, none placed with terms: all 0 (kube's Skip)
                 weight = self.pod_affinity
                 ssn.add(Point.BATCH_NODE_ORDER, NAME, lambda task, rows: scorer.scores(task, rows) * weight)
+        if self.image:
+            images = ImageLocality(ssn.nodes.images)
+            if images.active:  # no node lists images: 0 everywhere
+                image_weight = self.image
+                ssn.add(Point.BATCH_NODE_ORDER, NAME,
+                        lambda task, rows: images.scores(task.spec.extras.images)[rows] * image_weight)
         if self.spread:
             spread = SpreadScore(ssn)
             if spread.active:  # no pod with ScheduleAnyway constraints: kube skips the plugin

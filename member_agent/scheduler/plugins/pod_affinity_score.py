@@ -20,12 +20,13 @@ multiplied by ``podaffinity.weight`` (Volcano's default 2).
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Callable
 
 import numpy as np
 
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.session import Session
-from member_agent.scheduler.framework.snapshot import TaskSpec
+from member_agent.scheduler.framework.snapshot import JobSpec, TaskSpec
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
 
 MAX = 100
@@ -52,6 +53,19 @@ def placed_pods(ssn: Session) -> list[tuple[TaskSpec, int]]:
     return found
 
 
+def scored(spec: TaskSpec) -> bool:
+    return spec.pod_affinity.scored
+
+
+def job_has(job: JobSpec, key: str, test: Callable[[TaskSpec], bool]) -> bool:
+    """Whether some pod of ``job`` passes ``test``, kept in the spec's memo (an unchanged job
+    keeps its spec across sessions, so this is one walk per job, not per session)."""
+    found = job.memo.get(key)
+    if found is None:
+        found = job.memo[key] = any(test(t) for t in job.tasks)
+    return bool(found)
+
+
 class PodAffinityScore:
     """Raw InterPodAffinity scores per node for one incoming pod, normalised over candidates."""
 
@@ -60,9 +74,8 @@ class PodAffinityScore:
         self._seen = -1  # len(ssn.changes) when the pods were last collected
         self.pods: list[tuple[TaskSpec, int]] = []
         self.holders: list[tuple[TaskSpec, int]] = []
-        specs = [*(t.spec for job in ssn.jobs.values() for t in job.tasks), *ssn.snapshot.residents,
-                 *(t for job in ssn.snapshot.jobs if job.uid not in ssn.jobs for t in job.tasks)]
-        self.active = any(s.pod_affinity.scored or s.pod_affinity.preferred_anti_affinity for s in specs)
+        self.active = any(scored(s) for s in ssn.snapshot.residents) or any(
+            job_has(spec, "pod_affinity_scored", scored) for spec in ssn.snapshot.jobs)
 
     def _refresh(self) -> None:
         """Collect the placed pods again when a node changed (placements, evictions, undos)."""
@@ -71,8 +84,7 @@ class PodAffinityScore:
         self._seen = len(self.ssn.changes)
         self.pods = placed_pods(self.ssn)
         # placed pods whose own terms can score an incoming pod
-        self.holders = [(spec, row) for spec, row in self.pods
-                        if spec.pod_affinity.scored or spec.pod_affinity.preferred_anti_affinity]
+        self.holders = [(spec, row) for spec, row in self.pods if spec.pod_affinity.scored]
 
     def _domain_scores(self, spec: TaskSpec) -> dict[tuple[str, str], int]:
         labels = self.ssn.nodes.labels

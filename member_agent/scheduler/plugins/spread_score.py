@@ -27,7 +27,7 @@ from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import TaskSpec
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import SpreadConstraint
-from member_agent.scheduler.plugins.pod_affinity_score import placed_pods
+from member_agent.scheduler.plugins.pod_affinity_score import job_has, placed_pods
 from member_agent.scheduler.plugins.predicates import term_mask
 
 MAX = 100
@@ -35,13 +35,14 @@ HOSTNAME = "kubernetes.io/hostname"
 
 
 def soft_constraints(spec: TaskSpec) -> tuple[SpreadConstraint, ...]:
+    """The constraints the score reads (``DoNotSchedule`` ones are a filter)."""
     return tuple(c for c in spec.extras.spread if c.when_unsatisfiable == "ScheduleAnyway")
 
 
 class SpreadScore:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.active = any(soft_constraints(t.spec) for job in ssn.jobs.values() for t in job.tasks)
+        self.active = any(job_has(job.spec, "soft_spread", soft_constraints) for job in ssn.jobs.values())
         self._seen = -1  # len(ssn.changes) when the placed pods were last collected
         self._placed: list[tuple[TaskSpec, int]] = []
 

@@ -74,6 +74,7 @@ class PodAffinityScore:
         self._seen = -1  # len(ssn.changes) when the pods were last collected
         self.pods: list[tuple[TaskSpec, int]] = []
         self.holders: list[tuple[TaskSpec, int]] = []
+        self.by_template: dict[object, dict[tuple[str, str], int]] = {}
         self.active = any(scored(s) for s in ssn.snapshot.residents) or any(
             job_has(spec, "pod_affinity_scored", scored) for spec in ssn.snapshot.jobs)
 
@@ -82,11 +83,21 @@ class PodAffinityScore:
         if self._seen == len(self.ssn.changes):
             return
         self._seen = len(self.ssn.changes)
+        self.by_template.clear()
         self.pods = placed_pods(self.ssn)
         # placed pods whose own terms can score an incoming pod
         self.holders = [(spec, row) for spec, row in self.pods if spec.pod_affinity.scored]
 
     def _domain_scores(self, spec: TaskSpec) -> dict[tuple[str, str], int]:
+        """Per (topologyKey, value), the summed term weights for ``spec``; the same for every pod
+        of one template until a node changes (only identity, labels and terms matter)."""
+        key = (spec.namespace, tuple(sorted(spec.labels.items())), spec.pod_affinity)
+        cached = self.by_template.get(key)
+        if cached is None:
+            cached = self.by_template[key] = self._compute(spec)
+        return cached
+
+    def _compute(self, spec: TaskSpec) -> dict[tuple[str, str], int]:
         labels = self.ssn.nodes.labels
         scores: dict[tuple[str, str], int] = defaultdict(int)
         own = spec.pod_affinity

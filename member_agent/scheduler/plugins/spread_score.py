@@ -46,10 +46,13 @@ class SpreadScore:
         self._seen = -1  # len(ssn.changes) when the placed pods were last collected
         self._placed: list[tuple[TaskSpec, int]] = []
 
+        self._counts: dict[tuple[str, SpreadConstraint], np.ndarray] = {}
+
     def _placed_pods(self) -> list[tuple[TaskSpec, int]]:
         if self._seen != len(self.ssn.changes):
             self._seen = len(self.ssn.changes)
             self._placed = placed_pods(self.ssn)
+            self._counts.clear()
         return self._placed
 
     def _eligible(self, spec: TaskSpec) -> np.ndarray:
@@ -67,10 +70,16 @@ class SpreadScore:
         return mask
 
     def _matching_per_row(self, spec: TaskSpec, constraint: SpreadConstraint) -> np.ndarray:
-        counts = np.zeros(len(self.ssn.nodes), dtype=np.int64)
+        """Per row, the placed pods of ``spec``'s namespace the constraint selects (not terminating)."""
+        placed = self._placed_pods()
+        key = (spec.namespace, constraint)
+        counts = self._counts.get(key)
+        if counts is not None:
+            return counts
+        counts = self._counts[key] = np.zeros(len(self.ssn.nodes), dtype=np.int64)
         if constraint.selector is None:
             return counts
-        for other, row in self._placed_pods():
+        for other, row in placed:
             if (other.namespace == spec.namespace and other.status != TaskStatus.RELEASING
                     and constraint.selector.matches(other.labels)):
                 counts[row] += 1

@@ -47,9 +47,9 @@ def placed_pods(ssn: Session) -> list[tuple[TaskSpec, int]]:
     index = ssn.nodes.index
     left_out = (spec for spec in ssn.snapshot.jobs if spec.uid not in ssn.jobs)
     for spec in (*(t for job in left_out for t in job.tasks), *ssn.snapshot.residents):
-        row = index.get(spec.node) if spec.node else None
-        if row is not None and spec.status in _ON_NODE | {TaskStatus.RELEASING}:
-            found.append((spec, row))
+        at = index.get(spec.node) if spec.node else None
+        if at is not None and spec.status in _ON_NODE | {TaskStatus.RELEASING}:
+            found.append((spec, at))
     return found
 
 

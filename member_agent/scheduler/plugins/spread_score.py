@@ -42,7 +42,7 @@ def soft_constraints(spec: TaskSpec) -> tuple[SpreadConstraint, ...]:
 class SpreadScore:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.active = any(job_has(job.spec, "soft_spread", soft_constraints) for job in ssn.jobs.values())
+        self.active = any(job_has(job.spec, "soft_spread", lambda t: bool(soft_constraints(t))) for job in ssn.jobs.values())
         self._seen = -1  # len(ssn.changes) when the placed pods were last collected
         self._placed: list[tuple[TaskSpec, int]] = []
 

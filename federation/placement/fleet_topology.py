@@ -30,6 +30,7 @@ condition and a ``FailedScheduling`` event (the job stays Pending at the federat
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Callable, Mapping
 
@@ -137,7 +138,9 @@ def _whole(request: PlacementRequest, search: FleetSearch, on_view: PlaceFn) -> 
         if decision.ok:
             where = "the whole cluster" if index.names[d] == CLUSTER_DOMAIN else \
                 f"domain {index.names[d]} (tier {int(index.tier[d])})"
-            decision.reason = f"whole job in {where} of {cluster}; {decision.reason}"
+            # the view holds one cluster: the note on the policy's other clusterNames is not news
+            reason = re.sub(r" \(clusterNames lists unknown [^)]*\)$", "", decision.reason)
+            decision.reason = f"whole job in {where} of {cluster}; {reason}"
             return decision, refused
         refused.append(f"{cluster}: {decision.reason}")
     return None, refused

@@ -96,10 +96,49 @@ class Fence:
         self.last_renewal_wall = clock.now()
         #: wall time the current fence began (None: not fenced)
         self.fenced_at: Optional[float] = None
+        #: seconds without a renewal already behind a restarted agent (None: nothing restored)
+        self.restored_gap: Optional[float] = None
 
     def restart(self) -> None:
-        """The sync starts (again): count from now, as if the federation had just been reached."""
+        """The sync starts (again) with nothing persisted: count from now, as if the federation
+        had just been reached."""
         self.renewed(self.clock.monotonic(), self.clock.now())
+
+    def record(self) -> dict[str, Any]:
+        """What a restarted agent needs to fence on time (:mod:`member_agent.fence_store`): the
+        wall time of the last successful renewal's start and the federation's graces."""
+        out: dict[str, Any] = {"lastRenewal": rfc3339(self.last_renewal_wall),
+                               "lastRenewalUnix": round(self.last_renewal_wall, 3)}
+        if self.timing is not None:
+            out["timing"] = dict(self.timing)
+        return out
+
+    def restore(self, record: Mapping[str, Any]) -> bool:
+        """Resume from a persisted :meth:`record` (a restart): the time since its renewal counts as
+        time without one, measured on the wall clock (the only clock that survives a restart; a
+        record from the future counts as a renewal now). False when the record is unusable."""
+        try:
+            last_wall = float(record["lastRenewalUnix"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        timing = record.get("timing")
+        if isinstance(timing, Mapping) and self.timing is None:
+            self.learn({"status": {TIMING_FIELD: {"leaseGraceSeconds": timing.get("lease"),
+                                                  "failoverGraceSeconds": timing.get("failover"),
+                                                  "podTerminationGraceSeconds": timing.get("termination")}}})
+        gap = max(0.0, self.clock.now() - last_wall)
+        self.last_renewal = self.clock.monotonic() - gap
+        self.last_renewal_wall = min(last_wall, self.clock.now())
+        self.restored_gap = gap
+        return True
+
+    def fenced_at_restore(self, spanning: bool) -> bool:
+        """Whether the agent had already been cut off for the fence time when it restarted (its
+        shares stay stopped even if the federation answers before it knows their Works)."""
+        if not self.enabled or self.restored_gap is None:
+            return False
+        times = self.times()
+        return self.restored_gap >= (times.spanning if spanning else times.single)
 
     def renewed(self, started_monotonic: float, started_wall: float) -> None:
         """A renewal that started at ``started_*`` succeeded."""

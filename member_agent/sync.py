@@ -188,6 +188,7 @@ class FederationSync:
             try:
                 await self.renew_lease()
                 await self.learn_failover_timing()
+                await self.save_fence()
             except Conflict:
                 await self.clock.sleep(0.2)  # changed between our read and write: read again soon
                 continue
@@ -283,9 +284,35 @@ class FederationSync:
                 log.debug("listing Queues/PriorityClasses failed: %s", exc)
             await self.clock.sleep(self.inputs_period)
 
+    async def resume_fence(self) -> None:
+        """The sync starts (a restart, a standby just elected): the fence resumes from the record
+        persisted in the member cluster, or counts from now when there is none."""
+        fence, store = self.agent.fence, self.agent.fence_store
+        if fence is None:
+            return
+        record = None
+        if store is not None:
+            try:
+                record = await store.load()
+            except Exception as exc:  # noqa: BLE001 - an unreadable record restores nothing
+                log.warning("reading the fence record failed: %s; the fence counts from now", exc)
+        if record is not None and fence.restore(record):
+            log.info("fence resumed: last renewal %s, %.1fs ago", record.get("lastRenewal"), fence.unreachable_for())
+        else:
+            fence.restart()
+
+    async def save_fence(self) -> None:
+        """Persist the fence's record after a renewal (best effort: the next renewal tries again)."""
+        fence, store = self.agent.fence, self.agent.fence_store
+        if fence is None or store is None:
+            return
+        try:
+            await store.save(fence.record())
+        except Exception as exc:  # noqa: BLE001
+            log.warning("saving the fence record failed: %s", exc)
+
     async def run(self) -> None:
-        if self.agent.fence is not None:
-            self.agent.fence.restart()  # e.g. a standby just elected: the fence counts from now
+        await self.resume_fence()
         while True:
             try:
                 await self.register()

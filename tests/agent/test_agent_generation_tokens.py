@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agent_fakes import NS, FakeFederation, Harness, job_work, settle
+from agent_fakes import NS, Harness, job_work, settle
 
 from member_agent.fence_store import MemoryFenceStore
 from member_agent.fencing import Fence

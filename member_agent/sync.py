@@ -160,10 +160,13 @@ class FederationSync:
         """Read the graces the federation published on our Cluster (``status.failoverTiming``)."""
         if self.agent.fence is None:
             return
+        before = self.agent.fence.report()
         try:
             self.agent.fence.learn(await self.call("get_cluster", lambda: self.api.get_cluster(self.cluster)))
         except Exception as exc:  # noqa: BLE001 - the graces last read (or the defaults) stay in force
             log.debug("reading Cluster %s for the federation's graces failed: %s", self.cluster, exc)
+        if self.agent.fence.report() != before:
+            self.agent.changes.bump()  # the new fence goes out now, not at the next status heartbeat
 
     async def _renew_lease(self, now: float) -> None:
         try:

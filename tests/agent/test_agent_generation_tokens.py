@@ -149,3 +149,20 @@ async def test_agent_restarted_during_a_partition_fences_on_time(placement: dict
     fenced = next(c for c in h.status("r")["conditions"] if c["type"] == "Fenced")
     assert fenced["status"] == "True" and fenced["observedGeneration"] == 3
     await h.stop()
+
+
+async def test_new_graces_reach_the_federation_at_once_not_at_the_next_heartbeat() -> None:
+    h = Harness()
+    h.agent.fence = Fence(h.clock, renew_period=2.0)
+    await h.start()
+    h.federation.objects[("Cluster", "", "c1")].setdefault("status", {}).update(TIMING["status"])
+    version = h.agent.changes.version
+    await h.sync.learn_failover_timing()
+    assert h.agent.changes.version > version, "the status loop is woken: status.fence goes out now"
+    await h.sync.publish_status()
+    fence = h.federation.objects[("Cluster", "", "c1")]["status"]["fence"]
+    assert (fence["basis"], fence["fenceSeconds"], fence["spanningFenceSeconds"]) == ("federation", 10.0, 3.0)
+    version = h.agent.changes.version
+    await h.sync.learn_failover_timing()  # nothing new: no extra report
+    assert h.agent.changes.version == version
+    await h.stop()

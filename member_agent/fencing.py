@@ -9,8 +9,10 @@ renewal (never later than the moment the federation stored it). The agent theref
 * a share the federation may re-place on its own (a single-cluster share, a Duplicated copy)
   after ``single = L + F - T - margin``; its pods are deleted with grace ``T``, so they are gone
   ``margin`` seconds before the re-placement can happen;
-* a share of a gang spanning clusters after ``spanning = max(0, L - margin)``: the federation
-  withdraws the gang's other shares after ``L``, so neither half runs long without the other;
+* a share of a gang spanning clusters after ``spanning = max(renew + 1, L - margin)`` (at most
+  ``single``): the federation withdraws the gang's other shares after ``L``, so neither half runs
+  long without the other; never before a renewal is overdue, so a lease grace shorter than the
+  margin does not stop spanning shares of a connected agent;
 * nothing whose Work says ``spec.placement.failover: false`` (the policy tolerates the
   unreachable NoExecute taint forever: the federation never re-places it while the cluster is
   Unknown).
@@ -60,7 +62,10 @@ def derive(lease_grace: float, failover_grace: float, termination_grace: int, re
     room = max(0.0, lease_grace + failover_grace - margin)
     grace = max(0, min(int(termination_grace), int(room / 2)))
     single = room - grace
-    spanning = max(0.0, min(single, lease_grace - margin))
+    # never before a renewal is overdue (one renew period + 1 s): a fence of 0 would stop a
+    # spanning share while its agent is connected (a lease grace under the margin, e.g. 4 s)
+    overdue = min(single, renew_period + 1.0)
+    spanning = max(overdue, min(single, lease_grace - margin))
     return FenceTimes(single, spanning, grace, margin, lease_grace, failover_grace)
 
 

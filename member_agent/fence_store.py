@@ -60,6 +60,7 @@ class ConfigMapFenceStore:
         self.core = core  # kubernetes_asyncio CoreV1Api of the member cluster
         self.gateway = gateway  # member_agent.cluster.kube.KubeGateway: apply_object creates or patches
         self.name = store_name(cluster)
+        self._exists = False  # once written, later saves are one patch (not a create answered 409)
 
     async def load(self) -> Optional[Obj]:
         try:
@@ -77,9 +78,19 @@ class ConfigMapFenceStore:
         return record if isinstance(record, dict) else None
 
     async def save(self, record: Obj) -> None:
+        data = {RECORD_KEY: json.dumps(record, sort_keys=True)}
+        if self._exists:
+            try:
+                await self.core.patch_namespaced_config_map(self.name, STORE_NAMESPACE, {"data": data},
+                                                            _request_timeout=10)
+                return
+            except Exception as exc:  # noqa: BLE001 - e.g. deleted by hand: create it again below
+                log.info("patching fence record %s/%s failed (%s); writing it whole", STORE_NAMESPACE, self.name,
+                         getattr(exc, "reason", None) or exc)
         await self.gateway.apply_object({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": self.name, "namespace": STORE_NAMESPACE,
                          "labels": {"app.kubernetes.io/managed-by": "caldera-agent"}},
-            "data": {RECORD_KEY: json.dumps(record, sort_keys=True)},
+            "data": data,
         })
+        self._exists = True

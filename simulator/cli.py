@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue-scope", choices=("fleet", "cluster"), default="fleet",
                    help="fleet: one set of queues for the fleet (default); cluster: each member holds the Queues "
                         "as written, the federation places first come first served (the comparison)")
+    p.add_argument("--topology", metavar="MODE", default="none",
+                   help="every job's networkTopology: none, soft, hard (one cluster) or hard:TIER (job mode)")
+    p.add_argument("--topology-slowdown", metavar="TIER=FACTOR,...", default="",
+                   help="run time × the factor of the highest tier a job spans; 'fleet=F' when split (job mode)")
     p.add_argument("--period", type=float, default=1.0, metavar="S",
                    help="scheduling period in seconds, arrivals within one are coalesced (job mode, 1)")
     p.add_argument("--coalesce", type=float, metavar="S",

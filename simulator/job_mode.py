@@ -92,6 +92,8 @@ class JobRun:
     wall_seconds: float = 0.0
     #: with ``--queues``: the :class:`simulator.fleet_replay.QueueReplay` (per-queue series, reclaims)
     queue_replay: Optional[Any] = None
+    #: simulator/topology.py's summary (tiers spanned), when the clusters have HyperNodes
+    topology: Optional[dict[str, Any]] = None
 
 
 class Divider(Protocol):

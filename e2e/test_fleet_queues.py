@@ -35,6 +35,7 @@ POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy
 NAMES = [f"capped-{i}" for i in range(6)]
 BINDINGS = resolve("resourcebindings")
 EVENTS = resolve("events")
+CLUSTERS = resolve("clusters")
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +126,16 @@ async def _clusters_of(rc: Any, name: str) -> set[str]:
     return {w["metadata"]["namespace"].removeprefix("karmada-es-") for w in listed.get("items") or []}
 
 
+async def _fleet_full(rc: Any) -> bool:
+    """The agents' reports show team-a's pods: placement then sees no room (not a report still on its way)."""
+    for name in ("cluster-a", "cluster-b"):
+        summary = ((await rc.get(CLUSTERS, name)).get("status") or {}).get("resourceSummary") or {}
+        if (summary.get("allocated") or {}).get("nvidia.com/gpu") != (summary.get("allocatable") or {}).get(
+                "nvidia.com/gpu"):
+            return False
+    return True
+
+
 async def test_a_starved_queue_reclaims_one_whole_gang_from_one_cluster(seed_system: System) -> None:
     async with api(seed_system) as rc, Recorder(rc, "works") as works:
         await capacity_reported(rc, seed_system)
@@ -135,6 +146,7 @@ async def test_a_starved_queue_reclaims_one_whole_gang_from_one_cluster(seed_sys
             await until(lambda n=name: job_phase(rc, n, "Running"), 60, f"{name} Running")
         where = {name: await _clusters_of(rc, name) for name in TEAM_A}
         assert all(len(c) == 1 for c in where.values()), where
+        await until(lambda: _fleet_full(rc), 30, "both clusters reporting every GPU allocated")
         await apply(rc, _labelled(gpu_job("team-b-0", 1, 8, 20, queue="team-b")))
         await until(lambda: job_phase(rc, "team-b-0", "Completed"), 60, "team-b-0 Completed in reclaimed room")
 
@@ -154,9 +166,14 @@ async def test_a_starved_queue_reclaims_one_whole_gang_from_one_cluster(seed_sys
         victim = victims.pop()
         assert ("reclaimed by default/team-b-0 of queue team-b (share 0.00 → 1.00 of its deserved) from queue "
                 f"team-a (share 1.04 → 0.70 of its deserved) on {next(iter(where[victim]))}") in events[0]["message"]
-        assert not await _clusters_of(rc, victim)  # the whole gang left: no Work on any cluster
+        deleted: dict[str, set[str]] = {}
+        for kind, work in works.events:
+            job = ((work["metadata"].get("labels") or {}).get("caldera.io/job") or "").removeprefix("default.")
+            if kind == "DELETED":
+                deleted.setdefault(job, set()).add(work["metadata"]["namespace"].removeprefix("karmada-es-"))
+        assert deleted.get(victim) == where[victim], deleted  # the whole gang left its one cluster
         for name in TEAM_A:
             if name != victim:
-                assert (await _clusters_of(rc, name)) == where[name]  # the others were not touched
+                assert name not in deleted and (await _clusters_of(rc, name)) == where[name]  # not touched
                 assert await job_phase(rc, name, "Running"), name
         assert where[victim] <= ran_on["team-b-0"], ran_on  # team-b's job ran where the gang left

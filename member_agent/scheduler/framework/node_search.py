@@ -407,11 +407,19 @@ class NodeSearch:
         want = num_nodes_to_find(ssn, n)
         found: list[np.ndarray] = []
         count = scanned = 0
-        chunk = n if want >= n or not cache.missing else first_chunk(task, cache, want)
+        # Two sizes (only the cost depends on them, never the answer): ``chunk`` rows are scanned
+        # at a time, about what this one search needs; a shape with many rows not yet evaluated
+        # evaluates ``ahead`` rows in one vectorised pass (its siblings' windows too), once.
+        chunk = n if want >= n else max(MIN_CHUNK, int(1.25 * (want + 1) / cache.density))
+        ahead = first_chunk(task, cache, want) if want < n and cache.missing > chunk else 0
+        ensured = 0  # rows from ``start``, in visiting order, evaluated by this search
         while scanned < n and count <= want:
             lo = (start + scanned) % n
             hi = min(lo + chunk, n, lo + n - scanned)
-            cache.ensure_span(ssn, task, lo, hi)
+            if cache.missing and scanned + hi - lo > ensured:
+                end = min(lo + max(ahead, hi - lo), n, lo + n - scanned)
+                cache.ensure_span(ssn, task, lo, end)
+                ensured = scanned + end - lo
             ok = cache.ok[lo:hi] if check_resources else cache.codes[lo:hi] == 0
             rows = (ok & ~role[lo:hi] if role is not None else ok).nonzero()[0]
             take = len(rows)

@@ -347,7 +347,7 @@ class Session:
             self.used[row] += req
             self.pod_count[row] += 1
             self.nonzero_used[row] += task.spec.nonzero
-        self.node_tasks[row][task.key] = task
+        self.node_tasks[row][task.spec.key] = task
         self.touch(row)
         for _name, on_allocate, _ in self.handlers:
             on_allocate(task)

@@ -83,11 +83,13 @@ class TaskSpec:
     labels: Mapping[str, str] = field(default_factory=dict)  # metadata.labels (inter-pod terms select on them)
     pod_affinity: PodAffinity = NO_POD_AFFINITY  # required inter-pod terms (framework/pod_affinity.py)
 
-    @cached_property
-    def key(self) -> str:
-        # Cached in the instance dict (a frozen dataclass allows that): read several times per
-        # task per session, and a spec lives across many sessions.
-        return f"{self.namespace}/{self.name}"
+    #: "<namespace>/<name>", set once at construction (a frozen dataclass allows it through
+    #: ``object.__setattr__``): read several times per task per session, and a spec lives across
+    #: many sessions, so a plain attribute beats a cached property's first-read machinery.
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
 
 @dataclass(frozen=True)

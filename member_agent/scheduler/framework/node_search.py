@@ -43,7 +43,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density")
+                 "evaluated", "scored", "missing", "memo", "density", "stale")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -61,6 +61,10 @@ class ShapeCache:
         self.evaluated = np.zeros(n, dtype=bool)  # rows whose entries are current
         self.scored = np.zeros(n, dtype=bool)  # evaluated rows whose ``score`` is current
         self.missing = n  # rows not current (0: every row is)
+        #: Rows :meth:`refresh` marked not current one by one (touched since evaluated); when they
+        #: are all the rows not current (``missing == len(stale)``), a span is checked against
+        #: them in Python instead of reading the span of ``evaluated``.
+        self.stale: set[int] = set()
         self.pos = len(ssn.changes)
         #: By-resources scores per node class the session opened with (node_classes.new_memo).
         self.memo: list[np.ndarray] | None = None
@@ -82,6 +86,12 @@ class ShapeCache:
     def ensure_span(self, ssn: Session, task: TaskInfo, lo: int, hi: int) -> None:
         """Evaluate the rows of ``[lo, hi)`` that are not current."""
         if not self.missing or hi <= lo:
+            return
+        if self.missing == len(self.stale):
+            inside = [row for row in self.stale if lo <= row < hi]
+            if inside:
+                inside.sort()
+                self._evaluate(ssn, task, np.array(inside, dtype=np.int64))
             return
         done = self.evaluated[lo:hi]
         if done.all():
@@ -114,6 +124,7 @@ class ShapeCache:
                 if evaluated[row]:
                     evaluated[row] = False
                     self.missing += 1
+                    self.stale.add(row)
             self.pos = len(changes)
             return
         rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
@@ -133,10 +144,14 @@ class ShapeCache:
         if len(rows) <= SMALL_ROWS:
             self.evaluated[rows] = True
             for row in rows.tolist():
+                self.stale.discard(row)
                 self._evaluate_row(ssn, task, row)
             return
         sel = selector(rows)  # a contiguous span: views and slice writes, no gathers
         self.evaluated[sel] = True
+        if self.stale:
+            evaluated = self.evaluated
+            self.stale = {row for row in self.stale if not evaluated[row]}
         # Checked dims one contiguous column at a time (ResourceColumns): 1-D comparisons
         # are much cheaper than ``all(axis=1)`` over a short second axis or strided reads.
         fit_idle: np.ndarray | bool = True
@@ -421,18 +436,19 @@ class NodeSearch:
                 cache.ensure_span(ssn, task, lo, end)
                 ensured = scanned + end - lo
             ok = cache.ok[lo:hi] if check_resources else cache.codes[lo:hi] == 0
-            rows = (ok & ~role[lo:hi] if role is not None else ok).nonzero()[0]
+            rows = (np.greater(ok, role[lo:hi]) if role is not None else ok).nonzero()[0]  # ok and not role
             take = len(rows)
             if count + take > want:  # the (want+1)-th feasible row: stop before it
                 take = want - count
                 visited = int(rows[take])
             else:
                 visited = hi - lo
-            if role_key:
+            if role is not None:  # visited nodes that failed: siblings skip them
+                role[lo:lo + visited] |= ~ok[:visited]
+            elif role_key:
                 failed = ~ok[:visited]
-                if failed.any():  # some visited node failed: siblings skip it
-                    if role is None:
-                        role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
+                if failed.any():
+                    role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
                     role[lo:lo + visited] |= failed
             found.append(rows[:take] + lo)
             count += take
@@ -487,7 +503,7 @@ class NodeSearch:
         scores = cache.scores(ssn, task, group)
         for fn in ssn.batch_node_order_fns:
             scores = scores + fn(task, group)
-        return int(group[int(np.argmax(scores))])
+        return int(group[int(scores.argmax())])
 
     def fits_resources(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
         """Whether ``task``'s request fits the Idle and the FutureIdle of one node."""

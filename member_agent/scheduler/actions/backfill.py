@@ -6,7 +6,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from member_agent.scheduler.framework.arguments import Argument
-from member_agent.scheduler.framework.infos import TaskInfo
+from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.node_search import NodeSearch
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.status import TaskStatus
@@ -39,7 +39,7 @@ class Backfill:
 
     @staticmethod
     def _tasks(ssn: Session) -> list[TaskInfo]:
-        by_queue: dict[str, list] = {}
+        by_queue: dict[str, list[JobInfo]] = {}
         for job in ssn.jobs.values():
             if job.is_pending() or job.queue not in ssn.queues or ssn.job_valid(job):
                 continue

@@ -291,6 +291,16 @@ class _Tally:
     COUNTERS = ("counts", "role_counts", "role_valid", "role_ready", "role_pending_best_effort",
                 "pending_best_effort", "ready_num", "valid_num", "scheduled_num")
     __slots__ = (*COUNTERS, "answers")
+    counts: Counter[TaskStatus]
+    role_counts: dict[str, Counter[TaskStatus]]
+    role_valid: dict[str, int]
+    role_ready: dict[str, int]
+    role_pending_best_effort: dict[str, int]
+    pending_best_effort: int
+    ready_num: int
+    valid_num: int
+    scheduled_num: int
+    answers: list[bool | None]
 
     @classmethod
     def of(cls, job: JobInfo) -> _Tally:

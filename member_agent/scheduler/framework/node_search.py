@@ -256,7 +256,8 @@ class ShapeCache:
         """Reason codes ("Insufficient <resource>") for rows whose FutureIdle is short."""
         future = ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]
         first = np.argmax(~(future > self.limit), axis=1)
-        return dim_reason_codes(ssn)[first]
+        codes: np.ndarray = dim_reason_codes(ssn)[first]
+        return codes
 
 
 class ResourceColumns:
@@ -478,7 +479,8 @@ class NodeSearch:
             # A node a sibling failed on that would pass now (resources freed since).
             sibling = self.ssn.reasons.code(SIBLING_FAILED, Code.UNSCHEDULABLE)
             codes[(codes == 0) & failed[rows]] = sibling
-        return codes
+        reasons: np.ndarray = codes
+        return reasons
 
     def _cache(self, task: TaskInfo) -> ShapeCache:
         """The shape's lazy cache; the dictionary entry itself when no node changed since its

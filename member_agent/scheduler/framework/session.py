@@ -328,7 +328,8 @@ class Session:
 
     # ------------------------------------------------------------------ node accounting
     def future_idle(self, row: int) -> Vector:
-        return self.idle[row] + self.releasing[row] - self.pipelined[row]
+        future: Vector = self.idle[row] + self.releasing[row] - self.pipelined[row]
+        return future
 
     def touch(self, row: int) -> None:
         self.changes.append(row)

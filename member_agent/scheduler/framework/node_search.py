@@ -228,8 +228,14 @@ class ShapeCache:
         idle = ssn.idle[row].tolist()
         releasing = ssn.releasing[row].tolist()
         pipelined = ssn.pipelined[row].tolist()
-        self.fit_idle[row] = all(idle[d] > lim for d, lim in checked)
-        fit_future = all(idle[d] + releasing[d] - pipelined[d] > lim for d, lim in checked)
+        fit_idle = fit_future = True
+        for d, lim in checked:  # one plain loop: two generator expressions per row cost more
+            value = idle[d]
+            if not value > lim:
+                fit_idle = False
+            if not value + releasing[d] - pipelined[d] > lim:
+                fit_future = False
+        self.fit_idle[row] = fit_idle
         self.fit_future[row] = fit_future
         code = 0
         for fn, row_fn in ssn.predicate_fns:

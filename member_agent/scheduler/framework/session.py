@@ -347,7 +347,10 @@ class Session:
             self.idle[row] -= req
             self.used[row] += req
             self.pod_count[row] += 1
-            self.nonzero_used[row] += task.spec.nonzero
+            cpu, memory = task.spec.nonzero  # two scalar adds: a tuple operand is converted to an array per call
+            nonzero_used = self.nonzero_used
+            nonzero_used[row, 0] += cpu
+            nonzero_used[row, 1] += memory
         self.node_tasks[row][task.spec.key] = task
         self.touch(row)
         for _name, on_allocate, _ in self.handlers:

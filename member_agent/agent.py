@@ -38,7 +38,8 @@ from member_agent.cluster.clock import Clock
 from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
 from member_agent.controllers import ControllerConfig
 from member_agent.controllers.naming import pod_group_name
-from member_agent.fenced_works import fence_applies, stop_fenced, with_fenced_condition
+from member_agent.fence_store import FenceStore
+from member_agent.fenced_works import fence_applies, fence_unknown_shares, stop_fenced, with_fenced_condition
 from member_agent.fencing import Fence
 from member_agent.gang import GangTracker
 from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
@@ -47,6 +48,7 @@ from member_agent.pod_writes import EVICT_GRACE, PodWrites
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.scheduler_cache import ObjectSync, SchedulerCache
+from member_agent.topology_status import cluster_topology
 from member_agent.work_state import WorkState
 from member_agent.works import (
     GENERATION_LABEL,
@@ -100,6 +102,8 @@ class Agent:
         #: self-fencing (set by ``caldera agent``; None: never fence) and the generations it stopped
         self.fence: Optional[Fence] = None
         self.fenced: dict[str, int] = {}  # Work uid -> placement generation fenced
+        #: where the fence's record outlives a restart (member_agent/fence_store.py; None: nowhere)
+        self.fence_store: Optional[FenceStore] = None
         self.writes = PodWrites(gateway)  # pod writes and what is still in flight
         self.queues: list[Obj] = []
         self.priority_classes: list[Obj] = []
@@ -275,6 +279,7 @@ class Agent:
             if "volcano.sh/queue-name" in labels:
                 queue_of_pod[(pod.get("metadata") or {}).get("uid", "")] = labels["volcano.sh/queue-name"]
         status = cluster_status(state, pods, queue_of_pod, self.queues, requests)
+        status["topology"] = cluster_topology(state, self.hyper_nodes)  # docs/protocol.md "Topology"
         self.metrics.set_queues(status["queues"])
         status["kubernetesVersion"] = self.options.kubernetes_version
         return status
@@ -303,6 +308,8 @@ class Agent:
                 by_work.setdefault(uid, []).append(pod)
         if self.works_listed:
             await self._delete_orphans(by_work)
+        else:  # restarted, the Works not listed yet: the pods' labels say what to fence
+            await fence_unknown_shares(self, by_work, {state.record.uid for state in self.works.values()})
         for key, state in list(self.works.items()):
             try:
                 await self._work_pass(key, state, by_work.get(state.record.uid, []), priorities, now)
@@ -346,11 +353,13 @@ class Agent:
             await self.writes.delete_all(pods, "placement cancelled")
             self.update_status(state, now)
             return
-        # generations are fencing tokens: a held (new gang attempt) generation stops older bound pods too
-        stale = [p for p in pods if _generation(p) < record.placement.generation
-                 and (not pod_node(p) or record.placement.hold)]
+        # generations are fencing tokens: a pod of an older generation never starts, and never keeps
+        # running unless the new generation is a re-division that keeps it (keepsFromGeneration);
+        # after a re-placement the new generation's pods start afresh once the old ones are gone
+        stale = [p for p in pods if record.placement.stale(_generation(p), bool(pod_node(p)))]
         run.deleted_by_us.update(p["metadata"]["name"] for p in stale)
-        await self.writes.delete_all(stale, "older placement generation")
+        await self.writes.delete_all(stale, f"older placement generation than {record.placement.generation}",
+                                     grace=None)
         had_group = run.pod_group is not None
         plan = run.plan(record, [p for p in pods if p not in stale], now, self.controller_config, priorities)
         if plan is not None:

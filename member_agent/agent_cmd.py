@@ -203,6 +203,10 @@ async def serve(args: argparse.Namespace) -> int:
     agent = Agent(options, gateway, clock)
     agent.fence = Fence(clock, args.lease_period, termination_grace=args.fence_termination_grace,
                         fence_after=args.fence_after, enabled=not args.no_self_fence)
+    if sim is None:  # a real member cluster outlives the agent: the fence's record lives there
+        from member_agent.fence_store import ConfigMapFenceStore
+
+        agent.fence_store = ConfigMapFenceStore(gateway.core, gateway, args.cluster)  # type: ignore[attr-defined]
     label_keys = [k.strip() for k in args.hypernode_label_keys.split(",") if k.strip()]
     fixed_hyper_nodes = cluster_file.hyper_nodes if sim is not None else []
     agent.set_hyper_nodes(fixed_hyper_nodes)

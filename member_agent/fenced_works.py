@@ -17,6 +17,7 @@ from member_agent.cluster.gateway import Obj, pod_terminating
 from member_agent.fencing import Fence
 from member_agent.pod_writes import PodWrites
 from member_agent.work_state import WorkState
+from member_agent.works import FENCE_LABEL, GENERATION_LABEL
 
 
 class Agent(Protocol):
@@ -30,6 +31,8 @@ class Agent(Protocol):
 
 log = logging.getLogger("caldera.agent.fence")
 FENCED_CONDITION = "Fenced"
+#: ``Agent.fenced`` value of a Work fenced by its pods' labels, not listed yet
+UNLISTED = -1
 #: member Job phases with nothing left to stop
 FINISHED = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
 
@@ -40,6 +43,8 @@ def fence_applies(agent: Agent, state: WorkState) -> bool:
     if not record.placement.failover or state.run is None or state.run.phase in FINISHED:
         return False
     held = agent.fenced.get(record.uid)
+    if held == UNLISTED:  # fenced by its pods' labels before the Works were listed: this generation stays
+        held = agent.fenced[record.uid] = record.placement.generation
     if held is not None and record.placement.generation <= held:
         return True
     if held is not None:  # the federation answered with a newer generation: it starts afresh
@@ -72,6 +77,39 @@ async def stop_fenced(agent: Agent, state: WorkState, pods: list[Obj], now: floa
         job_status.state.reason = FENCED_CONDITION
         job_status.state.message = state.fenced_reason
     agent.update_status(state, now)
+
+
+async def fence_unknown_shares(agent: Agent, by_work: dict[str, list[Obj]], known: set[str]) -> None:
+    """Before the first list of the Works (a restart during a partition): stop the pods of Works
+    the agent does not know yet by their labels, once the fence says so (or had said so before the
+    restart), and remember their generation as fenced: listed later at that generation, the Work
+    stays stopped (:func:`fence_applies`)."""
+    fence = agent.fence
+    if fence is None or not fence.enabled:
+        return
+    for uid, pods in by_work.items():
+        live = [p for p in pods if not pod_terminating(p)]
+        labels = [(p.get("metadata") or {}).get("labels") or {} for p in live]
+        if uid in known or not live or any(lab.get(FENCE_LABEL) == "never" for lab in labels):
+            continue  # a pod without the label predates it: treated as re-placeable (the default)
+        spanning = any(lab.get(FENCE_LABEL) == "spanning" for lab in labels)
+        if not (fence.fenced(spanning) or fence.fenced_at_restore(spanning)):
+            continue
+        generation = max(_int(lab.get(GENERATION_LABEL)) for lab in labels)
+        # the Work's generation, once listed, stays fenced (it may be newer than the pods' labels: a
+        # re-division that kept them); only a generation the federation gives later starts afresh
+        agent.fenced.setdefault(uid, UNLISTED)
+        reason = fence.reason()
+        log.warning("Work uid %s (generation %d, not listed since the agent started): %s; stopping its %d pod(s)",
+                    uid, generation, reason, len(live))
+        await agent.writes.delete_all(live, reason, fence.times().termination_grace)
+
+
+def _int(text: object) -> int:
+    try:
+        return int(str(text))
+    except ValueError:
+        return 0
 
 
 def with_fenced_condition(status: Obj, state: WorkState, now: float) -> Obj:

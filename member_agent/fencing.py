@@ -9,8 +9,10 @@ renewal (never later than the moment the federation stored it). The agent theref
 * a share the federation may re-place on its own (a single-cluster share, a Duplicated copy)
   after ``single = L + F - T - margin``; its pods are deleted with grace ``T``, so they are gone
   ``margin`` seconds before the re-placement can happen;
-* a share of a gang spanning clusters after ``spanning = max(0, L - margin)``: the federation
-  withdraws the gang's other shares after ``L``, so neither half runs long without the other;
+* a share of a gang spanning clusters after ``spanning = max(renew + 1, L - margin)`` (at most
+  ``single``): the federation withdraws the gang's other shares after ``L``, so neither half runs
+  long without the other; never before a renewal is overdue, so a lease grace shorter than the
+  margin does not stop spanning shares of a connected agent;
 * nothing whose Work says ``spec.placement.failover: false`` (the policy tolerates the
   unreachable NoExecute taint forever: the federation never re-places it while the cluster is
   Unknown).
@@ -60,7 +62,10 @@ def derive(lease_grace: float, failover_grace: float, termination_grace: int, re
     room = max(0.0, lease_grace + failover_grace - margin)
     grace = max(0, min(int(termination_grace), int(room / 2)))
     single = room - grace
-    spanning = max(0.0, min(single, lease_grace - margin))
+    # never before a renewal is overdue (one renew period + 1 s): a fence of 0 would stop a
+    # spanning share while its agent is connected (a lease grace under the margin, e.g. 4 s)
+    overdue = min(single, renew_period + 1.0)
+    spanning = max(overdue, min(single, lease_grace - margin))
     return FenceTimes(single, spanning, grace, margin, lease_grace, failover_grace)
 
 
@@ -96,10 +101,49 @@ class Fence:
         self.last_renewal_wall = clock.now()
         #: wall time the current fence began (None: not fenced)
         self.fenced_at: Optional[float] = None
+        #: seconds without a renewal already behind a restarted agent (None: nothing restored)
+        self.restored_gap: Optional[float] = None
 
     def restart(self) -> None:
-        """The sync starts (again): count from now, as if the federation had just been reached."""
+        """The sync starts (again) with nothing persisted: count from now, as if the federation
+        had just been reached."""
         self.renewed(self.clock.monotonic(), self.clock.now())
+
+    def record(self) -> dict[str, Any]:
+        """What a restarted agent needs to fence on time (:mod:`member_agent.fence_store`): the
+        wall time of the last successful renewal's start and the federation's graces."""
+        out: dict[str, Any] = {"lastRenewal": rfc3339(self.last_renewal_wall),
+                               "lastRenewalUnix": round(self.last_renewal_wall, 3)}
+        if self.timing is not None:
+            out["timing"] = dict(self.timing)
+        return out
+
+    def restore(self, record: Mapping[str, Any]) -> bool:
+        """Resume from a persisted :meth:`record` (a restart): the time since its renewal counts as
+        time without one, measured on the wall clock (the only clock that survives a restart; a
+        record from the future counts as a renewal now). False when the record is unusable."""
+        try:
+            last_wall = float(record["lastRenewalUnix"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        timing = record.get("timing")
+        if isinstance(timing, Mapping) and self.timing is None:
+            self.learn({"status": {TIMING_FIELD: {"leaseGraceSeconds": timing.get("lease"),
+                                                  "failoverGraceSeconds": timing.get("failover"),
+                                                  "podTerminationGraceSeconds": timing.get("termination")}}})
+        gap = max(0.0, self.clock.now() - last_wall)
+        self.last_renewal = self.clock.monotonic() - gap
+        self.last_renewal_wall = min(last_wall, self.clock.now())
+        self.restored_gap = gap
+        return True
+
+    def fenced_at_restore(self, spanning: bool) -> bool:
+        """Whether the agent had already been cut off for the fence time when it restarted (its
+        shares stay stopped even if the federation answers before it knows their Works)."""
+        if not self.enabled or self.restored_gap is None:
+            return False
+        times = self.times()
+        return self.restored_gap >= (times.spanning if spanning else times.single)
 
     def renewed(self, started_monotonic: float, started_wall: float) -> None:
         """A renewal that started at ``started_*`` succeeded."""

@@ -36,7 +36,7 @@ from member_agent.controllers import (
     observe_pods,
     reconcile,
 )
-from member_agent.works import GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
+from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
@@ -242,7 +242,8 @@ class JobRun:
             observation = JobObservation(
                 job=self.job, pod_group=pod_group, pods=live, requests=requests, deferred=self.deferred,
                 priority_classes=priority_classes, existing_objects=self.objects,
-                pod_labels={WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation)},
+                pod_labels={WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
+                            FENCE_LABEL: record.fence_class},
             )
             plan = reconcile(observation, when, config)
         except (CalderaError, ValueError) as exc:  # ValueError: a pod or PodGroup the models refuse

@@ -40,6 +40,14 @@ def with_placement(pod: Obj, node: str, annotations: Optional[dict[str, str]]) -
     return out
 
 
+def own_grace(pod: Obj) -> int:
+    """The pod's ``spec.terminationGracePeriodSeconds`` (Kubernetes' default 30 when unset)."""
+    try:
+        return max(0, int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", EVICT_GRACE)))
+    except (TypeError, ValueError):
+        return EVICT_GRACE
+
+
 def nominated_node(pod: Obj) -> Optional[str]:
     return (pod.get("status") or {}).get("nominatedNodeName") or None
 
@@ -151,8 +159,11 @@ class PodWrites:
         except GatewayError as exc:
             log.warning("delete pod %s/%s: %s", namespace, name, exc)
 
-    async def delete_all(self, pods: list[Obj], why: str, grace: int = EVICT_GRACE) -> None:
+    async def delete_all(self, pods: list[Obj], why: str, grace: Optional[int] = EVICT_GRACE) -> None:
+        """Delete ``pods`` (those not terminating yet) with ``grace`` (None: each pod's own
+        ``terminationGracePeriodSeconds``, as ``kubectl delete`` does)."""
         for pod in pods:
             if not pod_terminating(pod):
                 log.info("Deleting pod %s: %s", key_of(pod), why)
-                await self.delete(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"], grace)
+                await self.delete(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"],
+                                  own_grace(pod) if grace is None else grace)

@@ -160,10 +160,13 @@ class FederationSync:
         """Read the graces the federation published on our Cluster (``status.failoverTiming``)."""
         if self.agent.fence is None:
             return
+        before = self.agent.fence.report()
         try:
             self.agent.fence.learn(await self.call("get_cluster", lambda: self.api.get_cluster(self.cluster)))
         except Exception as exc:  # noqa: BLE001 - the graces last read (or the defaults) stay in force
             log.debug("reading Cluster %s for the federation's graces failed: %s", self.cluster, exc)
+        if self.agent.fence.report() != before:
+            self.agent.changes.bump()  # the new fence goes out now, not at the next status heartbeat
 
     async def _renew_lease(self, now: float) -> None:
         try:
@@ -188,6 +191,7 @@ class FederationSync:
             try:
                 await self.renew_lease()
                 await self.learn_failover_timing()
+                await self.save_fence()
             except Conflict:
                 await self.clock.sleep(0.2)  # changed between our read and write: read again soon
                 continue
@@ -283,9 +287,35 @@ class FederationSync:
                 log.debug("listing Queues/PriorityClasses failed: %s", exc)
             await self.clock.sleep(self.inputs_period)
 
+    async def resume_fence(self) -> None:
+        """The sync starts (a restart, a standby just elected): the fence resumes from the record
+        persisted in the member cluster, or counts from now when there is none."""
+        fence, store = self.agent.fence, self.agent.fence_store
+        if fence is None:
+            return
+        record = None
+        if store is not None:
+            try:
+                record = await store.load()
+            except Exception as exc:  # noqa: BLE001 - an unreadable record restores nothing
+                log.warning("reading the fence record failed: %s; the fence counts from now", exc)
+        if record is not None and fence.restore(record):
+            log.info("fence resumed: last renewal %s, %.1fs ago", record.get("lastRenewal"), fence.unreachable_for())
+        else:
+            fence.restart()
+
+    async def save_fence(self) -> None:
+        """Persist the fence's record after a renewal (best effort: the next renewal tries again)."""
+        fence, store = self.agent.fence, self.agent.fence_store
+        if fence is None or store is None:
+            return
+        try:
+            await store.save(fence.record())
+        except Exception as exc:  # noqa: BLE001
+            log.warning("saving the fence record failed: %s", exc)
+
     async def run(self) -> None:
-        if self.agent.fence is not None:
-            self.agent.fence.restart()  # e.g. a standby just elected: the fence counts from now
+        await self.resume_fence()
         while True:
             try:
                 await self.register()

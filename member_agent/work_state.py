@@ -46,6 +46,9 @@ class WorkState:
     def seed_from_status(self, status: Obj) -> None:
         """After a restart: the Job's status as last reported, the PodGroup phase, the gang phase if released."""
         manifests = status.get("manifestStatuses") or []
+        observed = status.get("observedPlacementGeneration")
+        if isinstance(observed, int) and observed < self.record.placement.generation:
+            manifests = []  # the status of a superseded generation: its pods' counts are not this one's
         if manifests and isinstance(manifests[0].get("status"), dict):
             self.seed_status = dict(manifests[0]["status"])
         gang = status.get("gang") or {}

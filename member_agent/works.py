@@ -7,7 +7,10 @@ which the agent reports as ``Applied=False`` with the reason and otherwise leave
 
 Fencing: a Work's *placement generation* is ``spec.placement.generation`` (or the Job's
 ``caldera.io/placement-generation`` annotation, or ``metadata.generation``). The agent keeps
-the highest generation it has seen per Work uid and ignores anything older.
+the highest generation it has seen per Work uid and ignores anything older; it deletes every pod
+of a generation older than ``spec.placement.keepsFromGeneration`` (the oldest generation a
+re-division for a changed spec keeps; absent: the generation itself), bound or not, and says in ``status.observedPlacementGeneration`` which
+generation its status describes (the federation counts no status of an older one).
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from typing import Any, Optional
 from member_agent.cluster.clock import rfc3339
 from member_agent.cluster.gateway import Obj
 from policies.codec import admit_all, decode_text
-from policies.models.karmada_work import JOB_UID, PLACEMENT_GENERATION
+from policies.models.karmada_work import JOB_UID, OBSERVED_PLACEMENT_GENERATION, PLACEMENT_GENERATION
 
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 GENERATION_ANNOTATION = PLACEMENT_GENERATION
 WORK_UID_LABEL = "caldera.io/work-uid"
 WORK_LABEL = "caldera.io/work"
 GENERATION_LABEL = PLACEMENT_GENERATION
+#: pod label: which fence stops the pod when its agent is cut off, known without the Work (a
+#: restarted agent, member_agent/fence_store.py): "spanning", "single" or "never"
+FENCE_LABEL = "caldera.io/fence"
 DEFAULT_RESERVE_TIMEOUT = 60
 
 
@@ -41,6 +47,17 @@ class Placement:
     #: ``spec.placement.failover``: whether the federation may re-place this share when the cluster
     #: is lost (false: the policy keeps it here, so a cut-off agent never fences it)
     failover: bool = True
+    #: ``spec.placement.keepsFromGeneration``: pods of an older generation are stopped (fencing
+    #: tokens); a re-division for a changed spec keeps its running pods (absent: ``generation``)
+    keeps_from: int = 0
+
+    def stale(self, pod_generation: int, bound: bool) -> bool:
+        """Whether a pod of ``pod_generation`` must stop (or never start) under this placement:
+        every pod older than ``generation`` that is not bound yet, or that a held generation (a new
+        gang attempt) replaces; a bound one older than ``keeps_from``."""
+        if pod_generation >= self.generation:
+            return False
+        return not bound or self.hold or pod_generation < self.keeps_from
 
 
 @dataclass
@@ -64,6 +81,13 @@ class WorkRecord:
         return f"{md.get('namespace')}/{md.get('name')}"
 
     @property
+    def fence_class(self) -> str:
+        """The pods' :data:`FENCE_LABEL`: how :mod:`member_agent.fencing` treats this share."""
+        if not self.placement.failover:
+            return "never"
+        return "spanning" if self.placement.clusters > 1 else "single"
+
+    @property
     def gang_managed(self) -> bool:
         """Whether this share takes part in the two-phase start."""
         return self.placement.clusters > 1
@@ -85,7 +109,15 @@ def _placement(work: Obj, manifest: Optional[Obj]) -> Placement:
         reserve_timeout=int(raw.get("reserveTimeoutSeconds") or DEFAULT_RESERVE_TIMEOUT),
         declared=bool(raw),
         failover=raw.get("failover") is not False,
+        keeps_from=_keeps_from(raw, generation),
     )
+
+
+def _keeps_from(raw: Obj, generation: int) -> int:
+    try:
+        return min(generation, int(raw.get("keepsFromGeneration", generation)))
+    except (TypeError, ValueError):
+        return generation
 
 
 def parse_work(work: Obj) -> WorkRecord:
@@ -167,6 +199,8 @@ def work_status(record: WorkRecord, job_status: Obj, podgroup_phase: Optional[st
         }
     if gang is not None:
         status["gang"] = gang
+    # a fencing token: the federation counts this status only for the generation it names
+    status[OBSERVED_PLACEMENT_GENERATION] = record.placement.generation
     _keep_transition_times(status["conditions"], (previous or {}).get("conditions") or [])
     return status
 

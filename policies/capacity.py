@@ -255,9 +255,10 @@ def resource_summary(state: NodeState, pods: Iterable[Obj],
     }
 
 
-def node_shapes(state: NodeState) -> list[dict[str, Any]]:
-    """Schedulable Ready nodes grouped by identical free vector and placement labels."""
-    return _grouped_shapes(state, state.free)
+def node_shapes(state: NodeState, rows: Optional[Iterable[int]] = None) -> list[dict[str, Any]]:
+    """Schedulable Ready nodes (of ``rows``, default all) grouped by identical free vector and
+    placement labels."""
+    return _grouped_shapes(state, state.free, rows)
 
 
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
@@ -325,11 +326,12 @@ def preemptible_shapes(state: NodeState, pods: Iterable[Obj],
             for k, p in enumerate(kept)]
 
 
-def _grouped_shapes(state: NodeState, free: np.ndarray) -> list[dict[str, Any]]:
-    """Schedulable Ready nodes grouped by identical ``free`` vector and placement labels."""
+def _grouped_shapes(state: NodeState, free: np.ndarray, rows: Optional[Iterable[int]] = None) -> list[dict[str, Any]]:
+    """Schedulable Ready nodes (of ``rows``, default all) grouped by identical ``free`` vector and
+    placement labels."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     free = np.maximum(free, 0.0)
-    for i in range(len(state.names)):
+    for i in (range(len(state.names)) if rows is None else rows):
         if not state.ready[i] or state.unschedulable[i]:
             continue
         quantities = _quantities(state.columns, free[i])

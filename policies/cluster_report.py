@@ -17,6 +17,7 @@ from typing import Any, Optional
 from policies.capacity import NodeState, cluster_status
 from policies.cluster_layout import ClusterFile
 from policies.errors import InvalidConfiguration
+from policies.topology_report import single_domain_report
 from policies.wire_objects import Obj
 
 CLUSTER_API_VERSION = "cluster.karmada.io/v1alpha1"
@@ -56,6 +57,8 @@ def idle_cluster(layout: ClusterFile, source: str = "<cluster file>") -> Obj:
     described = {"provider": layout.provider, "region": layout.region, "zone": layout.zone, "labels": layout.labels}
     cluster = cluster_registration(layout.name, described)
     status = cluster_status(NodeState(layout.nodes, []), [])
+    if not layout.hyper_nodes:  # one domain; with HyperNodes the agent ranks the domains (its tree)
+        status["topology"] = single_domain_report()
     status["conditions"] = [ready_condition(None)]
     status["kubernetesVersion"] = SIM_KUBERNETES_VERSION
     cluster["status"] = status

@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-wall-clock", action="store_true", help="write wallSeconds as null (byte-identical summary)")
     p.add_argument("--clusters", nargs="+", metavar="FILE", help="cluster layout files (job mode; several: federation)")
     p.add_argument("--policy", metavar="PP.yaml", help="PropagationPolicy dividing jobs over several clusters")
+    p.add_argument("--topology", metavar="MODE", default="none",
+                   help="every job's networkTopology: none, soft, hard (one cluster) or hard:TIER (job mode)")
+    p.add_argument("--topology-slowdown", metavar="TIER=FACTOR,...", default="",
+                   help="run time × the factor of the highest tier a job spans; 'fleet=F' when split (job mode)")
     p.add_argument("--period", type=float, default=1.0, metavar="S",
                    help="scheduling period in seconds, arrivals within one are coalesced (job mode, 1)")
     p.add_argument("--coalesce", type=float, metavar="S",

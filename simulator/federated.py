@@ -27,6 +27,7 @@ from federation.controllers.render import share_manifest
 from federation.placement.adapters import assumed_share, build_request
 from federation.placement.place import Placer
 from member_agent.pod_writes import with_placement
+from member_agent.topology_status import cluster_topology
 from policies.capacity import NodeState, cluster_status
 from policies.errors import InvalidConfiguration
 from simulator.clock import VirtualClock
@@ -78,7 +79,9 @@ class Federation:
     # ------------------------------------------------------------------ cluster status
     def _cluster(self, member: Member, empty: bool = False) -> Obj:
         pods = [] if empty else self._pods(member)
-        status = cluster_status(NodeState(member.nodes, pods), pods)
+        state = NodeState(member.nodes, pods)
+        status = cluster_status(state, pods)
+        status["topology"] = cluster_topology(state, member.hyper_nodes)  # the fleet tier (docs/topology.md)
         status["conditions"] = [{"type": "Ready", "status": "True", "lastTransitionTime": "2023-01-01T00:00:00Z"}]
         return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
                 "metadata": {"name": member.name}, "spec": {}, "status": status}

@@ -22,7 +22,7 @@ import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional, Protocol
+from typing import Any, Callable, Iterator, Optional, Protocol
 
 from simulator.clock import VirtualClock
 from simulator.member import Member, Share
@@ -90,6 +90,8 @@ class JobRun:
     cross_cluster_jobs: Optional[int] = None
     simulated_seconds: float = 0.0
     wall_seconds: float = 0.0
+    #: simulator/topology.py's summary (tiers spanned), when the clusters have HyperNodes
+    topology: Optional[dict[str, Any]] = None
 
 
 class Divider(Protocol):

@@ -66,6 +66,7 @@ def job_summary(run: JobRun, *, inputs: dict[str, Any], wall_clock: bool) -> dic
         "firstRejection": None,
         "simulatedSeconds": run.simulated_seconds,
         "wallSeconds": run.wall_seconds if wall_clock else None,
+        **({"topology": run.topology} if run.topology is not None else {}),
     })
 
 

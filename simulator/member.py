@@ -72,12 +72,19 @@ class Member:
 
     def __init__(self, name: str, nodes: list[Obj], conf: SchedulerConf, clock: VirtualClock, *,
                  options: SessionOptions = SessionOptions(), controller: ControllerConfig = ControllerConfig(),
-                 queues: tuple[str, ...] = ("default",), priority_classes: Optional[dict[str, int]] = None) -> None:
+                 queues: tuple[str, ...] = ("default",), priority_classes: Optional[dict[str, int]] = None,
+                 hyper_nodes: tuple[Obj, ...] = ()) -> None:
         self.name, self.conf, self.clock, self.options, self.controller = name, conf, clock, options, controller
         self.nodes = nodes
+        self.hyper_nodes = hyper_nodes  # the cluster file's ``hyperNodes:``, as the agent passes them
         self.cache = SchedulerCache()
         for node in nodes:
             self.cache.upsert(node)
+        for hyper_node in hyper_nodes:
+            self.cache.upsert(hyper_node)
+        #: simulator/topology.py: (member, job, nodes, clusters) -> run-time factor when a share binds
+        self.on_bind: Optional[Callable[[str, str, list[str], int], float]] = None
+        self._base: dict[str, float] = {}  # job -> its run time before any slowdown
         for queue in queues:
             self.cache.upsert({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                                "metadata": {"name": queue}, "spec": {"weight": 1, "reclaimable": True},
@@ -120,6 +127,7 @@ class Member:
             requests = task["template"]["spec"]["containers"][0]["resources"]["requests"]
             per_pod[task["name"]] = float(requests.get(GPU, 0) or 0) + float(requests.get("nvidia.com/gpucores", 0) or 0) / 100
         share = Share(job, record, JobRun.start(record, self.clock.now()), GangTracker(generation), duration, per_pod)
+        self._base[job] = duration
         self.shares[job] = share
         self._requeue_at.pop(job, None)  # a new run of the job: nothing asked yet
         self._unstarted.add(job)
@@ -135,7 +143,11 @@ class Member:
                                   Placement(share.record.placement.generation, hold=False,
                                             clusters=share.record.placement.clusters), share.record.job)
         annotations = dict(share.gang.annotations)
-        for key, node in share.gang.evaluate(share.record, share.run.min_member, share.run.phase, "", self.clock.now()).items():
+        placed = share.gang.evaluate(share.record, share.run.min_member, share.run.phase, "", self.clock.now())
+        if self.on_bind is not None:
+            share.duration = self._base[job] * self.on_bind(self.name, job, list(placed.values()),
+                                                            share.record.placement.clusters)
+        for key, node in placed.items():
             self._bind(share, key.split("/", 1)[1], node, annotations.get(key))
         self._dirty.add(job)
 
@@ -340,6 +352,8 @@ class Member:
             if job is not None:
                 self._delete_pod(self.shares[job], key.split("/", 1)[1])
                 self._dirty.add(job)
+        if self.on_bind is not None:
+            self._slow_down(result.bindings)
         for key, node in sorted(result.bindings.items()):
             job = self._by_pod.get(key)
             if job is None:
@@ -364,6 +378,22 @@ class Member:
             self._evaluate_gangs(result)
         self.reconcile()
         return result
+
+    def _slow_down(self, bindings: dict[str, str]) -> None:
+        """Each share binding now (not held) runs ``on_bind``'s factor longer: the tier its pods span."""
+        assert self.on_bind is not None
+        nodes_of: dict[str, list[str]] = {}
+        for key, node in bindings.items():
+            job = self._by_pod.get(key)
+            if job is not None:
+                nodes_of.setdefault(job, []).append(node)
+        for job, nodes in sorted(nodes_of.items()):
+            share = self.shares[job]
+            if share.record.placement.hold:
+                continue  # a held share binds at release
+            bound = [str(p["spec"]["nodeName"]) for p in share.pods.values() if (p.get("spec") or {}).get("nodeName")]
+            share.duration = self._base[job] * self.on_bind(self.name, job, bound + nodes,
+                                                            share.record.placement.clusters)
 
     def _evaluate_gangs(self, result: CycleResult) -> None:
         reasons: dict[str, str] = {}

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from federation.controllers import common as c
+from policies.models.karmada_work import status_is_current
 
 Obj = dict[str, Any]
 
@@ -69,6 +70,8 @@ def works_of(rb: Obj | None, key: tuple[str, str], uid: str,
 
 
 def _manifest(work: Obj | None) -> Obj:
+    if work is not None and not status_is_current(work):
+        return {}  # reported for an older placement generation: says nothing about this one
     for item in ((work or {}).get("status") or {}).get("manifestStatuses") or []:
         if isinstance(item, dict):
             return item

@@ -21,7 +21,7 @@ from typing import Any
 from federation.controllers import common as c
 from federation.placement.adapters import assumed_share, job_demand
 from federation.placement.request import AssumedWorkload
-from policies.models.karmada_work import EXECUTION_NAMESPACE_PREFIX
+from policies.models.karmada_work import EXECUTION_NAMESPACE_PREFIX, status_is_current
 
 Obj = Mapping[str, Any]
 Key = tuple[str, str]
@@ -40,6 +40,8 @@ def confirmed(work: Obj | None, generation: int) -> bool:
     if int(gang.get("generation") or -1) == generation and gang.get("phase") in c.CONFIRMED_PHASES:
         return True
     placed = int(((work.get("spec") or {}).get("placement") or {}).get("generation") or -1)
+    if not status_is_current(work):  # the job phase below is an older generation's
+        return False
     for manifest in status.get("manifestStatuses") or []:
         phase = (((manifest.get("status") or {}).get("state")) or {}).get("phase")
         if phase in c.CONFIRMED_JOB_PHASES and placed == generation:

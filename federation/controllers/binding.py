@@ -156,6 +156,22 @@ def placement_json(decision: PlacementDecision, job: Obj, generation: int) -> di
     return stable
 
 
+def keeps_from(rb: Obj | None, generation: int, restart: bool) -> int:
+    """The oldest placement generation whose running pods the new division keeps (``keepsFrom`` of
+    the placement JSON, the Works' ``spec.placement.keepsFromGeneration``): a re-placement (a lost
+    cluster, a fenced or failed share, a cancelled start, the first division) restarts the job, so
+    only ``generation``'s own pods count; a re-division for a changed spec keeps the running pods
+    of the divisions it continues (elastic shares keep their indices), so older pods are stopped
+    only by a restart. Generations are fencing tokens: an agent stops every pod older than this."""
+    previous = placement_of(rb) or {}
+    if restart or not previous:
+        return generation
+    try:
+        return min(generation, int(previous.get("keepsFrom", previous.get("generation", generation))))
+    except (TypeError, ValueError):
+        return generation
+
+
 def target_clusters(decision: PlacementDecision) -> list[dict[str, Any]]:
     """``spec.clusters`` of the binding: replicas and per-task components, by name."""
     out = []

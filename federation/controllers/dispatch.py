@@ -205,7 +205,9 @@ class DispatchController(TeardownMixin, QueueController):
                 "workload": {"manifests": [manifest]},
                 "placement": {"generation": generation, "hold": multi and not released, "cancelled": cancelled,
                               "clusters": len(placement.get("clusters") or {}) if multi else 1,
-                              "reserveTimeoutSeconds": timeout},
+                              "reserveTimeoutSeconds": timeout,
+                              # fencing token: the agent stops every pod of an older generation
+                              "keepsFromGeneration": min(generation, int(placement.get("keepsFrom", generation)))},
             },
         }
 

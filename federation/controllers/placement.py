@@ -263,6 +263,7 @@ class PlacementController(FleetAdmission, PlacementOutcomes, ClusterView, Queued
                 changed = replace or generation == 0 or not b.same_layout(old_clusters, clusters)
                 new_gen = generation + 1 if changed else generation
                 placement = b.placement_json(decision, job, new_gen)
+                placement["keepsFrom"] = b.keeps_from(rb, new_gen, restart=replace or generation == 0)
                 self.assumed.forget(uid)
                 self.assumed.remember(job, new_gen, placement)
                 self._next_may_start(key)

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from policies.k8s import durations
-from policies.models.karmada_work import PLACEMENT_GENERATION
+from policies.models.karmada_work import PLACEMENT_GENERATION, status_is_current
 
 Obj = dict[str, Any]
 
@@ -180,6 +180,9 @@ class ShareView:
         """A short explanation of where this share stands."""
         if self.work is None:
             return "not dispatched yet"
+        if self.stale and not status_is_current(self.work):
+            return (f"the agent has not reported on placement generation {work_generation(self.work)} yet "
+                    f"(its status is of an older one)")
         if self.stale:
             return f"Work is from placement generation {work_generation(self.work)}, waiting for the new one"
         if ((self.work.get("spec") or {}).get("placement") or {}).get("cancelled"):
@@ -208,6 +211,7 @@ def share_views(binding: Obj | None, works: Iterable[Obj]) -> tuple[int | None, 
         work = by_cluster.get(plan.cluster)
         own = work_generation(work) if work is not None else None
         stale = work is not None and generation is not None and own is not None and own < generation
+        stale = stale or (work is not None and not status_is_current(work))  # reported for an older generation
         views.append(ShareView(plan, work, stale))
     return generation, views
 

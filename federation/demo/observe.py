@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
 from policies.kinds import resolve
-from policies.models.karmada_work import JOB_LABEL
+from policies.models.karmada_work import JOB_LABEL, status_is_current
 
 if TYPE_CHECKING:
     from federation.client import ResourceClient
@@ -123,7 +123,8 @@ def share_of(work: dict[str, Any]) -> Optional[Share]:
     job_spec = manifests[0].get("spec") or {}
     tasks = {str(t.get("name") or f"task{i}"): (_int(t.get("replicas")), _int(t.get("minAvailable", t.get("replicas"))))
              for i, t in enumerate(job_spec.get("tasks") or [])}
-    status = work.get("status") or {}
+    # a status the agent wrote for an older placement generation says nothing about this one
+    status = (work.get("status") or {}) if status_is_current(work) else {}
     first: dict[str, Any] = next(iter(status.get("manifestStatuses") or []), {})
     reported = first.get("status") or {}
     gang = status.get("gang") or {}

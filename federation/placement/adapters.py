@@ -20,7 +20,9 @@ from federation.placement.request import (
     AssumedWorkload,
     ClusterAffinity,
     ClusterState,
+    ClusterTopology,
     JobDemand,
+    JobTopology,
     NodeShape,
     Options,
     PlacementRequest,
@@ -33,6 +35,8 @@ from federation.placement.request import (
     StaticWeight,
     Taint,
     TaskDemand,
+    TopologyDomain,
+    TopologyTier,
     labels,
     resources,
 )
@@ -43,6 +47,7 @@ from policies.k8s.object_view import conditions_of, meta_of
 from policies.models.core import PodTemplateSpec
 from policies.models.pod_resources import template_request
 from policies.resources import ResourceVector
+from policies.topology_report import parse_topology
 
 Obj = Mapping[str, Any] | Any
 
@@ -118,7 +123,33 @@ def job_demand(job: Obj, priority_classes: Mapping[str, Obj] | None = None) -> J
         min_available=sum(t.min_available for t in tasks) if job_min is None else int(job_min),
         priority=priority,
         preempts=preempts,
+        topology=job_topology(spec.get("networkTopology")),
     )
+
+
+def job_topology(raw: Mapping[str, Any] | None) -> JobTopology | None:
+    """``spec.networkTopology`` as the core reads it (admission has checked its fields)."""
+    if not raw:
+        return None
+    tier = raw.get("highestTierAllowed")
+    return JobTopology(mode="soft" if raw.get("mode") == "soft" else "hard",
+                       highest_tier=None if tier is None else int(tier),
+                       highest_tier_name=str(raw.get("highestTierName") or ""))
+
+
+def _shapes(raw: Any) -> tuple[NodeShape, ...]:
+    return tuple(NodeShape(int(s.get("count") or 0), _vector(s.get("free")), labels(s.get("labels"))) for s in raw or [])
+
+
+def cluster_topology(raw: Mapping[str, Any] | None, cluster: str) -> ClusterTopology | None:
+    """``status.topology`` (docs/protocol.md "Topology"); a malformed one raises naming the field."""
+    if raw is None:
+        return None
+    parsed = parse_topology(raw, cluster)  # checked; read from the wire dict (quantities as written)
+    return ClusterTopology(parsed.top_tier, tuple(
+        TopologyTier(int(t["tier"]), str(t.get("tierName") or ""),
+                     tuple(TopologyDomain(str(d["name"]), _shapes(d.get("shapes"))) for d in t.get("top") or []))
+        for t in raw.get("tiers") or []))
 
 
 # ---------------------------------------------------------------- policy
@@ -230,6 +261,7 @@ def cluster_state(cluster: Obj, lease_renewed: float | None = None, lease_durati
             (int(entry["belowPriority"]), tuple(NodeShape(int(s.get("count") or 0), _vector(s.get("free")),
                                                           labels(s.get("labels"))) for s in entry.get("shapes") or []))
             for entry in status.get("preemptibleShapes") or [])),
+        topology=cluster_topology(status.get("topology"), meta.get("name") or "<unnamed>"),
     )
 
 

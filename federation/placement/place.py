@@ -25,6 +25,8 @@ from collections import OrderedDict
 
 from federation.placement.decision import ClusterDiagnosis, Failure, PlacementDecision
 from federation.placement.filter import FilterResult, filter_clusters
+from federation.placement.fleet_domains import DomainCache
+from federation.placement.fleet_topology import place_with_topology
 from federation.placement.optimize_step import optimize
 from federation.placement.optimizer import Optimizer
 from federation.placement.preemption import PreemptionViews, place_with_preemption
@@ -126,6 +128,8 @@ class Placer:
         self.preemption = PreemptionViews()
         self._filters: OrderedDict[tuple[object, ...], tuple[ClusterTable, FilterResult]] = OrderedDict()
         self._filter_cache_size = filter_cache_size
+        self.domains = DomainCache()  # every reported network domain, per snapshot (fleet_domains)
+        self._views: Placer | None = None  # places one cluster seen as one domain (own caches)
 
     def filtered(self, request: PlacementRequest, table: ClusterTable, affinity: ClusterAffinity,
                  previous: frozenset[str]) -> FilterResult:
@@ -142,6 +146,28 @@ class Placer:
         return result
 
     def place(self, request: PlacementRequest) -> PlacementDecision:
+        """Place under the job's network topology (:mod:`federation.placement.fleet_topology`),
+        which places a job without one exactly as :meth:`place_plain` does."""
+        if request.job.topology is None:
+            return self.place_plain(request)
+        if self._views is None:
+            self._views = Placer()
+        return place_with_topology(request, self.place_plain, self._views.place_plain, self.domains,
+                                   self.filtered_names(request))
+
+    def filtered_names(self, request: PlacementRequest) -> dict[str, str]:
+        """Clusters some ``clusterAffinities`` term's filter keeps -> "", and the others -> why not."""
+        table = self.tables.get(request.clusters)
+        previous = frozenset(c.name for c in request.previous.clusters)
+        kept: dict[str, str] = {}
+        excluded: dict[str, str] = {}
+        for affinity in request.spec.affinities or (ClusterAffinity(),):
+            result = self.filtered(request, table, affinity, previous)
+            kept.update((c.name, "") for c in result.candidates)
+            excluded.update(result.excluded)
+        return {**{n: why for n, why in excluded.items() if n not in kept}, **kept}
+
+    def place_plain(self, request: PlacementRequest) -> PlacementDecision:
         """Place on free capacity; if the job fits nowhere and may preempt, on what preemption
         of lower-priority pods would free (:mod:`federation.placement.preemption`)."""
         return place_with_preemption(request, self.place_on_free(request), self.preemption, self.place_on_free)

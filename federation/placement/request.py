@@ -48,6 +48,15 @@ class TaskDemand:
 
 
 @dataclass(frozen=True)
+class JobTopology:
+    """The job's ``spec.networkTopology`` (docs/topology.md "The fleet tier")."""
+
+    mode: Literal["hard", "soft"] = "hard"
+    highest_tier: Optional[int] = None  # highestTierAllowed
+    highest_tier_name: str = ""  # highestTierName
+
+
+@dataclass(frozen=True)
 class JobDemand:
     namespace: str
     name: str
@@ -58,6 +67,8 @@ class JobDemand:
     priority: Optional[int] = None
     #: its PriorityClass lets it preempt (preemptionPolicy is not Never)
     preempts: bool = False
+    #: ``spec.networkTopology`` (None: the job has none)
+    topology: Optional[JobTopology] = None
 
     @property
     def replicas(self) -> int:
@@ -87,6 +98,29 @@ class ResourceSummary:
     allocating: Resources = ()
 
 
+@dataclass(frozen=True)
+class TopologyDomain:
+    """One reported network domain and its free capacity."""
+
+    name: str
+    shapes: tuple[NodeShape, ...]
+
+
+@dataclass(frozen=True)
+class TopologyTier:
+    tier: int
+    tier_name: str
+    domains: tuple[TopologyDomain, ...]  # the reported (roomiest) ones
+
+
+@dataclass(frozen=True)
+class ClusterTopology:
+    """``status.topology``: tiers below ``top_tier`` (the whole cluster), ascending."""
+
+    top_tier: int = 1
+    tiers: tuple[TopologyTier, ...] = ()
+
+
 ReadyStatus = Literal["True", "False", "Unknown"]
 
 
@@ -110,6 +144,8 @@ class ClusterState:
     #: ``status.preemptibleShapes``: (belowPriority, node shapes were pods of lower priority
     #: evicted), ascending by belowPriority
     preemptible: tuple[tuple[int, tuple[NodeShape, ...]], ...] = ()
+    #: ``status.topology`` (None: not reported, the cluster is one domain)
+    topology: Optional[ClusterTopology] = None
 
 
 # ---------------------------------------------------------------- the policy

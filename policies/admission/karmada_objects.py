@@ -61,6 +61,14 @@ def validate_cluster_status(cluster: Cluster) -> list[FieldError]:
     for i, queue in enumerate(status.queues or []):
         require(errors, queue.name not in seen, f"status.queues[{i}].name", f"queue {queue.name!r} listed twice")
         seen.add(queue.name)
+    topology = status.topology
+    if topology is not None:  # docs/protocol.md "Topology"
+        tiers = [t.tier for t in topology.tiers]
+        require(errors, tiers == sorted(set(tiers)), "status.topology.tiers",
+                f"tiers must be distinct and ascending, found {tiers}")
+        if tiers:
+            require(errors, topology.top_tier > tiers[-1], "status.topology.topTier",
+                    f"must be above every reported tier ({tiers[-1]}), found {topology.top_tier}")
     return errors
 
 

@@ -94,6 +94,33 @@ class PreemptibleShapes(K8sModel):
     shapes: list[NodeShape]
 
 
+class TopologyDomain(K8sModel):
+    """One network domain (a HyperNode, or the whole cluster): its free capacity as node shapes."""
+
+    name: str
+    nodes: int = Field(ge=0)
+    shapes: list[NodeShape]
+
+
+class TopologyTier(K8sModel):
+    """The ``k`` roomiest domains of one tier (docs/protocol.md "Topology")."""
+
+    tier: int = Field(ge=1)
+    tier_name: Optional[str] = None
+    #: how many domains the tier has in all (``top`` holds at most ``k`` of them)
+    domains: int = Field(ge=0)
+    top: list[TopologyDomain]
+
+
+class ClusterTopology(K8sModel):
+    """``status.topology``: per tier below the cluster's top tier, the top-k domains' free capacity.
+    The top tier (``topTier``) is the whole cluster, whose capacity is ``nodeShapes``."""
+
+    k: int = Field(ge=1)
+    top_tier: int = Field(ge=1)
+    tiers: list[TopologyTier] = Field(default_factory=list)
+
+
 class GPUSummary(K8sModel):
     product: str
     total: int = Field(ge=0)
@@ -154,6 +181,7 @@ class ClusterStatus(K8sModel):
     queues: Optional[list[QueueSummary]] = None
     failover_timing: Optional[FailoverTiming] = None
     fence: Optional[AgentFence] = None
+    topology: Optional[ClusterTopology] = None
 
 
 class Cluster(KindObject):

@@ -28,6 +28,9 @@ EXECUTION_NAMESPACE_PREFIX = "karmada-es-"
 # The federation <-> agent contract's keys (docs/protocol.md), defined once for both planes.
 #: a share's placement generation (annotation on the Work's Job, label on the agent's pods): the fencing token
 PLACEMENT_GENERATION = "caldera.io/placement-generation"
+#: Work status field: the placement generation the agent's status describes (docs/protocol.md,
+#: *Fencing*); a status of an older generation than ``spec.placement.generation`` counts for nothing
+OBSERVED_PLACEMENT_GENERATION = "observedPlacementGeneration"
 #: label on Works: ``<namespace>.<name>`` and uid of the federated job they are a share of
 JOB_LABEL = "caldera.io/job"
 JOB_UID = "caldera.io/job-uid"
@@ -178,6 +181,9 @@ class WorkPlacement(K8sModel):
     #: false: the policy keeps the share where it is when the cluster is lost, so a cut-off agent
     #: never fences it (docs/protocol.md, *Fencing*); absent: it may be re-placed
     failover: Optional[bool] = None
+    #: the oldest generation whose running pods this one keeps (a re-division for a changed spec);
+    #: the agent stops every pod of an older generation; absent: ``generation`` (docs/protocol.md, *Fencing*)
+    keeps_from_generation: Optional[int] = Field(default=None, ge=0)
 
 
 class WorkSpec(K8sModel):
@@ -220,6 +226,26 @@ class WorkStatus(K8sModel):
     conditions: Optional[list[Condition]] = None
     manifest_statuses: Optional[list[ManifestStatus]] = None
     gang: Optional[GangStatus] = None
+    #: the placement generation this status describes (written by the agent)
+    observed_placement_generation: Optional[int] = Field(default=None, ge=0)
+
+
+def status_is_current(work: Any) -> bool:
+    """Whether a Work's status speaks for its current ``spec.placement.generation``.
+
+    Generations are fencing tokens: until the agent has reported on the newest generation, what
+    the status says (job phase, health, counts) belongs to pods that are being replaced, and
+    counts for nothing. A status without ``observedPlacementGeneration`` (an older agent, a plain
+    Karmada Work) is taken as current."""
+    if not isinstance(work, dict):
+        return False
+    status = work.get("status") or {}
+    observed = status.get(OBSERVED_PLACEMENT_GENERATION) if isinstance(status, dict) else None
+    placement = (work.get("spec") or {}).get("placement") or {}
+    try:
+        return observed is None or int(observed) >= int(placement.get("generation") or 0)
+    except (TypeError, ValueError):
+        return False
 
 
 class Work(KindObject):

@@ -16,6 +16,7 @@ DERIVE_CASES = [
     ((10, 10, 30, 2), (7.0, 3.0, 6)),          # 30 s pods do not fit: the grace is cut to half the room
     ((5, 0, 30, 2), (0.0, 0.0, 0)),            # no room at all: fence at once, kill at once
     ((40, 0, 0, 10), (25.0, 25.0, 0)),         # no failover grace: single == spanning
+    ((4, 600, 30, 2), (567.0, 3.0, 30)),       # lease grace under the margin: once a renewal is overdue, not at once
 ]
 
 

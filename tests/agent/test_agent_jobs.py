@@ -170,7 +170,9 @@ async def test_held_share_with_session_scheduler_reserves_then_runs(real: Harnes
 def share_of(work: dict, generation: int, replicas: int, total: int, indices: list[list[int]] | None) -> dict:
     """The Work re-rendered for ``generation``: ``replicas`` of a ``total``-worker job, kept indices."""
     work = copy.deepcopy(work)
-    work["spec"]["placement"] = {"generation": generation, "hold": False, "clusters": 2, "reserveTimeoutSeconds": 60}
+    # a re-division for a changed spec: it keeps the running pods of generation 1 on (keepsFromGeneration)
+    work["spec"]["placement"] = {"generation": generation, "hold": False, "clusters": 2, "reserveTimeoutSeconds": 60,
+                                 "keepsFromGeneration": 1}
     job = work["spec"]["workload"]["manifests"][0]
     job["spec"]["tasks"][0]["replicas"] = job["spec"]["minAvailable"] = replicas
     notes = job["metadata"]["annotations"]

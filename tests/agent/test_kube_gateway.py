@@ -5,6 +5,7 @@ subresource, evict through delete, annotate, events — with the real kubernetes
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 from kubernetes_asyncio import client as k8s
@@ -146,3 +147,20 @@ async def test_hypernodes_served_by_member_mode_and_listed_by_the_gateway(member
     assert refused.value.status == 422 and "spec.members" in refused.value.body
     listed = await gateway.list_hyper_nodes()
     assert [(h["kind"], h["metadata"]["name"], h["spec"]["tier"]) for h in listed] == [("HyperNode", "leaf0", 1)]
+
+
+async def test_fence_record_round_trips_through_a_member_configmap(member, caplog) -> None:
+    from member_agent.fence_store import ConfigMapFenceStore
+
+    caplog.set_level(logging.INFO, logger="caldera.agent.fence")
+    gateway, _core = member
+    store = ConfigMapFenceStore(gateway.core, gateway, "cluster-a")
+    assert await store.load() is None  # first start: nothing to resume from
+    assert "no fence record" in caplog.text
+    record = {"lastRenewal": "2026-12-05T22:00:00Z", "lastRenewalUnix": 1796508000.0,
+              "timing": {"lease": 10.0, "failover": 10.0, "termination": 3.0}}
+    await store.save(record)  # creates caldera-system/caldera-agent-fence-cluster-a (and the namespace)
+    assert await store.load() == record
+    await store.save(dict(record, lastRenewalUnix=1796508010.0))  # later renewals patch it
+    assert (await store.load() or {})["lastRenewalUnix"] == 1796508010.0
+    assert "writing it whole" not in caplog.text, "the later save was one patch"

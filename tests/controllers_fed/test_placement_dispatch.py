@@ -62,7 +62,7 @@ async def test_seed_job_divided_by_karmada_weights_and_dispatched(fed: Fed) -> N
     assert manifest["metadata"]["annotations"]["caldera.io/job-uid"] == job["metadata"]["uid"]
     for work in (a, b):
         assert work["spec"]["placement"] == {"generation": 1, "hold": True, "cancelled": False, "clusters": 2,
-                                             "reserveTimeoutSeconds": 60}
+                                             "reserveTimeoutSeconds": 60, "keepsFromGeneration": 1}
 
     # two-phase: both shares reserve -> both released
     await fed.gang("cluster-a", "gpu-dist-training", 1, "Reserved")

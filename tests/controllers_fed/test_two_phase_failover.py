@@ -64,8 +64,9 @@ async def test_no_execute_taint_replaces_the_whole_job_on_the_remaining_cluster(
     works = await until(lambda: _works_of_generation(fed, "moving", 2, 1), "the job re-placed on cluster-b alone")
     assert list(works) == ["cluster-b"]
     placement = works["cluster-b"]["spec"]["placement"]
+    # a re-placement (cluster lost): generation 1's pods on cluster-b are fenced off, not kept
     assert placement == {"generation": 2, "hold": False, "cancelled": False, "clusters": 1,
-                         "reserveTimeoutSeconds": 60}
+                         "reserveTimeoutSeconds": 60, "keepsFromGeneration": 2}
     manifest = works["cluster-b"]["spec"]["workload"]["manifests"][0]
     assert manifest["spec"]["tasks"][0]["replicas"] == 8 and manifest["spec"]["minAvailable"] == 8
     assert json.loads(manifest["metadata"]["annotations"]["caldera.io/task-offsets"]) == {"worker": 0}

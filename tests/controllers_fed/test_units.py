@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from federation.controllers.binding import keeps_from
 from federation.controllers.matching import match_policy
 from federation.controllers.render import apply_overrides, share_manifest
 from federation.controllers.two_phase import judge, merge_caps
@@ -188,3 +189,25 @@ def test_assumed_shares_merge_per_shape_and_drop_confirmed() -> None:
     merged = {w.cluster: [n for _, n in w.components] for w in shares.others("u0")}
     assert merged == {"b": [1]}  # only j1's unconfirmed share on b is left; nothing negative
     assert {w.cluster: [n for _, n in w.components] for w in shares.others("u1")} == {"a": [2], "b": [1]}  # j0 only
+
+
+def _rb(placement: dict[str, Any] | None) -> dict[str, Any]:
+    notes = {} if placement is None else {"caldera.io/placement": json.dumps(placement)}
+    return {"metadata": {"annotations": notes}}
+
+
+# (previous placement JSON, new generation, a re-placement?) -> keepsFrom: generations are fencing
+# tokens; only a re-division for a changed spec keeps the running pods of the ones it continues
+KEEPS_FROM_CASES = [
+    (None, 1, True, 1),                                      # the first division
+    ({"generation": 3, "keepsFrom": 2}, 4, True, 4),         # a lost cluster / fenced share: restart
+    ({"generation": 3, "keepsFrom": 2}, 4, False, 2),        # rescaled: keeps what generation 3 kept
+    ({"generation": 3}, 4, False, 3),                        # written before keepsFrom: generation 3's pods
+    ({"generation": 3, "keepsFrom": 2}, 3, False, 2),        # same layout, same generation
+    ({"generation": 3, "keepsFrom": "x"}, 4, False, 4),      # unreadable: nothing older is kept
+]
+
+
+@pytest.mark.parametrize(("previous", "generation", "restart", "expected"), KEEPS_FROM_CASES)
+def test_keeps_from(previous: dict[str, Any] | None, generation: int, restart: bool, expected: int) -> None:
+    assert keeps_from(_rb(previous) if previous is not None else None, generation, restart) == expected

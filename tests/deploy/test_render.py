@@ -156,9 +156,11 @@ CORE_CALLS = {
     "create_namespaced_event": ("events", {"create"}), "create_namespace": ("namespaces", {"create"}),
     "read_namespaced_pod_log": ("pods/log", {"get"}),
 }
-#: granted beyond what kube.py calls, and why: evictions through the API, the agents' leader election
+#: granted beyond what kube.py calls, and why: evictions through the API, the agents' leader election,
+#: reading the fence's record back (member_agent/fence_store.py)
 EXTRA = {("", "pods/eviction", "create"), ("coordination.k8s.io", "leases", "get"),
-         ("coordination.k8s.io", "leases", "create"), ("coordination.k8s.io", "leases", "update")}
+         ("coordination.k8s.io", "leases", "create"), ("coordination.k8s.io", "leases", "update"),
+         ("", "configmaps", "get")}
 
 
 def _needed_by_the_kube_gateway() -> set[tuple[str, str, str]]:

@@ -44,7 +44,8 @@ def binding(job_name: str, generation: int, placement: dict[str, dict[str, list[
 
 def work(job_name: str, cluster: str, generation: int, phase: str | None = None, *, namespace: str = "default",
          hold: int | None = None, gang: Obj | None = None, message: str | None = None,
-         cancelled: bool = False, applied: str | None = None, applied_message: str = "", **counts: int) -> Obj:
+         cancelled: bool = False, applied: str | None = None, applied_message: str = "",
+         observed: int | None = None, **counts: int) -> Obj:
     manifest = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                 "metadata": {"name": job_name, "namespace": namespace,
                              "annotations": {"caldera.io/placement-generation": str(generation)}},
@@ -66,6 +67,8 @@ def work(job_name: str, cluster: str, generation: int, phase: str | None = None,
                                        "status": share, "health": "Healthy"}]
     if gang is not None:
         status["gang"] = dict(gang, generation=generation)
+    if observed is not None:  # the placement generation the agent's status describes
+        status["observedPlacementGeneration"] = observed
     obj: Obj = {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
                 "metadata": {"name": f"{namespace}.{job_name}", "namespace": f"karmada-es-{cluster}",
                              "labels": {"caldera.io/job": f"{namespace}.{job_name}"}},

@@ -86,3 +86,18 @@ def test_cluster_status_consistency() -> None:
                                                                    "fragmented": -1}]}}
     with pytest.raises(ValidationError):
         Cluster.model_validate(negative)
+
+
+def test_cluster_status_topology_consistency() -> None:
+    shape = {"count": 4, "free": {"nvidia.com/gpu": "8"}}
+    ok = Cluster.model_validate({"metadata": {"name": "a"}, "status": {"topology": {"k": 4, "topTier": 2, "tiers": [
+        {"tier": 1, "tierName": "leaf", "domains": 3, "top": [{"name": "leaf0", "nodes": 4, "shapes": [shape]}]}]}}})
+    admit(ok)
+    unordered = Cluster.model_validate({"metadata": {"name": "a"}, "status": {"topology": {"k": 4, "topTier": 3, "tiers": [
+        {"tier": 2, "domains": 1, "top": []}, {"tier": 1, "domains": 1, "top": []}]}}})
+    assert paths(unordered) == ["status.topology.tiers"]
+    low_top = Cluster.model_validate({"metadata": {"name": "a"}, "status": {"topology": {"k": 4, "topTier": 1, "tiers": [
+        {"tier": 1, "domains": 1, "top": []}]}}})
+    assert paths(low_top) == ["status.topology.topTier"]
+    with pytest.raises(ValidationError):
+        Cluster.model_validate({"metadata": {"name": "a"}, "status": {"topology": {"k": 4, "topTier": 1, "rack": 1}}})

@@ -18,6 +18,7 @@ import orjson
 from aiohttp import web
 
 from federation.apiserver.apply.list_types import FieldPath, ListType, lists_of
+from policies.api_docs import DescribedSchema
 from policies.kinds import KINDS, KindInfo
 
 Obj = dict[str, Any]
@@ -105,15 +106,24 @@ def _mark_lists(node: Any, defs: Obj, lists: dict[FieldPath, ListType], path: Fi
         _mark_lists(schema, defs, lists, path + (prop,), seen)
 
 
+@cache
+def _json_schema(info: KindInfo) -> Obj:
+    """The kind's JSON schema with descriptions (:mod:`policies.api_docs`) and list markers. Made once per
+    kind: pydantic takes seconds for all kinds, and the v3 and v2 documents and the CRDs all need it.
+    Callers must not change it (:func:`_clean` builds new objects)."""
+    try:
+        raw = info.model.model_json_schema(by_alias=True, mode="validation", schema_generator=DescribedSchema)
+    except Exception:  # a model still being written, or a schema pydantic cannot express: stay open
+        raw = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    _mark_lists(raw, raw.get("$defs", {}), lists_of(info.api_version, info.kind))
+    return raw
+
+
 def kind_schemas(info: KindInfo, ref_prefix: str) -> dict[str, Obj]:
     """Schemas of one kind (its own and its sub-objects'), named under the kind's prefix."""
     name = _schema_name(info)
-    try:
-        raw = info.model.model_json_schema(by_alias=True, mode="validation")
-    except Exception:  # a model still being written, or a schema pydantic cannot express: stay open
-        raw = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    raw = _json_schema(info)
     defs = raw.get("$defs", {})
-    _mark_lists(raw, defs, lists_of(info.api_version, info.kind))
     schemas = {f"{name}.{k}": _clean(v, ref_prefix, name) for k, v in defs.items()}
     top = _clean(raw, ref_prefix, name)
     top["x-kubernetes-group-version-kind"] = [{"group": info.group, "version": info.version, "kind": info.kind}]

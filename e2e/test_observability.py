@@ -162,6 +162,7 @@ def test_agent_metrics_need_a_token_over_tls(demo: Demo) -> None:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")
+@pytest.mark.timeout(240)  # room for one more browser wait when CALDERA_UPDATE_SCREENSHOT waits for GPUs in use
 def test_dashboard_shows_clusters_and_jobs_in_chromium(demo: Demo, tmp_path: Path) -> None:
     playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) not installed")
     with playwright_api.sync_playwright() as pw:
@@ -220,7 +221,7 @@ def browse(page: Any, demo: Demo, tmp_path: Path) -> None:
     page.wait_for_selector("#gpu-chart[data-source=prometheus] svg")  # the chart drawn from Prometheus
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
     if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):  # docs/dashboard.png: once the chart shows GPUs in use
-        page.wait_for_selector('#gpu-chart[data-source=prometheus]:not([data-peak="0"])', timeout=300_000)
+        page.wait_for_selector('#gpu-chart[data-source=prometheus]:not([data-peak="0"])')
         page.screenshot(path=str(SCREENSHOT))
     # the overview re-renders its rows every refresh; the click re-finds the link if one is replaced
     page.click(f'#jobs tr[data-job="default/{demo.jobs[0]}"] a')

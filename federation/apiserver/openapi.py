@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from federation.apiserver import openapi_proto
 from federation.apiserver.apply.list_types import FieldPath, ListType, lists_of
 from policies.api_docs import DescribedSchema
 from policies.kinds import KINDS, KindInfo
@@ -194,19 +195,48 @@ def v3_index() -> Obj:
     return {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={_hash(gv)}"} for gv in gvs}}
 
 
+def _sibling_refs(node: Any) -> Any:
+    """Swagger 2.0 as kube-apiserver writes it: a field of a named type is ``$ref`` with its description
+    beside it, not ``allOf: [$ref]`` (kube-openapi's v2 reader, behind ``kubectl explain
+    --output=plaintext-openapiv2``, follows only a direct ``$ref``)."""
+    if isinstance(node, list):
+        return [_sibling_refs(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _sibling_refs(v) for k, v in node.items()}
+    parts = out.get("allOf")
+    if isinstance(parts, list) and len(parts) == 1 and set(parts[0]) == {"$ref"}:
+        del out["allOf"]
+        out["$ref"] = parts[0]["$ref"]
+    return out
+
+
 @lru_cache(maxsize=1)
-def v2_document() -> bytes:
+def _v2() -> Obj:
     definitions: dict[str, Obj] = {}
     for info in KINDS:
         definitions.update(kind_schemas(info, "#/definitions/"))
-    doc = {"swagger": "2.0", "info": {"title": "Caldera", "version": "v1"}, "paths": {}, "definitions": definitions}
-    return orjson.dumps(doc)
+    return {"swagger": "2.0", "info": {"title": "Caldera", "version": "v1"}, "paths": {},
+            "definitions": _sibling_refs(definitions)}
+
+
+@lru_cache(maxsize=1)
+def v2_document() -> bytes:
+    return orjson.dumps(_v2())
+
+
+@lru_cache(maxsize=1)
+def v2_protobuf() -> bytes:
+    return openapi_proto.document(_v2())
 
 
 def add_routes(app: web.Application) -> None:
     async def v2(request: web.Request) -> web.Response:
-        if "protobuf" in request.headers.get("Accept", "") and "json" not in request.headers.get("Accept", ""):
-            return web.Response(status=406, text="only application/json is served")
+        accept = request.headers.get("Accept", "")
+        if any(media in accept for media in openapi_proto.MEDIA_TYPES):  # kubectl's only form
+            return web.Response(body=v2_protobuf(), headers={"Content-Type": openapi_proto.MEDIA_TYPE})
+        if "protobuf" in accept and "json" not in accept:
+            return web.Response(status=406, text=f"served as application/json or {openapi_proto.MEDIA_TYPE}")
         return web.Response(body=v2_document(), content_type="application/json")
 
     async def v3(_request: web.Request) -> web.Response:

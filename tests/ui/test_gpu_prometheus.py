@@ -135,3 +135,18 @@ async def test_the_overview_reads_prometheus_when_it_answers(tmp_path: Path, fak
             doc = await response.json()
     assert doc["gpuHistorySource"] == {"source": "prometheus", "url": url}
     assert [(p["used"], p["total"]) for p in doc["gpuHistory"]] == [(6, 16), (12, 16)]
+
+
+@pytest.mark.parametrize("bad", ["127.0.0.1:9090", "ftp://prom:9090", "http://", "prometheus"])
+def test_serve_refuses_a_prometheus_url_that_is_not_http(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from federation.cli.serve import register
+
+    parser = argparse.ArgumentParser(prog="caldera serve")
+    register(parser)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["--prometheus-url", bad])
+    assert exited.value.code == 2
+    assert f"argument --prometheus-url: {bad!r} is not an http:// or https:// URL" in capsys.readouterr().err
+    assert parser.parse_args(["--prometheus-url", "http://127.0.0.1:9090"]).prometheus_url == "http://127.0.0.1:9090"

@@ -24,6 +24,7 @@ from policies.kinds import KINDS, KindInfo
 
 Obj = dict[str, Any]
 _ACTIONS = {"get": "read", "put": "replace", "patch": "patch", "delete": "delete"}
+_BOUNDS = {"ge": "minimum", "le": "maximum"}
 
 
 def _gv_path(info: KindInfo) -> str:
@@ -49,6 +50,10 @@ def _clean(node: Any, ref_prefix: str, defs_prefix: str) -> Any:
             out[key] = value.replace("#/$defs/", f"{ref_prefix}{defs_prefix}.")
         elif key == "const":
             out["enum"] = [value]
+        elif key in _BOUNDS:  # pydantic's constraint names where it could not write JSON Schema's
+            out[_BOUNDS[key]] = value
+        elif key == "propertyNames":  # map keys' patterns: not in OpenAPI 3.0; the server checks them
+            continue
         elif key in ("anyOf", "oneOf"):
             options = [o for o in value if o != {"type": "null"}]
             if len(options) == 1:

@@ -160,6 +160,23 @@ def test_every_served_field_has_a_description_in_v2_v3_and_the_crds(served: Serv
             missing += list(_undescribed(version["schema"]["openAPIV3Schema"], crd["metadata"]["name"]))
     assert missing == []
     assert len(v2) >= len(KINDS) and len(definitions) >= 15  # the walk saw every kind and every custom kind
+    foreign = {key for schema in v2.values() for key in _keys(schema)} & {"ge", "le", "propertyNames", "$defs"}
+    assert foreign == set(), "pydantic's own keywords must become OpenAPI's (minimum, maximum) or go"
+
+
+def _keys(node: Any) -> Iterator[str]:
+    """Every schema keyword used anywhere below ``node`` (property names excluded)."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _keys(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield key
+            if key == "properties":
+                for prop in value.values():
+                    yield from _keys(prop)
+            else:
+                yield from _keys(value)
 
 
 def test_a_field_without_description_is_reported() -> None:

@@ -83,6 +83,8 @@ def _resource(info: KindInfo) -> list[Obj]:
         main["shortNames"] = list(info.short_names)
     if info.group not in ("", "coordination.k8s.io", "scheduling.k8s.io"):
         main["categories"] = ["caldera", "all"] if info.kind in ("Job", "Work") else ["caldera"]
+        if info.group in ("policy.karmada.io", "work.karmada.io"):  # as Karmada's CRDs: kubectl get karmada-io
+            main["categories"].append("karmada-io")
     out = [main]
     if info.has_status or info.kind == "Namespace":
         out.append({"name": f"{info.plural}/status", "singularName": "", "namespaced": info.namespaced,

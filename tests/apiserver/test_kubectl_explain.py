@@ -116,6 +116,7 @@ def test_served_crd_carries_the_same_description(served: ServeProcess, tmp_path:
     assert placement["description"] == expected("pp.spec.placement")
     weights = placement["properties"]["replicaScheduling"]["properties"]["weightPreference"]
     assert weights["description"] == expected("pp.spec.placement.replicaScheduling.weightPreference")
+    assert "karmada-io" in json.loads(out.stdout)["spec"]["names"]["categories"]  # as discovery says
 
 
 def _undescribed(node: Any, where: str) -> Iterator[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Optional
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
@@ -65,6 +66,12 @@ class PrometheusGpuSource:
     _kept: Optional[tuple[datetime, list[Obj]]] = field(default=None, repr=False)
     _failed_at: Optional[datetime] = field(default=None, repr=False)
 
+    @property
+    def shown_url(self) -> str:
+        """The URL without any ``user:password@`` (the page is readable by every viewer token)."""
+        parts = urlsplit(self.url)
+        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
     async def points(self, now: datetime) -> Optional[list[Obj]]:
         """The last ``window`` of GPU use, or None (``problem`` says why) to fall back."""
         if self._kept is not None and (now - self._kept[0]).total_seconds() < self.step_seconds:
@@ -74,12 +81,12 @@ class PrometheusGpuSource:
         try:
             points = await self._fetch(now)
         except (TimeoutError, aiohttp.ClientError, PrometheusError, ValueError) as exc:
-            self.problem = f"Prometheus at {self.url} did not answer: {type(exc).__name__}: {exc}"
+            self.problem = f"Prometheus at {self.shown_url} did not answer: {type(exc).__name__}: {exc}"
             self._failed_at, self._kept = now, None
             return None
         self._failed_at = None
         if len(points) < 2:
-            self.problem = f"Prometheus at {self.url} has no caldera_cluster_gpus samples yet"
+            self.problem = f"Prometheus at {self.shown_url} has no caldera_cluster_gpus samples yet"
             return None
         self.problem, self._kept = None, (now, points)
         return points

@@ -71,7 +71,7 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
     async def gpu_history() -> dict[str, Any]:
         points = await prometheus.points(clock()) if prometheus is not None else None
         if points is not None:
-            return {"gpuHistory": points, "gpuHistorySource": {"source": "prometheus", "url": prometheus_url}}
+            return {"gpuHistory": points, "gpuHistorySource": {"source": "prometheus", "url": prometheus.shown_url}}
         source: dict[str, Any] = {"source": "server"}
         if prometheus is not None and prometheus.problem:
             source["problem"] = prometheus.problem

@@ -150,3 +150,9 @@ def test_serve_refuses_a_prometheus_url_that_is_not_http(bad: str, capsys: pytes
     assert exited.value.code == 2
     assert f"argument --prometheus-url: {bad!r} is not an http:// or https:// URL" in capsys.readouterr().err
     assert parser.parse_args(["--prometheus-url", "http://127.0.0.1:9090"]).prometheus_url == "http://127.0.0.1:9090"
+
+
+def test_the_url_shown_to_viewers_carries_no_credentials() -> None:
+    source = PrometheusGpuSource("https://reader:s3cret@prometheus.example:9090/prom")
+    assert source.shown_url == "https://prometheus.example:9090/prom"
+    assert PrometheusGpuSource("http://127.0.0.1:9090").shown_url == "http://127.0.0.1:9090"

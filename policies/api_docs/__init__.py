@@ -19,7 +19,6 @@ from types import ModuleType
 from typing import Any, Optional
 
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import core_schema
 
 #: Fields every top-level kind has, with the same meaning everywhere (Kubernetes' API conventions).
 COMMON: dict[str, str] = {
@@ -79,7 +78,7 @@ def describe(json_schema: JsonSchemaValue, cls: type[Any]) -> None:
 class DescribedSchema(GenerateJsonSchema):
     """Pydantic's JSON schema generator with the tables' descriptions on every model and field."""
 
-    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+    def model_schema(self, schema: Any) -> JsonSchemaValue:  # pydantic_core's ModelSchema
         json_schema = super().model_schema(schema)
         describe(json_schema, schema["cls"])
         return json_schema

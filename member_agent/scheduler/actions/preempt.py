@@ -39,7 +39,6 @@ from member_agent.scheduler.actions.victims import (
     fits_now,
     guard,
     job_evictable,
-    ordered_victims,
     priority_text,
     ranked_rows,
     tiered_victims,
@@ -51,6 +50,7 @@ from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import PREEMPTABLE_STATUSES, TaskStatus
+from member_agent.scheduler.framework.victim_order import ordered_victims
 
 NAME = "preempt"
 ARGUMENTS = (

@@ -7,8 +7,10 @@ would cover the request), in row order, until ``numCandidates`` nodes have a vic
 1. **Victims.** The node's tasks the action's filter accepts (same queue, lower priority,
    BestEffort rules), narrowed by the plugins' ``Preemptable`` votes and Caldera's guard (no
    victim job below minMember); none, or not enough room even with all of them: next node.
-2. **Dry run.** Remove them one by one in victim order until the preemptor fits the node's
-   FutureIdle plus what was removed (nothing is changed in the session).
+2. **Dry run.** Remove them one by one in victim order until the preemptor fits: the node's
+   FutureIdle plus what was removed, the predicates, and its queue (Allocatable: Volcano's
+   SimulateAllocatable, so a queue at its capability makes victims needed even on a node with
+   room). Each trial evicts in the session and undoes it at once.
 3. **Reprieve.** Give back the removed tasks from the highest priority to the lowest, keeping
    each one whose return still lets the preemptor fit: what is left is the minimal set.
 
@@ -37,15 +39,16 @@ from member_agent.scheduler.actions.victims import (
     covers,
     fits_now,
     guard,
-    ordered_victims,
     priority_text,
     tiered_victims,
 )
 from member_agent.scheduler.framework.dims import fits
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.pod_affinity import SHARED_KEY as INTER_POD_AFFINITY
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.statement import Statement
+from member_agent.scheduler.framework.victim_order import ordered_victims
 
 Filter = Callable[[TaskInfo], bool]
 OFFSET = 2**31
@@ -62,10 +65,43 @@ def victim_priority(task: TaskInfo, preemptor: TaskInfo) -> int:
     return task.spec.priority if task.job is preemptor.job else task.job.priority
 
 
+def simulates_removal(ssn: Session) -> bool:
+    """Whether the dry run sees a victim leave the inter-pod affinity state: Volcano calls the
+    predicates plugin's SimulateRemoveTaskFn only when its ``enablePreemptable`` or
+    ``enabledAllocatable`` switch is on (§3), while SimulatePredicateFn follows
+    ``enablePredicate``. With both off, an anti-affinity conflict on the node survives every
+    simulated eviction, and the node is no candidate."""
+    option = next((p for tier in ssn.conf.tiers for p in tier.plugins if p.name == "predicates"), None)
+    return option is None or option.enabled("enablePreemptable") or option.enabled("enabledAllocatable")
+
+
+def fits_without(ssn: Session, preemptor: TaskInfo, row: int, gone: Sequence[TaskInfo]) -> bool:
+    """Would ``preemptor`` fit ``row`` with ``gone`` evicted: the queue (Allocatable), the node's
+    FutureIdle and the predicates, as Volcano's dry run asks SimulateAllocatable, the resources and
+    SimulatePredicate? Tried in the session (so every plugin's queue accounting sees the
+    removals, as its Simulate hooks would) and undone before returning."""
+    tracker = ssn.shared.get(INTER_POD_AFFINITY)
+    if tracker is not None and tracker.code_at(preemptor, row) and not simulates_removal(ssn):
+        return False  # the conflict is in the state the simulation cannot change
+    marked = []
+    try:
+        for task in gone:
+            marked.append((task, task.status))
+            ssn.mark_releasing(task)
+        return ssn.allocatable(preemptor.job.queue, preemptor) and fits_now(ssn, preemptor, row)
+    finally:
+        for task, status in reversed(marked):
+            ssn.unmark_releasing(task)
+            if task.status != status:  # un-evicting gives Running back; a Bound victim stays Bound
+                task.job.set_status(task, status)
+
+
 def minimal_victims(ssn: Session, preemptor: TaskInfo, row: int, victims: list[TaskInfo],
                     blockers: Sequence[TaskInfo] = ()) -> list[TaskInfo] | None:
     """The dry run and the reprieve on one node: the victims that must go, or None if it cannot work.
 
+    Victims are removed in victim order until the preemptor fits (queue, resources, predicates:
+    :func:`fits_without`); none removed, or no fit with all of them, rules the node out.
     ``blockers`` (the pods whose anti-affinity conflict must go) are removed first and never
     reprieved: giving one back brings the conflict back."""
     request, always = preemptor.spec.request, ssn.dims.always
@@ -73,20 +109,20 @@ def minimal_victims(ssn: Session, preemptor: TaskInfo, row: int, victims: list[T
     removed: list[TaskInfo] = []
     must = {b.key for b in blockers}
     for victim in blockers_first(ordered_victims(ssn, preemptor, victims), list(blockers)):
-        if victim.key not in must and fits(request, room, always):
+        if victim.key not in must and fits(request, room, always) and fits_without(ssn, preemptor, row, removed):
             break
         room = room + victim.spec.request
         removed.append(victim)
-    if not removed or not fits(request, room, always):
+    if not removed or not fits_without(ssn, preemptor, row, removed):
         return None
     # reprieve: highest priority first (stable: victim order among equals)
     for victim in sorted(removed, key=lambda t: -victim_priority(t, preemptor)):
         if victim.key in must:
             continue
-        without = room - victim.spec.request
-        if fits(request, without, always):
-            room = without
-            removed.remove(victim)
+        rest = [t for t in removed if t is not victim]
+        if fits(request, room - victim.spec.request, always) and fits_without(ssn, preemptor, row, rest):
+            room = room - victim.spec.request
+            removed = rest
     return removed
 
 

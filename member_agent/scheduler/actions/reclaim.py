@@ -35,9 +35,9 @@ from member_agent.scheduler.actions.victims import (
     candidate_rows,
     covers,
     guard,
-    ordered_victims,
     tiered_victims,
     vote_filter,
+    voters,
 )
 from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.dims import fits
@@ -46,6 +46,7 @@ from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import TaskStatus
+from member_agent.scheduler.framework.victim_order import ordered_victims
 
 NAME = "reclaim"
 ARGUMENTS = (Argument("predicateErrorCacheEnable", bool, True),)
@@ -126,7 +127,8 @@ class Reclaim:
         if not donors:
             return False
         key = (task.spec.shape, queue)
-        rows = self.memo.keep(key, candidate_rows(ssn, task, index.evictable(donors)))
+        keep_gangs = "gang" in voters(ssn, Point.RECLAIMABLE)
+        rows = self.memo.keep(key, candidate_rows(ssn, task, index.evictable(donors, open_only=keep_gangs)))
         for row in rows.tolist():
             reclaimees = [
                 t for t in ssn.node_tasks[row].values()
@@ -135,7 +137,8 @@ class Reclaim:
             if not reclaimees:
                 self.memo.fail(key, row)
                 continue
-            victims = guard(task, tiered_victims(ssn, Point.RECLAIMABLE, task, reclaimees), lower_priority=False)
+            victims = guard(task, tiered_victims(ssn, Point.RECLAIMABLE, task, reclaimees), lower_priority=False,
+                            keep_gangs=keep_gangs)
             # the queue-share plugins' vote applies whatever tier they sit in: with the usual tiers gang
             # and conformance (tier 1) decide alone and would ignore deserved shares
             victims = vote_filter(ssn, Point.RECLAIMABLE, SHARE_PLUGINS, task, ordered_victims(ssn, task, victims))

@@ -1,6 +1,6 @@
 """What preempt and reclaim share: victim order, candidate nodes, fast node pre-filter.
 
-* :func:`victim_order` is Volcano's ``BuildVictimsPriorityQueue`` (volcano.md §3): within a
+* the victim order (Volcano's ``BuildVictimsPriorityQueue``) is in ``framework/victim_order.py``: within a
   job the task that sorts last is evicted first; between jobs of one queue the job that
   sorts last; between queues ``VictimQueueOrderFn`` (default: reverse queue order).
 * :class:`EvictableIndex` keeps, per queue, the summed request of the tasks on every node
@@ -17,8 +17,7 @@
 
 from __future__ import annotations
 
-from functools import cmp_to_key
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
@@ -33,24 +32,6 @@ if TYPE_CHECKING:
     from member_agent.scheduler.framework.session import Session
 
 S = TaskStatus
-
-
-def victim_order(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], int]:
-    """Comparator: negative when ``left`` is evicted before ``right``."""
-    def compare(left: TaskInfo, right: TaskInfo) -> int:
-        if left.job is right.job:
-            return -ssn.task_order(left, right)
-        if left.job.queue == right.job.queue:
-            result = -ssn.job_order(left.job, right.job)
-        else:
-            result = ssn.victim_queue_order(left.job.queue, right.job.queue, preemptor.job.queue)
-        return result if result else -ssn.task_order(left, right)
-
-    return compare
-
-
-def ordered_victims(ssn: Session, preemptor: TaskInfo, victims: Iterable[TaskInfo]) -> list[TaskInfo]:
-    return sorted(victims, key=cmp_to_key(victim_order(ssn, preemptor)))
 
 
 def priority_text(victim: TaskInfo, preemptor: TaskInfo) -> str:
@@ -89,11 +70,19 @@ def tiered_victims(ssn: Session, point: Point, preemptor: TaskInfo, candidates: 
     return []
 
 
-def guard(preemptor: TaskInfo, victims: Iterable[TaskInfo], *, lower_priority: bool) -> list[TaskInfo]:
+def voters(ssn: Session, point: Point) -> frozenset[str]:
+    """The plugins whose callback on ``point`` is registered (and switched on) this session."""
+    return frozenset(name for tier in ssn.callbacks[point] for name, _fn in tier)
+
+
+def guard(preemptor: TaskInfo, victims: Iterable[TaskInfo], *, lower_priority: bool,
+          keep_gangs: bool = True) -> list[TaskInfo]:
     """Invariants Caldera keeps whatever the tiers voted (Volcano's tiered intersection lets a
     later tier, e.g. drf, name victims after priority or gang in an earlier tier named none):
     a victim of another job has a lower job priority (with ``lower_priority``), a victim of
-    the preemptor's own job a lower task priority, and no victim job drops below minMember."""
+    the preemptor's own job a lower task priority, and (with ``keep_gangs``: gang votes on
+    the point) no victim job drops below minMember. Without gang's vote Volcano lets a gang
+    lose pods (its capacity tests enable only gang's JobStarving), and so does Caldera."""
     left: dict[str, int] = {}
     out = []
     for victim in victims:
@@ -104,6 +93,9 @@ def guard(preemptor: TaskInfo, victims: Iterable[TaskInfo], *, lower_priority: b
             out.append(victim)
             continue
         if lower_priority and job.priority >= preemptor.job.priority:
+            continue
+        if not keep_gangs:
+            out.append(victim)
             continue
         ready = left.get(job.uid, job.ready_num)
         if ready <= job.min_available:

@@ -227,6 +227,7 @@ class _Builder:
         max_pods = np.zeros(n, dtype=np.int64)
         labels, taints, names = [], [], []
         topologies = []
+        images: list[dict[str, int]] = []
         unsched = np.zeros(n, dtype=bool)
         for i, node in enumerate(ordered):
             meta = _meta(node)
@@ -247,6 +248,8 @@ class _Builder:
             max_pods[i] = pods
             names.append(str(meta.get("name")))
             labels.append(node_labels)
+            images.append({str(name): int(image.get("sizeBytes") or 0) for image in status.get("images") or ()
+                           if isinstance(image, Mapping) for name in image.get("names") or ()})
             spec = node.get("spec") or {}
             unsched[i] = bool(spec.get("unschedulable"))
             taints.append(tuple(
@@ -257,7 +260,7 @@ class _Builder:
             allocatable=alloc, max_pods=max_pods, idle=alloc.copy(), used=np.zeros((n, d)),
             releasing=np.zeros((n, d)), pipelined=np.zeros((n, d)), pod_count=np.zeros(n, dtype=np.int64),
             nonzero_used=np.zeros((n, 2)), index={name: i for i, name in enumerate(names)},
-            topology=tuple(topologies),
+            topology=tuple(topologies), images=tuple(images),
         )
 
     # ------------------------------------------------------------------ tasks

@@ -44,13 +44,21 @@ class PodAffinityTerm:
 
 @dataclass(frozen=True)
 class PodAffinity:
-    """A pod's required inter-pod terms (preferred terms are not modelled)."""
+    """A pod's inter-pod terms: required ones (the filter; truthiness means "has required
+    terms") and weighted preferred ones (only the InterPodAffinity score reads them)."""
 
     affinity: tuple[PodAffinityTerm, ...] = ()
     anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    preferred_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.affinity or self.anti_affinity)
+
+    @property
+    def scored(self) -> bool:
+        """Whether the InterPodAffinity score reads anything of this pod's terms."""
+        return bool(self.affinity or self.preferred_affinity or self.preferred_anti_affinity)
 
     def terms(self) -> tuple[PodAffinityTerm, ...]:
         return self.affinity + self.anti_affinity
@@ -77,9 +85,14 @@ def parse_pod_affinity(spec: Mapping[str, Any], namespace: str) -> PodAffinity:
     """The required terms of a pod spec (``namespace``: the pod's own, for terms naming none)."""
     affinity = spec.get("affinity") or {}
     found = []
+    preferred = []
     for field in ("podAffinity", "podAntiAffinity"):
         raw = (affinity.get(field) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ()
         found.append(tuple(_term(t, namespace) for t in raw if t.get("topologyKey")))
-    if not found[0] and not found[1]:
+        weighted = (affinity.get(field) or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        preferred.append(tuple(
+            (int(w.get("weight") or 0), _term(w.get("podAffinityTerm") or {}, namespace)) for w in weighted
+            if isinstance(w, Mapping) and (w.get("podAffinityTerm") or {}).get("topologyKey")))
+    if not any(found) and not any(preferred):
         return NO_POD_AFFINITY
-    return PodAffinity(found[0], found[1])
+    return PodAffinity(found[0], found[1], preferred[0], preferred[1])

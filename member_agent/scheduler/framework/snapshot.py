@@ -48,6 +48,8 @@ class NodeTable:
     index: Mapping[str, int] = field(default_factory=dict)
     #: Per row: NUMA / GPU layout (``caldera.io/topology`` or GFD labels), None when unknown.
     topology: tuple[NodeTopology | None, ...] = ()
+    #: Per row: ``status.images`` as image name -> size in bytes (the ImageLocality score).
+    images: tuple[Mapping[str, int], ...] = ()
 
     def __len__(self) -> int:
         return len(self.names)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping
 
+from policies.k8s import label_selector
+from policies.k8s.label_selector import LabelSelector
 from policies.resources import to_internal
 
 TOPOLOGY_ANNOTATION = "caldera.io/topology"
@@ -71,10 +73,23 @@ class NodeTopology:
 
 
 @dataclass(frozen=True)
+class SpreadConstraint:
+    """One ``spec.topologySpreadConstraints`` entry (the nodeorder PodTopologySpread score reads
+    the ``ScheduleAnyway`` ones; ``selector`` None selects no pod)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: LabelSelector | None
+
+
+@dataclass(frozen=True)
 class PodExtras:
     annotations: Mapping[str, str] = field(default_factory=dict)
     guaranteed: bool = False
     preemption_policy: str = ""
+    spread: tuple[SpreadConstraint, ...] = ()
+    images: tuple[str, ...] = ()  # init containers' then containers' images (ImageLocality)
 
     @property
     def numa_policy(self) -> str:
@@ -204,7 +219,13 @@ def pod_extras(pod: Mapping[str, Any]) -> PodExtras:
         for name in ("cpu", "memory"):
             if not _whole(limits, name) or _whole(limits, name) != _whole(requests, name):
                 guaranteed = False
-    return PodExtras(annotations, guaranteed, str(spec.get("preemptionPolicy") or ""))
+    spread = tuple(
+        SpreadConstraint(int(c.get("maxSkew") or 1), str(c["topologyKey"]), str(c.get("whenUnsatisfiable") or ""),
+                         label_selector.parse_or_nothing(c.get("labelSelector")) if c.get("labelSelector") else None)
+        for c in spec.get("topologySpreadConstraints") or () if isinstance(c, Mapping) and c.get("topologyKey"))
+    images = tuple(str(c["image"]) for c in list(spec.get("initContainers") or ()) + containers
+                   if isinstance(c, Mapping) and c.get("image"))
+    return PodExtras(annotations, guaranteed, str(spec.get("preemptionPolicy") or ""), spread, images)
 
 
 def shape_extra(extras: PodExtras) -> tuple[Any, ...]:

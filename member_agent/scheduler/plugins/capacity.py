@@ -21,6 +21,7 @@ from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.status import Vote
+from member_agent.scheduler.framework.victim_order import ordered_victims
 from member_agent.scheduler.plugins.proportion import capability_vector
 from member_agent.scheduler.plugins.queue_usage import Usage, deduct_gated, queue_usage
 
@@ -47,6 +48,9 @@ class Attr:
     request: Vector
     inqueue: Vector
     elastic: Vector
+    #: dims the deserved lists, a zero amount included (Volcano keeps such a scalar key, and
+    #: ``GreaterPartlyWithRelevantDimensions`` compares a listed scalar even when it is 0)
+    listed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     children: list[str] = field(default_factory=list)
     share: float = 0.0
 
@@ -101,6 +105,8 @@ class CapacityPlugin:
             capability=capability_vector(dims, queue), real_capability=zeros.copy(),
             allocated=use.allocated.copy() if use else zeros.copy(), request=use.request.copy() if use else zeros.copy(),
             inqueue=use.inqueue.copy() if use else zeros.copy(), elastic=use.elastic.copy() if use else zeros.copy(),
+            # deserved is max'd with guarantee (helpers.Max), which keeps the keys of both
+            listed=np.array([n in queue.deserved or n in queue.guarantee for n in dims.names], dtype=bool),
         )
 
     def _build_flat(self, ssn: Session, usage: dict[str, Usage]) -> None:
@@ -147,6 +153,7 @@ class CapacityPlugin:
         root = self.attrs[ROOT]
         root.real_capability = root.capability.copy()
         root.deserved = sum((self.attrs[c].deserved for c in root.children), self.dims.zeros())
+        root.listed = np.logical_or.reduce([self.attrs[c].listed for c in root.children] + [root.listed])
         root.guarantee = sum((self.attrs[c].guarantee for c in root.children), self.dims.zeros())
         self._descend(ROOT)
 
@@ -239,7 +246,10 @@ class CapacityPlugin:
             self.ssn.log(3, f"Queue <{queue}> current state: {attr.state}, is not open state, can not reclaim")
             return False
         req = sum((t.spec.request for t in tasks), self.dims.zeros())
-        if not self._fits_chain(queue, req, req, "allocate"):
+        # the queue's own real capability only: unlike AllocatableFn, Volcano's PreemptiveFn
+        # does not walk the ancestors (§6.7), so a parent full of a sibling's over-use does
+        # not stop a leaf below its deserved share from reclaiming
+        if not le_on_requested(attr.allocated + req, attr.real_capability, req, self.dims.is_pods):
             return False
         if self._partly_within_deserved(attr, req):
             return True
@@ -255,8 +265,10 @@ class CapacityPlugin:
         return self.ancestor_reclaim_level if self.hierarchical else 0
 
     def _partly_within_deserved(self, attr: Attr, req: Vector) -> bool:
+        """``LessEqualPartlyWithDimensionZeroFiltered``: within deserved (tolerant) on some
+        requested dim, dims zero on both sides dropped, ``pods`` ignored."""
         after = attr.allocated + req
-        relevant = (req > 0) & ~((after < 0.1) & (attr.deserved < 0.1))
+        relevant = (req > 0) & ~self.dims.is_pods & ~((after < 0.1) & (attr.deserved < 0.1))
         return bool(np.any(relevant & (after < attr.deserved + 0.1)))
 
     def _reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
@@ -266,7 +278,9 @@ class CapacityPlugin:
         working: dict[str, Vector] = {}
         victims = []
         wanted = (reclaimer.spec.request > 0) & ~self.dims.is_pods
-        for task in reclaimees:
+        # in eviction order, as Volcano walks them: each accepted victim lowers its queue's
+        # working allocation, so the order decides which of a queue's pods are accepted
+        for task in ordered_victims(self.ssn, reclaimer, reclaimees):
             attr = self.attrs.get(task.job.queue)
             if attr is None:
                 continue
@@ -295,14 +309,19 @@ class CapacityPlugin:
             victims.append(task)
         return victims, Vote.PERMIT
 
-    def _immediate(self, attr: Attr, req: Vector) -> bool:
-        """No resource of ``req`` has a deserved amount in ``attr``."""
-        return not np.any((attr.deserved >= 0.1) & (req > 0) & ~self.dims.is_pods)
-
     @staticmethod
-    def _over_deserved(attr: Attr, allocated: Vector, req: Vector) -> bool:
-        """Above deserved on some resource the victim holds and deserved defines."""
-        return bool(np.any((req > 0) & (attr.deserved >= 0.1) & (allocated > attr.deserved)))
+    def _immediate(attr: Attr, req: Vector) -> bool:
+        """An "immediate victim": ``api.Intersection(req, deserved)`` is empty, both sides'
+        ``ResourceNames`` (amounts of at least 0.1, ``pods`` included) compared."""
+        return not np.any((attr.deserved >= 0.1) & (req >= 0.1))
+
+    def _over_deserved(self, attr: Attr, allocated: Vector, req: Vector) -> bool:
+        """``GreaterPartlyWithRelevantDimensions``: strictly above deserved on a dim the victim
+        requests that the deserved defines: cpu and memory when at least 0.1, a scalar when
+        listed at all (a listed 0 counts: anything held is over it); ``pods`` ignored."""
+        always = self.dims.always
+        relevant = np.where(always, attr.deserved >= 0.1, attr.listed & ~self.dims.is_pods)
+        return bool(np.any((req > 0) & relevant & (allocated > attr.deserved)))
 
     def _share_ancestor(self, left: str, right: str) -> bool:
         """A common non-root ancestor within ``ancestorReclaimLevel`` levels of both queues."""

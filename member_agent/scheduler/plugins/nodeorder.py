@@ -8,9 +8,16 @@
 * taint toleration (``tainttoleration.weight``, 3): intolerable PreferNoSchedule taints,
   normalised and reversed.
 
-``podaffinity``, ``imagelocality`` and ``podtopologyspread`` weights are accepted; those
-scorers need pod-affinity terms, image lists and spread constraints the snapshot does not
-carry, so they contribute 0. A weight of 0 disables a scorer.
+* inter-pod affinity (``podaffinity.weight``, 2): preferred pod (anti-)affinity terms of the pod
+  and the terms of the pods already placed, normalised over candidates (:mod:`.pod_affinity_score`).
+
+* topology spread (``podtopologyspread.weight``, 2): the pod's ``ScheduleAnyway`` spread
+  constraints, normalised over candidates (:mod:`.spread_score`).
+
+* image locality (``imagelocality.weight``, 1): images of the pod already on the node
+  (``status.images``), raw 0..100 per node (:mod:`.image_locality`).
+
+A weight of 0 disables a scorer.
 """
 
 from __future__ import annotations
@@ -26,7 +33,10 @@ from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.node_index import NodeIndex, node_index
 from member_agent.scheduler.framework.rows import selector, take
 from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.plugins.image_locality import ImageLocality
+from member_agent.scheduler.plugins.pod_affinity_score import PodAffinityScore
 from member_agent.scheduler.plugins.predicates import term_mask
+from member_agent.scheduler.plugins.spread_score import SpreadScore
 from policies.k8s.tolerations import tolerated
 
 NAME = "nodeorder"
@@ -68,6 +78,9 @@ class NodeOrderPlugin:
         self.affinity = int(args["nodeaffinity.weight"])
         self.balanced = int(args["balancedresource.weight"])
         self.taint = int(args["tainttoleration.weight"])
+        self.pod_affinity = int(args["podaffinity.weight"])
+        self.spread = int(args["podtopologyspread.weight"])
+        self.image = int(args["imagelocality.weight"])
         self.static: dict[Any, tuple[np.ndarray, np.ndarray, bool]] = {}  # shape -> raw scores
         self.by_placement: dict[Any, tuple[np.ndarray, np.ndarray, bool]] = {}  # placement key -> raw scores
 
@@ -91,6 +104,22 @@ class NodeOrderPlugin:
             ssn.add(Point.NODE_ORDER, NAME, self._resource_scores, row=self._resource_score_row, by_resources=True)
         if self.affinity or self.taint:
             ssn.add(Point.BATCH_NODE_ORDER, NAME, self._normalised_scores)
+        if self.pod_affinity:
+            scorer = PodAffinityScore(ssn)
+            if scorer.active:  # no pod with preferred terms, none placed with terms: all 0 (kube's Skip)
+                weight = self.pod_affinity
+                ssn.add(Point.BATCH_NODE_ORDER, NAME, lambda task, rows: scorer.scores(task, rows) * weight)
+        if self.image:
+            images = ImageLocality(ssn.nodes.images)
+            if images.active:  # no node lists images: 0 everywhere
+                image_weight = self.image
+                ssn.add(Point.BATCH_NODE_ORDER, NAME,
+                        lambda task, rows: images.scores(task.spec.extras.images)[rows] * image_weight)
+        if self.spread:
+            spread = SpreadScore(ssn)
+            if spread.active:  # no pod with ScheduleAnyway constraints: kube skips the plugin
+                spread_weight = self.spread
+                ssn.add(Point.BATCH_NODE_ORDER, NAME, lambda task, rows: spread.scores(task, rows) * spread_weight)
 
     # ------------------------------------------------------------------ row-local
     def _resource_scores(self, task: TaskInfo, rows: np.ndarray) -> Any:

@@ -1,0 +1,32 @@
+"""Root conftest: how the suite splits across pytest-xdist workers (`-n auto --dist loadgroup`).
+
+Every test gets an ``xdist_group``; a group runs on one worker, in order:
+- a unit test's group is its module, so module- and session-scoped servers start once per worker;
+- the end-to-end tests form two groups. The fault and HA tests (partitions, killed leaders, lease
+  timings) are one: they never overlap each other, which keeps their timing margins as in a serial run.
+  The others are the second. Each group starts at most one federation at a time.
+Without ``-n`` (a single file, a debugger) the marks do nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+#: e2e modules whose assertions ride on lease and failover timings; they share one worker
+FAULT_MODULES = frozenset({
+    "test_partition.py", "test_ha.py", "test_ha_agent_outage.py", "test_ha_paused_leader.py",
+    "test_ha_agent_election.py", "test_agent_failover.py", "test_federation_crash.py",
+})
+
+
+def xdist_group_of(item: pytest.Item) -> str:
+    path = item.path
+    if path.parent.name == "e2e":
+        return "e2e-faults" if path.name in FAULT_MODULES else "e2e"
+    return str(path.relative_to(item.config.rootpath))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))

@@ -24,6 +24,10 @@ TYPES: dict[str, str] = {
     "QueueSummary": "Caldera: one Volcano queue's share on this cluster.",
     "FailoverTiming": "Caldera: the graces the federation fails over this cluster with, and its check of the "
                       "agent's fence.",
+    "ClusterTopology": "Caldera: how large a gang fits inside one network domain: per tier below the "
+                       "cluster's top tier, the free capacity of its roomiest domains.",
+    "TopologyTier": "Caldera: the roomiest domains (at most k) of one network tier.",
+    "TopologyDomain": "Caldera: one network domain (a HyperNode) and its free capacity as node shapes.",
     "FenceCheck": "Whether the agent's fence is safe against the federation's failover timing.",
     "AgentFence": "Caldera: when the agent stops its re-placeable shares after losing the federation, so that "
                   "a share never runs twice.",
@@ -69,6 +73,25 @@ FIELDS: dict[str, dict[str, str]] = {
         "queues": "Caldera: each Volcano queue's allocated, deserved, capability and guarantee here.",
         "failoverTiming": "Caldera: written by the federation: the lease, failover and pod termination graces.",
         "fence": "Caldera: written by the agent: the fence it derived.",
+        "topology": "Caldera: the free capacity of the roomiest network domains per tier, so the federation "
+                    "keeps each share of a topology-constrained gang inside one domain.",
+    },
+    "ClusterTopology": {
+        "k": "How many domains each tier reports at most (the roomiest ones).",
+        "topTier": "The cluster's top tier, the whole cluster (its capacity is nodeShapes); 1 for a cluster "
+                   "without HyperNodes.",
+        "tiers": "The tiers below the top tier, ascending.",
+    },
+    "TopologyTier": {
+        "tier": "The tier number (1 is the closest, e.g. a leaf switch).",
+        "tierName": "The tier's name, from the HyperNodes' spec.tierName.",
+        "domains": "How many domains the tier has in all (top holds at most k of them).",
+        "top": "The roomiest domains of the tier, each with its free capacity.",
+    },
+    "TopologyDomain": {
+        "name": "The HyperNode's name.",
+        "nodes": "How many nodes the domain holds.",
+        "shapes": "The domain's free resources, identical nodes grouped.",
     },
     "APIEnablement": {"groupVersion": "The group/version.", "resources": "The resources it serves."},
     "APIResource": {"name": "Plural name of the resource.", "kind": "Its kind."},

@@ -131,11 +131,16 @@ FIELDS: dict[str, dict[str, str]] = {
                                  "generation.",
         "failover": "false: the share is never re-placed when its cluster is lost (the policy tolerates "
                     "unreachable forever), so its agent never fences it. Absent: it may be re-placed.",
+        "keepsFromGeneration": "The oldest placement generation whose running pods this share keeps (a "
+                               "re-division for a changed spec keeps them). The agent stops every pod of an "
+                               "older generation with its grace. Absent: generation itself.",
     },
     "WorkStatus": {
         "conditions": "Applied (the manifests were applied), Available, Degraded.",
         "manifestStatuses": "The status of each applied manifest.",
         "gang": "Caldera: the agent's answer for spec.placement.generation.",
+        "observedPlacementGeneration": "Caldera: the placement generation this status describes; the "
+                                       "federation ignores a status of an older generation.",
     },
     "ManifestStatus": {"identifier": "Which manifest this is.",
                        "status": "The manifest's status on the cluster.", "health": _HEALTH},

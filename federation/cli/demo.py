@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from federation.demo.manifests import NAMESPACE, TERMINAL_PHASES, DemoPlan, default_clusters, demo_plan, dump
-from federation.demo.processes import StartupError, System
+from federation.demo.processes import StartupError, System, free_port
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         from federation.demo.prometheus import PrometheusProcess, secure_agent_metrics
 
         secure_agent_metrics(clusters, data_dir)  # HTTPS + token; restarted agents keep their scrape address
-        prometheus = PrometheusProcess(system, interval="5s")
+        prometheus = PrometheusProcess(system, interval="5s", port=free_port())
+        system.serve_args.extend(["--prometheus-url", prometheus.url])  # the dashboard's GPU chart reads it
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
     code = 1

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from federation.demo.manifests import NAMESPACE, TERMINAL_PHASES, DemoPlan, default_clusters, demo_plan, dump
 from federation.demo.processes import StartupError, System, free_port
@@ -54,12 +54,10 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="plain progress lines even on a terminal (the default when stdout is not a TTY)")
 
 
-class Stop(Exception):
-    """SIGTERM: leave through the same clean-up path as Ctrl-C."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> NoReturn:
-    raise Stop()
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM leaves through Ctrl-C's path. An exception raised here could land inside one of asyncio's own
+    callbacks, which logs it and runs on; SIGINT is what ``asyncio.run`` turns into cancelling the demo."""
+    signal.raise_signal(signal.SIGINT)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         if args.keep:
             keep_running(system, console)  # until Ctrl-C / SIGTERM: then the run's own exit code
         return code
-    except (KeyboardInterrupt, Stop):
+    except KeyboardInterrupt:
         console.print("interrupted: stopping the federation and the agents")
         code = 130
         return code
@@ -163,7 +161,7 @@ def keep_running(system: System, console: "Console") -> None:
     try:
         while all(p.alive for p in system.processes()):
             time.sleep(1.0)
-    except (KeyboardInterrupt, Stop):
+    except KeyboardInterrupt:
         console.print("stopping the federation and the agents")
         return
     dead = [p.name for p in system.processes() if not p.alive]

@@ -26,6 +26,7 @@ def xdist_group_of(item: pytest.Item) -> str:
     return str(path.relative_to(item.config.rootpath))
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("xdist_group") is None:

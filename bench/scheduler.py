@@ -13,6 +13,10 @@ build time, session seconds, pods bound per second and peak RSS for each size.
     python bench/scheduler.py --workload preempt --nodes 5000  # full cluster: gangs preempt (scheduler_evictions.py)
     python bench/scheduler.py --workload reclaim --nodes 5000  # full cluster: gangs reclaim from another queue
     python bench/scheduler.py --topology      # 5k nodes in 3 tiers of HyperNodes, 10k gang pods, and without
+    python bench/scheduler.py --mixed         # issue 41: 5k nodes 45 % H100 / 45 % A100 / 10 % CPU, 10k pods,
+                                              # queues 3/1/2 (bench/scheduler_mixed.py)
+    python bench/scheduler.py --mixed --shapes per-job --nodes 20000   # one shape per job, 40k pods, all bound
+    python bench/scheduler.py --mixed --nodes 5000 --write-state /tmp/state.yaml   # for `caldera schedule -f`
 
 ``--shapes templates`` (default) draws pod requests from six templates, so the session sees
 six distinct task shapes; ``--shapes per-job`` gives every job its own cpu request (one shape
@@ -38,6 +42,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from row_counts import RowCounts, counting
+from scheduler_mixed import mixed_cluster, mixed_jobs, write_state
 
 from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
 from policies.scheduler_conf import parse_scheduler_conf
@@ -133,10 +138,17 @@ def peak_rss_mib() -> float:
 
 
 def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False,
-        options: SessionOptions = SessionOptions(), count_rows: bool = False) -> tuple[float, float, RowCounts]:
+        options: SessionOptions = SessionOptions(), count_rows: bool = False, mixed: bool = False,
+        state_path: str | None = None) -> tuple[float, float, RowCounts]:
     rng = random.Random(seed)
-    print(f"[{nodes} nodes, {pods} pending pods] generating objects ...", flush=True)
-    objects = cluster(nodes, rng) + jobs(pods, rng, per_job_shapes)
+    print(f"[{nodes} nodes, {pods} pending pods{', issue 41 mix' if mixed else ''}] generating objects ...", flush=True)
+    if mixed:
+        objects = mixed_cluster(nodes) + mixed_jobs(pods, rng, per_job_shapes)
+    else:
+        objects = cluster(nodes, rng) + jobs(pods, rng, per_job_shapes)
+    if state_path:
+        write_state(state_path, objects, CONF_TEXT)
+        print(f"  state written to {state_path}", flush=True)
     t0 = time.perf_counter()
     snapshot = build_snapshot(objects)
     build = time.perf_counter() - t0
@@ -171,6 +183,7 @@ def isolated(args: argparse.Namespace, sizes: list[int]) -> None:
     cpu, rss, visited, evaluated = [], [], [], []
     for nodes in sizes:
         argv = [sys.executable, __file__, "--nodes", str(nodes), "--seed", str(args.seed), "--shapes", args.shapes,
+                *(["--mixed"] if args.mixed else []),
                 "--percentage-nodes-to-find", str(args.percentage_nodes_to_find),
                 "--minimum-feasible-nodes", str(args.minimum_feasible_nodes),
                 "--minimum-percentage-nodes-to-find", str(args.minimum_percentage_nodes_to_find), "--figures-json"]
@@ -206,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", choices=("allocate", "preempt", "reclaim"), default="allocate",
                         help="allocate (default): pending gangs on an empty cluster; preempt/reclaim: a full cluster "
                              "where pending gangs must evict (bench/scheduler_evictions.py; --pods default nodes/5)")
+    parser.add_argument("--mixed", action="store_true",
+                        help="issue 41's workload: 45 %% H100 / 45 %% A100 / 10 %% CPU-only nodes, queues 3/1/2, "
+                             "gangs of 1-32 pods with 0-8 GPUs (bench/scheduler_mixed.py; default 5000 nodes)")
+    parser.add_argument("--write-state", metavar="FILE", help="also write the objects and conf as a state file "
+                                                             "for `caldera schedule -f FILE -o json`")
     parser.add_argument("--isolate", action="store_true", help="run each size in its own process (per-size peak RSS)")
     parser.add_argument("--count-rows", action="store_true",
                         help="also count rows visited by node searches and shape-rows evaluated (load-independent)")
@@ -225,13 +243,13 @@ def main(argv: list[str] | None = None) -> int:
         for nodes in args.nodes or [5000]:
             run_eviction_workload(args.workload, nodes, args.pods or nodes // 5, args.seed)
         return 0
-    sizes = args.nodes or [1000, 2000, 5000]
+    sizes = args.nodes or ([5000] if args.mixed else [1000, 2000, 5000])
     if args.isolate:
         isolated(args, sizes)
         return 0
     options = node_search_flags.session_options(args)
-    runs = [run(nodes, args.pods or 2 * nodes, args.seed, args.shapes == "per-job", options, args.count_rows)
-            for nodes in sizes]
+    runs = [run(nodes, args.pods or 2 * nodes, args.seed, args.shapes == "per-job", options, args.count_rows,
+                args.mixed, args.write_state) for nodes in sizes]
     cpu = [figures[0] for figures in runs]
     if args.figures_json:
         last = runs[-1][2]

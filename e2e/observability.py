@@ -38,9 +38,10 @@ def demo_clusters(data_dir: Path) -> list[ClusterSpec]:
     return clusters
 
 
-def start_system(data_dir: Path) -> System:
-    """A federation and the seed's two agents, with fast cluster health."""
-    system = System(data_dir, demo_clusters(data_dir), speed=SPEED, serve_args=list(SERVE_ARGS), agent_args=list(AGENT_ARGS))
+def start_system(data_dir: Path, serve_args: tuple[str, ...] = ()) -> System:
+    """A federation (with ``serve_args`` besides the defaults) and the seed's two agents, with fast cluster health."""
+    system = System(data_dir, demo_clusters(data_dir), speed=SPEED, serve_args=[*SERVE_ARGS, *serve_args],
+                    agent_args=list(AGENT_ARGS))
     return system.start()
 
 

@@ -5,6 +5,7 @@ resolves when it returns. One demo system for the module; the alert test runs la
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import ssl
@@ -28,7 +29,7 @@ from e2e.observability import (
     query,
     start_system,
 )
-from federation.demo.processes import System, leftover_processes
+from federation.demo.processes import System, free_port, leftover_processes
 from federation.demo.prometheus import PrometheusProcess, agent_metrics_urls, agent_urls, mint_viewer_token
 from tests.monitoring.test_metrics_exposition import lint_findings
 from tests.monitoring.tools import GRAFANA_DIR, PROMTOOL, dashboard_queries
@@ -56,8 +57,9 @@ class Demo:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
-    system = start_system(tmp_path_factory.mktemp("observability"))
-    prometheus = PrometheusProcess(system, interval="1s", for_override="2s")
+    port = free_port()  # known before the federation starts: its dashboard's GPU chart reads this Prometheus
+    system = start_system(tmp_path_factory.mktemp("observability"), ("--prometheus-url", f"http://127.0.0.1:{port}"))
+    prometheus = PrometheusProcess(system, interval="1s", for_override="2s", port=port)
     try:
         prometheus.start()  # before the jobs: their placements land in scraped rates
         # and one scrape of the federation before them too: its counters start at zero, but a series
@@ -118,6 +120,31 @@ def test_live_expositions_pass_promtool_check_metrics(demo: Demo) -> None:
         assert not unexpected, f"{name}: " + "\n".join(unexpected)
 
 
+def overview(demo: Demo) -> dict[str, Any]:
+    """The dashboard's overview document, read with the viewer token over the federation's TLS."""
+    context = ssl.create_default_context(cafile=str(demo.system.data_dir / "tls" / "apiserver.crt"))
+    request = urllib.request.Request(demo.system.url + "/ui/api/overview",
+                                     headers={"Authorization": f"Bearer {demo.viewer}"})
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310 - loopback
+        doc: dict[str, Any] = json.load(response)
+    return doc
+
+
+def test_dashboard_gpu_chart_reads_prometheus(demo: Demo) -> None:
+    """``--prometheus-url``: the chart's series is Prometheus's caldera_cluster_gpus, whose last total is
+    the GPUs the clusters report (the demo's totals do not change)."""
+    def from_prometheus() -> dict[str, Any] | Miss:
+        doc = overview(demo)
+        source = doc["gpuHistorySource"]
+        return doc if source["source"] == "prometheus" else Miss(source)
+
+    doc = poll(from_prometheus, 60, "the dashboard's GPU chart to read Prometheus", demo.system)
+    assert doc["gpuHistorySource"]["url"] == demo.prometheus.url
+    points = doc["gpuHistory"]
+    assert len(points) >= 2 and points[-1]["total"] == sum(c["gpus"]["total"] for c in doc["clusters"]) > 0
+    assert all(0 <= p["used"] <= p["total"] for p in points)
+
+
 def test_agent_metrics_need_a_token_over_tls(demo: Demo) -> None:
     """Without a token 401, with a made-up one 401 (the federation reviews it), plain /metrics gone."""
     context = ssl.create_default_context(cafile=str(demo.system.data_dir / "tls-agents" / "apiserver.crt"))
@@ -135,6 +162,7 @@ def test_agent_metrics_need_a_token_over_tls(demo: Demo) -> None:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")
+@pytest.mark.timeout(240)  # room for one more browser wait when CALDERA_UPDATE_SCREENSHOT waits for GPUs in use
 def test_dashboard_shows_clusters_and_jobs_in_chromium(demo: Demo, tmp_path: Path) -> None:
     playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) not installed")
     with playwright_api.sync_playwright() as pw:
@@ -190,8 +218,10 @@ def browse(page: Any, demo: Demo, tmp_path: Path) -> None:
         page.wait_for_selector(f'#jobs tr[data-job="default/{job}"]')
     assert demo.viewer not in page.content()  # the token is never written into the page
     page.wait_for_selector("#queues tr[data-queue=ai-training]")
+    page.wait_for_selector("#gpu-chart[data-source=prometheus] svg")  # the chart drawn from Prometheus
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
-    if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):
+    if os.environ.get("CALDERA_UPDATE_SCREENSHOT"):  # docs/dashboard.png: once the chart shows GPUs in use
+        page.wait_for_selector('#gpu-chart[data-source=prometheus]:not([data-peak="0"])')
         page.screenshot(path=str(SCREENSHOT))
     # the overview re-renders its rows every refresh; the click re-finds the link if one is replaced
     page.click(f'#jobs tr[data-job="default/{demo.jobs[0]}"] a')

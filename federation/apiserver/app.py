@@ -196,7 +196,7 @@ def build_app(state: ApiServerState) -> web.Application:
             return state.registry.list(info, namespace, None)
 
         add_status_routes(app, list_objects, state.metrics.registry)
-        add_ui_routes(app, state.auth.authenticate, list_objects)
+        add_ui_routes(app, state.auth.authenticate, list_objects, prometheus_url=state.extra.get("prometheus_url"))
     openapi.add_routes(app)
     if not state.member_mode:  # karmada-search's proxy path for the member pods (docs/protocol.md "Member pods")
         from federation.apiserver import member_logs

@@ -79,6 +79,8 @@ def _names(info: KindInfo) -> Obj:
     names: Obj = {"plural": info.plural, "singular": info.singular, "kind": info.kind, "listKind": info.list_kind}
     if info.short_names:
         names["shortNames"] = list(info.short_names)
+    if discovery.categories(info):
+        names["categories"] = discovery.categories(info)
     return names
 
 

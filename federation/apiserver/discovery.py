@@ -76,13 +76,24 @@ def _singular_name(info: KindInfo) -> str:
     return info.singular
 
 
+def categories(info: KindInfo) -> list[str]:
+    """The kind's categories (``kubectl get caldera``, ``kubectl get all``, ``kubectl get karmada-io``);
+    the CRDs (crds.py) list the same."""
+    if info.group in ("", "coordination.k8s.io", "scheduling.k8s.io"):
+        return []
+    names = ["caldera", "all"] if info.kind in ("Job", "Work") else ["caldera"]
+    if info.group in ("policy.karmada.io", "work.karmada.io"):  # as Karmada's CRDs declare
+        names.append("karmada-io")
+    return names
+
+
 def _resource(info: KindInfo) -> list[Obj]:
     main: Obj = {"name": info.plural, "singularName": _singular_name(info), "namespaced": info.namespaced,
                  "kind": info.kind, "verbs": VERBS}
     if info.short_names:
         main["shortNames"] = list(info.short_names)
-    if info.group not in ("", "coordination.k8s.io", "scheduling.k8s.io"):
-        main["categories"] = ["caldera", "all"] if info.kind in ("Job", "Work") else ["caldera"]
+    if categories(info):
+        main["categories"] = categories(info)
     out = [main]
     if info.has_status or info.kind == "Namespace":
         out.append({"name": f"{info.plural}/status", "singularName": "", "namespaced": info.namespaced,

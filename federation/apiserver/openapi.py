@@ -17,11 +17,14 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from federation.apiserver import openapi_proto
 from federation.apiserver.apply.list_types import FieldPath, ListType, lists_of
+from policies.api_docs import DescribedSchema
 from policies.kinds import KINDS, KindInfo
 
 Obj = dict[str, Any]
 _ACTIONS = {"get": "read", "put": "replace", "patch": "patch", "delete": "delete"}
+_BOUNDS = {"ge": "minimum", "le": "maximum"}
 
 
 def _gv_path(info: KindInfo) -> str:
@@ -47,6 +50,10 @@ def _clean(node: Any, ref_prefix: str, defs_prefix: str) -> Any:
             out[key] = value.replace("#/$defs/", f"{ref_prefix}{defs_prefix}.")
         elif key == "const":
             out["enum"] = [value]
+        elif key in _BOUNDS:  # pydantic's constraint names where it could not write JSON Schema's
+            out[_BOUNDS[key]] = value
+        elif key == "propertyNames":  # map keys' patterns: not in OpenAPI 3.0; the server checks them
+            continue
         elif key in ("anyOf", "oneOf"):
             options = [o for o in value if o != {"type": "null"}]
             if len(options) == 1:
@@ -105,15 +112,24 @@ def _mark_lists(node: Any, defs: Obj, lists: dict[FieldPath, ListType], path: Fi
         _mark_lists(schema, defs, lists, path + (prop,), seen)
 
 
+@cache
+def _json_schema(info: KindInfo) -> Obj:
+    """The kind's JSON schema with descriptions (:mod:`policies.api_docs`) and list markers. Made once per
+    kind: pydantic takes seconds for all kinds, and the v3 and v2 documents and the CRDs all need it.
+    Callers must not change it (:func:`_clean` builds new objects)."""
+    try:
+        raw = info.model.model_json_schema(by_alias=True, mode="validation", schema_generator=DescribedSchema)
+    except Exception:  # a model still being written, or a schema pydantic cannot express: stay open
+        raw = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    _mark_lists(raw, raw.get("$defs", {}), lists_of(info.api_version, info.kind))
+    return raw
+
+
 def kind_schemas(info: KindInfo, ref_prefix: str) -> dict[str, Obj]:
     """Schemas of one kind (its own and its sub-objects'), named under the kind's prefix."""
     name = _schema_name(info)
-    try:
-        raw = info.model.model_json_schema(by_alias=True, mode="validation")
-    except Exception:  # a model still being written, or a schema pydantic cannot express: stay open
-        raw = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    raw = _json_schema(info)
     defs = raw.get("$defs", {})
-    _mark_lists(raw, defs, lists_of(info.api_version, info.kind))
     schemas = {f"{name}.{k}": _clean(v, ref_prefix, name) for k, v in defs.items()}
     top = _clean(raw, ref_prefix, name)
     top["x-kubernetes-group-version-kind"] = [{"group": info.group, "version": info.version, "kind": info.kind}]
@@ -184,19 +200,48 @@ def v3_index() -> Obj:
     return {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={_hash(gv)}"} for gv in gvs}}
 
 
+def _sibling_refs(node: Any) -> Any:
+    """Swagger 2.0 as kube-apiserver writes it: a field of a named type is ``$ref`` with its description
+    beside it, not ``allOf: [$ref]`` (kube-openapi's v2 reader, behind ``kubectl explain
+    --output=plaintext-openapiv2``, follows only a direct ``$ref``)."""
+    if isinstance(node, list):
+        return [_sibling_refs(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _sibling_refs(v) for k, v in node.items()}
+    parts = out.get("allOf")
+    if isinstance(parts, list) and len(parts) == 1 and set(parts[0]) == {"$ref"}:
+        del out["allOf"]
+        out["$ref"] = parts[0]["$ref"]
+    return out
+
+
 @lru_cache(maxsize=1)
-def v2_document() -> bytes:
+def _v2() -> Obj:
     definitions: dict[str, Obj] = {}
     for info in KINDS:
         definitions.update(kind_schemas(info, "#/definitions/"))
-    doc = {"swagger": "2.0", "info": {"title": "Caldera", "version": "v1"}, "paths": {}, "definitions": definitions}
-    return orjson.dumps(doc)
+    return {"swagger": "2.0", "info": {"title": "Caldera", "version": "v1"}, "paths": {},
+            "definitions": _sibling_refs(definitions)}
+
+
+@lru_cache(maxsize=1)
+def v2_document() -> bytes:
+    return orjson.dumps(_v2())
+
+
+@lru_cache(maxsize=1)
+def v2_protobuf() -> bytes:
+    return openapi_proto.document(_v2())
 
 
 def add_routes(app: web.Application) -> None:
     async def v2(request: web.Request) -> web.Response:
-        if "protobuf" in request.headers.get("Accept", "") and "json" not in request.headers.get("Accept", ""):
-            return web.Response(status=406, text="only application/json is served")
+        accept = request.headers.get("Accept", "")
+        if any(media in accept for media in openapi_proto.MEDIA_TYPES):  # kubectl's only form
+            return web.Response(body=v2_protobuf(), headers={"Content-Type": openapi_proto.MEDIA_TYPE})
+        if "protobuf" in accept and "json" not in accept:
+            return web.Response(status=406, text=f"served as application/json or {openapi_proto.MEDIA_TYPE}")
         return web.Response(body=v2_document(), content_type="application/json")
 
     async def v3(_request: web.Request) -> web.Response:

@@ -71,6 +71,8 @@ class ServerConfig:
     audit_policy_file: Path | None = None
     audit_log_maxsize: int = 0
     audit_log_maxbackup: int = 0
+    #: the dashboard's GPU chart reads this Prometheus (``--prometheus-url``; None: the server's samples)
+    prometheus_url: str | None = None
 
 
 async def open_store(cfg: ServerConfig, data_dir: Path) -> Storage:
@@ -126,6 +128,8 @@ class ApiServer:
         state = ApiServerState(store=store, registry=registry, hub=hub, auth=auth, sa_tokens=sa_tokens,
                                bookmark_interval=cfg.bookmark_interval, member_mode=cfg.member_mode,
                                audit=self._audit_log(), members=members)
+        if cfg.prometheus_url:
+            state.extra["prometheus_url"] = cfg.prometheus_url
         self.state = state
         for namespace in MEMBER_NAMESPACES if cfg.member_mode else FEDERATION_NAMESPACES:
             await registry.ensure_namespace(namespace)

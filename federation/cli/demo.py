@@ -17,10 +17,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from federation.demo.manifests import NAMESPACE, TERMINAL_PHASES, DemoPlan, default_clusters, demo_plan, dump
-from federation.demo.processes import StartupError, System
+from federation.demo.processes import StartupError, System, free_port
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,12 +54,10 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="plain progress lines even on a terminal (the default when stdout is not a TTY)")
 
 
-class Stop(Exception):
-    """SIGTERM: leave through the same clean-up path as Ctrl-C."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> NoReturn:
-    raise Stop()
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM leaves through Ctrl-C's path. An exception raised here could land inside one of asyncio's own
+    callbacks, which logs it and runs on; SIGINT is what ``asyncio.run`` turns into cancelling the demo."""
+    signal.raise_signal(signal.SIGINT)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         from federation.demo.prometheus import PrometheusProcess, secure_agent_metrics
 
         secure_agent_metrics(clusters, data_dir)  # HTTPS + token; restarted agents keep their scrape address
-        prometheus = PrometheusProcess(system, interval="5s")
+        prometheus = PrometheusProcess(system, interval="5s", port=free_port())
+        system.serve_args.extend(["--prometheus-url", prometheus.url])  # the dashboard's GPU chart reads it
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
     code = 1
@@ -115,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         if args.keep:
             keep_running(system, console)  # until Ctrl-C / SIGTERM: then the run's own exit code
         return code
-    except (KeyboardInterrupt, Stop):
+    except KeyboardInterrupt:
         console.print("interrupted: stopping the federation and the agents")
         code = 130
         return code
@@ -162,7 +161,7 @@ def keep_running(system: System, console: "Console") -> None:
     try:
         while all(p.alive for p in system.processes()):
             time.sleep(1.0)
-    except (KeyboardInterrupt, Stop):
+    except KeyboardInterrupt:
         console.print("stopping the federation and the agents")
         return
     dead = [p.name for p in system.processes() if not p.alive]

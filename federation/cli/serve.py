@@ -47,6 +47,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="rotate the audit log when it reaches MB megabytes (default 0: never)")
     parser.add_argument("--audit-log-maxbackup", type=int, default=0, metavar="N",
                         help="rotated audit files to keep (default 0: all)")
+    parser.add_argument("--prometheus-url", type=_prometheus_url, default=None, metavar="URL",
+                        help="the dashboard's GPU chart reads the last hour from this Prometheus (http[s]://host:port); "
+                             "absent or unreachable: the server's own 5 s samples")
     from federation.feature_gates import add_feature_gates_flag
     from federation.health_options import add_health_flags
 
@@ -61,6 +64,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     # embedded SQLite (one process owns the file: there is nobody to elect against)
     add_leader_election_flags(parser, default=None,
                               default_text="true with --etcd-servers, false on the embedded SQLite")
+
+
+def _prometheus_url(text: str) -> str:
+    if not text.startswith(("http://", "https://")) or len(text.split("://", 1)[1].strip("/")) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL of a Prometheus server")
+    return text
 
 
 def leader_elect_default(args: argparse.Namespace) -> bool:
@@ -98,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
                           self_signed_tls=not args.plain_http, member_mode=args.member_mode,
                           agent_kubeconfigs=list(args.agent_token), etcd=etcd_config(args),  # type: ignore[arg-type]
                           audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file,
-                          audit_log_maxsize=args.audit_log_maxsize, audit_log_maxbackup=args.audit_log_maxbackup)
+                          audit_log_maxsize=args.audit_log_maxsize, audit_log_maxbackup=args.audit_log_maxbackup,
+                          prometheus_url=args.prometheus_url)
     server = FederationServer(config, run_controllers=not args.no_controllers,
                               controller_options=with_scheduler_conf(args, {**health_options(args),
                                                                                   **feature_gate_options(args, "serve")}),

@@ -43,6 +43,7 @@ from federation.placement.request import (
 from policies.errors import FieldError, ValidationFailed
 from policies.k8s import label_selector
 from policies.k8s import tolerations as k8s_tolerations
+from policies.k8s.object_view import conditions_of, meta_of
 from policies.models.core import PodTemplateSpec
 from policies.models.pod_resources import template_request
 from policies.resources import ResourceVector
@@ -60,7 +61,7 @@ def wire(obj: Obj) -> dict[str, Any]:
 
 
 def _ref(w: Mapping[str, Any]) -> str:
-    meta = w.get("metadata") or {}
+    meta = meta_of(w)
     ns = meta.get("namespace")
     return f"{w.get('kind', '?')} {ns + '/' if ns else ''}{meta.get('name', '<unnamed>')}"
 
@@ -98,7 +99,7 @@ def job_priority(spec: Mapping[str, Any], priority_classes: Mapping[str, Obj] | 
 def job_demand(job: Obj, priority_classes: Mapping[str, Obj] | None = None) -> JobDemand:
     """The job's demand; with ``priority_classes`` (name -> PriorityClass), also its priority."""
     w = wire(job)
-    meta, spec = w.get("metadata") or {}, w.get("spec") or {}
+    meta, spec = meta_of(w), w.get("spec") or {}
     tasks = []
     for i, task in enumerate(spec.get("tasks") or []):
         replicas = int(task.get("replicas") or 0)
@@ -218,7 +219,7 @@ def placement_spec(policy: Obj) -> PlacementSpec:
             weights.append(StaticWeight(target, weight))
     if errors:
         raise ValidationFailed(ref, errors)
-    meta = w.get("metadata") or {}
+    meta = meta_of(w)
     namespace = str(meta.get("namespace") or "")
     return PlacementSpec(affinities, k8s_tolerations.tolerations(placement.get("clusterTolerations")), tuple(spread),
                          strategy, tuple(weights),  # type: ignore[arg-type]
@@ -230,8 +231,8 @@ def placement_spec(policy: Obj) -> PlacementSpec:
 
 def cluster_state(cluster: Obj, lease_renewed: float | None = None, lease_duration: float = 40.0) -> ClusterState:
     w = wire(cluster)
-    meta, spec, status = w.get("metadata") or {}, w.get("spec") or {}, w.get("status") or {}
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    meta, spec, status = meta_of(w), w.get("spec") or {}, w.get("status") or {}
+    ready = next((c for c in conditions_of(status) if c.get("type") == "Ready"), None)
     ready_status = str(ready.get("status")) if ready else "Unknown"
     if ready_status not in ("True", "False", "Unknown"):
         ready_status = "Unknown"
@@ -273,7 +274,7 @@ def previous_placement(binding: Obj | None) -> PreviousPlacement:
         return PreviousPlacement()
     w = wire(binding)
     spec, status = w.get("spec") or {}, w.get("status") or {}
-    held = _held_indices(((w.get("metadata") or {}).get("annotations") or {}).get(PLACEMENT_RECORD))
+    held = _held_indices((meta_of(w).get("annotations") or {}).get(PLACEMENT_RECORD))
     clusters = tuple(
         PreviousCluster(c["name"], int(c.get("replicas") or 0),
                         tuple((p["name"], int(p.get("replicas") or 0)) for p in c.get("components") or []),

@@ -126,7 +126,8 @@ def _on_domain(request: PlacementRequest, index: DomainIndex, d: int) -> Placeme
 
 
 def _whole(request: PlacementRequest, search: FleetSearch, on_view: PlaceFn) -> tuple[PlacementDecision | None, list[str]]:
-    index, refused, tried = search.index, [], 0
+    index, tried = search.index, 0
+    refused: list[str] = []
     for d in search.candidates:
         if tried >= MAX_TRIES:
             break

@@ -10,8 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from policies.k8s.label_selector import LabelSelector, Requirement
-from policies.k8s.tolerations import Taint, Toleration
+from policies.k8s.label_selector import LabelSelector
+from policies.k8s.label_selector import (
+    Requirement as Requirement,  # re-exported: part of the request's vocabulary
+)
+from policies.k8s.tolerations import Taint as Taint
+from policies.k8s.tolerations import Toleration as Toleration
 
 #: ``(resource, amount)`` pairs sorted by name: a hashable resource vector.
 Resources = tuple[tuple[str, float], ...]

@@ -38,6 +38,7 @@ from federation.status_api import (
 from federation.ui import data
 from federation.ui.history import GpuHistory, gpu_totals
 from federation.ui.paths import JOB_PAGE_PREFIX, PAGE_PATHS
+from federation.ui.prometheus import PrometheusGpuSource
 from policies.kinds import lookup
 
 EVENTS = lookup("v1", "Event")
@@ -57,12 +58,24 @@ def _json(doc: Any) -> web.Response:
 
 
 def add_routes(app: web.Application, authenticate: Callable[[str], object | None], list_objects: ListObjects,
-               clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+               clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+               prometheus_url: str | None = None) -> None:
     """Mount the dashboard. The API server passes its token check (``authenticate(token)``: the user,
     or None) and its registry's lister (federation/apiserver/app.py), so this module needs no import
-    of the API server."""
+    of the API server. With ``prometheus_url`` the GPU chart reads Prometheus (federation/ui/prometheus.py)
+    and falls back to the server's own samples when it cannot."""
     page = _static("index.html")
     history = GpuHistory()
+    prometheus = PrometheusGpuSource(prometheus_url) if prometheus_url else None
+
+    async def gpu_history() -> dict[str, Any]:
+        points = await prometheus.points(clock()) if prometheus is not None else None
+        if points is not None:
+            return {"gpuHistory": points, "gpuHistorySource": {"source": "prometheus", "url": prometheus.shown_url}}
+        source: dict[str, Any] = {"source": "server"}
+        if prometheus is not None and prometheus.problem:
+            source["problem"] = prometheus.problem
+        return {"gpuHistory": history.points(), "gpuHistorySource": source}
 
     def sample(clusters: list[dict[str, Any]]) -> None:
         history.record(clock(), *gpu_totals(clusters))
@@ -104,7 +117,7 @@ def add_routes(app: web.Application, authenticate: Callable[[str], object | None
                               metrics.placement_latency_summary())
         sample(clusters)
         overview = data.overview(doc, clusters, listed(WORKS), listed(EVENTS), listed(QUEUES))
-        return _json({**overview, "gpuHistory": history.points()})
+        return _json({**overview, **await gpu_history()})
 
     async def job(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]

@@ -119,9 +119,9 @@ def _compare(outcome: Outcome, expect: dict[str, Any], result: CycleResult) -> N
     if "evictions" in expect and sorted(expect["evictions"] or []) != sorted(result.evictions):
         fail(f"evictions: expected {sorted(expect['evictions'] or [])}, got {sorted(result.evictions)}")
     if "pipelined" in expect:
-        want = {k: sorted(v) for k, v in (expect["pipelined"] or {}).items()}
-        if want != result.pipelined:
-            fail(f"pipelined: expected {want}, got {result.pipelined}")
+        want_pipelined = {k: sorted(v) for k, v in (expect["pipelined"] or {}).items()}
+        if want_pipelined != result.pipelined:
+            fail(f"pipelined: expected {want_pipelined}, got {result.pipelined}")
     for group, phase in (expect.get("podGroups") or {}).items():
         if result.pod_groups.get(group) != phase:
             fail(f"podGroups[{group}]: expected {phase}, got {result.pod_groups.get(group)}")
@@ -153,24 +153,24 @@ def _compare_part2(fail: Any, expect: dict[str, Any], result: CycleResult) -> No
         if got is None or str(text) not in got:
             fail(f"evictionReasons[{pod}]: expected to contain {text!r}, got {got!r}")
     if "devices" in expect:
-        want = {pod: sorted(int(i) for i in ids) for pod, ids in (expect["devices"] or {}).items()}
-        got = {pod: sorted(d.get("gpus", [])) for pod, d in result.device_allocations.items() if d.get("gpus")}
-        if want != got:
-            fail(f"devices: expected {want}, got {got}")
+        want_devices = {pod: sorted(int(i) for i in ids) for pod, ids in (expect["devices"] or {}).items()}
+        got_devices = {pod: sorted(d.get("gpus", [])) for pod, d in result.device_allocations.items() if d.get("gpus")}
+        if want_devices != got_devices:
+            fail(f"devices: expected {want_devices}, got {got_devices}")
     for group, wanted in (expect.get("podGroupAnnotations") or {}).items():
-        got = result.pod_group_annotations.get(group, {})
+        annotations = result.pod_group_annotations.get(group, {})
         for key, value in (wanted or {}).items():
-            if got.get(key) != (None if value is None else str(value)):
-                fail(f"podGroupAnnotations[{group}][{key}]: expected {value!r}, got {got.get(key)!r}")
+            if annotations.get(key) != (None if value is None else str(value)):
+                fail(f"podGroupAnnotations[{group}][{key}]: expected {value!r}, got {annotations.get(key)!r}")
     for group, nodes in (expect.get("nodesOf") or {}).items():
         got_nodes = sorted({n for pod, n in result.bindings.items() if result.pod_owner.get(pod) == group})
         if got_nodes != sorted(nodes or []):
             fail(f"nodesOf[{group}]: expected {sorted(nodes or [])}, got {got_nodes}")
     for pod, wanted in (expect.get("annotations") or {}).items():
-        got = result.pod_annotations.get(pod, {})
+        pod_annotations = result.pod_annotations.get(pod, {})
         for key, value in (wanted or {}).items():
-            if got.get(key) != str(value):
-                fail(f"annotations[{pod}][{key}]: expected {value!r}, got {got.get(key)!r}")
+            if pod_annotations.get(key) != str(value):
+                fail(f"annotations[{pod}][{key}]: expected {value!r}, got {pod_annotations.get(key)!r}")
 
 
 def _bound_per_group(result: CycleResult, pods: Any = None) -> Counter[str]:

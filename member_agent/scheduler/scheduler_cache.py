@@ -428,7 +428,7 @@ class SchedulerCache:
 
     def _orphans(self) -> list[TaskSpec]:
         """Members of jobs that cannot be scheduled (missing PodGroup or queue) that sit on nodes."""
-        out = []
+        out: list[TaskSpec] = []
         for job in sorted(self._broken):
             if self._jobs[job][0] is None:
                 out.extend(t for t in self._members.get(job, {}).values()

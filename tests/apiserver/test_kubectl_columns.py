@@ -89,3 +89,13 @@ def test_get_rb_fully_applied_follows_the_works(served: ServeProcess, tmp_path: 
     assert wide[0][-2:] == ["CLUSTERS", "AGE"] and wide[1][-2] == "cluster-a:2,cluster-b:4"
     _applied(served, tmp_path, "cluster-b", "False")
     assert fully_applied() == "False"
+
+
+def test_get_karmada_io_lists_the_karmada_category(served: ServeProcess, tmp_path: Path) -> None:
+    """Karmada's CRDs put their kinds in the ``karmada-io`` category; ``kubectl get karmada-io`` lists them."""
+    applied = kubectl(served, tmp_path, "apply", "-f", str(SEED / "propagationpolicy-volcano-job-policy.yaml"))
+    assert applied.returncode == 0, applied.stderr
+    out = kubectl(served, tmp_path, "get", "karmada-io", "-A", "-o", "name")
+    assert out.returncode == 0, out.stderr
+    assert "propagationpolicy.policy.karmada.io/volcano-job-policy" in out.stdout.splitlines()
+    assert not [line for line in out.stdout.splitlines() if "volcano.sh" in line]  # Volcano kinds are not in it

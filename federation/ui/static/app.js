@@ -72,18 +72,26 @@ function renderSummary(doc) {
     el("div", {class: "k"}, k))));
 }
 
-// GPU use over time as an SVG line: used GPUs (filled) under the total (dashed), from the
-// server's samples (doc.gpuHistory). No chart library: a polyline over a fixed viewBox.
+// GPU use over time as an SVG line: used GPUs (filled) under the total (dashed), from Prometheus when the
+// server was given --prometheus-url, else from the server's samples (doc.gpuHistory; doc.gpuHistorySource
+// says which, and why Prometheus was not used). No chart library: a polyline over a fixed viewBox.
 const SVG = "http://www.w3.org/2000/svg";
 function svg(tag, attrs) {
   const node = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
   return node;
 }
-function renderGpuChart(points) {
+function renderGpuChart(points, source) {
   const box = $("gpu-chart");
+  const from = source || {source: "server"};
+  box.dataset.source = from.source;
+  const origin = from.source === "prometheus" ? `from Prometheus (${from.url})` : "from the server's samples";
+  $("gpu-origin").textContent = from.source === "prometheus" ? "(from Prometheus, every 5 s, last hour)"
+    : "(sampled by the server every 5 s, last hour)";
+  box.dataset.peak = Math.max(0, ...(points || []).map((p) => p.used));
+  const note = from.problem ? [el("div", {class: "muted", "data-problem": "true"}, from.problem)] : [];
   if (!points || points.length < 2) {
-    box.replaceChildren(el("p", {class: "muted"}, "collecting samples (one every 5 s)…"));
+    box.replaceChildren(el("p", {class: "muted"}, "collecting samples (one every 5 s)…"), ...note);
     return;
   }
   const W = 900, H = 160, L = 40, B = 20, T = 8;
@@ -101,7 +109,8 @@ function renderGpuChart(points) {
   const span = svg("text", {x: W - 8, y: H - 4, "text-anchor": "end"});
   span.textContent = `${Math.round((t1 - t0) / 60000)} min`; chart.append(span);
   const last = points[points.length - 1];
-  box.replaceChildren(chart, el("div", {class: "muted"}, `now ${last.used} of ${last.total} GPUs used (dashed: total)`));
+  box.replaceChildren(chart, el("div", {class: "muted"}, `now ${last.used} of ${last.total} GPUs used (dashed: total), ${origin}`),
+    ...note);
 }
 
 function renderClusters(doc) {
@@ -205,7 +214,7 @@ function groupRows(groups) {
 
 function renderOverview(doc) {
   lastOverview = doc;
-  renderSummary(doc); renderGpuChart(doc.gpuHistory); renderClusters(doc); renderQueues(doc); filterChoices(doc); renderJobs(doc); renderEvents(doc);
+  renderSummary(doc); renderGpuChart(doc.gpuHistory, doc.gpuHistorySource); renderClusters(doc); renderQueues(doc); filterChoices(doc); renderJobs(doc); renderEvents(doc);
 }
 
 function renderJob(j) {

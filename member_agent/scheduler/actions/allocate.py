@@ -84,7 +84,7 @@ class Allocate:
             limit = topology.limit(job) if topology is not None else None
             if topology is not None and job.spec.sub_group_policy:  # actions/allocate_subgroups.py
                 stmt = allocate_sub_groups(self, ssn, search, job, worksheet, topology, limit)
-            elif limit is not None:  # hard topology (soft converted at the top tier): actions/allocate_topology.py
+            elif limit is not None and topology is not None:  # hard topology (soft converted at the top tier): actions/allocate_topology.py
                 stmt = allocate_hard(self, ssn, search, job, worksheet, topology, limit)
             else:
                 stmt = self._allocate_tasks(ssn, search, job, worksheet)

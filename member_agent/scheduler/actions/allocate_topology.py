@@ -81,7 +81,8 @@ def _room(state: HyperNodeState, level: int, cands: np.ndarray, smallest: np.nda
     doms = state.chain[level]
     inside = doms >= 0
     slots = np.bincount(doms[inside], weights=per_row[inside], minlength=len(state.tree.names))
-    return slots[cands]
+    held: np.ndarray = slots[cands]
+    return held
 
 
 def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet: deque[TaskInfo],

@@ -52,7 +52,7 @@ class GangPreempt:
 
     @staticmethod
     def candidates(ssn: Session, job: JobInfo) -> list[TaskInfo]:
-        out = []
+        out: list[TaskInfo] = []
         for other in ssn.jobs.values():
             if other is job or other.queue != job.queue or other.priority >= job.priority:
                 continue

@@ -61,7 +61,7 @@ class GangReclaim:
 
     @staticmethod
     def candidates(ssn: Session, job: JobInfo) -> list[TaskInfo]:
-        out = []
+        out: list[TaskInfo] = []
         for other in ssn.jobs.values():
             queue = ssn.queues.get(other.queue)
             if other.queue == job.queue or queue is None or not queue.reclaimable:

@@ -230,7 +230,8 @@ class FailureMemo:
         if failed is None or len(rows) == 0:
             return rows
         self._sync()
-        return rows[failed[rows] < self.touched[rows]]
+        stale: np.ndarray = rows[failed[rows] < self.touched[rows]]
+        return stale
 
     def fail(self, key: object, row: int) -> None:
         self._sync()

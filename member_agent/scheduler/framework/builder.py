@@ -37,6 +37,7 @@ from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import node_topology, pod_extras, shape_extra
 from policies.k8s import node_selector
 from policies.k8s import tolerations as k8s_tolerations
+from policies.k8s.object_view import ObjectMetaView, meta_of
 from policies.resources import to_internal
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -58,8 +59,8 @@ def _plain(obj: Any) -> Mapping[str, Any]:
     raise TypeError(f"not a Kubernetes object: {obj!r}")
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
+def _meta(obj: Mapping[str, Any]) -> ObjectMetaView:
+    return meta_of(obj)
 
 
 def _ref(obj: Mapping[str, Any]) -> str:

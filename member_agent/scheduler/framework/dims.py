@@ -11,7 +11,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from policies.resources import CPU, MEMORY, PODS, TOLERANCE, to_quantity_text
+from policies.resources import CPU, MEMORY, PODS, to_quantity_text
+from policies.resources import TOLERANCE as TOLERANCE  # re-exported: the plugins compare with it
 
 Vector = np.ndarray
 

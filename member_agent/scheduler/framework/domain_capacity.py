@@ -29,7 +29,8 @@ def pods_per_row(free: np.ndarray, request: np.ndarray) -> np.ndarray:
     dims = np.flatnonzero(request >= 0.1)
     if len(dims) == 0 or len(free) == 0:
         return np.zeros(len(free), dtype=np.int64)
-    return np.floor((free[:, dims] + 0.1) / request[dims]).min(axis=1).clip(min=0).astype(np.int64)
+    held: np.ndarray = np.floor((free[:, dims] + 0.1) / request[dims]).min(axis=1).clip(min=0).astype(np.int64)
+    return held
 
 
 def top_domains(tree: HyperNodeTree | None, free: np.ndarray, request: np.ndarray, k: int) -> list[DomainRoom]:

@@ -210,7 +210,8 @@ class HyperNodeState:
         parts = np.where(usable, after / np.where(usable, alloc, 1.0), 0.0) * weights[cols]
         score = parts.sum(axis=1) / total
         score[(after > alloc + 0.1).any(axis=1)] = 0.0
-        return score
+        scores: np.ndarray = score
+        return scores
 
 
 #: TaskStatus bits of tasks that hold a node (Allocated, Pipelined, Binding, Bound, Running).

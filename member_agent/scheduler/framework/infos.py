@@ -127,12 +127,41 @@ class JobInfo:
         self._count(task, task.status, 1)
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
-        if task.status == status:
+        """Move ``task`` to ``status``: the counters change as ``_count(old, -1)`` then
+        ``_count(new, +1)`` would change them, with a counter skipped when both statuses
+        count in it alike (a status change per task placement made this a hot path)."""
+        old = task.status
+        if old == status:
             return
         self.status_changes += 1
-        self._count(task, task.status, -1)
+        if self._shared_counters:
+            self._unshare()
         task.status = status
-        self._count(task, status, 1)
+        counts = self.counts
+        counts[old] -= 1
+        counts[status] += 1
+        name = task.spec.role
+        role = self.role_counts.get(name)
+        if role is None:
+            role = self.role_counts[name] = Counter()
+        role[old] -= 1
+        role[status] += 1
+        ready0, valid0, scheduled0 = _FLAGS[old]
+        ready1, valid1, scheduled1 = _FLAGS[status]
+        if ready0 != ready1:
+            delta = ready1 - ready0
+            self.ready_num += delta
+            self.role_ready[name] = self.role_ready.get(name, 0) + delta
+        if valid0 != valid1:
+            delta = valid1 - valid0
+            self.valid_num += delta
+            self.role_valid[name] = self.role_valid.get(name, 0) + delta
+        if scheduled0 != scheduled1:
+            self.scheduled_num += scheduled1 - scheduled0
+        if task.spec.best_effort and (old == S.PENDING or status == S.PENDING):
+            delta = 1 if status == S.PENDING else -1
+            self.pending_best_effort += delta
+            self.role_pending_best_effort[name] = self.role_pending_best_effort.get(name, 0) + delta
 
     def _unshare(self) -> None:
         """Own copies of the counters shared with the spec's tally, before the first change."""
@@ -262,6 +291,16 @@ class _Tally:
     COUNTERS = ("counts", "role_counts", "role_valid", "role_ready", "role_pending_best_effort",
                 "pending_best_effort", "ready_num", "valid_num", "scheduled_num")
     __slots__ = (*COUNTERS, "answers")
+    counts: Counter[TaskStatus]
+    role_counts: dict[str, Counter[TaskStatus]]
+    role_valid: dict[str, int]
+    role_ready: dict[str, int]
+    role_pending_best_effort: dict[str, int]
+    pending_best_effort: int
+    ready_num: int
+    valid_num: int
+    scheduled_num: int
+    answers: list[bool | None]
 
     @classmethod
     def of(cls, job: JobInfo) -> _Tally:
@@ -293,6 +332,9 @@ def _empty_tally() -> _Tally:
     tally.answers = [None, None, None]
     return tally
 
+
+#: Per status: whether it counts as ready, valid and scheduled (``JobInfo.set_status``).
+_FLAGS = {s: (int(s in READY_STATUSES), int(s in VALID_STATUSES), int(s in SCHEDULED_STATUSES)) for s in TaskStatus}
 
 #: The counters of a job with no task: every JobInfo starts sharing them.
 _EMPTY = _empty_tally()

@@ -68,13 +68,15 @@ class NodeIndex:
         code = codes_of.get(value)
         if code is None:
             return np.zeros(len(self.nodes), dtype=bool)
-        return codes == code
+        rows: np.ndarray = codes == code
+        return rows
 
     def requirement(self, req: NodeSelectorRequirement, matches: Matcher) -> np.ndarray:
         """Rows whose label ``req.key`` satisfies ``req`` (``matches`` evaluated once per distinct value)."""
         codes, values, _ = self.column(req.key)
         verdict = np.fromiter((matches(req, value) for value in values), bool, len(values))
-        return verdict[codes]
+        rows: np.ndarray = verdict[codes]
+        return rows
 
     def taint_groups(self) -> list[tuple[tuple[Taint, ...], np.ndarray]]:
         """Nodes with at least one taint, grouped by their taint list (rows ascending)."""
@@ -88,7 +90,7 @@ class NodeIndex:
 
 
 def node_index(ssn: Session) -> NodeIndex:
-    index = ssn.node_index
+    index: NodeIndex | None = ssn.node_index
     if index is None or index.nodes is not ssn.nodes:
         index = ssn.node_index = NodeIndex(ssn.nodes)
     return index

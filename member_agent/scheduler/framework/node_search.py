@@ -43,7 +43,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density")
+                 "evaluated", "scored", "missing", "memo", "density", "stale")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -61,6 +61,10 @@ class ShapeCache:
         self.evaluated = np.zeros(n, dtype=bool)  # rows whose entries are current
         self.scored = np.zeros(n, dtype=bool)  # evaluated rows whose ``score`` is current
         self.missing = n  # rows not current (0: every row is)
+        #: Rows :meth:`refresh` marked not current one by one (touched since evaluated); when they
+        #: are all the rows not current (``missing == len(stale)``), a span is checked against
+        #: them in Python instead of reading the span of ``evaluated``.
+        self.stale: set[int] = set()
         self.pos = len(ssn.changes)
         #: By-resources scores per node class the session opened with (node_classes.new_memo).
         self.memo: list[np.ndarray] | None = None
@@ -82,6 +86,12 @@ class ShapeCache:
     def ensure_span(self, ssn: Session, task: TaskInfo, lo: int, hi: int) -> None:
         """Evaluate the rows of ``[lo, hi)`` that are not current."""
         if not self.missing or hi <= lo:
+            return
+        if self.missing == len(self.stale):
+            inside = [row for row in self.stale if lo <= row < hi]
+            if inside:
+                inside.sort()
+                self._evaluate(ssn, task, np.array(inside, dtype=np.int64))
             return
         done = self.evaluated[lo:hi]
         if done.all():
@@ -114,6 +124,7 @@ class ShapeCache:
                 if evaluated[row]:
                     evaluated[row] = False
                     self.missing += 1
+                    self.stale.add(row)
             self.pos = len(changes)
             return
         rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
@@ -133,10 +144,14 @@ class ShapeCache:
         if len(rows) <= SMALL_ROWS:
             self.evaluated[rows] = True
             for row in rows.tolist():
+                self.stale.discard(row)
                 self._evaluate_row(ssn, task, row)
             return
         sel = selector(rows)  # a contiguous span: views and slice writes, no gathers
         self.evaluated[sel] = True
+        if self.stale:
+            evaluated = self.evaluated
+            self.stale = {row for row in self.stale if not evaluated[row]}
         # Checked dims one contiguous column at a time (ResourceColumns): 1-D comparisons
         # are much cheaper than ``all(axis=1)`` over a short second axis or strided reads.
         fit_idle: np.ndarray | bool = True
@@ -213,8 +228,14 @@ class ShapeCache:
         idle = ssn.idle[row].tolist()
         releasing = ssn.releasing[row].tolist()
         pipelined = ssn.pipelined[row].tolist()
-        self.fit_idle[row] = all(idle[d] > lim for d, lim in checked)
-        fit_future = all(idle[d] + releasing[d] - pipelined[d] > lim for d, lim in checked)
+        fit_idle = fit_future = True
+        for d, lim in checked:  # one plain loop: two generator expressions per row cost more
+            value = idle[d]
+            if not value > lim:
+                fit_idle = False
+            if not value + releasing[d] - pipelined[d] > lim:
+                fit_future = False
+        self.fit_idle[row] = fit_idle
         self.fit_future[row] = fit_future
         code = 0
         for fn, row_fn in ssn.predicate_fns:
@@ -241,7 +262,8 @@ class ShapeCache:
         """Reason codes ("Insufficient <resource>") for rows whose FutureIdle is short."""
         future = ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]
         first = np.argmax(~(future > self.limit), axis=1)
-        return dim_reason_codes(ssn)[first]
+        codes: np.ndarray = dim_reason_codes(ssn)[first]
+        return codes
 
 
 class ResourceColumns:
@@ -407,24 +429,33 @@ class NodeSearch:
         want = num_nodes_to_find(ssn, n)
         found: list[np.ndarray] = []
         count = scanned = 0
-        chunk = n if want >= n or not cache.missing else first_chunk(task, cache, want)
+        # Two sizes (only the cost depends on them, never the answer): ``chunk`` rows are scanned
+        # at a time, about what this one search needs; a shape with many rows not yet evaluated
+        # evaluates ``ahead`` rows in one vectorised pass (its siblings' windows too), once.
+        chunk = n if want >= n else max(MIN_CHUNK, int(1.25 * (want + 1) / cache.density))
+        ahead = first_chunk(task, cache, want) if want < n and cache.missing > chunk else 0
+        ensured = 0  # rows from ``start``, in visiting order, evaluated by this search
         while scanned < n and count <= want:
             lo = (start + scanned) % n
             hi = min(lo + chunk, n, lo + n - scanned)
-            cache.ensure_span(ssn, task, lo, hi)
+            if cache.missing and scanned + hi - lo > ensured:
+                end = min(lo + max(ahead, hi - lo), n, lo + n - scanned)
+                cache.ensure_span(ssn, task, lo, end)
+                ensured = scanned + end - lo
             ok = cache.ok[lo:hi] if check_resources else cache.codes[lo:hi] == 0
-            rows = (ok & ~role[lo:hi] if role is not None else ok).nonzero()[0]
+            rows = (np.greater(ok, role[lo:hi]) if role is not None else ok).nonzero()[0]  # ok and not role
             take = len(rows)
             if count + take > want:  # the (want+1)-th feasible row: stop before it
                 take = want - count
                 visited = int(rows[take])
             else:
                 visited = hi - lo
-            if role_key:
+            if role is not None:  # visited nodes that failed: siblings skip them
+                role[lo:lo + visited] |= ~ok[:visited]
+            elif role_key:
                 failed = ~ok[:visited]
-                if failed.any():  # some visited node failed: siblings skip it
-                    if role is None:
-                        role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
+                if failed.any():
+                    role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
                     role[lo:lo + visited] |= failed
             found.append(rows[:take] + lo)
             count += take
@@ -454,7 +485,8 @@ class NodeSearch:
             # A node a sibling failed on that would pass now (resources freed since).
             sibling = self.ssn.reasons.code(SIBLING_FAILED, Code.UNSCHEDULABLE)
             codes[(codes == 0) & failed[rows]] = sibling
-        return codes
+        reasons: np.ndarray = codes
+        return reasons
 
     def _cache(self, task: TaskInfo) -> ShapeCache:
         """The shape's lazy cache; the dictionary entry itself when no node changed since its
@@ -479,7 +511,7 @@ class NodeSearch:
         scores = cache.scores(ssn, task, group)
         for fn in ssn.batch_node_order_fns:
             scores = scores + fn(task, group)
-        return int(group[int(np.argmax(scores))])
+        return int(group[int(scores.argmax())])
 
     def fits_resources(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
         """Whether ``task``'s request fits the Idle and the FutureIdle of one node."""

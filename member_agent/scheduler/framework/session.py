@@ -328,7 +328,8 @@ class Session:
 
     # ------------------------------------------------------------------ node accounting
     def future_idle(self, row: int) -> Vector:
-        return self.idle[row] + self.releasing[row] - self.pipelined[row]
+        future: Vector = self.idle[row] + self.releasing[row] - self.pipelined[row]
+        return future
 
     def touch(self, row: int) -> None:
         self.changes.append(row)
@@ -346,8 +347,11 @@ class Session:
             self.idle[row] -= req
             self.used[row] += req
             self.pod_count[row] += 1
-            self.nonzero_used[row] += task.spec.nonzero
-        self.node_tasks[row][task.key] = task
+            cpu, memory = task.spec.nonzero  # two scalar adds: a tuple operand is converted to an array per call
+            nonzero_used = self.nonzero_used
+            nonzero_used[row, 0] += cpu
+            nonzero_used[row, 1] += memory
+        self.node_tasks[row][task.spec.key] = task
         self.touch(row)
         for _name, on_allocate, _ in self.handlers:
             on_allocate(task)

@@ -18,8 +18,9 @@ from member_agent.scheduler.framework.dims import Dimensions, Vector
 from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY, PodAffinity
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import NO_EXTRAS, NodeTopology, PodExtras
-from policies.k8s.node_selector import NodeSelectorTerm
-from policies.k8s.tolerations import Taint, Toleration
+from policies.k8s.node_selector import NodeSelectorTerm as NodeSelectorTerm  # re-exported for the plugins
+from policies.k8s.tolerations import Taint as Taint
+from policies.k8s.tolerations import Toleration as Toleration
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,13 @@ class TaskSpec:
     labels: Mapping[str, str] = field(default_factory=dict)  # metadata.labels (inter-pod terms select on them)
     pod_affinity: PodAffinity = NO_POD_AFFINITY  # required inter-pod terms (framework/pod_affinity.py)
 
-    @cached_property
-    def key(self) -> str:
-        # Cached in the instance dict (a frozen dataclass allows that): read several times per
-        # task per session, and a spec lives across many sessions.
-        return f"{self.namespace}/{self.name}"
+    #: "<namespace>/<name>", set once at construction (a frozen dataclass allows it through
+    #: ``object.__setattr__``): read several times per task per session, and a spec lives across
+    #: many sessions, so a plain attribute beats a cached property's first-read machinery.
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ class JobSpec:
     #: an unchanged job keeps its JobSpec object across snapshots, so a session's per-job
     #: opening work is paid once per change of the job, not once per session. Not an init field,
     #: so ``dataclasses.replace`` gives the new spec a memo of its own.
-    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

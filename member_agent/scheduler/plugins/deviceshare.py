@@ -90,7 +90,7 @@ class DeviceSharePlugin:
         matrix = self.ledger.matrix()
         miss = self.no_shared if demand.shared else self.no_whole
         codes = np.where(matrix.fits(demand, rows), 0, miss)
-        return np.where(matrix.count[rows] == 0, self.no_devices, codes).astype(np.int32)  # type: ignore[no-any-return]
+        return np.where(matrix.count[rows] == 0, self.no_devices, codes).astype(np.int32)
 
     # ------------------------------------------------------------------ score
     def _score_row(self, task: TaskInfo, row: int) -> float:

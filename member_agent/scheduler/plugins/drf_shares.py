@@ -28,7 +28,8 @@ class DominantShares:
         """max over the counted dimensions of allocated / total (0 when none counts)."""
         if not self.any_dim:
             return 0.0
-        return float((allocated * self.inv_total).max())
+        # max() over a Python list: numpy's ``.max()`` costs more than the product on a few dims
+        return float(max((allocated * self.inv_total).tolist()))
 
     def track(self, uid: str, allocated: Vector) -> None:
         self.allocated[uid] = allocated

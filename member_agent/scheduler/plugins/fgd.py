@@ -95,7 +95,7 @@ class Workload:
                 memo.clear()
             memo.update(zip(missing, rows, strict=True))
         table = np.array([memo[k] for k in pairs]).reshape(len(pairs), self.share.shape[1])
-        return table[inverse.reshape(-1)]  # type: ignore[no-any-return]
+        return table[inverse.reshape(-1)]
 
     def gpu_fit(self, top: np.ndarray, full: np.ndarray) -> np.ndarray:
         """(…, J): whether a class's GPU demand fits, given the largest free part and whole free GPUs."""
@@ -234,7 +234,7 @@ class FgdPlugin:
 
     # ------------------------------------------------------------------ callbacks
     def _scale(self, delta: np.ndarray) -> np.ndarray:
-        return -delta * MAX_NODE_SCORE * self.weight / max(1, self.gpus)  # type: ignore[no-any-return]
+        return -delta * MAX_NODE_SCORE * self.weight / max(1, self.gpus)
 
     def _gpu_share_after(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """(R,) the share of each row's GPUs allocated once the task is placed there."""
@@ -260,7 +260,7 @@ class FgdPlugin:
             if self.tie_break == "gpufit":
                 tie = 2.0 * self._gpu_share_after(task, rows) + 0.5 * tie
             score = np.round(score, 6) + 1e-7 * tie
-        return score  # type: ignore[no-any-return]
+        return score
 
     def _score_row(self, task: TaskInfo, row: int) -> float:
         return float(self._score(task, np.array([row]))[0])

@@ -119,4 +119,4 @@ class GpuMatrix:
         memory = self.memory[rows]
         full = (memory > 0) & (self.memory_used[rows] >= memory - EPS)
         free = np.clip(1.0 - self.cores_used[rows] / 100.0, 0.0, 1.0)
-        return np.where(self.valid[rows] & ~self.exclusive[rows] & ~full, free, 0.0)  # type: ignore[no-any-return]
+        return np.where(self.valid[rows] & ~self.exclusive[rows] & ~full, free, 0.0)

@@ -27,7 +27,8 @@ import numpy as np
 
 from member_agent.scheduler.framework.affinity_shapes import distinct_terms
 from member_agent.scheduler.framework.infos import TaskInfo
-from member_agent.scheduler.framework.pod_affinity import SHARED_KEY, PodAffinityTerm
+from member_agent.scheduler.framework.pod_affinity import SHARED_KEY as SHARED_KEY  # predicates reads it here
+from member_agent.scheduler.framework.pod_affinity import PodAffinityTerm
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import TaskSpec
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, Code, TaskStatus

@@ -196,7 +196,8 @@ class NodeOrderPlugin:
         std = np.sqrt(var)
         # Two resources: |f1 - f2| / 2, which equals the population std; fewer than two: 0.
         std = np.where(count < 2, 0.0, std)
-        return np.floor((1 - std) * MAX)
+        scores: np.ndarray = np.floor((1 - std) * MAX)
+        return scores
 
     # ------------------------------------------------------------------ normalised over candidates
     def _raw(self, task: TaskInfo) -> tuple[np.ndarray, np.ndarray, bool]:

@@ -51,6 +51,7 @@ class QueueAttr:
     deserved: Vector
     share: float = 0.0
     inv_deserved: Vector | None = None
+    inv_any: bool = False  # inv_deserved has a non-zero entry (read on every allocation)
 
 
 def capability_vector(dims: Dimensions, queue: QueueSpec) -> Vector:
@@ -166,6 +167,7 @@ class ProportionPlugin:
         water_fill(list(self.attrs.values()), ssn.total, dims.always)
         for attr in self.attrs.values():
             attr.inv_deserved = inverse(attr.deserved)
+            attr.inv_any = bool(attr.inv_deserved.any())
         for attr in self.attrs.values() if ssn.options.verbosity >= 4 else ():
             # guarded: describing three vectors per queue cost ~10 % of a session at verbosity 0
             ssn.log(4, f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "
@@ -277,7 +279,8 @@ class ProportionPlugin:
     @staticmethod
     def _reshare(attr: QueueAttr) -> None:
         inv = attr.inv_deserved
-        attr.share = float((attr.allocated * inv).max()) if inv is not None and inv.any() else 0.0
+        # max() over a Python list: numpy's ``.max()`` costs more than the product on a few dims
+        attr.share = float(max((attr.allocated * inv).tolist())) if inv is not None and attr.inv_any else 0.0
 
     def on_session_close(self, ssn: Session) -> None:
         pass

@@ -46,13 +46,15 @@ def gated_request(job: JobInfo, zeros: Vector) -> Vector:
 
 def deduct_gated(job: JobInfo, amount: Vector) -> Vector:
     """``DeductSchGatedResources``: what gated pods would need is not reserved."""
-    return np.maximum(amount - gated_request(job, np.zeros_like(amount)), 0.0)
+    deducted: Vector = np.maximum(amount - gated_request(job, np.zeros_like(amount)), 0.0)
+    return deducted
 
 
 def inqueue_resource(job: JobInfo, allocated: Vector) -> Vector:
     """``GetInqueueResource``: per dim of minResources, the part not yet allocated."""
     assert job.spec.min_resources is not None
-    return np.maximum(job.spec.min_resources - allocated, 0.0)
+    left: Vector = np.maximum(job.spec.min_resources - allocated, 0.0)
+    return left
 
 
 def allocated_count(job: JobInfo) -> int:

@@ -246,13 +246,15 @@ class Lab:
         return Played(scenario, f"default.{name}", (first, second), sorted(set(halves)))
 
     async def _left(self, rc: Any, cluster: str, name: str, since: float) -> Any:
-        """Whether ``cluster`` is Ready and a sample its agent answered after ``since`` shows no Work
+        """Whether ``cluster`` is Ready and untainted and a sample its agent answered after ``since`` shows no Work
         of the job (the federation withdrew it there; the agent saw it go, and its pods with it)."""
         obj = await rc.get(CLUSTER, cluster)
         ready = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
         sample = _last_sample(self.samples / f"{cluster}.jsonl", since)
         gone = sample is not None and sample.get("ok") and f"default.{name}" not in (sample.get("works") or {})
-        return bool(ready and ready[0].get("status") == "True" and gone)
+        # the taints go in a write after Ready: a Job placed between the two would skip the cluster
+        untainted = not (obj.get("spec") or {}).get("taints")
+        return bool(ready and ready[0].get("status") == "True" and untainted and gone)
 
     async def remove(self, played: Played) -> None:
         """Delete the scenario's Job and wait until no agent has it (its GPUs free for the next one)."""

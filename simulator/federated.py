@@ -28,7 +28,7 @@ from federation.placement.adapters import assumed_share, build_request
 from federation.placement.place import Placer
 from member_agent.pod_writes import with_placement
 from member_agent.topology_status import cluster_topology
-from policies.capacity import NodeState, cluster_status
+from policies.capacity import NodeState, cluster_status, pod_request
 from policies.errors import InvalidConfiguration
 from simulator.clock import VirtualClock
 from simulator.member import Member, Obj
@@ -79,6 +79,7 @@ class Federation:
         #: shares stay (without this, a second job placed in the same tick counted on the first's room)
         self._unsubmitted: set[str] = set()
         self._statuses: dict[str, tuple[Any, Obj]] = {}  # member -> (its status_signature, its Cluster)
+        self._pod_requests: dict[str, dict[str, float]] = {}  # pod uid -> its request (see _requests_of)
 
     # ------------------------------------------------------------------ cluster status
     def _cluster(self, member: Member, empty: bool = False) -> Obj:
@@ -93,12 +94,27 @@ class Federation:
         return self._status_of(member, [])
 
     def _status_of(self, member: Member, pods: list[Obj]) -> Obj:
-        state = NodeState(member.nodes, pods)
-        status = cluster_status(state, pods)
+        requests = self._requests_of(pods)
+        state = NodeState(member.nodes, pods, requests)
+        status = cluster_status(state, pods, requests=requests)
         status["topology"] = cluster_topology(state, member.hyper_nodes)  # the fleet tier (docs/topology.md)
         status["conditions"] = [{"type": "Ready", "status": "True", "lastTransitionTime": "2023-01-01T00:00:00Z"}]
         return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
                 "metadata": {"name": member.name}, "spec": {}, "status": status}
+
+    def _requests_of(self, pods: list[Obj]) -> dict[str, dict[str, float]]:
+        """uid -> the pod's request, each pod's parsed once: a pod's spec never changes and its uid names one
+        generation of one share (a re-placed job gets new uids), while the status is rebuilt whenever any pod moves."""
+        out = {}
+        for pod in pods:
+            uid = (pod.get("metadata") or {}).get("uid", "")
+            if not uid:  # cannot be memoised: cluster_status parses it itself
+                continue
+            request = self._pod_requests.get(uid)
+            if request is None:
+                request = self._pod_requests[uid] = pod_request(pod)
+            out[uid] = request
+        return out
 
     @staticmethod
     def _pods(member: Member) -> list[Obj]:

@@ -36,7 +36,11 @@ async def test_partition_never_runs_a_gang_twice_or_by_halves(tmp_path: Path) ->
     async with Lab(tmp_path, CI) as lab:
         played = []
         for scenario, first_ran in SCENARIOS:
-            played.append((await lab.play(scenario), first_ran))
+            try:
+                played.append((await lab.play(scenario), first_ran))
+            except AssertionError as failed:  # say what had happened before
+                timeline = "\n".join(f"{t:6.1f}s {what}" for t, what in lab.timeline)
+                raise AssertionError(f"{failed}\n{timeline}") from None
             if scenario is not SCENARIOS[-1][0]:
                 await lab.remove(played[-1][0])
     found = lab.findings()

@@ -18,17 +18,19 @@ even on empty clusters is Unfittable (with the placement's reason).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import yaml
 
 from federation.controllers.binding import placement_json
 from federation.controllers.render import share_manifest
-from federation.placement.adapters import assumed_share, build_request
+from federation.placement.adapters import assumed_share, build_request, cluster_state
 from federation.placement.place import Placer
+from federation.placement.request import ClusterState
 from member_agent.pod_writes import with_placement
 from member_agent.topology_status import cluster_topology
-from policies.capacity import NodeState, cluster_status
+from policies.capacity import NodeState, cluster_status, pod_request
 from policies.errors import InvalidConfiguration
 from simulator.clock import VirtualClock
 from simulator.member import Member, Obj
@@ -79,6 +81,9 @@ class Federation:
         #: shares stay (without this, a second job placed in the same tick counted on the first's room)
         self._unsubmitted: set[str] = set()
         self._statuses: dict[str, tuple[Any, Obj]] = {}  # member -> (its status_signature, its Cluster)
+        self._pod_requests: dict[str, dict[str, float]] = {}  # pod uid -> its request (see _requests_of)
+        self._cluster_states: dict[int, tuple[Obj, ClusterState]] = {}  # see _states_of
+        self._state_tuples: dict[tuple[int, ...], tuple[list[Obj], tuple[ClusterState, ...]]] = {}
 
     # ------------------------------------------------------------------ cluster status
     def _cluster(self, member: Member, empty: bool = False) -> Obj:
@@ -93,12 +98,27 @@ class Federation:
         return self._status_of(member, [])
 
     def _status_of(self, member: Member, pods: list[Obj]) -> Obj:
-        state = NodeState(member.nodes, pods)
-        status = cluster_status(state, pods)
+        requests = self._requests_of(pods)
+        state = NodeState(member.nodes, pods, requests)
+        status = cluster_status(state, pods, requests=requests)
         status["topology"] = cluster_topology(state, member.hyper_nodes)  # the fleet tier (docs/topology.md)
         status["conditions"] = [{"type": "Ready", "status": "True", "lastTransitionTime": "2023-01-01T00:00:00Z"}]
         return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
                 "metadata": {"name": member.name}, "spec": {}, "status": status}
+
+    def _requests_of(self, pods: list[Obj]) -> dict[str, dict[str, float]]:
+        """uid -> the pod's request, each pod's parsed once: a pod's spec never changes and its uid names one
+        generation of one share (a re-placed job gets new uids), while the status is rebuilt whenever any pod moves."""
+        out = {}
+        for pod in pods:
+            uid = (pod.get("metadata") or {}).get("uid", "")
+            if not uid:  # cannot be memoised: cluster_status parses it itself
+                continue
+            request = self._pod_requests.get(uid)
+            if request is None:
+                request = self._pod_requests[uid] = pod_request(pod)
+            out[uid] = request
+        return out
 
     @staticmethod
     def _pods(member: Member) -> list[Obj]:
@@ -127,9 +147,31 @@ class Federation:
         return shares
 
     def _place(self, manifest: dict, clusters: list[Obj], assumed: tuple[Any, ...] = ()) -> Any:
-        request = build_request(manifest, self.policy, clusters, now=self.clock.now(), assumed=assumed)
+        states = self._states_of(clusters)
+        request = build_request(manifest, self.policy, states, now=self.clock.now(), assumed=assumed)
+        request = dataclasses.replace(request, clusters=states)  # the same tuple: the placer's table cache hits
         self._demand = request.job
         return self.placer.place(request)
+
+    def _states_of(self, clusters: list[Obj]) -> tuple[ClusterState, ...]:
+        """The placement's view of these Cluster objects, parsed once per object and, for the same objects,
+        the very same tuple (a Cluster object is rebuilt, never changed, when its member's pods move)."""
+        key = tuple(id(c) for c in clusters)
+        hit = self._state_tuples.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], clusters, strict=True)):
+            return hit[1]
+        states = []
+        for cluster in clusters:
+            known = self._cluster_states.get(id(cluster))
+            if known is None or known[0] is not cluster:
+                known = self._cluster_states[id(cluster)] = (cluster, cluster_state(cluster))
+            states.append(known[1])
+        if len(self._cluster_states) > 64:  # old statuses are dropped; keep the memo small
+            self._cluster_states = {id(c): self._cluster_states[id(c)] for c in clusters}
+        if len(self._state_tuples) > 16:
+            self._state_tuples.clear()
+        self._state_tuples[key] = (list(clusters), tuple(states))
+        return self._state_tuples[key][1]
 
     def _settle_assumed(self) -> tuple[Any, ...]:
         """Assumed shares of jobs whose every share is now bound or reserved (or gone) are dropped."""

@@ -115,6 +115,12 @@ class QueueReplay:
         self._dirty = False
         self._seen_finishes = 0
         self._clusters: list[Obj] | None = None
+        #: memos for reclaim, each checked against the object it was derived from (see _reclaim, _gangs, _free)
+        self._pods_of: dict[tuple[str, str], tuple[tuple[dict[str, float], int], ...]] = {}
+        self._gang_cache: dict[tuple[str, str], tuple[Any, Any, Placed]] = {}
+        self._status_free: dict[str, tuple[Obj, dict[str, float]]] = {}
+        #: job -> (the members' status objects, the assumed shares) its placement last failed against
+        self._unfit: dict[tuple[str, str], tuple[list[Obj], tuple[tuple[str, int], ...]]] = {}
 
     @property
     def fleet_scope(self) -> bool:
@@ -169,6 +175,9 @@ class QueueReplay:
         for key in list(self.placed):
             if key[1] not in requeued and not any(_holding(m, key[1]) for m in self.fed.members.values()):
                 del self.placed[key]
+                self._gang_cache.pop(key, None)
+                self._pods_of.pop(key, None)
+                self._unfit.pop(key, None)
                 self.ledger.remove_job(key)
                 self._dirty = True
 
@@ -183,12 +192,12 @@ class QueueReplay:
         for key in self.ledger.decide():
             job, manifest = self.waiting[key]
             shape = _shape(manifest)
-            shares = None if shape in unplaceable else self.fed._try(job, manifest, self._statuses())
+            shares = None if shape in unplaceable else self._try(key, job, manifest)
             reclaim_key = (self.ledger.jobs[key].queue, shape)
             if shares is None and self.ledger.conf.reclaim and reclaim_key not in not_reclaimed:
                 if self._reclaim(key, manifest):
                     unplaceable.clear()
-                    shares = self.fed._try(job, manifest, self._statuses())
+                    shares = self._try(key, job, manifest)
                 else:
                     not_reclaimed.add(reclaim_key)
             if shares is None:
@@ -196,17 +205,37 @@ class QueueReplay:
                 self.ledger.unplaced(key)  # Inqueue: tried again at the next event
                 continue
             del self.waiting[key]
+            self._unfit.pop(key, None)
             self._placed(key, shares)
             self.ready.append((job, shares))
         self._dirty = False
 
+    def _try(self, key: tuple[str, str], job: TraceJob, manifest: Obj) -> Shares | None:
+        """The federation's placement, unless this job already failed against the very same room: the same
+        members' status objects (rebuilt whenever a pod binds, ends or is evicted, or a reservation moves)
+        and the same dispatched-but-unbound shares. Placement is a function of those and the job, so a
+        job that fit nowhere is not tried again on every arrival while nothing it could use was freed."""
+        clusters = self._statuses()
+        self.fed._settle_assumed()  # what _try deducts: shares not yet bound or reserved
+        assumed = tuple((name, self.fed.generation.get(name, 0)) for name in self.fed._assumed)
+        failed = self._unfit.get(key)
+        if failed is not None and failed[1] == assumed and len(failed[0]) == len(clusters) \
+                and all(a is b for a, b in zip(failed[0], clusters, strict=True)):
+            return None
+        shares = self.fed._try(job, manifest, clusters)
+        if shares is None:
+            self._unfit[key] = (list(clusters), assumed)
+        else:
+            self._unfit.pop(key, None)
+        return shares
+
     def _reclaim(self, key: tuple[str, str], manifest: Obj) -> bool:
         entry = self.ledger.jobs[key]
-        reclaimer = Reclaimer(key, entry.queue, pods_of(manifest), entry.priority, counted=True)
-        gangs = [Placed(k, self.ledger.jobs[k].queue, self.ledger.jobs[k].priority, dict(self.ledger.jobs[k].request),
-                        usage, True, self.ledger.jobs[k].created) for k, usage in self.placed.items()
-                 if k in self.ledger.jobs]
-        plan = plan_reclaim(self.ledger.attrs(), reclaimer, gangs, self._free())
+        pods = self._pods_of.get(key)
+        if pods is None:  # a key's manifest never changes (an evicted gang waits again with the same one)
+            pods = self._pods_of[key] = pods_of(manifest)
+        reclaimer = Reclaimer(key, entry.queue, pods, entry.priority, counted=True)
+        plan = plan_reclaim(self.ledger.attrs(), reclaimer, self._gangs(), self._free())
         if plan.evictions:
             self._clusters = None
         for eviction in plan.evictions:
@@ -216,10 +245,25 @@ class QueueReplay:
             self.fed.held.pop(victim[1], None)
             self.fed._assumed.pop(victim[1], None)
             del self.placed[victim]
+            self._gang_cache.pop(victim, None)
             self.ledger.unplaced(victim)
             self.waiting[victim] = self.fed._jobs[victim[1]]
             self.reclaimed[eviction.victim.queue] = self.reclaimed.get(eviction.victim.queue, 0) + 1
         return bool(plan.evictions)
+
+    def _gangs(self) -> list[Placed]:
+        """The placed gangs as reclaim sees them, in ``placed`` order; each built once per (ledger entry, usage)."""
+        out = []
+        for k, usage in self.placed.items():
+            job = self.ledger.jobs.get(k)
+            if job is None:
+                continue
+            cached = self._gang_cache.get(k)
+            if cached is None or cached[0] is not job or cached[1] is not usage:
+                cached = self._gang_cache[k] = (job, usage, Placed(k, job.queue, job.priority, dict(job.request),
+                                                                   usage, True, job.created))
+            out.append(cached[2])
+        return out
 
     def _statuses(self) -> list[Obj]:
         """The members' Cluster status, walking every pod: once per session, again after evictions."""
@@ -238,12 +282,16 @@ class QueueReplay:
                         slot[name] = slot.get(name, 0.0) + amount * replicas
         out = {}
         for cluster in self._statuses():
-            summary = cluster["status"].get("resourceSummary") or {}
-            free = dict(ResourceVector.from_resource_list(summary.get("allocatable")))
-            for field in ("allocated", "allocating"):
-                for resource, amount in ResourceVector.from_resource_list(summary.get(field)).items():
-                    free[resource] = free.get(resource, 0.0) - amount
             name = cluster["metadata"]["name"]
+            cached = self._status_free.get(name)
+            if cached is None or cached[0] is not cluster:  # a status object is rebuilt whenever a pod moves
+                summary = cluster["status"].get("resourceSummary") or {}
+                room = dict(ResourceVector.from_resource_list(summary.get("allocatable")))
+                for field in ("allocated", "allocating"):
+                    for resource, amount in ResourceVector.from_resource_list(summary.get(field)).items():
+                        room[resource] = room.get(resource, 0.0) - amount
+                cached = self._status_free[name] = (cluster, room)
+            free = dict(cached[1])
             for resource, amount in assumed.get(name, {}).items():
                 free[resource] = free.get(resource, 0.0) - amount
             out[name] = free

@@ -42,7 +42,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from row_counts import RowCounts, counting
-from scheduler_mixed import mixed_cluster, mixed_jobs, write_state
+from scheduler_mixed import mixed_cluster, mixed_jobs, worker_pods, write_state
 
 from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
 from policies.scheduler_conf import parse_scheduler_conf
@@ -119,15 +119,7 @@ def jobs(pods: int, rng: random.Random, per_job_shapes: bool = False) -> list[di
         requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
         if gpus:
             requests["nvidia.com/gpu"] = gpus
-        spec: dict[str, Any] = {"schedulerName": "volcano",
-                                "containers": [{"name": "main", "resources": {"requests": requests, "limits": dict(requests)}}]}
-        if pool:
-            spec["nodeSelector"] = {"nvidia.com/gpu.product": f"NVIDIA-{pool}"}
-        for k in range(size):
-            objs.append({"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": f"{name}-worker-{k}", "namespace": "bench",
-                                      "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"}},
-                         "spec": spec, "status": {"phase": "Pending"}})
+        objs.extend(worker_pods(name, size, requests, {"nvidia.com/gpu.product": f"NVIDIA-{pool}"} if pool else None))
         made += size
         j += 1
     return objs

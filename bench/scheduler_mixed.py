@@ -50,6 +50,21 @@ def mixed_cluster(nodes: int) -> list[dict[str, Any]]:
     return objs
 
 
+def worker_pods(name: str, size: int, requests: dict[str, Any],
+                node_selector: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The ``size`` Pending worker pods of PodGroup ``name`` in namespace bench, sharing one spec (every
+    scheduler bench builds its gangs with it)."""
+    spec: dict[str, Any] = {"schedulerName": "volcano",
+                            "containers": [{"name": "main", "resources": {"requests": requests,
+                                                                          "limits": dict(requests)}}]}
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    return [{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"{name}-worker-{k}", "namespace": "bench",
+                          "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"}},
+             "spec": spec, "status": {"phase": "Pending"}} for k in range(size)]
+
+
 def mixed_jobs(pods: int, rng: random.Random, per_job_shapes: bool = False) -> list[dict[str, Any]]:
     """Pending gangs of 1–32 pods in the issue's queues; ``per_job_shapes``: a distinct cpu request per job."""
     objs: list[dict[str, Any]] = []
@@ -67,19 +82,9 @@ def mixed_jobs(pods: int, rng: random.Random, per_job_shapes: bool = False) -> l
         requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
         if gpus:
             requests["nvidia.com/gpu"] = str(gpus)
-        spec: dict[str, Any] = {"schedulerName": "volcano",
-                                "containers": [{"name": "main", "resources": {"requests": requests,
-                                                                              "limits": dict(requests)}}]}
-        if product == "cpu":
-            spec["nodeSelector"] = {"pool": "cpu"}
-        elif product:
-            spec["nodeSelector"] = {"nvidia.com/gpu.product": f"NVIDIA-{product}"}
-        for k in range(size):
-            objs.append({"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": f"{name}-worker-{k}", "namespace": "bench",
-                                      "annotations": {"scheduling.k8s.io/group-name": name,
-                                                      "volcano.sh/task-spec": "worker"}},
-                         "spec": spec, "status": {"phase": "Pending"}})
+        selector = {"pool": "cpu"} if product == "cpu" else \
+            {"nvidia.com/gpu.product": f"NVIDIA-{product}"} if product else None
+        objs.extend(worker_pods(name, size, requests, selector))
         made += size
         j += 1
     return objs

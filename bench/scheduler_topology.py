@@ -28,6 +28,7 @@ from collections import Counter
 from typing import Any
 
 from scheduler import CONF_TEXT as BASE_CONF  # the plain benchmark's conf; the topology run adds its plugin
+from scheduler_mixed import worker_pods
 
 from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
 from policies.scheduler_conf import parse_scheduler_conf
@@ -99,14 +100,7 @@ def gangs(pods: int, rng: random.Random, with_topology: bool) -> list[dict[str, 
         objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                      "metadata": {"name": name, "namespace": "bench"}, "spec": spec, "status": {"phase": "Inqueue"}})
         requests = {"cpu": str(8 * gpus), "memory": f"{64 * gpus}Gi", "nvidia.com/gpu": str(gpus)}
-        pod_spec = {"schedulerName": "volcano", "containers": [
-            {"name": "main", "resources": {"requests": requests, "limits": dict(requests)}}]}
-        for k in range(size):
-            objs.append({"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": f"{name}-worker-{k}", "namespace": "bench",
-                                      "annotations": {"scheduling.k8s.io/group-name": name,
-                                                      "volcano.sh/task-spec": "worker"}},
-                         "spec": pod_spec, "status": {"phase": "Pending"}})
+        objs.extend(worker_pods(name, size, requests))
         made += size
         j += 1
     return objs

@@ -31,6 +31,18 @@ FAST = ControllerOptions(workers=2, reserve_timeout_seconds=60, retry_base_secon
                          watch_timeout=30, request_timeout=10.0)
 
 
+
+GPU_NODE_FREE = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}
+
+
+def ready_cluster(name: str, count: int, free: dict[str, str]) -> dict[str, Any]:
+    """A Pull-mode Cluster that is Ready and reports ``count`` nodes with ``free`` each."""
+    return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
+            "spec": {"syncMode": "Pull"},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
+                                       "lastTransitionTime": "2026-12-01T00:00:00Z"}],
+                       "nodeShapes": [{"count": count, "free": dict(free)}]}}
+
 def load(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
 

@@ -13,7 +13,7 @@ import pytest
 
 from federation.controllers import app_failover as af
 from federation.controllers.common import ControllerOptions, rfc3339
-from tests.controllers_fed.conftest import FAST, Fed, until
+from tests.controllers_fed.conftest import FAST, Fed, ready_cluster, until
 
 T0 = 1_800_000_000.0
 
@@ -117,11 +117,7 @@ def test_eviction_task_fields() -> None:
 # --------------------------------------------------------------------------- through the controllers
 
 def _cluster(name: str, nodes: int) -> dict[str, Any]:
-    return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
-            "spec": {"syncMode": "Pull"},
-            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
-                                       "lastTransitionTime": "2026-12-01T00:00:00Z"}],
-                       "nodeShapes": [{"count": nodes, "free": {"cpu": "64", "memory": "256Gi", "pods": "110"}}]}}
+    return ready_cluster(name, nodes, {"cpu": "64", "memory": "256Gi", "pods": "110"})
 
 
 ABC = ("cluster-a", "cluster-b", "cluster-c")

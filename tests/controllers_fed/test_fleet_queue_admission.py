@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.controllers_fed.conftest import SEED, Fed, load, until
+from tests.controllers_fed.conftest import GPU_NODE_FREE, SEED, Fed, load, ready_cluster, until
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "ai-training"},
@@ -15,12 +15,7 @@ QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metada
 
 
 def _cluster(name: str) -> dict[str, Any]:
-    return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
-            "spec": {"syncMode": "Pull"},
-            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
-                                       "lastTransitionTime": "2026-12-01T00:00:00Z"}],
-                       "nodeShapes": [{"count": 4, "free": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8",
-                                                            "pods": "110"}}]}}
+    return ready_cluster(name, 4, GPU_NODE_FREE)
 
 
 def _job(name: str, queue: str = "ai-training") -> dict[str, Any]:

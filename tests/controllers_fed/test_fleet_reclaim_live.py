@@ -13,7 +13,7 @@ import pytest
 
 from federation.controllers.common import ControllerOptions
 from federation.fleet_queues import FleetConf
-from tests.controllers_fed.conftest import FAST, Fed, until
+from tests.controllers_fed.conftest import FAST, GPU_NODE_FREE, Fed, ready_cluster, until
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 QUEUES = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
@@ -32,12 +32,7 @@ def options() -> ControllerOptions:
 
 
 def _cluster(name: str) -> dict[str, Any]:
-    return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
-            "spec": {"syncMode": "Pull"},
-            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
-                                       "lastTransitionTime": "2026-12-01T00:00:00Z"}],
-                       "nodeShapes": [{"count": 2, "free": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8",
-                                                            "pods": "110"}}]}}
+    return ready_cluster(name, 2, GPU_NODE_FREE)
 
 
 def _job(name: str, queue: str, policies: list[dict[str, str]]) -> dict[str, Any]:

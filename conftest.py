@@ -23,11 +23,14 @@ FAULT_MODULES = frozenset({
 })
 
 
+def is_e2e(item: pytest.Item) -> bool:
+    return item.path.parent.name == "e2e"
+
+
 def xdist_group_of(item: pytest.Item) -> str:
-    path = item.path
-    if path.parent.name == "e2e":
-        return "e2e-faults" if path.name in FAULT_MODULES else "e2e"
-    return str(path.relative_to(item.config.rootpath))
+    if is_e2e(item):
+        return "e2e-faults" if item.path.name in FAULT_MODULES else "e2e"
+    return str(item.path.relative_to(item.config.rootpath))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -35,5 +38,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
-        if item.path.parent.name == "e2e" and item.get_closest_marker("flaky") is None:
+        if is_e2e(item) and item.get_closest_marker("flaky") is None:
             item.add_marker(pytest.mark.flaky(reruns=1))

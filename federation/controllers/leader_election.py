@@ -210,10 +210,12 @@ class LeaderElector:
             try:
                 await self._renew_until_lost(stop, stop_leading)
             finally:
+                # no longer the leader from the moment renewing stopped: said before the controllers
+                # wind down, so nobody reads "leader" from a replica that is already stepping down
+                self._set_leading(False)
                 stop_leading.set()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await leading
-                self._set_leading(False)
             if stop.is_set():
                 await self.release()
                 return

@@ -8,8 +8,10 @@ most of a session (16 µs a job a session at 600 jobs). A job is *quiescent* for
 * the configuration can only act on jobs with pending work: its actions are among
   :data:`ACTIONS` (``enqueue`` admits Pending PodGroups, ``allocate`` and ``backfill`` place
   pending tasks; none evicts) and its plugins among :data:`PLUGINS`, whose per-job work for such
-  a job is known (``gang`` marks it Scheduled, ``proportion`` counts its usage; the others read
-  only node rows and the jobs being placed);
+  a job is known (``gang`` marks it Scheduled, ``proportion`` and ``overcommit`` count its usage,
+  ``deviceshare`` its GPUs (``plugins/device_carry.py``), ``drf`` ranks only jobs with work to
+  place, unless ``enableHierarchy`` ranks queues by every job; the others read only node rows
+  and the jobs being placed);
 * the PodGroup is Running, every task Running or Bound on a node of the snapshot, none nominated,
   and the gang is ready (``gang``'s JobReady);
 * no task of the snapshot carries inter-pod terms (those read every pod of a node), and no old
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
 
 S = TaskStatus
 ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
-PLUGINS = frozenset({"priority", "gang", "conformance", "predicates", "proportion", "nodeorder", "binpack"})
+PLUGINS = frozenset({"priority", "gang", "conformance", "predicates", "proportion", "nodeorder", "binpack",
+                     "overcommit", "drf", "deviceshare"})
 SETTLED = frozenset({S.RUNNING, S.BOUND})
 #: gang's condition for a ready job (``plugins/gang.py`` sets it from here)
 SCHEDULED = ("Scheduled", "tasks in gang are ready to be scheduled", "")
@@ -43,7 +46,8 @@ SCHEDULED = ("Scheduled", "tasks in gang are ready to be scheduled", "")
 
 def conf_allows(conf: SchedulerConf) -> bool:
     return set(conf.actions) <= ACTIONS and all(
-        option.name in PLUGINS for tier in conf.tiers for option in tier.plugins)
+        option.name in PLUGINS and not (option.name == "drf" and option.enabled("enableHierarchy"))
+        for tier in conf.tiers for option in tier.plugins)
 
 
 @dataclass(frozen=True)

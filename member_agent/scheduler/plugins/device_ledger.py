@@ -34,6 +34,7 @@ from member_agent.scheduler.framework.topology import (
     TOPOLOGY_DECISION_ANNOTATION,
     NodeTopology,
 )
+from member_agent.scheduler.plugins.device_carry import CarriedDevices, session_start
 from member_agent.scheduler.plugins.gpu_matrix import GpuMatrix
 from member_agent.scheduler.plugins.numa_hints import Decision, decide
 
@@ -202,7 +203,10 @@ class DeviceLedger:
         #: share every answer, so a session evaluates distinct states, not nodes.
         self._decisions: dict[tuple[object, ...], Decision] = {}
         self._choices: dict[tuple[object, ...], tuple[int, ...] | None] = {}
-        for row, tasks in sorted(self._occupants(ssn).items()):
+        #: The left-out jobs' GPUs (plugins/device_carry.py), or None when every pod is replayed here.
+        start = session_start(ssn, self._occupants(ssn))
+        self.carried: CarriedDevices | None = start.carried
+        for row, tasks in sorted(start.occupants.items()):
             if self.topology[row] is None:
                 continue
             for task in sorted(tasks, key=lambda t: GPU_INDEX_ANNOTATION not in t.spec.extras.annotations):
@@ -225,7 +229,10 @@ class DeviceLedger:
     def matrix(self) -> GpuMatrix:
         """The ledger as (nodes × GPUs) arrays, kept in step from the first call on."""
         if self._matrix is None:
-            self._matrix = GpuMatrix(self.topology, self.ssn.snapshot.device_arrays, list(self.nodes), self.node)
+            base = self.ssn.snapshot.device_arrays
+            if self.carried is not None and base is not None:  # else every row is read from the ledger
+                base = self.carried.arrays(base) if base.holders.shape == self.carried.holders.shape else None
+            self._matrix = GpuMatrix(self.topology, base, list(self.nodes), self.node)
         return self._matrix
 
     # ------------------------------------------------------------------ queries
@@ -237,6 +244,8 @@ class DeviceLedger:
                 return None
             found = self.nodes[row] = NodeDevices(topology)
             usage = self.usage[row] if row < len(self.usage) else None
+            if self.carried is not None and self.carried.pods[row]:
+                usage = self.carried.usage(row, usage)
             if usage is not None:
                 found.start_from(usage)
         return found

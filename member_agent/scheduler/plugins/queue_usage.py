@@ -229,9 +229,11 @@ class _CarriedTerms:
         self.absolute -= np.abs(terms.block)
 
 
-def _carried_usage(ssn: Session, zeros: Vector) -> dict[str, Usage] | None:
+def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> dict[str, Usage] | None:
     """The sums with the left-out jobs' part read from the ledger and the session's jobs added:
-    the whole-number path's answer, in work per session's job rather than per snapshot job."""
+    the whole-number path's answer, in work per session's job rather than per snapshot job. A
+    left-out job is Running, whose terms do not depend on ``full_min_for_inqueue`` (only an
+    Inqueue job reserves its full minimum), so one tally serves both."""
     left = ssn.left_out
     assert left.ledger is not None
     carried = left.ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
@@ -243,7 +245,7 @@ def _carried_usage(ssn: Session, zeros: Vector) -> dict[str, Usage] | None:
         return None
     totals = {queue: block.copy() for queue, block in carried.sums.items()}
     absolute = carried.absolute
-    active = [_terms(job, zeros, False) for job in ssn.jobs.values()]
+    active = [_terms(job, zeros, full_min_for_inqueue) for job in ssn.jobs.values()]
     if active:
         if not all(t.integral for t in active):
             return None
@@ -262,8 +264,8 @@ def _carried_usage(ssn: Session, zeros: Vector) -> dict[str, Usage] | None:
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
     """Usage of every queue that has at least one job in the session."""
     zeros = ssn.dims.zeros()
-    if ssn.left_out and not ssn.left_out.clash and not full_min_for_inqueue:
-        carried = _carried_usage(ssn, zeros)
+    if ssn.left_out and not ssn.left_out.clash:
+        carried = _carried_usage(ssn, zeros, full_min_for_inqueue)
         if carried is not None:
             return carried
     all_terms = [job if isinstance(job, _Terms) else _terms(job, zeros, full_min_for_inqueue)

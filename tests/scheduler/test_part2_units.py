@@ -148,7 +148,8 @@ def test_discarded_eviction_gets_the_same_gpus_back() -> None:
     objects = [node("n1", gpus=2, hami=True), pod_group("old", 1, "default", "Running"),
                pod("old-w-0", "old", {"cpu": "1", "nvidia.com/gpumem": 70, "nvidia.com/gpucores": 50}, "n1",
                    annotations={"volcano.sh/gpu-index": "0"})]
-    ssn = open_session(build_snapshot(objects), conf("allocate", ["predicates", "deviceshare"]), FixedClock())
+    # preempt evicts: the running job is wrapped (an allocate-only conf would leave it out, quiescent.py)
+    ssn = open_session(build_snapshot(objects), conf("allocate, preempt", ["predicates", "deviceshare"]), FixedClock())
     ledger = ledger_for(ssn)
     task = ssn.jobs["default/old"].tasks[0]
     devices = ledger.node(0)

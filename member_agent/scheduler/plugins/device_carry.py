@@ -98,7 +98,7 @@ class CarriedDevices:
         for task in spec.tasks:
             row = self.rows.get(task.node) if task.node else None
             layout = self.topology[row] if row is not None else None
-            if layout is None or task.status in (*TERMINAL, S.RELEASING):
+            if row is None or layout is None or task.status in (*TERMINAL, S.RELEASING):
                 continue  # the ledger replays nothing there
             demand = gpu_demand(task.request_list, self.dims)
             if demand is NO_DEMAND:
@@ -200,17 +200,17 @@ def every_occupant(ssn: Session) -> dict[int, list[TaskInfo]]:
     order, each job's pods in order, residents last): the session's own tasks where it has them."""
     index = ssn.nodes.index
     rows: dict[int, dict[str, TaskInfo]] = {}
-    for spec in ssn.snapshot.jobs:
-        wrapped = spec.uid in ssn.jobs
-        for i, tspec in enumerate(spec.tasks):
+    for job in ssn.snapshot.jobs:
+        wrapped = job.uid in ssn.jobs
+        for i, tspec in enumerate(job.tasks):
             row = index.get(tspec.node) if tspec.node else None
             if row is None or tspec.status in TERMINAL:
                 continue
             task = ssn.node_tasks[row][tspec.key] if wrapped else TaskInfo(tspec, None, row, i)  # type: ignore[arg-type]
             rows.setdefault(row, {})[tspec.key] = task
     out = {row: list(tasks.values()) for row, tasks in sorted(rows.items())}
-    for spec in ssn.snapshot.residents:
-        row = index.get(spec.node) if spec.node else None
+    for resident in ssn.snapshot.residents:
+        row = index.get(resident.node) if resident.node else None
         if row is not None:
-            out.setdefault(row, []).append(TaskInfo(spec, None, row, 0))  # type: ignore[arg-type]  # no job
+            out.setdefault(row, []).append(TaskInfo(resident, None, row, 0))  # type: ignore[arg-type]  # no job
     return dict(sorted(out.items()))

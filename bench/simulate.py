@@ -3,6 +3,7 @@
     python bench/simulate.py session      # one-pod session on the full 1,213-node openb cluster
     python bench/simulate.py fgd [--conf examples/scheduler-conf/gpu-packing.conf] [--seed 42]
     python bench/simulate.py philly [--conf bench/data/scheduler-conf/fifo.conf] [--limit N] [--until S]
+                                    [--decisions FILE]
 
 ``session`` fills the cluster through the cache with the whole openb pod list (bound by one
 replay), then times a snapshot + one-pod session (median of 20) against a from-scratch
@@ -10,19 +11,23 @@ replay), then times a snapshot + one-pod session (median of 20) against a from-s
 allocation, rejections, wall seconds and peak RSS. ``philly`` replays the Philly trace in job
 mode on the 1,000-node layout ``bench/data/philly-1000-nodes.yaml`` (the speed goal: the whole
 trace in <= 10 min, peak RSS <= 2 GiB) and prints jobs, simulated and wall seconds, peak RSS,
-mean/p95 JCT and queueing delay and the load average. Traces are read from examples/traces
-(sources and licences: examples/traces/SOURCES.md).
+mean/p95 JCT and queueing delay and the load average; ``--decisions FILE`` also writes what the
+replay decided (one JSON line per job: start, end, status, reason, clusters; then the sessions and
+the per-tick series), to compare two versions' outputs with ``cmp``. Traces are read from
+examples/traces (sources and licences: examples/traces/SOURCES.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.builder import build_snapshot
@@ -118,7 +123,7 @@ def fgd(conf_path: str, seed: int, batch: int, pct: int, trace_workload: bool = 
 
 
 def philly(conf_path: str, limit: int | None, until: float | None, coalesce: float | None,
-           profile: bool = False) -> None:
+           profile: bool = False, decisions: str | None = None) -> None:
     from simulator.job_cli import load_trace, run_job_mode
 
     args = argparse.Namespace(trace=str(TRACES / "philly.csv"), skip_bad=False, limit=limit, until=until,
@@ -146,6 +151,8 @@ def philly(conf_path: str, limit: int | None, until: float | None, coalesce: flo
 
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+    if decisions:
+        _write_decisions(decisions, run)
     jct, wait = summary["jct"] or {}, summary["queueingDelay"] or {}
     after = os.getloadavg()
     print(f"philly job mode {Path(conf_path).name} on 1,000 nodes (8,000 GPUs)"
@@ -157,6 +164,14 @@ def philly(conf_path: str, limit: int | None, until: float | None, coalesce: flo
           f"JCT mean {jct.get('mean', 0):,.0f} s p95 {jct.get('p95', 0):,.0f} s; queueing delay mean "
           f"{wait.get('mean', 0):,.0f} s p95 {wait.get('p95', 0):,.0f} s; "
           f"load average {load[0]:.2f} before, {after[0]:.2f} after (2 cores, shared)")
+
+
+def _write_decisions(path: str, run: Any) -> None:
+    with open(path, "w") as out:
+        for job in run.jobs:
+            out.write(json.dumps([job.name, job.queue, job.submit, job.start, job.end, job.status, job.reason,
+                                  job.clusters, job.share_starts]) + "\n")
+        out.write(json.dumps({"sessions": run.sessions, "simulated": run.simulated_seconds, "series": run.series}) + "\n")
 
 
 def main() -> int:
@@ -172,13 +187,14 @@ def main() -> int:
     p.add_argument("--trace-workload", action="store_true",
                    help="start the observed workload from the whole pod list (the paper's target workload)")
     p.add_argument("--profile", action="store_true", help="cProfile the replay (top 25 by own time)")
+    p.add_argument("--decisions", help="philly: write each job's outcome and the series here (JSON lines)")
     args = p.parse_args()
     if not (TRACES / "openb_pod_list_default.csv").exists():
         print(f"openb traces not found under {TRACES}", file=sys.stderr)
         return 1
     if args.what == "philly":
         philly(args.conf or str(DATA / "scheduler-conf" / "fifo.conf"), args.limit, args.until, args.coalesce,
-               args.profile)
+               args.profile, args.decisions)
     elif args.what == "session":
         session(args.conf or str(CONFS / "gpu-packing.conf"))
     else:

@@ -64,6 +64,7 @@ class QuiescentLedger:
         self.plain: dict[str, None] = {}  # uids whose only condition closing writes is gang's Scheduled
         self.kept: dict[str, tuple[dict[str, Any], ...]] = {}  # the others' conditions closing keeps
         self.with_terms = 0  # specs whose tasks carry inter-pod terms
+        self.with_scored = 0  # specs whose tasks carry terms the InterPodAffinity score reads
         self.with_ids: dict[str, Fragment] = {}  # eligible, with old Unschedulable transitionIDs
         self._tallies: dict[Hashable, Tally] = {}
 
@@ -127,6 +128,7 @@ class QuiescentLedger:
         self._specs[key] = spec
         self._found[key] = found
         self.with_terms += found.has_terms
+        self.with_scored += found.scored
         if not found.eligible:
             return
         uid = found.uid
@@ -149,6 +151,7 @@ class QuiescentLedger:
     def _remove(self, key: int) -> None:
         spec, found = self._specs.pop(key), self._found.pop(key)
         self.with_terms -= found.has_terms
+        self.with_scored -= found.scored
         if not found.eligible:
             return
         uid = found.uid

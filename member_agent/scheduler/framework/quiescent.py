@@ -63,6 +63,7 @@ class Fragment:
     session_ids: frozenset[str]  # transitionIDs of old Unschedulable conditions
     report: JobReport | None
     steady: bool  # the spec already carries gang's Scheduled condition: closing moves only its transitionID
+    scored: bool = False  # a task carries terms the InterPodAffinity score reads (plugins/pod_affinity_score.py)
 
 
 def fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment:
@@ -97,7 +98,8 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
               and {k: v for k, v in last.items() if k != "transitionID"}
               == {"type": kind, "status": "True", "reason": reason, "message": message})
     return Fragment(node_names, spec.uid, eligible, any(t.pod_affinity for t in spec.tasks),
-                    {t.key: spec.uid for t in spec.tasks}, kept, ids, report, steady)
+                    {t.key: spec.uid for t in spec.tasks}, kept, ids, report, steady,
+                    any(t.pod_affinity.scored for t in spec.tasks))
 
 
 def condition(kind: str, reason: str, message: str, session_uid: str) -> dict[str, str]:

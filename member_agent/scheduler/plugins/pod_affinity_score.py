@@ -75,8 +75,10 @@ class PodAffinityScore:
         self.pods: list[tuple[TaskSpec, int]] = []
         self.holders: list[tuple[TaskSpec, int]] = []
         self.by_template: dict[object, dict[tuple[str, str], int]] = {}
-        self.active = any(scored(s) for s in ssn.snapshot.residents) or any(
-            job_has(spec, "pod_affinity_scored", scored) for spec in ssn.snapshot.jobs)
+        ledger = ssn.left_out.ledger  # it describes this snapshot's every job: its count, not a walk
+        self.active = any(scored(s) for s in ssn.snapshot.residents) or (
+            ledger.with_scored > 0 if ledger is not None
+            else any(job_has(spec, "pod_affinity_scored", scored) for spec in ssn.snapshot.jobs))
 
     def _refresh(self) -> None:
         """Collect the placed pods again when a node changed (placements, evictions, undos)."""

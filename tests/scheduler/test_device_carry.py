@@ -76,7 +76,7 @@ def _carried(snapshot: Any) -> CarriedDevices | None:
         ssn.dispose()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(jobs=jobs_strategy)
 @example(jobs=[(0, 1, ["Running:0"]), (1, 1, ["Running:2,3"]), (0, 1, ["Pending"])])  # carried
 @example(jobs=[(0, 1, ["Running:0"]), (1, 1, ["Running:0,1", "Running:0,1"]), (1, 1, ["Pending"])])  # placed beside them

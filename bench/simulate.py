@@ -137,7 +137,7 @@ def philly(conf_path: str, limit: int | None, until: float | None, coalesce: flo
 
         prof = cProfile.Profile()
         prof.enable()
-    started, shown = time.perf_counter(), [0]
+    started, shown, cpu = time.perf_counter(), [0], time.process_time()
 
     def progress(done: int, total: int) -> None:  # a line every 5,000 jobs: the whole trace takes minutes
         if done - shown[0] >= 5000 or (done == total and done != shown[0]):
@@ -151,6 +151,7 @@ def philly(conf_path: str, limit: int | None, until: float | None, coalesce: flo
 
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+    cpu = time.process_time() - cpu  # the replay's own CPU: wall time on 2 shared cores tracks the neighbours
     if decisions:
         _write_decisions(decisions, run)
     jct, wait = summary["jct"] or {}, summary["queueingDelay"] or {}
@@ -159,7 +160,7 @@ def philly(conf_path: str, limit: int | None, until: float | None, coalesce: flo
           f"{'' if limit is None else f', first {limit} jobs'}{'' if until is None else f', until {until:g} s'}"
           f"{'' if coalesce is None else f', coalesce {coalesce:g} s'}: {summary['jobs']} jobs "
           f"({summary['finished']} finished), {summary['sessions']} sessions, "
-          f"{run.simulated_seconds:,.0f} simulated s, {run.wall_seconds:.1f} s wall "
+          f"{run.simulated_seconds:,.0f} simulated s, {run.wall_seconds:.1f} s wall, {cpu:.1f} s CPU "
           f"({1000 * run.wall_seconds / max(1, summary['jobs']):.1f} ms/job), peak RSS {_rss_mib():.0f} MiB; "
           f"JCT mean {jct.get('mean', 0):,.0f} s p95 {jct.get('p95', 0):,.0f} s; queueing delay mean "
           f"{wait.get('mean', 0):,.0f} s p95 {wait.get('p95', 0):,.0f} s; "

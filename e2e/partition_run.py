@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubernetes_asyncio.client.exceptions import ApiException
+
 from e2e import netns
 from e2e.harness import (
     AGENT_ARGS,
@@ -39,6 +41,10 @@ from e2e.harness import (
 )
 from e2e.partition_samples import Findings, analyse, load
 from federation.demo.processes import AGENT_LISTENING, System
+from policies.kinds import resolve
+from policies.models.karmada_work import binding_name
+
+BINDING = resolve("resourcebindings")
 
 
 @dataclass(frozen=True)
@@ -312,6 +318,25 @@ class Lab:
         # the taints go in a write after Ready: a Job placed between the two would skip the cluster
         untainted = not (obj.get("spec") or {}).get("taints")
         return bool(ready and ready[0].get("status") == "True" and untainted and rid)
+
+    async def placed(self, name: str) -> dict[str, int]:
+        """Apply one more of the seed's gangs and return its first placement (cluster -> replicas),
+        read from its ResourceBinding (written in one piece, unlike the Works)."""
+        await apply(self.rc, named(seed_one("job-pytorch-dist-training.yaml"), name, seconds=3000))
+
+        async def scheduled() -> Any:
+            try:
+                rb = await self.rc.get(BINDING, binding_name(name, "Job"), "default")
+            except ApiException as err:
+                if err.status == 404:  # not placed yet
+                    return None
+                raise
+            clusters = (rb.get("spec") or {}).get("clusters") or []
+            return {c["name"]: int(c.get("replicas") or 0) for c in clusters} or None
+
+        split: dict[str, int] = await until(scheduled, 30, f"{name} placed")
+        self.mark(f"{name}: placed {split}")
+        return split
 
     async def remove(self, played: Played) -> None:
         """Delete the scenario's Job and wait until no agent has it (its GPUs free for the next one)."""

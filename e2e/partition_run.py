@@ -3,9 +3,11 @@
 One ``caldera serve``, cluster-a's agent beside it, cluster-b's agent in a network namespace of its
 own (:class:`e2e.netns.Partition`), every agent sampled every 0.25 s. A gang spanning both clusters
 (the seed's pytorch-dist-training under the 1:2 policy) runs; then, at a chosen moment, cluster-b
-is cut off (veth down) or its agent killed with SIGKILL; the federation must re-place the gang on
-cluster-a; then the link heals (or the agent restarts). The samples are checked with
-:mod:`e2e.partition_samples`: no two generations of the job ever run at once, and no generation
+is cut off (veth down) or its agent killed with SIGKILL (several gangs, each at its own moment, may
+share one action: :meth:`Lab.play_together`); either the federation re-places the gang on cluster-a
+and then the link heals (or the agent restarts), or the agent restarts at once and the gang resumes
+or is re-placed; every gang must end running whole under one generation. The samples are checked
+with :mod:`e2e.partition_samples`: no two generations of a job ever run at once, and no generation
 runs by halves longer than lease grace + pod termination grace + 5 s.
 """
 

@@ -256,7 +256,7 @@ class Lab:
         self.mark("healed" if action == "cut" else "cluster-b's agent restarted")
         played = []
         for scenario, name, first, halves in jobs:
-            final = await until(lambda n=name, h=halves: self._whole(n, h), self.patience,
+            final = await until(lambda n=name, h=halves: self._whole(n, h, healed), self.patience,
                                 f"{name} running whole under one generation")
             generation = next(iter(final.values())).generation
             self.mark(f"{name}: generation {generation} runs whole on {sorted(final)}")
@@ -295,11 +295,20 @@ class Lab:
         ok = set(now) == {"cluster-a"} and now["cluster-a"].generation > first and now["cluster-a"].running
         return now if ok else None
 
-    async def _whole(self, name: str, halves: list[str]) -> Any:
-        """The shares of the job's newest generation when every one of them runs all its pods."""
+    async def _whole(self, name: str, halves: list[str], since: float) -> Any:
+        """The shares of the job's newest generation when every one of them runs all its pods, as the
+        Works' status says and as each agent's own /status said in a sample after ``since`` (a status
+        written before a kill must not pass for the restarted agent's)."""
         await self._halves(name, halves)
         now = await shares(self.rc, name)
-        return now if now and all(s.running >= s.replicas for s in now.values()) else None
+        if not now or any(s.running < s.replicas for s in now.values()):
+            return None
+        for cluster, share in now.items():
+            sample = _last_sample(self.samples / f"{cluster}.jsonl", since)
+            work = ((sample or {}).get("works") or {}).get(f"default.{name}") or {}
+            if int((work.get("running") or {}).get(str(share.generation), 0)) < share.replicas:
+                return None
+        return now
 
     async def _left(self, rc: Any, cluster: str, run: Played, since: float) -> Any:
         """Whether ``cluster`` is Ready and untainted and a sample its agent answered after ``since``

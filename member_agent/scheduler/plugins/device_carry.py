@@ -148,20 +148,33 @@ class Start:
     carried: CarriedDevices | None
 
 
-def session_start(ssn: Session, occupants: dict[int, list[TaskInfo]]) -> Start:
-    """``occupants`` (the session's pods and residents per node) on top of the carried tally, or,
-    when that start could differ from a full replay, every pod including the left-out jobs'."""
+def occupants(ssn: Session) -> dict[int, list[TaskInfo]]:
+    """Per occupied row, every pod on the node the session holds: its tasks and the snapshot's
+    residents (pods of no job, which hold devices all the same)."""
+    rows: dict[int, list[TaskInfo]] = {r: list(tasks.values()) for r, tasks in sorted(ssn.node_tasks.items()) if tasks}
+    index = ssn.nodes.index
+    for spec in ssn.snapshot.residents:
+        row = index.get(spec.node) if spec.node else None
+        if row is not None:
+            rows.setdefault(row, []).append(TaskInfo(spec, None, row, 0))  # type: ignore[arg-type]  # no job
+    return rows
+
+
+def session_start(ssn: Session) -> Start:
+    """The session's pods and residents per node on top of the carried tally, or, when that start
+    could differ from a full replay, every pod including the left-out jobs'."""
+    occupied = occupants(ssn)
     left = ssn.left_out
     if not left:
-        return Start(occupants, None)
+        return Start(occupied, None)
     assert left.ledger is not None
     nodes = ssn.nodes
     topology = nodes.topology or (None,) * len(nodes)
     carried = left.ledger.tally(TALLY_KEY, lambda: CarriedDevices(topology, nodes.index, ssn.dims.index))
     assert isinstance(carried, CarriedDevices)
-    if left.clash or carried.uncarried or not _commutes_on_carried_rows(ssn, carried, occupants):
+    if left.clash or carried.uncarried or not _commutes_on_carried_rows(ssn, carried, occupied):
         return Start(every_occupant(ssn), None)
-    return Start(occupants, carried)
+    return Start(occupied, carried)
 
 
 def _whole(values: Any) -> bool:

@@ -204,7 +204,7 @@ class DeviceLedger:
         self._decisions: dict[tuple[object, ...], Decision] = {}
         self._choices: dict[tuple[object, ...], tuple[int, ...] | None] = {}
         #: The left-out jobs' GPUs (plugins/device_carry.py), or None when every pod is replayed here.
-        start = session_start(ssn, self._occupants(ssn))
+        start = session_start(ssn)
         self.carried: CarriedDevices | None = start.carried
         for row, tasks in sorted(start.occupants.items()):
             if self.topology[row] is None:
@@ -213,18 +213,6 @@ class DeviceLedger:
                 if task.status != S.RELEASING:
                     self._restore(task, row)
         ssn.add_event_handler("device-ledger", self._on_allocate, self._on_deallocate)
-
-    @staticmethod
-    def _occupants(ssn: Session) -> dict[int, list[TaskInfo]]:
-        """Per occupied row, every pod on the node: the session's tasks and the snapshot's
-        residents (pods of no job, which hold devices all the same)."""
-        rows: dict[int, list[TaskInfo]] = {r: list(tasks.values()) for r, tasks in sorted(ssn.node_tasks.items()) if tasks}
-        index = ssn.nodes.index
-        for spec in ssn.snapshot.residents:
-            row = index.get(spec.node) if spec.node else None
-            if row is not None:
-                rows.setdefault(row, []).append(TaskInfo(spec, None, row, 0))  # type: ignore[arg-type]  # no job
-        return rows
 
     def matrix(self) -> GpuMatrix:
         """The ledger as (nodes × GPUs) arrays, kept in step from the first call on."""

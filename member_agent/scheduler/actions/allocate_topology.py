@@ -59,30 +59,8 @@ def _requests(tasks: list[TaskInfo]) -> np.ndarray:
 
 
 def _room(state: HyperNodeState, level: int, cands: np.ndarray, smallest: np.ndarray) -> np.ndarray:
-    """Per candidate HyperNode: how many tasks of request ``smallest`` its nodes' FutureIdle holds
-    (per node ``min_d floor(FutureIdle_d / request_d)``, kept per request and refreshed only on
-    rows touched since)."""
-    state.refresh()
-    dims = np.flatnonzero(smallest >= 0.1)
-    if len(dims) == 0:
-        return np.full(len(cands), np.iinfo(np.int64).max)
-    key = tuple(smallest.tolist())
-    memo = state.room_memo.get(key)
-    changes = state.ssn.changes
-    future = state.row_future
-    if memo is None:
-        per_row = np.floor((future[:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
-        memo = state.room_memo[key] = [per_row, len(changes)]
-    elif memo[1] != len(changes):
-        rows = np.asarray(sorted(set(changes[memo[1]:])), dtype=np.int64)
-        memo[0][rows] = np.floor((future[rows][:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
-        memo[1] = len(changes)
-    per_row = memo[0]
-    doms = state.chain[level]
-    inside = doms >= 0
-    slots = np.bincount(doms[inside], weights=per_row[inside], minlength=len(state.tree.names))
-    held: np.ndarray = slots[cands]
-    return held
+    """Per candidate HyperNode: how many tasks of request ``smallest`` its nodes' FutureIdle holds."""
+    return state.room(level, cands, smallest)
 
 
 def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet: deque[TaskInfo],
@@ -102,7 +80,7 @@ def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, w
     tree = state.tree
     scorer = state.scorer
     tiers_seen: list[str] = []
-    for group in state.gradients(job, limit, need):
+    for group in state.iter_gradients(job, limit, need):
         tier = int(tree.tiers[group[0]])
         if tier == tree.top_tier:
             stmt = _try(action, ssn, search, job, worksheet, None)

@@ -15,11 +15,12 @@ configured; otherwise ``ssn.shared`` has no entry and the actions take their fla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from member_agent.scheduler.framework.hypernodes import HyperNodeTree
+from member_agent.scheduler.framework.rows import selector
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import JobInfo
@@ -56,6 +57,9 @@ class HyperNodeState:
         self.sums = self._sum(np.arange(n), self.row_values, h)
         self.allocatable = self._sum(np.arange(n), ssn.node_allocatable, h)
         self.pos = len(ssn.changes)
+        #: Per tier, its HyperNodes as a slice of the HyperNode axis when they are contiguous
+        #: (names sort by tier in the usual naming): a view instead of a gather per job.
+        self.tier_span: dict[int, slice | np.ndarray] = {t: selector(tree.by_tier[t]) for t in self.tiers}
         self.limits: dict[str, JobLimit | None] = {}
         #: job uid -> the HyperNode it was placed in this session (written as the annotation).
         self.allocated: dict[str, str] = {}
@@ -63,7 +67,8 @@ class HyperNodeState:
         #: ``hypernode.gradient.evict.max-hypernodes``.
         self.scorer: Any = None
         self.evict_cap = 8
-        #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen]
+        #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen,
+        #: their sum per HyperNode]
         self.room_memo: dict[tuple[float, ...], list[Any]] = {}
 
     @property
@@ -96,17 +101,52 @@ class HyperNodeState:
         changes = self.ssn.changes
         if self.pos == len(changes):
             return
-        rows = np.asarray(sorted(set(changes[self.pos:])), dtype=np.int64)
+        rows = np.unique(np.asarray(changes[self.pos:], dtype=np.int64))
         self.pos = len(changes)
         ssn = self.ssn
-        current = np.concatenate([ssn.used[rows], ssn.idle[rows],
-                                  ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]], axis=1)
+        idle = np.take(ssn.idle, rows, axis=0)
+        current = np.concatenate([np.take(ssn.used, rows, axis=0), idle,
+                                  idle + np.take(ssn.releasing, rows, axis=0) - np.take(ssn.pipelined, rows, axis=0)],
+                                 axis=1)
         delta = current - self.row_values[rows]
         self.row_values[rows] = current
-        for tier_row in self.chain:
-            doms = tier_row[rows]
+        self.add_rows(self.sums, rows, delta)
+
+    def add_rows(self, sums: np.ndarray, rows: np.ndarray, delta: np.ndarray) -> None:
+        """Add each row's ``delta`` to the HyperNode of every tier holding it: one scatter for
+        all tiers (tier by tier, rows ascending: the order a per-tier sum would add them in)."""
+        doms = self.chain[:, rows]
+        keep = doms >= 0
+        np.add.at(sums, doms[keep], np.broadcast_to(delta, (len(doms), *delta.shape))[keep])
+
+    def room(self, level: int, cands: np.ndarray, smallest: np.ndarray) -> np.ndarray:
+        """Per candidate HyperNode of tier ``self.tiers[level]``: how many tasks of request
+        ``smallest`` its nodes' FutureIdle holds (per node ``min_d floor(FutureIdle_d / request_d)``).
+        Kept per request, per node row and summed per HyperNode, and updated only for the rows
+        touched since the request was last asked about."""
+        self.refresh()
+        dims = np.flatnonzero(smallest >= 0.1)
+        if len(dims) == 0:
+            return np.full(len(cands), np.iinfo(np.int64).max)
+        key = tuple(smallest.tolist())
+        memo = self.room_memo.get(key)
+        changes = self.ssn.changes
+        future = self.row_future
+        if memo is None:
+            per_row = np.floor((future[:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+            doms = self.chain
             keep = doms >= 0
-            np.add.at(self.sums, doms[keep], delta[keep])
+            slots = np.bincount(doms[keep], weights=np.broadcast_to(per_row, doms.shape)[keep],
+                                minlength=len(self.tree.names))
+            memo = self.room_memo[key] = [per_row, len(changes), slots]
+        elif memo[1] != len(changes):
+            rows = np.unique(np.asarray(changes[memo[1]:], dtype=np.int64))
+            fresh = np.floor((np.take(future, rows, axis=0)[:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+            self.add_rows(memo[2], rows, fresh - memo[0][rows])
+            memo[0][rows] = fresh
+            memo[1] = len(changes)
+        held: np.ndarray = memo[2][cands]
+        return held
 
     # ------------------------------------------------------------------ job limits
     def limit(self, job: JobInfo) -> JobLimit | None:
@@ -150,29 +190,7 @@ class HyperNodeState:
         root, at most its allowed tier, and (for allocation, unless the job is partly placed)
         with ``need`` ≤ the domain's Idle or FutureIdle; for eviction ``need`` ≤ allocatable,
         widest tiers first, at most ``cap`` HyperNodes."""
-        self.refresh()
-        tree = self.tree
-        root = self.placed_root(job, limit)
-        partly = root != tree.top
-        out: list[np.ndarray] = []
-        for tier in self.tiers:
-            if tier > limit.tier:
-                break
-            cands = tree.by_tier[tier]
-            if root != tree.top:
-                root_tier = int(tree.tiers[root])
-                if tier > root_tier:
-                    break
-                cands = np.asarray([root]) if tier == root_tier else cands[self._under(cands, root)]
-            if len(cands) and not partly:
-                if evict:
-                    ok = (self.allocatable[cands] + 0.1 >= need).all(axis=1)
-                else:
-                    ok = ((self.future[cands] + 0.1 >= need).all(axis=1)
-                          | (self.idle[cands] + 0.1 >= need).all(axis=1))
-                cands = cands[ok]
-            if len(cands):
-                out.append(cands)
+        out = list(self.iter_gradients(job, limit, need, evict))
         if evict:
             out.reverse()
             flat: list[np.ndarray] = []
@@ -184,6 +202,36 @@ class HyperNodeState:
                 left -= len(flat[-1])
             out = flat
         return out
+
+    def iter_gradients(self, job: JobInfo, limit: JobLimit, need: np.ndarray,
+                       evict: bool = False) -> Iterator[np.ndarray]:
+        """:meth:`gradients` one tier at a time, lowest first (allocation stops at the first tier
+        that holds the job, so the tiers above are never filtered). Resources are integers
+        (milli-units, bytes), so a discarded dry run leaves the sums exactly as they were."""
+        self.refresh()
+        tree = self.tree
+        root = self.placed_root(job, limit)
+        partly = root != tree.top
+        d = self.d
+        for tier in self.tiers:
+            if tier > limit.tier:
+                break
+            cands = tree.by_tier[tier]
+            if partly:
+                root_tier = int(tree.tiers[root])
+                if tier > root_tier:
+                    break
+                cands = np.asarray([root]) if tier == root_tier else cands[self._under(cands, root)]
+            elif len(cands):
+                if evict:
+                    ok = (self.allocatable[cands] + 0.1 >= need).all(axis=1)
+                else:
+                    self.refresh()
+                    sums = self.sums[self.tier_span[tier]]
+                    ok = ((sums[:, 2 * d:] + 0.1 >= need).all(axis=1) | (sums[:, d:2 * d] + 0.1 >= need).all(axis=1))
+                cands = cands[ok]
+            if len(cands):
+                yield cands
 
     def _under(self, cands: np.ndarray, root: int) -> np.ndarray:
         parent = self.tree.parent

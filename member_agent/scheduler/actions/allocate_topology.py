@@ -43,7 +43,10 @@ class Domain:
     def feasible(self, ssn: Session, search: NodeSearch, task: TaskInfo) -> tuple[np.ndarray, str]:
         rows = self.rows
         cache = shape_cache(ssn, task, lazy=True)
-        cache.ensure_rows(ssn, task, rows)
+        if cache.missing:  # ShapeCache.ensure_rows without its np.unique: a domain's rows are sorted and unique
+            missing = rows[~cache.evaluated[rows]]
+            if len(missing):
+                cache._evaluate(ssn, task, missing)
         found = rows[cache.ok[rows]]
         if len(found):
             return found, ""
@@ -137,7 +140,7 @@ def _try(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet:
 
 def _home(state: HyperNodeState, job: JobInfo) -> str:
     rows = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
-    return state.tree.names[state.tree.lca_of_rows(rows)]
+    return state.tree.names[state.lca_of_rows(rows)]
 
 
 def _reason(state: HyperNodeState, limit: JobLimit, gang_need: int, tiers_seen: list[str]) -> str:

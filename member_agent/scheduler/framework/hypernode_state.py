@@ -182,7 +182,17 @@ class HyperNodeState:
         rows = [t.node for t in job.tasks if t.node is not None and t.status.value & _PLACED]
         if not rows:
             return self.tree.top
-        return self.tree.highest_allowed(self.tree.lca_of_rows(rows), limit.tier)
+        return self.tree.highest_allowed(self.lca_of_rows(rows), limit.tier)
+
+    def lca_of_rows(self, rows: list[int]) -> int:
+        """The lowest HyperNode holding every row (``HyperNodeTree.lca_of_rows`` on the session's
+        (tier, row) matrix: one gather for all tiers; the top tier always holds them all)."""
+        if not rows:
+            return self.tree.top
+        doms = self.chain[:, rows]
+        first = doms[:, 0]
+        same = (doms == first[:, None]).all(axis=1) & (first >= 0)
+        return int(first[int(same.argmax())])
 
     def gradients(self, job: JobInfo, limit: JobLimit, need: np.ndarray, evict: bool = False,
                   cap: int = 8) -> list[np.ndarray]:

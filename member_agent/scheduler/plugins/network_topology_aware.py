@@ -100,7 +100,7 @@ class NetworkTopologyAwarePlugin:
 
     def _closeness(self, state: HyperNodeState, job: JobInfo, rows: np.ndarray) -> np.ndarray:
         leaves = state.chain[0][rows]
-        if len(rows) == 0 or bool((leaves == leaves[0]).all()):
+        if len(rows) == 0 or leaves.min() == leaves.max():
             return np.zeros(len(rows))  # one lowest domain: the same score everywhere ranks nothing
         home = self._home(state, job)
         if home is None:
@@ -116,7 +116,7 @@ class NetworkTopologyAwarePlugin:
             lca_tier[state.chain[level][rows] == ancestors[tier]] = tier
         lo, hi = tiers[0], tiers[-1]
         score = np.ones(len(rows)) if hi == lo else (hi - lca_tier) / (hi - lo)
-        score[state.chain[0][rows] == home] = 1.0
+        score[leaves == home] = 1.0
         return score * (MAX_SCORE * self.weight)
 
     def _home(self, state: HyperNodeState, job: JobInfo) -> int | None:
@@ -125,7 +125,7 @@ class NetworkTopologyAwarePlugin:
         if memo is not None and memo[0] == job.status_changes:
             return memo[1]
         placed = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
-        home = state.tree.lca_of_rows(placed) if placed else None
+        home = state.lca_of_rows(placed) if placed else None
         self._homes[job.uid] = (job.status_changes, home)
         return home
 

@@ -68,7 +68,7 @@ class HyperNodeState:
         self.scorer: Any = None
         self.evict_cap = 8
         #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen,
-        #: their sum per HyperNode]
+        #: their sum per HyperNode, the request's non-zero dims, its values there]
         self.room_memo: dict[tuple[float, ...], list[Any]] = {}
 
     @property
@@ -101,7 +101,7 @@ class HyperNodeState:
         changes = self.ssn.changes
         if self.pos == len(changes):
             return
-        rows = np.unique(np.asarray(changes[self.pos:], dtype=np.int64))
+        rows = touched(changes, self.pos)
         self.pos = len(changes)
         ssn = self.ssn
         idle = np.take(ssn.idle, rows, axis=0)
@@ -125,23 +125,24 @@ class HyperNodeState:
         Kept per request, per node row and summed per HyperNode, and updated only for the rows
         touched since the request was last asked about."""
         self.refresh()
-        dims = np.flatnonzero(smallest >= 0.1)
-        if len(dims) == 0:
-            return np.full(len(cands), np.iinfo(np.int64).max)
         key = tuple(smallest.tolist())
         memo = self.room_memo.get(key)
         changes = self.ssn.changes
         future = self.row_future
         if memo is None:
-            per_row = np.floor((future[:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+            dims = np.flatnonzero(smallest >= 0.1)
+            if len(dims) == 0:
+                return np.full(len(cands), np.iinfo(np.int64).max)
+            divisor = smallest[dims]
+            per_row = np.floor((future[:, dims] + 0.1) / divisor).min(axis=1).clip(min=0)
             doms = self.chain
             keep = doms >= 0
             slots = np.bincount(doms[keep], weights=np.broadcast_to(per_row, doms.shape)[keep],
                                 minlength=len(self.tree.names))
-            memo = self.room_memo[key] = [per_row, len(changes), slots]
+            memo = self.room_memo[key] = [per_row, len(changes), slots, dims, divisor]
         elif memo[1] != len(changes):
-            rows = np.unique(np.asarray(changes[memo[1]:], dtype=np.int64))
-            fresh = np.floor((np.take(future, rows, axis=0)[:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
+            rows = touched(changes, memo[1])
+            fresh = np.floor((np.take(future, rows, axis=0)[:, memo[3]] + 0.1) / memo[4]).min(axis=1).clip(min=0)
             self.add_rows(memo[2], rows, fresh - memo[0][rows])
             memo[0][rows] = fresh
             memo[1] = len(changes)
@@ -274,6 +275,12 @@ class HyperNodeState:
 
 #: TaskStatus bits of tasks that hold a node (Allocated, Pipelined, Binding, Bound, Running).
 _PLACED = 2 | 4 | 8 | 16 | 32
+
+
+def touched(changes: list[int], since: int) -> np.ndarray:
+    """The rows changed since position ``since`` of ``Session.changes``, sorted and unique
+    (a few rows: a Python set costs less than ``np.unique``)."""
+    return np.asarray(sorted(set(changes[since:])), dtype=np.int64)
 
 
 def state_of(ssn: Session) -> HyperNodeState | None:

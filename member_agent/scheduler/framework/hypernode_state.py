@@ -49,6 +49,8 @@ class HyperNodeState:
         self.tiers = tree.tier_list
         #: (T, N): the HyperNode of each tier holding each row (-1: none), tiers ascending.
         self.chain = np.stack([tree.domain_of[t] for t in self.tiers]) if n else np.zeros((len(self.tiers), 0), int)
+        #: The same per tier below the top as Python lists (the LCA of a job's few rows).
+        self.chain_lists: list[list[int]] = [level.tolist() for level in self.chain[:-1]]
         d = ssn.idle.shape[1] if n else len(ssn.dims)
         self.d = d
         #: Per row, [used | idle | FutureIdle] as last summed; per HyperNode their sums, side by side
@@ -70,6 +72,7 @@ class HyperNodeState:
         #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen,
         #: their sum per HyperNode, the request's non-zero dims, its values there]
         self.room_memo: dict[tuple[float, ...], list[Any]] = {}
+        self._columns: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, bool]] = {}
 
     @property
     def used(self) -> np.ndarray:
@@ -116,8 +119,8 @@ class HyperNodeState:
         """Add each row's ``delta`` to the HyperNode of every tier holding it: one scatter for
         all tiers (tier by tier, rows ascending: the order a per-tier sum would add them in)."""
         doms = self.chain[:, rows]
-        keep = doms >= 0
-        np.add.at(sums, doms[keep], np.broadcast_to(delta, (len(doms), *delta.shape))[keep])
+        levels, at = (doms >= 0).nonzero()
+        np.add.at(sums, doms[levels, at], delta[at])
 
     def room(self, level: int, cands: np.ndarray, smallest: np.ndarray) -> np.ndarray:
         """Per candidate HyperNode of tier ``self.tiers[level]``: how many tasks of request
@@ -190,10 +193,11 @@ class HyperNodeState:
         (tier, row) matrix: one gather for all tiers; the top tier always holds them all)."""
         if not rows:
             return self.tree.top
-        doms = self.chain[:, rows]
-        first = doms[:, 0]
-        same = (doms == first[:, None]).all(axis=1) & (first >= 0)
-        return int(first[int(same.argmax())])
+        for level in self.chain_lists:  # a job's few rows: Python lists cost less than numpy calls
+            first = level[rows[0]]
+            if first >= 0 and all(level[r] == first for r in rows):
+                return first
+        return self.tree.top
 
     def gradients(self, job: JobInfo, limit: JobLimit, need: np.ndarray, evict: bool = False,
                   cap: int = 8) -> list[np.ndarray]:
@@ -224,6 +228,7 @@ class HyperNodeState:
         root = self.placed_root(job, limit)
         partly = root != tree.top
         d = self.d
+        need2: np.ndarray | None = None
         for tier in self.tiers:
             if tier > limit.tier:
                 break
@@ -238,8 +243,11 @@ class HyperNodeState:
                     ok = (self.allocatable[cands] + 0.1 >= need).all(axis=1)
                 else:
                     self.refresh()
-                    sums = self.sums[self.tier_span[tier]]
-                    ok = ((sums[:, 2 * d:] + 0.1 >= need).all(axis=1) | (sums[:, d:2 * d] + 0.1 >= need).all(axis=1))
+                    if need2 is None:
+                        need2 = np.concatenate([need, need])
+                    # Idle and FutureIdle side by side: need fits either
+                    fits = self.sums[self.tier_span[tier], d:] + 0.1 >= need2
+                    ok = fits.reshape(len(fits), 2, d).all(axis=2).any(axis=1)
                 cands = cands[ok]
             if len(cands):
                 yield cands
@@ -258,19 +266,32 @@ class HyperNodeState:
     def binpack(self, cands: np.ndarray, request: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """HyperNode binpack: weighted mean of (used + request) / allocatable over the weighted
         resources the request asks for; 0 where any would overflow."""
-        counted = (request >= 0.1) & (weights > 0)
-        total = weights[counted].sum()
-        if not counted.any() or total == 0:
+        wanted = [i for i, (r, w) in enumerate(zip(request.tolist(), weights.tolist(), strict=True))
+                  if r >= 0.1 and w > 0]
+        total = float(sum(weights[i] for i in wanted))
+        if not wanted or total == 0:
             return np.zeros(len(cands))
-        cols = np.flatnonzero(counted)
-        alloc = self.allocatable[cands][:, cols]
-        after = self.used[cands][:, cols] + request[cols]
-        usable = alloc > 0
-        parts = np.where(usable, after / np.where(usable, alloc, 1.0), 0.0) * weights[cols]
-        score = parts.sum(axis=1) / total
+        cols, alloc_cols, usable_everywhere = self._binpack_columns(tuple(wanted))
+        alloc = alloc_cols[cands]
+        after = self.sums[cands[:, None], cols] + request[cols]
+        ratio = after / alloc
+        if not usable_everywhere:
+            usable = alloc > 0
+            ratio = np.where(usable, after / np.where(usable, alloc, 1.0), 0.0)
+        score = (ratio * weights[cols]).sum(axis=1) / total
         score[(after > alloc + 0.1).any(axis=1)] = 0.0
         scores: np.ndarray = score
         return scores
+
+    def _binpack_columns(self, wanted: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The columns, the HyperNodes' allocatable there (fixed for the session) and whether
+        every HyperNode has some of each (so no division needs guarding)."""
+        found = self._columns.get(wanted)
+        if found is None:
+            cols = np.asarray(wanted, dtype=np.int64)
+            alloc = self.allocatable[:, cols]
+            found = self._columns[wanted] = (cols, alloc, bool((alloc > 0).all()))
+        return found
 
 
 #: TaskStatus bits of tasks that hold a node (Allocated, Pipelined, Binding, Bound, Running).

@@ -70,7 +70,7 @@ class HyperNodeState:
         self.scorer: Any = None
         self.evict_cap = 8
         #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen,
-        #: their sum per HyperNode, the request's non-zero dims, its values there]
+        #: their sum per HyperNode, the request's non-zero dims (row_values columns), its values there]
         self.room_memo: dict[tuple[float, ...], list[Any]] = {}
         self._columns: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, bool]] = {}
 
@@ -137,15 +137,15 @@ class HyperNodeState:
             if len(dims) == 0:
                 return np.full(len(cands), np.iinfo(np.int64).max)
             divisor = smallest[dims]
-            per_row = np.floor((future[:, dims] + 0.1) / divisor).min(axis=1).clip(min=0)
+            per_row = _slots(future[:, dims], divisor)
             doms = self.chain
             keep = doms >= 0
             slots = np.bincount(doms[keep], weights=np.broadcast_to(per_row, doms.shape)[keep],
                                 minlength=len(self.tree.names))
-            memo = self.room_memo[key] = [per_row, len(changes), slots, dims, divisor]
+            memo = self.room_memo[key] = [per_row, len(changes), slots, 2 * self.d + dims, divisor]
         elif memo[1] != len(changes):
             rows = touched(changes, memo[1])
-            fresh = np.floor((np.take(future, rows, axis=0)[:, memo[3]] + 0.1) / memo[4]).min(axis=1).clip(min=0)
+            fresh = _slots(self.row_values[rows[:, None], memo[3]], memo[4])
             self.add_rows(memo[2], rows, fresh - memo[0][rows])
             memo[0][rows] = fresh
             memo[1] = len(changes)
@@ -247,7 +247,7 @@ class HyperNodeState:
                         need2 = np.concatenate([need, need])
                     # Idle and FutureIdle side by side: need fits either
                     fits = self.sums[self.tier_span[tier], d:] + 0.1 >= need2
-                    ok = fits.reshape(len(fits), 2, d).all(axis=2).any(axis=1)
+                    ok = np.logical_or.reduce(np.logical_and.reduce(fits.reshape(len(fits), 2, d), axis=2), axis=1)
                 cands = cands[ok]
             if len(cands):
                 yield cands
@@ -296,6 +296,12 @@ class HyperNodeState:
 
 #: TaskStatus bits of tasks that hold a node (Allocated, Pipelined, Binding, Bound, Running).
 _PLACED = 2 | 4 | 8 | 16 | 32
+
+
+def _slots(future: np.ndarray, divisor: np.ndarray) -> np.ndarray:
+    """Per row, how many requests of ``divisor`` its FutureIdle holds (≥ 0)."""
+    held: np.ndarray = np.maximum(np.minimum.reduce(np.floor((future + 0.1) / divisor), axis=1), 0.0)
+    return held
 
 
 def touched(changes: list[int], since: int) -> np.ndarray:

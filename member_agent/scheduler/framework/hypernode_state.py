@@ -49,6 +49,9 @@ class HyperNodeState:
         self.tiers = tree.tier_list
         #: (T, N): the HyperNode of each tier holding each row (-1: none), tiers ascending.
         self.chain = np.stack([tree.domain_of[t] for t in self.tiers]) if n else np.zeros((len(self.tiers), 0), int)
+        #: Whether every tier's HyperNodes hold every node row (no -1 in ``chain``).
+        self.covered = bool((self.chain >= 0).all())
+        self._repeat: dict[int, np.ndarray] = {}  # k -> 0..k-1 once per tier (covered: the flat index)
         #: The same per tier below the top as Python lists (the LCA of a job's few rows).
         self.chain_lists: list[list[int]] = [level.tolist() for level in self.chain[:-1]]
         d = ssn.idle.shape[1] if n else len(ssn.dims)
@@ -119,6 +122,12 @@ class HyperNodeState:
         """Add each row's ``delta`` to the HyperNode of every tier holding it: one scatter for
         all tiers (tier by tier, rows ascending: the order a per-tier sum would add them in)."""
         doms = self.chain[:, rows]
+        if self.covered:  # every entry counts (no broadcasting: numpy 2.4's ufunc.at gets 1-D wrong)
+            at = self._repeat.get(len(rows))
+            if at is None:
+                at = self._repeat[len(rows)] = np.tile(np.arange(len(rows)), len(doms))
+            np.add.at(sums, doms.ravel(), delta[at])
+            return
         levels, at = (doms >= 0).nonzero()
         np.add.at(sums, doms[levels, at], delta[at])
 

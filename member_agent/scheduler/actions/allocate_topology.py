@@ -57,8 +57,19 @@ class Domain:
         return found, f"In hyperNode {self.name}: 0/{len(rows)} nodes are unavailable: {', '.join(parts)}."
 
 
-def _requests(tasks: list[TaskInfo]) -> np.ndarray:
-    return np.stack([t.spec.request for t in tasks])
+def _requests(state: HyperNodeState, tasks: list[TaskInfo], gang_need: int) -> tuple[np.ndarray, ...]:
+    """What the gang still needs, what all its pending tasks ask and their smallest request;
+    kept per (task shape, gang need, pending count) when every pending task has one shape (the
+    usual gang: one template), so jobs alike cost no numpy call here."""
+    shape = tasks[0].spec.shape
+    key = (shape, gang_need, len(tasks)) if all(t.spec.shape == shape for t in tasks) else None
+    found = state.request_memo.get(key) if key is not None else None
+    if found is None:
+        requests = np.stack([t.spec.request for t in tasks])
+        found = (requests[:gang_need].sum(axis=0), requests.sum(axis=0), requests.min(axis=0))
+        if key is not None:
+            state.request_memo[key] = found
+    return found
 
 
 def _room(state: HyperNodeState, level: int, cands: np.ndarray, smallest: np.ndarray) -> np.ndarray:
@@ -76,10 +87,7 @@ def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, w
     if not pending:
         return None
     gang_need = max(job.min_available - job.ready_num - job.waiting_num, 1)
-    requests = _requests(pending)
-    need = requests[:gang_need].sum(axis=0)
-    whole = requests.sum(axis=0)
-    smallest = requests.min(axis=0)
+    need, whole, smallest = _requests(state, pending, gang_need)
     tree = state.tree
     scorer = state.scorer
     tiers_seen: list[str] = []

@@ -76,6 +76,8 @@ class HyperNodeState:
         #: their sum per HyperNode, the request's non-zero dims (row_values columns), its values there]
         self.room_memo: dict[tuple[float, ...], list[Any]] = {}
         self._columns: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, bool]] = {}
+        #: (task shape, gang need, pending tasks) -> (need, whole, smallest) (allocate_topology._requests)
+        self.request_memo: dict[tuple[int, int, int], tuple[np.ndarray, ...]] = {}
 
     @property
     def used(self) -> np.ndarray:

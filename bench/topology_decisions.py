@@ -1,6 +1,7 @@
 """Digests of what topology sessions decide, to show a speed change keeps every decision.
 
     python bench/topology_decisions.py            # prints one sha256 line per workload
+    python bench/topology_decisions.py --check    # and compares with bench/data/topology-decisions.txt
     python bench/topology_decisions.py > a.txt    # before a change; after it: diff a.txt <(...)
 
 Each workload is ``bench/scheduler_topology.py``'s cluster and gangs (fixed seeds) in one of its
@@ -16,6 +17,7 @@ import hashlib
 import json
 import random
 import sys
+from pathlib import Path
 from typing import Any
 
 from scheduler_topology import MODES, Clock, gangs, nodes_and_hypernodes
@@ -82,11 +84,24 @@ def run(mode: str, nodes: int, pods: int, seed: int, second: bool) -> list[str]:
     return lines
 
 
-def main() -> int:
+EXPECTED = Path(__file__).parent / "data" / "topology-decisions.txt"
+
+
+def main(argv: list[str]) -> int:
+    lines = []
     for workload in WORKLOADS:
-        print("\n".join(run(*workload)), flush=True)
+        lines += run(*workload)
+        print("\n".join(lines[-2:] if workload[-1] else lines[-1:]), flush=True)
+    if "--check" not in argv:
+        return 0
+    expected = EXPECTED.read_text().splitlines()
+    if lines != expected:
+        print(f"decisions differ from {EXPECTED}:", *(f"  want {w}\n  got  {g}" for w, g in
+                                                      zip(expected, lines, strict=False) if w != g), sep="\n")
+        return 1
+    print(f"decisions as in {EXPECTED.name}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

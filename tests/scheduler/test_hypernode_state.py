@@ -126,3 +126,29 @@ def test_closeness_to_the_jobs_home(covered: bool) -> None:
             want = [0.0] * len(rows) if len(leaves) == 1 else closeness_from_scratch(state, home, rows)
             assert got.tolist() == pytest.approx(want)
     assert homes[:3] == ["leaf0", "leaf0", "spine0"] and homes[-1] == "<cluster-top-hypernode>"
+
+
+def test_domain_searches_leave_every_current_cache_entry_as_a_fresh_evaluation_gives() -> None:
+    """Allocate's domain searches mark touched rows not current instead of evaluating them again
+    (and evaluate a shape over every row once it searched a few domains): whatever a cache still
+    holds as current equals what a fresh cache computes for the session's final state."""
+    from member_agent.scheduler.actions.allocate import Allocate
+    from member_agent.scheduler.framework.node_search import ShapeCache
+
+    snapshot = build_snapshot(objects(True))
+    ssn = open_session(snapshot, CONF, FixedClock())
+    Allocate({"predicateErrorCacheEnable": True}).execute(ssn)
+    job = next(iter(ssn.jobs.values()))
+    assert sum(1 for t in job.tasks if t.node is not None) > 20  # the searches placed pods
+    tasks = {t.spec.shape: t for t in job.tasks}
+    assert ssn.shape_caches and len(ssn.shape_caches) <= len(tasks)
+    for shape, cache in ssn.shape_caches.items():
+        cache.refresh(ssn, tasks[shape])
+        fresh = ShapeCache(ssn, tasks[shape])
+        fresh.ensure_all(ssn, tasks[shape])
+        current = np.flatnonzero(cache.evaluated)
+        assert len(current) > 0
+        for name in ("codes", "fit_idle", "fit_future", "ok"):
+            assert getattr(cache, name)[current].tolist() == getattr(fresh, name)[current].tolist(), name
+        scored = current[cache.scored[current] & fresh.scored[current]]
+        assert cache.score[scored].tolist() == fresh.score[scored].tolist()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from member_agent.scheduler.framework.hypernode_state import HyperNodeState, JobLimit
-from member_agent.scheduler.framework.node_search import NodeSearch, shape_cache
+from member_agent.scheduler.framework.node_search import NodeSearch, ShapeCache, shape_cache
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import TaskStatus
 
@@ -42,7 +42,7 @@ class Domain:
 
     def feasible(self, ssn: Session, search: NodeSearch, task: TaskInfo) -> tuple[np.ndarray, str]:
         rows = self.rows
-        cache = shape_cache(ssn, task, lazy=True)
+        cache = _domain_cache(ssn, task)
         if cache.missing:  # ShapeCache.ensure_rows without its np.unique: a domain's rows are sorted and unique
             missing = rows[~cache.evaluated[rows]]
             if len(missing):
@@ -55,6 +55,37 @@ class Domain:
         texts = ssn.reasons.texts
         parts = sorted(f"{k} {texts[c]}" for c, k in counts.items())
         return found, f"In hyperNode {self.name}: 0/{len(rows)} nodes are unavailable: {', '.join(parts)}."
+
+
+#: A shape that has searched this many domains is evaluated over every node row at once (one
+#: vectorised pass: a template many gangs share); before, only the rows of the domains it searched.
+WHOLE_AFTER = 4
+VISITS = "topology-shape-visits"  # ssn.shared: shape -> domain searches so far
+
+
+def _domain_cache(ssn: Session, task: TaskInfo) -> ShapeCache:
+    """The shape's lazy cache for a domain search. Rows touched since the shape's last use are
+    only marked not current (ShapeCache.refresh evaluates many of them again at once, which suits
+    a search over the whole cluster; a domain search reads a leaf or a spine, so a touched row is
+    evaluated again only if a later domain search reads it). Answers are the same: a cache entry
+    is a function of the session's state, evaluated before it is read."""
+    key = task.spec.shape
+    cache = ssn.shape_caches.get(key)
+    changes = ssn.changes
+    if cache is not None and cache.pos < len(changes):
+        evaluated, stale = cache.evaluated, cache.stale
+        for row in set(changes[cache.pos:]):
+            if evaluated[row]:
+                evaluated[row] = False
+                stale.add(row)
+                cache.missing += 1
+        cache.pos = len(changes)
+    cache = shape_cache(ssn, task, lazy=True)  # current now: keeps the caches' use order
+    visits = ssn.shared.setdefault(VISITS, {})
+    seen = visits[key] = visits.get(key, 0) + 1
+    if seen == WHOLE_AFTER and cache.missing > len(cache.stale):
+        cache.ensure_all(ssn, task)
+    return cache
 
 
 def _requests(state: HyperNodeState, tasks: list[TaskInfo], gang_need: int) -> tuple[np.ndarray, ...]:

@@ -42,7 +42,7 @@ class Domain:
 
     def feasible(self, ssn: Session, search: NodeSearch, task: TaskInfo) -> tuple[np.ndarray, str]:
         rows = self.rows
-        cache = _domain_cache(ssn, task)
+        cache = _domain_cache(ssn, task, self.name)
         if cache.missing:  # ShapeCache.ensure_rows without its np.unique: a domain's rows are sorted and unique
             missing = rows[~cache.evaluated[rows]]
             if len(missing):
@@ -57,13 +57,14 @@ class Domain:
         return found, f"In hyperNode {self.name}: 0/{len(rows)} nodes are unavailable: {', '.join(parts)}."
 
 
-#: A shape that has searched this many domains is evaluated over every node row at once (one
-#: vectorised pass: a template many gangs share); before, only the rows of the domains it searched.
+#: A shape that has moved to this many domains is evaluated over every node row at once (one
+#: vectorised pass: a template many gangs share); before, only the rows of the domains it searched
+#: (a shape of one gang, which stays in one domain, never pays for the whole cluster).
 WHOLE_AFTER = 4
-VISITS = "topology-shape-visits"  # ssn.shared: shape -> domain searches so far
+VISITS = "topology-shape-visits"  # ssn.shared: shape -> [domains moved to, the last one]
 
 
-def _domain_cache(ssn: Session, task: TaskInfo) -> ShapeCache:
+def _domain_cache(ssn: Session, task: TaskInfo, domain: str) -> ShapeCache:
     """The shape's lazy cache for a domain search. Rows touched since the shape's last use are
     only marked not current (ShapeCache.refresh evaluates many of them again at once, which suits
     a search over the whole cluster; a domain search reads a leaf or a spine, so a touched row is
@@ -82,9 +83,14 @@ def _domain_cache(ssn: Session, task: TaskInfo) -> ShapeCache:
         cache.pos = len(changes)
     cache = shape_cache(ssn, task, lazy=True)  # current now: keeps the caches' use order
     visits = ssn.shared.setdefault(VISITS, {})
-    seen = visits[key] = visits.get(key, 0) + 1
-    if seen == WHOLE_AFTER and cache.missing > len(cache.stale):
-        cache.ensure_all(ssn, task)
+    seen = visits.get(key)
+    if seen is None:
+        seen = visits[key] = [0, ""]
+    if seen[1] != domain:
+        seen[0] += 1
+        seen[1] = domain
+        if seen[0] == WHOLE_AFTER and cache.missing > len(cache.stale):
+            cache.ensure_all(ssn, task)
     return cache
 
 

@@ -125,7 +125,9 @@ class Session:
         self.node_cursor = options.last_processed_node_index % len(nodes) if len(nodes) else 0
         self.shape_caches: dict[Any, Any] = {}
         self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use
-        self.node_classes: Any = None  # framework.node_classes.NodeClasses, built on first use
+        self.node_classes: Any = None  # framework.node_groups.NodeGroups, built on first use
+        #: Per-row arrays by-state predicates read besides the node accounting (``add_row_state``).
+        self.row_state: list[np.ndarray] = []
         self.insufficient_codes: np.ndarray | None = None  # "Insufficient <dim>" code per dim
         self.resource_columns: Any = None  # node_search.ResourceColumns, built on first use
         self.logs: list[str] = []
@@ -141,7 +143,13 @@ class Session:
         self._opening: PluginOption | None = None
         self.row_fns: dict[Callable[..., Any], Callable[..., Any]] = {}
         self.by_resources: set[Callable[..., Any]] = set()
+        self.by_state: set[Callable[..., Any]] = set()
+        self.statics: dict[Callable[..., Any], Callable[..., Any]] = {}
         self.node_order_by_resources: list[bool] = []
+        #: Every predicate by state and every scorer by resources: a row's whole evaluation for a
+        #: task shape is shared by the rows of its node group where the static codes pass.
+        self.rows_by_state = False
+        self.predicate_statics: list[Callable[..., Any]] = []
         self.predicate_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
         self.node_order_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
         self.batch_node_order_fns: list[Callable[..., Any]] = []
@@ -172,7 +180,8 @@ class Session:
             self._opening = None
 
     def add(self, point: Point, plugin_name: str, fn: Callable[..., Any],
-            row: Callable[..., Any] | None = None, by_resources: bool = False) -> None:
+            row: Callable[..., Any] | None = None, by_resources: bool = False, by_state: bool = False,
+            static: Callable[..., Any] | None = None) -> None:
         """Register ``fn`` on ``point`` for the plugin being opened (honours its switch).
 
         For PREDICATE and NODE_ORDER, ``row(task, row_index) -> value`` may give the same
@@ -180,6 +189,10 @@ class Session:
         ``by_resources`` (NODE_ORDER): the value on a row depends only on the task and that
         row's allocatable, used, pipelined and non-zero requests, so rows in the same state
         share one evaluation (:mod:`node_classes`).
+
+        ``by_state`` (PREDICATE): on a row where ``static(task)`` (a read-only code per row, for the
+        node's labels, taints and name; none: 0 everywhere) is 0, the code depends only on the task
+        and the row's state as :mod:`node_groups` reads it, so the rows of a group share it.
         """
         option = self._opening
         if option is not None and point.switch is not None and not option.enabled(point.switch):
@@ -189,6 +202,15 @@ class Session:
             self.row_fns[fn] = row
         if by_resources:
             self.by_resources.add(fn)
+        if by_state:
+            self.by_state.add(fn)
+        if static is not None:
+            self.statics[fn] = static
+
+    def add_row_state(self, values: np.ndarray) -> None:
+        """A per-row array (one value or one row per node) a by-state predicate reads: part of a
+        row's state for :mod:`node_groups`. Changed only for rows the session touches."""
+        self.row_state.append(values)
 
     def finish_open(self) -> None:
         """Flatten the node-level callbacks once (they are called for every task)."""
@@ -199,6 +221,9 @@ class Session:
         self.node_order_fns = flat(Point.NODE_ORDER)
         self.node_order_by_resources = [fn in self.by_resources for fn, _ in self.node_order_fns]
         self.batch_node_order_fns = [fn for fn, _ in flat(Point.BATCH_NODE_ORDER)]
+        self.predicate_statics = [self.statics[fn] for fn, _ in self.predicate_fns if fn in self.statics]
+        self.rows_by_state = all(fn in self.by_state for fn, _ in self.predicate_fns) and all(
+            self.node_order_by_resources)
 
     def add_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
                           on_deallocate: Callable[[TaskInfo], None]) -> None:
@@ -229,6 +254,9 @@ class Session:
         self.shape_caches.clear()
         self.row_fns.clear()
         self.by_resources.clear()
+        self.by_state.clear()
+        self.statics.clear()
+        self.predicate_statics = []
         self.predicate_fns, self.node_order_fns, self.batch_node_order_fns = [], [], []
         self.evictions.clear()
 

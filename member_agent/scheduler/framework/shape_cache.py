@@ -111,6 +111,10 @@ class ShapeCache:
             if len(missing):
                 self._evaluate(ssn, task, np.unique(missing))
 
+    def evaluate(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
+        """Evaluate ``rows`` (sorted, unique, none of them current)."""
+        self._evaluate(ssn, task, rows)
+
     def refresh(self, ssn: Session, task: TaskInfo) -> None:
         """Bring the rows touched since the last use up to date. A few (the common case: the
         previous task of the same job was just placed, behind the search start) are marked

@@ -58,10 +58,11 @@ def _shared(memo: list[np.ndarray], i: int, size: int, rows: np.ndarray, ids: np
     """One value per row of ``rows`` (group ``ids``), ``compute`` called on one row per group
     whose value ``memo[i]`` does not hold (grown to ``size`` ids first)."""
     known = memo[i]
-    if len(known) < size:
-        grown = np.full(size, np.nan)
+    if len(known) < size:  # grown by doubling: a session making a state per placement adds ids all along
+        grown = np.full(min(MAX_MEMO_CLASSES, max(size, 2 * len(known), 64)), np.nan)
         grown[:len(known)] = known
         known = memo[i] = grown
+    size = len(known)
     if size and int(ids.max()) < size:  # every group within the memo (the common case)
         values = known[ids]
         missing = np.isnan(values)

@@ -32,12 +32,15 @@ MAX_KEYS = 1 << 16
 #: Up to this many opening states are keyed by their bytes (one pass per state); with more, a
 #: touched row in a new state is compared with all of them at once instead.
 KEYED_OPENING = 256
+#: When group lookups mostly miss, one row in this many is still looked up (the hit rate is watched).
+SAMPLE = 16
 
 
 class NodeGroups:
     """A group id per node row (``ids``), current once :meth:`current` resolved the touched rows."""
 
-    __slots__ = ("ids", "next_id", "opening", "dirty", "_columns", "_first", "_opening_states", "_keys")
+    __slots__ = ("ids", "next_id", "opening", "dirty", "_columns", "_first", "_opening_states", "_keys", "lookups",
+                 "hits", "skipped")
 
     def __init__(self, ssn: Session) -> None:
         self._columns = state_columns(ssn)
@@ -53,6 +56,20 @@ class NodeGroups:
         #: A row's state bytes (its columns' bytes, joined) -> id; the opening states are added when a
         #: touched row is first looked up (most sessions that build the groups only score rows).
         self._keys: dict[bytes, int] = {}
+        self.lookups = self.hits = self.skipped = 0  # shapes' group lookups (:meth:`worth_looking`)
+
+    def worth_looking(self) -> bool:
+        """Whether a shape should look a row's group answer up: yes while lookups find one often
+        enough; when most miss (a new state per placement: one cpu request per job), every
+        ``SAMPLE``-th row only (the lookup costs a state key; only the cost depends on it)."""
+        if self.lookups < 512 or 4 * self.hits >= self.lookups:
+            return True
+        self.skipped += 1
+        return self.skipped % SAMPLE == 0
+
+    def looked(self, found: bool) -> None:
+        self.lookups += 1
+        self.hits += found
 
     def touched(self, row: int) -> None:
         self.dirty.append(row)

@@ -126,7 +126,8 @@ class NodeSearch:
         start = self.start % n
         want = num_nodes_to_find(ssn, n)
         if check_resources and cache.missing == len(cache.stale):  # current but for a few touched rows
-            order, scanned = self._current_window(task, cache, start, want, role)
+            cache.ensure_span(ssn, task, 0, n)
+            order, scanned = self._by_index(cache, start, want, role)
             role = self._mark_failed(role_key, role, cache.ok, start, scanned)
         else:
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
@@ -139,22 +140,6 @@ class NodeSearch:
             return order, None
         codes = self._reason_codes(task, cache, np.arange(n), check_resources, role)
         return order, FitErrors(ssn, codes)
-
-    def _current_window(self, task: TaskInfo, cache: ShapeCache, start: int, want: int,
-                        role: np.ndarray | None) -> tuple[np.ndarray, int]:
-        """:meth:`_by_index` with the touched rows it reaches evaluated: the visited rows and the
-        row it stopped at must be current (the search's usual touched rows, its siblings'
-        nodes, lie behind the start and stay stale until a search reaches them)."""
-        n = len(cache.ok)
-        while True:
-            order, scanned = self._by_index(cache, start, want, role)
-            if not cache.stale:
-                return order, scanned
-            late = [row for row in cache.stale if (row - start) % n <= scanned]
-            if not late:
-                return order, scanned
-            late.sort()
-            cache.evaluate(self.ssn, task, np.array(late, dtype=np.int64))
 
     @staticmethod
     def _by_index(cache: ShapeCache, start: int, want: int, role: np.ndarray | None) -> tuple[np.ndarray, int]:

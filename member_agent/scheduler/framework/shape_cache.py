@@ -111,10 +111,6 @@ class ShapeCache:
             if len(missing):
                 self._evaluate(ssn, task, np.unique(missing))
 
-    def evaluate(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
-        """Evaluate ``rows`` (sorted, unique, none of them current)."""
-        self._evaluate(ssn, task, rows)
-
     def refresh(self, ssn: Session, task: TaskInfo) -> None:
         """Bring the rows touched since the last use up to date. A few (the common case: the
         previous task of the same job was just placed, behind the search start) are marked
@@ -233,11 +229,14 @@ class ShapeCache:
         taken from another row of its node group when the shape evaluated one already."""
         group = -1
         if ssn.rows_by_state and self._static_pass(ssn, task, row):
-            group = node_groups(ssn).id_of(row)
-            known = self.by_group.get(group)
-            if known is not None:
-                self._set_row(row, *known)
-                return
+            groups = node_groups(ssn)
+            if groups.worth_looking():
+                group = groups.id_of(row)
+                known = self.by_group.get(group)
+                groups.looked(known is not None)
+                if known is not None:
+                    self._set_row(row, *known)
+                    return
         checked = self.checked
         idle = ssn.idle[row].tolist()
         releasing = ssn.releasing[row].tolist()

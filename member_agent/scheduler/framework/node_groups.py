@@ -39,7 +39,7 @@ SAMPLE = 16
 class NodeGroups:
     """A group id per node row (``ids``), current once :meth:`current` resolved the touched rows."""
 
-    __slots__ = ("ids", "next_id", "opening", "dirty", "_columns", "_first", "_opening_states", "_keys", "lookups",
+    __slots__ = ("ids", "next_id", "opening", "dirty", "_columns", "_opening_states", "_keys", "lookups",
                  "hits", "skipped")
 
     def __init__(self, ssn: Session) -> None:
@@ -50,12 +50,17 @@ class NodeGroups:
         self.opening = self.next_id  # ids below: states the session opened with
         #: Rows touched since their id was last resolved (``Session.touch`` appends, duplicates too).
         self.dirty: list[int] = []
-        self._first = np.zeros(self.opening, dtype=np.int64)
-        self._first[self.ids] = np.arange(len(self.ids))  # a row of every opening id (any: they are equal)
-        self._opening_states: np.ndarray | None = state[self._first]
-        #: A row's state bytes (its columns' bytes, joined) -> id; the opening states are added when a
-        #: touched row is first looked up (most sessions that build the groups only score rows).
+        first = np.zeros(self.opening, dtype=np.int64)
+        first[self.ids] = np.arange(len(self.ids))  # a row of every opening id (any: they are equal)
+        #: A row's state bytes (its columns' bytes, joined) -> id. A session that opened with many
+        #: states keeps them as one matrix instead, compared with a touched row's on a miss.
         self._keys: dict[bytes, int] = {}
+        self._opening_states: np.ndarray | None = None
+        if self.opening <= KEYED_OPENING:
+            for i, row in enumerate(first.tolist()):
+                self._keys[self._key(row)] = i
+        else:
+            self._opening_states = state[first]
         self.lookups = self.hits = self.skipped = 0  # shapes' group lookups (:meth:`worth_looking`)
 
     def worth_looking(self) -> bool:
@@ -88,13 +93,9 @@ class NodeGroups:
     def _resolve(self) -> None:
         dirty = self.dirty
         rows = dirty if len(dirty) == 1 else set(dirty)
-        columns, ids, keys = self._columns, self.ids, self._keys
-        if self._opening_states is not None and len(self._opening_states) <= KEYED_OPENING:
-            for i, row in enumerate(self._first.tolist()):
-                keys[b"".join([column[row].tobytes() for column in columns])] = i
-            self._opening_states = None
+        ids, keys = self.ids, self._keys
         for row in rows:
-            key = b"".join([column[row].tobytes() for column in columns])
+            key = self._key(row)
             found = keys.get(key)
             if found is None:
                 found = self._opening_id(row)
@@ -104,9 +105,11 @@ class NodeGroups:
             ids[row] = found
         self.dirty = []
 
+    def _key(self, row: int) -> bytes:
+        return b"".join([column[row].tobytes() for column in self._columns])
+
     def _opening_id(self, row: int) -> int:
-        """The opening id of the state ``row`` is in, else a new id (opening states not keyed yet:
-        a session that opened with many states compares them in one pass, on a miss only)."""
+        """The opening id of the state ``row`` is in (opening states kept as a matrix), else a new id."""
         if self._opening_states is not None:
             state = np.concatenate([column[row] for column in self._columns])
             same = (self._opening_states == state).all(axis=1)

@@ -69,6 +69,10 @@ class FitErrors:
 SIBLING_FAILED = "node(s) failed for another task of the same role"
 
 
+#: Search a shape current on every row through its sorted feasible rows (tests switch it off to
+#: compare with the chunked visit, which gives the same answers).
+INDEX_SEARCH = True
+
 #: Rows a bounded search evaluates at least at once: numpy's per-call overhead makes smaller
 #: chunks slower than evaluating a few rows too many.
 MIN_CHUNK = 512
@@ -125,7 +129,7 @@ class NodeSearch:
         role = self.role_errors.get(role_key) if role_key else None
         start = self.start % n
         want = num_nodes_to_find(ssn, n)
-        if check_resources and cache.missing == len(cache.stale):  # current but for a few touched rows
+        if INDEX_SEARCH and check_resources and cache.missing == len(cache.stale):  # current but a few touched rows
             cache.ensure_span(ssn, task, 0, n)
             order, scanned = self._by_index(cache, start, want, role)
             role = self._mark_failed(role_key, role, cache.ok, start, scanned)

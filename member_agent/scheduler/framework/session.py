@@ -126,8 +126,7 @@ class Session:
         self.shape_caches: dict[Any, Any] = {}
         self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use
         self.node_classes: Any = None  # framework.node_groups.NodeGroups, built on first use
-        #: Per-row arrays by-state predicates read besides the node accounting (``add_row_state``).
-        self.row_state: list[np.ndarray] = []
+        self.row_state: list[np.ndarray] = []  # what by-state predicates read besides the accounting
         self.insufficient_codes: np.ndarray | None = None  # "Insufficient <dim>" code per dim
         self.resource_columns: Any = None  # node_search.ResourceColumns, built on first use
         self.logs: list[str] = []
@@ -143,11 +142,9 @@ class Session:
         self._opening: PluginOption | None = None
         self.row_fns: dict[Callable[..., Any], Callable[..., Any]] = {}
         self.by_resources: set[Callable[..., Any]] = set()
-        self.by_state: set[Callable[..., Any]] = set()
-        self.statics: dict[Callable[..., Any], Callable[..., Any]] = {}
+        self.by_state: dict[Callable[..., Any], Callable[..., Any] | None] = {}  # predicate -> its static codes
         self.node_order_by_resources: list[bool] = []
-        #: Every predicate by state and every scorer by resources: a row's whole evaluation for a
-        #: task shape is shared by the rows of its node group where the static codes pass.
+        #: Every predicate by state, every scorer by resources: rows of a node group share a shape's evaluation.
         self.rows_by_state = False
         self.predicate_statics: list[Callable[..., Any]] = []
         self.predicate_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
@@ -189,10 +186,8 @@ class Session:
         ``by_resources`` (NODE_ORDER): the value on a row depends only on the task and that
         row's allocatable, used, pipelined and non-zero requests, so rows in the same state
         share one evaluation (:mod:`node_classes`).
-
-        ``by_state`` (PREDICATE): on a row where ``static(task)`` (a read-only code per row, for the
-        node's labels, taints and name; none: 0 everywhere) is 0, the code depends only on the task
-        and the row's state as :mod:`node_groups` reads it, so the rows of a group share it.
+        ``by_state`` (PREDICATE): where ``static(task)`` (codes per row for labels, taints, name;
+        none: 0) is 0, the code depends only on the task and the row's state (:mod:`node_groups`).
         """
         option = self._opening
         if option is not None and point.switch is not None and not option.enabled(point.switch):
@@ -203,13 +198,10 @@ class Session:
         if by_resources:
             self.by_resources.add(fn)
         if by_state:
-            self.by_state.add(fn)
-        if static is not None:
-            self.statics[fn] = static
+            self.by_state[fn] = static
 
     def add_row_state(self, values: np.ndarray) -> None:
-        """A per-row array (one value or one row per node) a by-state predicate reads: part of a
-        row's state for :mod:`node_groups`. Changed only for rows the session touches."""
+        """A per-row array a by-state predicate reads (changed only on touched rows): part of a row's state."""
         self.row_state.append(values)
 
     def finish_open(self) -> None:
@@ -221,9 +213,8 @@ class Session:
         self.node_order_fns = flat(Point.NODE_ORDER)
         self.node_order_by_resources = [fn in self.by_resources for fn, _ in self.node_order_fns]
         self.batch_node_order_fns = [fn for fn, _ in flat(Point.BATCH_NODE_ORDER)]
-        self.predicate_statics = [self.statics[fn] for fn, _ in self.predicate_fns if fn in self.statics]
-        self.rows_by_state = all(fn in self.by_state for fn, _ in self.predicate_fns) and all(
-            self.node_order_by_resources)
+        self.predicate_statics = [s for fn, _ in self.predicate_fns if (s := self.by_state.get(fn)) is not None]
+        self.rows_by_state = all(fn in self.by_state for fn, _ in self.predicate_fns) and all(self.node_order_by_resources)
 
     def add_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
                           on_deallocate: Callable[[TaskInfo], None]) -> None:
@@ -255,9 +246,7 @@ class Session:
         self.row_fns.clear()
         self.by_resources.clear()
         self.by_state.clear()
-        self.statics.clear()
-        self.predicate_statics = []
-        self.predicate_fns, self.node_order_fns, self.batch_node_order_fns = [], [], []
+        self.predicate_fns, self.node_order_fns, self.batch_node_order_fns, self.predicate_statics = [], [], [], []
         self.evictions.clear()
 
     # ------------------------------------------------------------------ ordering

@@ -1,4 +1,9 @@
-"""Issue 36's "Done when", on ``caldera demo --keep`` as a user runs it (one demo for the module):
+"""``caldera demo --keep`` as a user runs it (one demo for the module, started once for CI's sake):
+
+* the demo passes, prints where every job ran, serves ``caldera get`` through the kubeconfig it
+  prints, and on Ctrl-C exits 0 leaving no process (checked when the module's demo stops);
+
+Issue 36's "Done when", on the same demo:
 
 * ``kubectl get pods -A -o wide`` shows every rank of gpu-dist-training with its node and cluster;
 * ``kubectl logs`` shows a rank's log (start, rank, env, exit), fetched from its member cluster;
@@ -23,7 +28,7 @@ import pytest
 import yaml
 
 from e2e.observability import CHROMIUM, launch_chromium
-from e2e.test_demo import caldera_processes_under, demo, read_until
+from e2e.test_demo import JOBS, caldera_processes_under, demo, read_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 JOB = "gpu-dist-training"
@@ -37,6 +42,7 @@ class KeptDemo:
     kubeconfig: str
     data_dir: Path
     url: str
+    output: str  # what the demo printed up to "press Ctrl-C"
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "KUBECONFIG": self.kubeconfig}
@@ -51,13 +57,15 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeptDemo]:
         assert "OK: every job reached its final phase" in out, out
         kubeconfig = next(line.split("=", 1)[1].strip() for line in out.splitlines() if "export KUBECONFIG=" in line)
         url = yaml.safe_load(Path(kubeconfig).read_text())["clusters"][0]["cluster"]["server"]
-        yield KeptDemo(kubeconfig, tmp_path / "demo", url)
-        proc.send_signal(signal.SIGINT)
+        yield KeptDemo(kubeconfig, tmp_path / "demo", url, out)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C ends --keep: the run's own exit code
         proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0
     assert not caldera_processes_under(tmp_path / "demo")
+    assert (tmp_path / "demo" / "demo-manifests.yaml").exists()
 
 
 def run(args: list[str], kept: KeptDemo) -> subprocess.CompletedProcess[str]:
@@ -70,6 +78,16 @@ def check_rank_log(text: str, index: int) -> None:
     assert any(f"rank {index} (task worker, index {index})" in line for line in lines), text
     assert any(f"env VC_TASK_INDEX={index}" in line for line in lines), text
     assert lines[-1].endswith("exit: code 0 (Completed)"), text
+
+
+def test_demo_passes_reports_every_job_and_keeps_running(kept: KeptDemo) -> None:
+    summary = kept.output[kept.output.index("Summary"):]
+    for job in JOBS:
+        assert job in summary, f"{job} missing from the summary"
+    assert "cluster-a: 3 (min 3) · cluster-b: 5 (min 5)" in summary, "gpu-dist-training divided 1:2"
+    got = run([sys.executable, "-m", "federation", "get", "vcjob"], kept)
+    rows = {line.split()[0]: line.split()[1] for line in got.stdout.splitlines()[1:]}
+    assert rows.get(JOB) == "Completed", got.stdout + got.stderr
 
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")

@@ -207,8 +207,10 @@ class EtcdConnection:
         except (grpc.aio.AioRpcError, TimeoutError) as exc:
             detail = _detail(exc)
             if write and "database space exceeded" in detail:
-                # etcd refused the write (nothing committed): kube-apiserver passes etcd's own words
-                # on as a 500. Reads go on; writes return once the space is freed and the alarm disarmed.
+                # etcd refused the write: kube-apiserver passes etcd's own words on as a 500. Reads go
+                # on; writes return once the space is freed and the alarm disarmed. Refused before the
+                # proposal (the alarm was already raised) nothing is committed; the one write that
+                # crosses the quota is applied first and then answered NOSPACE, as etcd itself does.
                 raise StoreFailed(NOSPACE, exc) from None
             if write:
                 raise StorageUnavailable(f"etcd did not confirm the write ({detail}); it was not "

@@ -6,7 +6,7 @@ allocatable, used, pipelined and non-zero requests (``nodeorder``'s resource sco
 ``binpack``; registered with ``by_resources=True``) are evaluated on one row per group and
 the values copied to the rest: identical inputs give identical floats, so scores are exactly
 those of a row-by-row evaluation. A shape keeps the values per group id (:func:`new_memo`) up to
-``MAX_MEMO_CLASSES`` ids; rows in groups past it share values within one call only.
+``MAX_MEMO_CLASSES`` ids; rows in groups past it are scored one by one.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ MEMO_MIN_ROWS = 2
 ROW_BY_ROW = 8
 #: Group ids a shape's memo keeps values for (8 bytes per id, scorer and shape; one scorer's sum
 #: usually): sessions that make a new state per placement have tens of thousands of ids.
-MAX_MEMO_CLASSES = 8192
+MAX_MEMO_CLASSES = 4096
 
 
 def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.ndarray] | None) -> np.ndarray:
@@ -77,15 +77,8 @@ def _shared(memo: list[np.ndarray], i: int, size: int, rows: np.ndarray, ids: np
     inside = ids < size
     if inside.any():
         values[inside] = _shared(memo, i, size, rows[inside], ids[inside], compute)
-    outside = ~inside
-    out_ids = ids[outside]
-    picked = _representatives(int(out_ids.max()) + 1, out_ids)
-    if len(picked) == len(out_ids):  # no two rows share a group: score them all
-        values[outside] = compute(rows[outside])
-        return values
-    per_id = np.empty(int(out_ids.max()) + 1)
-    per_id[out_ids[picked]] = compute(rows[outside][picked])
-    values[outside] = per_id[out_ids]
+    outside = ~inside  # groups past the memo: new states that rarely repeat (a state per placement)
+    values[outside] = compute(rows[outside])
     return values
 
 

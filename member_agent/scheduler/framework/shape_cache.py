@@ -340,6 +340,8 @@ def dim_reason_codes(ssn: Session) -> np.ndarray:
 #: dropped shape is rebuilt when used again, with the same answers (a cache is a function of
 #: the session's state), so results do not depend on the bound.
 MAX_SHAPES = 256
+#: Shapes, the most recently used, that keep their sorted feasible rows (``ShapeCache.ok_rows``).
+KEEP_OK_ROWS = 16
 
 
 def shape_cache(ssn: Session, task: TaskInfo, lazy: bool = False) -> ShapeCache:
@@ -352,6 +354,10 @@ def shape_cache(ssn: Session, task: TaskInfo, lazy: bool = False) -> ShapeCache:
         cache = ShapeCache(ssn, task)
         while len(caches) >= MAX_SHAPES:
             del caches[next(iter(caches))]
+        # Sorted feasible rows are kept by the recently used shapes only (8 bytes per row each;
+        # one shape per job would keep them for every cached shape); others rebuild them if used.
+        for old in list(caches.values())[:-KEEP_OK_ROWS]:
+            old._ok_rows = None
     else:
         cache.refresh(ssn, task)
     caches[key] = cache  # most recently used last

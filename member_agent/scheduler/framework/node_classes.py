@@ -29,7 +29,7 @@ MEMO_MIN_ROWS = 2
 ROW_BY_ROW = 8
 #: Group ids a shape's memo keeps values for (8 bytes per id, scorer and shape; one scorer's sum
 #: usually): sessions that make a new state per placement have tens of thousands of ids.
-MAX_MEMO_CLASSES = 4096
+MAX_MEMO_CLASSES = 1024
 
 
 def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.ndarray] | None) -> np.ndarray:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: New states remembered by their bytes at most (a session whose every placement makes a new state,
 #: e.g. one cpu request per job, would otherwise keep one key per placement); past it the keys are
 #: dropped and a row back in a forgotten state gets a new id (correct, only shared less).
-MAX_KEYS = 1 << 16
+MAX_KEYS = 1 << 14
 #: Up to this many opening states are keyed by their bytes (one pass per state); with more, a
 #: touched row in a new state is compared with all of them at once instead.
 KEYED_OPENING = 256

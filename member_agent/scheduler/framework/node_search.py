@@ -130,7 +130,7 @@ class NodeSearch:
         start = self.start % n
         want = num_nodes_to_find(ssn, n)
         if INDEX_SEARCH and check_resources and cache.missing == len(cache.stale):  # current but a few touched rows
-            cache.evaluate_touched(ssn, task)
+            cache.ensure_span(ssn, task, 0, n)
             order, scanned = self._by_index(cache, start, want, role)
             role = self._mark_failed(role_key, role, cache.ok, start, scanned)
         else:
@@ -142,7 +142,6 @@ class NodeSearch:
         self.start = (start + processed) % n
         if count:
             return order, None
-        cache.ensure_all(ssn, task)  # rows ruled out but stale: their fits name the shortest resource
         codes = self._reason_codes(task, cache, np.arange(n), check_resources, role)
         return order, FitErrors(ssn, codes)
 

@@ -187,8 +187,7 @@ class Session:
         row's allocatable, used, pipelined and non-zero requests, so rows in the same state
         share one evaluation (:mod:`node_classes`).
         ``by_state`` (PREDICATE): where ``static(task)`` (codes per row for labels, taints, name;
-        none: 0) is 0, the code depends only on the task and the row's state (:mod:`node_groups`);
-        elsewhere it is the code.
+        none: 0) is 0, the code depends only on the task and the row's state (:mod:`node_groups`).
         """
         option = self._opening
         if option is not None and point.switch is not None and not option.enabled(point.switch):

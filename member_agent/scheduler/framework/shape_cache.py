@@ -41,8 +41,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics",
-                 "ruled_out", "rule")
+                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -64,10 +63,6 @@ class ShapeCache:
         #: are all the rows not current (``missing == len(stale)``), a span is checked against
         #: them in Python instead of reading the span of ``evaluated``.
         self.stale: set[int] = set()
-        #: Stale rows the first predicate's static codes rule out: not feasible whatever their state, so a
-        #: search need not evaluate them (their fits, read for failure messages, are brought up to date then).
-        self.ruled_out: set[int] = set()
-        self.rule: np.ndarray | None = None  # those static codes (``rule_of``)
         self.pos = len(ssn.changes)
         #: By-resources scores per node class the session opened with (node_classes.new_memo).
         self.memo: list[np.ndarray] | None = None
@@ -116,21 +111,6 @@ class ShapeCache:
             if len(missing):
                 self._evaluate(ssn, task, np.unique(missing))
 
-    def evaluate_touched(self, ssn: Session, task: TaskInfo) -> None:
-        """Evaluate the stale rows that could be feasible (all but those ruled out)."""
-        rows = self.stale - self.ruled_out if self.ruled_out else self.stale
-        if rows:
-            self._evaluate(ssn, task, np.array(sorted(rows), dtype=np.int64))
-
-    def rule_of(self, ssn: Session, task: TaskInfo) -> np.ndarray | None:
-        """The first predicate's static codes for this shape (a nonzero one is that predicate's code,
-        and the first predicate's code is the row's), or None when it has none."""
-        if self.rule is None and ssn.predicate_fns:
-            static = ssn.by_state.get(ssn.predicate_fns[0][0])
-            if static is not None:
-                self.rule = static(task)
-        return self.rule
-
     def refresh(self, ssn: Session, task: TaskInfo) -> None:
         """Bring the rows touched since the last use up to date. A few (the common case: the
         previous task of the same job was just placed, behind the search start) are marked
@@ -142,14 +122,11 @@ class ShapeCache:
             return
         if count <= SMALL_ROWS:
             evaluated = self.evaluated
-            rule = self.rule_of(ssn, task)
             for row in changes[self.pos:]:
                 if evaluated[row]:
                     evaluated[row] = False
                     self.missing += 1
                     self.stale.add(row)
-                    if rule is not None and rule[row]:
-                        self.ruled_out.add(row)
             self.pos = len(changes)
             return
         rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
@@ -170,7 +147,6 @@ class ShapeCache:
             self.evaluated[rows] = True
             for row in rows.tolist():
                 self.stale.discard(row)
-                self.ruled_out.discard(row)
                 self._evaluate_row(ssn, task, row)
             return
         sel = selector(rows)  # a contiguous span: views and slice writes, no gathers
@@ -178,7 +154,6 @@ class ShapeCache:
         if self.stale:
             evaluated = self.evaluated
             self.stale = {row for row in self.stale if not evaluated[row]}
-            self.ruled_out = {row for row in self.ruled_out if not evaluated[row]}
         # Checked dims one contiguous column at a time (ResourceColumns): 1-D comparisons
         # are much cheaper than ``all(axis=1)`` over a short second axis or strided reads.
         fit_idle: np.ndarray | bool = True

@@ -5,7 +5,8 @@
 Each scenario starts one ``caldera serve``, cluster-a's agent, and cluster-b's agent in a network
 namespace of its own (needs root and ``ip netns``), runs the seed's pytorch-dist-training gang
 over both clusters, then cuts cluster-b off (or SIGKILLs its agent) at the scenario's moment, keeps
-the partition ``--hold`` seconds after the gang was re-placed, heals, and prints what the samplers
+the partition ``--hold`` seconds after the gang was re-placed (kill-and-restart: restarts the agent
+at once), heals, and prints what the samplers
 saw (every 0.25 s per agent): two generations running at once (must be none) and the longest
 stretch any generation ran by halves (bound: lease grace + pod termination grace + 5 s).
 Settings: ``--cluster-lease-grace 10 --cluster-failover-grace 10 --pod-termination-grace 3``, or with
@@ -31,6 +32,8 @@ SCENARIOS = {
     "gang-running": Scenario("gang-running", when="running", action="cut"),
     "reserved": Scenario("reserved", when="reserved", action="cut"),
     "kill-in-release": Scenario("kill-in-release", when="reserved", action="kill"),
+    # the agent restarted at once (its Deployment): the gang resumes, or is re-placed if the restart is slow
+    "kill-and-restart": Scenario("kill-and-restart", when="reserved", action="kill", heal_at="at-once"),
 }
 
 

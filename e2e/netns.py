@@ -52,6 +52,9 @@ class Partition:
         self.outer_ip, self.inner_ip = f"10.231.{octet}.1", f"10.231.{octet}.2"
         self.procs: list[subprocess.Popen[str]] = []
         self.made_netns = self.made_link = False
+        #: the agent's /status port: a restarted agent listens on it again, so the one sampler
+        #: keeps one timeline (not answering while the agent is down)
+        self.listen = 0
 
     # ------------------------------------------------------------------ setup
     def open(self) -> None:
@@ -79,10 +82,12 @@ class Partition:
         return proc
 
     def start_agent(self) -> ManagedProcess:
-        """Start the cluster's agent inside the namespace, as one of the System's agents (stopped with it)."""
+        """Start (or restart, on the same /status port) the cluster's agent inside the namespace, as
+        one of the System's agents (stopped with it); the first start also starts its sampler."""
         system = self.system
         spec = next(c for c in system.clusters if c.name == self.cluster)
-        listen = free_port()
+        first = not self.listen
+        listen = self.listen = self.listen or free_port()
         cmd = ["ip", "netns", "exec", self.netns, sys.executable, "-m", "member_agent", "agent",
                "--cluster", spec.name, "--kubeconfig", str(system.agent_kubeconfig(spec.name)),
                "--sim", str(spec.sim_file), "--speed", f"{system.speed:g}", "--listen", f"127.0.0.1:{listen}",
@@ -94,8 +99,9 @@ class Partition:
         slot.cmd = cmd
         slot.start()
         slot.wait_for(AGENT_LISTENING, system.startup_timeout)
-        self._spawn(["ip", "netns", "exec", self.netns, sys.executable, "-m", "e2e.netns_sampler",
-                     f"http://127.0.0.1:{listen}/status", str(self.samples), str(self.period)])
+        if first:
+            self._spawn(["ip", "netns", "exec", self.netns, sys.executable, "-m", "e2e.netns_sampler",
+                         f"http://127.0.0.1:{listen}/status", str(self.samples), str(self.period)])
         return slot
 
     # ------------------------------------------------------------------ the partition

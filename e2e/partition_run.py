@@ -3,9 +3,11 @@
 One ``caldera serve``, cluster-a's agent beside it, cluster-b's agent in a network namespace of its
 own (:class:`e2e.netns.Partition`), every agent sampled every 0.25 s. A gang spanning both clusters
 (the seed's pytorch-dist-training under the 1:2 policy) runs; then, at a chosen moment, cluster-b
-is cut off (veth down) or its agent killed with SIGKILL; the federation must re-place the gang on
-cluster-a; then the link heals (or the agent restarts). The samples are checked with
-:mod:`e2e.partition_samples`: no two generations of the job ever run at once, and no generation
+is cut off (veth down) or its agent killed with SIGKILL (several gangs, each at its own moment, may
+share one action: :meth:`Lab.play_together`); either the federation re-places the gang on cluster-a
+and then the link heals (or the agent restarts), or the agent restarts at once and the gang resumes
+or is re-placed; every gang must end running whole under one generation. The samples are checked
+with :mod:`e2e.partition_samples`: no two generations of a job ever run at once, and no generation
 runs by halves longer than lease grace + pod termination grace + 5 s.
 """
 
@@ -15,9 +17,12 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from e2e import netns
 from e2e.harness import (
@@ -38,6 +43,10 @@ from e2e.harness import (
 )
 from e2e.partition_samples import Findings, analyse, load
 from federation.demo.processes import AGENT_LISTENING, System
+from policies.kinds import resolve
+from policies.models.karmada_work import binding_name
+
+BINDING = resolve("resourcebindings")
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,11 @@ class Scenario:
     when: str
     #: "cut": take the veth pair down; "kill": SIGKILL cluster-b's agent
     action: str
+    #: when the link heals (or the killed agent restarts): "replaced": once the federation has
+    #: re-placed the gang on cluster-a and it runs there (a long outage); "at-once": right after the
+    #: action (an agent that crashed and was restarted by its Deployment: the gang then either resumes
+    #: where it was or is re-placed, whichever the timing gives; never twice, never by halves for long)
+    heal_at: str = "replaced"
     #: how long the partition lasts after the gang was re-placed and runs on cluster-a (the test
     #: heals at once: what it proves needs no longer partition; bench/chaos.py --hold)
     hold_after: float = 0.0
@@ -98,12 +112,15 @@ class Outcome:
 
 @dataclass
 class Played:
-    """One scenario played in a :class:`Lab`: the job, its two generations, what was seen."""
+    """One scenario played in a :class:`Lab`: the job, its generations (the one running at the
+    action, the one running whole at the end: the same one when the gang resumed), what was seen."""
 
     scenario: Scenario
     job: str
     generations: tuple[int, int]
     by_halves: list[str]
+    #: the clusters the final generation runs on
+    final_clusters: frozenset[str] = frozenset()
 
 
 async def _gang_phase(rc: Any, job: str, cluster: str, phases: set[str]) -> Any:
@@ -163,12 +180,12 @@ class Lab:
     async def _start(self) -> None:
         system = self.system
         system.start_federation()
-        url = system.start_agent("cluster-a").wait_for(AGENT_LISTENING, system.startup_timeout).group(1)
-        self.side = netns.sampler(self.samples / "cluster-a.jsonl", f"{url}/status")
-        self.mark("federation and cluster-a's agent up")
+        side = system.start_agent("cluster-a")  # starts beside cluster-b's (both import for seconds)
         self.partition.open()
         self.partition.start_agent()
-        self.mark("cluster-b's agent up in its namespace")
+        url = side.wait_for(AGENT_LISTENING, system.startup_timeout).group(1)
+        self.side = netns.sampler(self.samples / "cluster-a.jsonl", f"{url}/status")
+        self.mark("federation, cluster-a's agent and cluster-b's agent (in its namespace) up")
         self._api = api(system)
         self.rc = rc = await self._api.__aenter__()
         await capacity_reported(rc, system)
@@ -204,57 +221,133 @@ class Lab:
         return analyse(load(sorted(self.samples.glob("*.jsonl"))))
 
     async def play(self, scenario: Scenario) -> Played:
-        """Run the gang, cut cluster-b off (or kill its agent) at the scenario's moment, wait for the
-        re-placement on cluster-a, heal, and wait until cluster-b's agent no longer has the job."""
-        rc, halves = self.rc, []
+        """:meth:`play_together` with one scenario."""
+        (played,) = await self.play_together([scenario])
+        return played
+
+    async def play_together(self, scenarios: Sequence[Scenario]) -> list[Played]:
+        """Bring each scenario's gang to its moment in turn (a transient moment, "reserved", goes last),
+        then act once for all (cut cluster-b off or SIGKILL its agent), heal when the scenarios say,
+        and wait until every gang runs whole under one generation and cluster-b is Ready again with
+        its agent running nothing of an older generation."""
+        action, heal_at = scenarios[0].action, scenarios[0].heal_at
+        if any((s.action, s.heal_at) != (action, heal_at) for s in scenarios):
+            raise ValueError("scenarios played together share their action and when they heal")
+        jobs = [await self._to_moment(scenario) for scenario in scenarios]
+        self.mark(", ".join(f"{name}: generation {first} {s.when}" for s, name, first, _ in jobs)
+                  + f": {action} cluster-b")
+        if action == "cut":
+            self.partition.cut()
+        else:
+            self.system.agents["cluster-b"].kill()
+        if heal_at == "replaced":
+            for _scenario, name, first, halves in jobs:
+                await until(lambda n=name, f=first, h=halves: self._replaced(n, f, h), self.patience,
+                            f"{name} re-placed on cluster-a and running")
+                self.mark(f"{name}: re-placed on cluster-a and running")
+            if max(s.hold_after for s in scenarios) > 0:
+                # bench: a longer partition; the samplers keep watching
+                await asyncio.sleep(max(s.hold_after for s in scenarios))
+        healed = time.time()
+        if action == "cut":
+            self.partition.heal()
+        else:
+            self.partition.start_agent()  # on the same /status port: its sampler keeps one timeline
+        self.mark("healed" if action == "cut" else "cluster-b's agent restarted")
+        played = []
+        for scenario, name, first, halves in jobs:
+            final = await until(lambda n=name, h=halves: self._whole(n, h, healed), self.patience,
+                                f"{name} running whole under one generation")
+            generation = next(iter(final.values())).generation
+            self.mark(f"{name}: generation {generation} runs whole on {sorted(final)}")
+            played.append(Played(scenario, f"default.{name}", (first, generation), halves, frozenset(final)))
+        for run in played:
+            await until(lambda r=run: self._left(self.rc, "cluster-b", r, healed), self.patience,
+                        f"cluster-b Ready again and its agent running nothing of {run.job} but generation "
+                        f"{run.generations[1]}")
+        self.mark("cluster-b Ready, nothing of an older generation there")
+        for run in played:
+            run.by_halves[:] = sorted(set(run.by_halves))
+        return played
+
+    async def _to_moment(self, scenario: Scenario) -> tuple[Scenario, str, int, list[str]]:
+        """Apply the scenario's Job and wait for its moment; (scenario, name, generation, [])."""
+        rc = self.rc
         job = named(seed_one("job-pytorch-dist-training.yaml"), f"chaos-{scenario.name}", seconds=scenario.job_seconds)
         name = job["metadata"]["name"]
         await apply(rc, job)
         wanted = {"Running"} if scenario.when == "running" else {"Reserved", "Released", "Running"}
-        await until(lambda: _gang_phase(rc, name, "cluster-b", wanted), 90, f"cluster-b's share {wanted}")
+        await until(lambda: _gang_phase(rc, name, "cluster-b", wanted), 90, f"{name}: cluster-b's share {wanted}")
         if scenario.when == "running":
-            await until(lambda: _gang_phase(rc, name, "cluster-a", {"Running"}), 60, "cluster-a's share Running")
+            await until(lambda: _gang_phase(rc, name, "cluster-a", {"Running"}), 60, f"{name}: cluster-a's share Running")
         first = max(s.generation for s in (await shares(rc, name)).values())
-        self.mark(f"{name}: generation {first} {scenario.when}: {scenario.action} cluster-b")
-        if scenario.action == "cut":
-            self.partition.cut()
-        else:
-            self.system.agents["cluster-b"].kill()
+        return scenario, name, first, []
 
-        async def replaced() -> Any:
-            conditions = ((await rc.get(JOB, name, "default")).get("status") or {}).get("conditions") or []
-            halves.extend(c.get("message", "") for c in conditions
-                          if c.get("type") == "GangStarted" and c.get("reason") == "RunningByHalves")
-            now = await shares(rc, name)
-            ok = set(now) == {"cluster-a"} and now["cluster-a"].generation > first and now["cluster-a"].running
-            return now if ok else None
+    async def _halves(self, name: str, halves: list[str]) -> None:
+        """Collect the Job's "runs by halves" condition messages."""
+        conditions = ((await self.rc.get(JOB, name, "default")).get("status") or {}).get("conditions") or []
+        halves.extend(c.get("message", "") for c in conditions
+                      if c.get("type") == "GangStarted" and c.get("reason") == "RunningByHalves")
 
-        after = await until(replaced, self.patience, "the gang re-placed on cluster-a and running")
-        second = after["cluster-a"].generation
-        self.mark(f"{name}: generation {second} runs on cluster-a")
-        if scenario.hold_after > 0:
-            await asyncio.sleep(scenario.hold_after)  # bench: a longer partition; the samplers keep watching
-        healed = time.time()
-        if scenario.action == "cut":
-            self.partition.heal()
-        else:
-            self.partition.start_agent()
-        self.mark(f"{name}: healed")
-        await until(lambda: self._left(rc, "cluster-b", name, healed), self.patience,
-                    "cluster-b Ready again and its agent rid of the re-placed job's old generation")
-        self.mark(f"{name}: cluster-b Ready, nothing of generation {first} there")
-        return Played(scenario, f"default.{name}", (first, second), sorted(set(halves)))
+    async def _replaced(self, name: str, first: int, halves: list[str]) -> Any:
+        await self._halves(name, halves)
+        now = await shares(self.rc, name)
+        ok = set(now) == {"cluster-a"} and now["cluster-a"].generation > first and now["cluster-a"].running
+        return now if ok else None
 
-    async def _left(self, rc: Any, cluster: str, name: str, since: float) -> Any:
-        """Whether ``cluster`` is Ready and untainted and a sample its agent answered after ``since`` shows no Work
-        of the job (the federation withdrew it there; the agent saw it go, and its pods with it)."""
+    async def _whole(self, name: str, halves: list[str], since: float) -> Any:
+        """The shares of the job's newest generation when every one of them runs all its pods, as the
+        Works' status says and as each agent's own /status said in a sample after ``since`` (a status
+        written before a kill must not pass for the restarted agent's)."""
+        await self._halves(name, halves)
+        now = await shares(self.rc, name)
+        if not now or any(s.running < s.replicas for s in now.values()):
+            return None
+        for cluster, share in now.items():
+            sample = _last_sample(self.samples / f"{cluster}.jsonl", since)
+            work = ((sample or {}).get("works") or {}).get(f"default.{name}") or {}
+            if int((work.get("running") or {}).get(str(share.generation), 0)) < share.replicas:
+                return None
+        return now
+
+    async def _left(self, rc: Any, cluster: str, run: Played, since: float) -> Any:
+        """Whether ``cluster`` is Ready and untainted and a sample its agent answered after ``since``
+        shows the job there only at its final generation with nothing older running (absent where
+        the final generation has no share: the federation withdrew it, the agent saw it go)."""
         obj = await rc.get(CLUSTER, cluster)
         ready = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
         sample = _last_sample(self.samples / f"{cluster}.jsonl", since)
-        gone = sample is not None and sample.get("ok") and f"default.{name}" not in (sample.get("works") or {})
+        final = run.generations[1]
+        work = (sample.get("works") or {}).get(run.job) if sample is not None and sample.get("ok") else None
+        if sample is None or not sample.get("ok"):
+            rid = False
+        elif cluster not in run.final_clusters:
+            rid = work is None
+        else:
+            rid = work is not None and work.get("generation") == final and all(
+                int(g) == final for g, n in (work.get("running") or {}).items() if int(n) > 0)
         # the taints go in a write after Ready: a Job placed between the two would skip the cluster
         untainted = not (obj.get("spec") or {}).get("taints")
-        return bool(ready and ready[0].get("status") == "True" and untainted and gone)
+        return bool(ready and ready[0].get("status") == "True" and untainted and rid)
+
+    async def placed(self, name: str) -> dict[str, int]:
+        """Apply one more of the seed's gangs and return its first placement (cluster -> replicas),
+        read from its ResourceBinding (written in one piece, unlike the Works)."""
+        await apply(self.rc, named(seed_one("job-pytorch-dist-training.yaml"), name, seconds=3000))
+
+        async def scheduled() -> Any:
+            try:
+                rb = await self.rc.get(BINDING, binding_name(name, "Job"), "default")
+            except ApiException as err:
+                if err.status == 404:  # not placed yet
+                    return None
+                raise
+            clusters = (rb.get("spec") or {}).get("clusters") or []
+            return {c["name"]: int(c.get("replicas") or 0) for c in clusters} or None
+
+        split: dict[str, int] = await until(scheduled, 30, f"{name} placed")
+        self.mark(f"{name}: placed {split}")
+        return split
 
     async def remove(self, played: Played) -> None:
         """Delete the scenario's Job and wait until no agent has it (its GPUs free for the next one)."""

@@ -31,21 +31,22 @@ from federation.controllers.common import (
 from federation.controllers.matching import policy_ref
 from federation.placement.adapters import cluster_state
 from federation.placement.decision import PlacementDecision
-from federation.placement.request import ClusterState, Options, Taint, Toleration
+from federation.placement.request import ClusterState, Taint, Toleration
 
 Obj = Mapping[str, Any]
 
 
-def cluster_snapshot(cluster: Obj, options: Options) -> ClusterState:
-    """The core's view of a Cluster. A cluster's *first* readiness counts at once (Karmada only
-    damps transitions it has observed), so a freshly registered cluster is usable immediately."""
-    state = cluster_state(cluster)
-    created = ((cluster.get("metadata") or {}).get("creationTimestamp"))
-    if state.ready == "True" and state.ready_since is not None and created:
-        born = parse_time(created)
-        if born is not None and state.ready_since - born <= options.ready_success_threshold:
-            state = dataclasses.replace(state, ready_since=None)
-    return state
+def cluster_snapshot(cluster: Obj) -> ClusterState:
+    """The core's view of a Cluster, its Ready condition taken as written, undamped.
+
+    In the federation that condition is already damped: the cluster health controller says Ready
+    again only after the lease has stayed fresh for ``--cluster-success-threshold`` (and keeps the
+    unreachable/not-ready taint until then), as Karmada's cluster status controller does before its
+    scheduler reads the condition. Damping it again by the core's thresholds (``Options``, for raw
+    conditions in ``caldera place``) kept a cluster that reads Ready and untainted out of every new
+    placement for another 30 s after each partition healed or agent restarted (the agent restamps
+    the condition), whatever the flag said: the next Job went whole to the other clusters."""
+    return dataclasses.replace(cluster_state(cluster), ready_since=None)
 
 
 def placement_fingerprint(policy: Obj) -> str:

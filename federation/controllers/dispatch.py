@@ -188,7 +188,7 @@ class DispatchController(TeardownMixin, QueueController):
         manifest = share_manifest(job, share, placement.get("totals") or {}, generation)
         notes: dict[str, str] = {}
         if overrides and cluster_obj is not None:
-            applied, problems = apply_overrides(manifest, job, b.cluster_snapshot(cluster_obj, self.options.placement),
+            applied, problems = apply_overrides(manifest, job, b.cluster_snapshot(cluster_obj),
                                                 overrides)
             if applied:
                 notes["caldera.io/overrides-applied"] = ", ".join(applied)

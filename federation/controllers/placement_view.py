@@ -35,7 +35,7 @@ class ClusterView:
             states = []
             for cluster in sorted(self.clusters.items(), key=lambda o: o["metadata"]["name"]):
                 try:
-                    states.append(b.cluster_snapshot(cluster, self.options.placement))
+                    states.append(b.cluster_snapshot(cluster))
                 except Exception as err:  # a malformed status must not stop placement elsewhere
                     log.warning("cluster %s skipped: %s", cluster["metadata"]["name"], err)
             self._snapshot = (self.cluster_version, tuple(states))

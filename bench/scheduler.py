@@ -17,6 +17,7 @@ build time, session seconds, pods bound per second and peak RSS for each size.
                                               # queues 3/1/2 (bench/scheduler_mixed.py)
     python bench/scheduler.py --mixed --shapes per-job --nodes 20000   # one shape per job, 40k pods, all bound
     python bench/scheduler.py --mixed --nodes 5000 --write-state /tmp/state.yaml   # for `caldera schedule -f`
+    python bench/scheduler_digest.py          # decisions of the bench sessions, hashed: compare before/after a change
 
 ``--shapes templates`` (default) draws pod requests from six templates, so the session sees
 six distinct task shapes; ``--shapes per-job`` gives every job its own cpu request (one shape

@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from member_agent.scheduler.cycle import run_cycle
-from member_agent.scheduler.framework import node_classes, quiescent
+from member_agent.scheduler.framework import node_groups, quiescent
 from member_agent.scheduler.framework import session as session_module
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
@@ -112,7 +112,7 @@ def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 @given(rows=st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0, 4.0, 1e9]), min_size=3, max_size=3), max_size=40))
 def test_state_classes_partition_rows_as_unique_does(rows: list[list[float]]) -> None:
     state = np.array(rows, dtype=np.float64).reshape(len(rows), 3)
-    ids = node_classes.state_classes(state)
+    ids = node_groups.state_classes(state)
     if len(rows):
         _, expected = np.unique(state, axis=0, return_inverse=True)
         assert _same_partition(ids, np.asarray(expected).reshape(-1))
@@ -121,9 +121,9 @@ def test_state_classes_partition_rows_as_unique_does(rows: list[list[float]]) ->
 
 
 def test_a_projection_collision_falls_back_to_comparing_rows(monkeypatch: Any) -> None:
-    monkeypatch.setattr(node_classes, "_projection", lambda width: np.zeros(width))  # every row collides
+    monkeypatch.setattr(node_groups, "_projection", lambda width: np.zeros(width))  # every row collides
     state = np.array([[1.0, 2.0], [2.0, 1.0], [1.0, 2.0]])
-    ids = node_classes.state_classes(state)
+    ids = node_groups.state_classes(state)
     assert ids[0] == ids[2] and ids[0] != ids[1]
 
 

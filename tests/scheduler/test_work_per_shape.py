@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from member_agent.scheduler.cycle import run_cycle
-from member_agent.scheduler.framework import node_search
+from member_agent.scheduler.framework import node_search, shape_cache
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.session import Session
@@ -106,7 +106,7 @@ def test_bounded_shape_caches_give_the_same_answers(monkeypatch: pytest.MonkeyPa
     # one shape per job; keeping only 2 shape caches (dropped ones rebuilt) must not change a decision
     snapshot = build_snapshot(cluster(True))
     unbounded = run_cycle(snapshot, CONF, FixedClock())
-    monkeypatch.setattr(node_search, "MAX_SHAPES", 2)
+    monkeypatch.setattr(shape_cache, "MAX_SHAPES", 2)
     bounded = run_cycle(build_snapshot(cluster(True)), CONF, FixedClock())
     assert len(unbounded.bindings) > 300
     assert bounded.bindings == unbounded.bindings

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from member_agent.scheduler.framework.hypernode_state import HyperNodeState, JobLimit
-from member_agent.scheduler.framework.node_search import NodeSearch, shape_cache
+from member_agent.scheduler.framework.node_search import NodeSearch, ShapeCache, shape_cache
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import TaskStatus
 
@@ -42,8 +42,11 @@ class Domain:
 
     def feasible(self, ssn: Session, search: NodeSearch, task: TaskInfo) -> tuple[np.ndarray, str]:
         rows = self.rows
-        cache = shape_cache(ssn, task, lazy=True)
-        cache.ensure_rows(ssn, task, rows)
+        cache = _domain_cache(ssn, task, self.name)
+        if cache.missing:  # ShapeCache.ensure_rows without its np.unique: a domain's rows are sorted and unique
+            missing = rows[~cache.evaluated[rows]]
+            if len(missing):
+                cache._evaluate(ssn, task, missing)
         found = rows[cache.ok[rows]]
         if len(found):
             return found, ""
@@ -54,35 +57,61 @@ class Domain:
         return found, f"In hyperNode {self.name}: 0/{len(rows)} nodes are unavailable: {', '.join(parts)}."
 
 
-def _requests(tasks: list[TaskInfo]) -> np.ndarray:
-    return np.stack([t.spec.request for t in tasks])
+#: A shape that has moved to this many domains is evaluated over every node row at once (one
+#: vectorised pass: a template many gangs share); before, only the rows of the domains it searched
+#: (a shape of one gang, which stays in one domain, never pays for the whole cluster).
+WHOLE_AFTER = 4
+VISITS = "topology-shape-visits"  # ssn.shared: shape -> [domains moved to, the last one]
+
+
+def _domain_cache(ssn: Session, task: TaskInfo, domain: str) -> ShapeCache:
+    """The shape's lazy cache for a domain search. Rows touched since the shape's last use are
+    only marked not current (ShapeCache.refresh evaluates many of them again at once, which suits
+    a search over the whole cluster; a domain search reads a leaf or a spine, so a touched row is
+    evaluated again only if a later domain search reads it). Answers are the same: a cache entry
+    is a function of the session's state, evaluated before it is read."""
+    key = task.spec.shape
+    cache = ssn.shape_caches.get(key)
+    changes = ssn.changes
+    if cache is not None and cache.pos < len(changes):
+        evaluated, stale = cache.evaluated, cache.stale
+        for row in set(changes[cache.pos:]):
+            if evaluated[row]:
+                evaluated[row] = False
+                stale.add(row)
+                cache.missing += 1
+        cache.pos = len(changes)
+    cache = shape_cache(ssn, task, lazy=True)  # current now: keeps the caches' use order
+    visits = ssn.shared.setdefault(VISITS, {})
+    seen = visits.get(key)
+    if seen is None:
+        seen = visits[key] = [0, ""]
+    if seen[1] != domain:
+        seen[0] += 1
+        seen[1] = domain
+        if seen[0] == WHOLE_AFTER and cache.missing > len(cache.stale):
+            cache.ensure_all(ssn, task)
+    return cache
+
+
+def _requests(state: HyperNodeState, tasks: list[TaskInfo], gang_need: int) -> tuple[np.ndarray, ...]:
+    """What the gang still needs, what all its pending tasks ask and their smallest request;
+    kept per (task shape, gang need, pending count) when every pending task has one shape (the
+    usual gang: one template), so jobs alike cost no numpy call here."""
+    shape = tasks[0].spec.shape
+    key = (shape, gang_need, len(tasks)) if all(t.spec.shape == shape for t in tasks) else None
+    found = state.request_memo.get(key) if key is not None else None
+    if found is None:
+        requests = np.stack([t.spec.request for t in tasks])
+        found = (requests[:gang_need].sum(axis=0), requests.sum(axis=0), requests.min(axis=0))
+        if key is not None:
+            state.request_memo[key] = found
+    return found
 
 
 def _room(state: HyperNodeState, level: int, cands: np.ndarray, smallest: np.ndarray) -> np.ndarray:
-    """Per candidate HyperNode: how many tasks of request ``smallest`` its nodes' FutureIdle holds
-    (per node ``min_d floor(FutureIdle_d / request_d)``, kept per request and refreshed only on
-    rows touched since)."""
-    state.refresh()
-    dims = np.flatnonzero(smallest >= 0.1)
-    if len(dims) == 0:
-        return np.full(len(cands), np.iinfo(np.int64).max)
-    key = tuple(smallest.tolist())
-    memo = state.room_memo.get(key)
-    changes = state.ssn.changes
-    future = state.row_future
-    if memo is None:
-        per_row = np.floor((future[:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
-        memo = state.room_memo[key] = [per_row, len(changes)]
-    elif memo[1] != len(changes):
-        rows = np.asarray(sorted(set(changes[memo[1]:])), dtype=np.int64)
-        memo[0][rows] = np.floor((future[rows][:, dims] + 0.1) / smallest[dims]).min(axis=1).clip(min=0)
-        memo[1] = len(changes)
-    per_row = memo[0]
-    doms = state.chain[level]
-    inside = doms >= 0
-    slots = np.bincount(doms[inside], weights=per_row[inside], minlength=len(state.tree.names))
-    held: np.ndarray = slots[cands]
-    return held
+    """Per candidate HyperNode: how many tasks of request ``smallest`` its nodes' FutureIdle holds."""
+    return state.room(level, cands, smallest)
 
 
 def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet: deque[TaskInfo],
@@ -95,14 +124,11 @@ def allocate_hard(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, w
     if not pending:
         return None
     gang_need = max(job.min_available - job.ready_num - job.waiting_num, 1)
-    requests = _requests(pending)
-    need = requests[:gang_need].sum(axis=0)
-    whole = requests.sum(axis=0)
-    smallest = requests.min(axis=0)
+    need, whole, smallest = _requests(state, pending, gang_need)
     tree = state.tree
     scorer = state.scorer
     tiers_seen: list[str] = []
-    for group in state.gradients(job, limit, need):
+    for group in state.iter_gradients(job, limit, need):
         tier = int(tree.tiers[group[0]])
         if tier == tree.top_tier:
             stmt = _try(action, ssn, search, job, worksheet, None)
@@ -159,7 +185,7 @@ def _try(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet:
 
 def _home(state: HyperNodeState, job: JobInfo) -> str:
     rows = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
-    return state.tree.names[state.tree.lca_of_rows(rows)]
+    return state.tree.names[state.lca_of_rows(rows)]
 
 
 def _reason(state: HyperNodeState, limit: JobLimit, gang_need: int, tiers_seen: list[str]) -> str:

@@ -15,11 +15,12 @@ configured; otherwise ``ssn.shared`` has no entry and the actions take their fla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from member_agent.scheduler.framework.hypernodes import HyperNodeTree
+from member_agent.scheduler.framework.rows import selector
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import JobInfo
@@ -48,6 +49,11 @@ class HyperNodeState:
         self.tiers = tree.tier_list
         #: (T, N): the HyperNode of each tier holding each row (-1: none), tiers ascending.
         self.chain = np.stack([tree.domain_of[t] for t in self.tiers]) if n else np.zeros((len(self.tiers), 0), int)
+        #: Whether every tier's HyperNodes hold every node row (no -1 in ``chain``).
+        self.covered = bool((self.chain >= 0).all())
+        self._repeat: dict[int, np.ndarray] = {}  # k -> 0..k-1 once per tier (covered: the flat index)
+        #: The same per tier below the top as Python lists (the LCA of a job's few rows).
+        self.chain_lists: list[list[int]] = [level.tolist() for level in self.chain[:-1]]
         d = ssn.idle.shape[1] if n else len(ssn.dims)
         self.d = d
         #: Per row, [used | idle | FutureIdle] as last summed; per HyperNode their sums, side by side
@@ -56,6 +62,9 @@ class HyperNodeState:
         self.sums = self._sum(np.arange(n), self.row_values, h)
         self.allocatable = self._sum(np.arange(n), ssn.node_allocatable, h)
         self.pos = len(ssn.changes)
+        #: Per tier, its HyperNodes as a slice of the HyperNode axis when they are contiguous
+        #: (names sort by tier in the usual naming): a view instead of a gather per job.
+        self.tier_span: dict[int, slice | np.ndarray] = {t: selector(tree.by_tier[t]) for t in self.tiers}
         self.limits: dict[str, JobLimit | None] = {}
         #: job uid -> the HyperNode it was placed in this session (written as the annotation).
         self.allocated: dict[str, str] = {}
@@ -63,8 +72,12 @@ class HyperNodeState:
         #: ``hypernode.gradient.evict.max-hypernodes``.
         self.scorer: Any = None
         self.evict_cap = 8
-        #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen]
+        #: request tuple -> [tasks of that request each row's FutureIdle holds, changes seen,
+        #: their sum per HyperNode, the request's non-zero dims (row_values columns), its values there]
         self.room_memo: dict[tuple[float, ...], list[Any]] = {}
+        self._columns: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, bool]] = {}
+        #: (task shape, gang need, pending tasks) -> (need, whole, smallest) (allocate_topology._requests)
+        self.request_memo: dict[tuple[int, int, int], tuple[np.ndarray, ...]] = {}
 
     @property
     def used(self) -> np.ndarray:
@@ -96,17 +109,59 @@ class HyperNodeState:
         changes = self.ssn.changes
         if self.pos == len(changes):
             return
-        rows = np.asarray(sorted(set(changes[self.pos:])), dtype=np.int64)
+        rows = touched(changes, self.pos)
         self.pos = len(changes)
         ssn = self.ssn
-        current = np.concatenate([ssn.used[rows], ssn.idle[rows],
-                                  ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]], axis=1)
+        idle = np.take(ssn.idle, rows, axis=0)
+        current = np.concatenate([np.take(ssn.used, rows, axis=0), idle,
+                                  idle + np.take(ssn.releasing, rows, axis=0) - np.take(ssn.pipelined, rows, axis=0)],
+                                 axis=1)
         delta = current - self.row_values[rows]
         self.row_values[rows] = current
-        for tier_row in self.chain:
-            doms = tier_row[rows]
+        self.add_rows(self.sums, rows, delta)
+
+    def add_rows(self, sums: np.ndarray, rows: np.ndarray, delta: np.ndarray) -> None:
+        """Add each row's ``delta`` to the HyperNode of every tier holding it: one scatter for
+        all tiers (tier by tier, rows ascending: the order a per-tier sum would add them in)."""
+        doms = self.chain[:, rows]
+        if self.covered:  # every entry counts (no broadcasting: numpy 2.4's ufunc.at gets 1-D wrong)
+            at = self._repeat.get(len(rows))
+            if at is None:
+                at = self._repeat[len(rows)] = np.tile(np.arange(len(rows)), len(doms))
+            np.add.at(sums, doms.ravel(), delta[at])
+            return
+        levels, at = (doms >= 0).nonzero()
+        np.add.at(sums, doms[levels, at], delta[at])
+
+    def room(self, level: int, cands: np.ndarray, smallest: np.ndarray) -> np.ndarray:
+        """Per candidate HyperNode of tier ``self.tiers[level]``: how many tasks of request
+        ``smallest`` its nodes' FutureIdle holds (per node ``min_d floor(FutureIdle_d / request_d)``).
+        Kept per request, per node row and summed per HyperNode, and updated only for the rows
+        touched since the request was last asked about."""
+        self.refresh()
+        key = tuple(smallest.tolist())
+        memo = self.room_memo.get(key)
+        changes = self.ssn.changes
+        future = self.row_future
+        if memo is None:
+            dims = np.flatnonzero(smallest >= 0.1)
+            if len(dims) == 0:
+                return np.full(len(cands), np.iinfo(np.int64).max)
+            divisor = smallest[dims]
+            per_row = _slots(future[:, dims], divisor)
+            doms = self.chain
             keep = doms >= 0
-            np.add.at(self.sums, doms[keep], delta[keep])
+            slots = np.bincount(doms[keep], weights=np.broadcast_to(per_row, doms.shape)[keep],
+                                minlength=len(self.tree.names))
+            memo = self.room_memo[key] = [per_row, len(changes), slots, 2 * self.d + dims, divisor]
+        elif memo[1] != len(changes):
+            rows = touched(changes, memo[1])
+            fresh = _slots(self.row_values[rows[:, None], memo[3]], memo[4])
+            self.add_rows(memo[2], rows, fresh - memo[0][rows])
+            memo[0][rows] = fresh
+            memo[1] = len(changes)
+        held: np.ndarray = memo[2][cands]
+        return held
 
     # ------------------------------------------------------------------ job limits
     def limit(self, job: JobInfo) -> JobLimit | None:
@@ -142,7 +197,18 @@ class HyperNodeState:
         rows = [t.node for t in job.tasks if t.node is not None and t.status.value & _PLACED]
         if not rows:
             return self.tree.top
-        return self.tree.highest_allowed(self.tree.lca_of_rows(rows), limit.tier)
+        return self.tree.highest_allowed(self.lca_of_rows(rows), limit.tier)
+
+    def lca_of_rows(self, rows: list[int]) -> int:
+        """The lowest HyperNode holding every row (``HyperNodeTree.lca_of_rows`` on the session's
+        (tier, row) matrix: one gather for all tiers; the top tier always holds them all)."""
+        if not rows:
+            return self.tree.top
+        for level in self.chain_lists:  # a job's few rows: Python lists cost less than numpy calls
+            first = level[rows[0]]
+            if first >= 0 and all(level[r] == first for r in rows):
+                return first
+        return self.tree.top
 
     def gradients(self, job: JobInfo, limit: JobLimit, need: np.ndarray, evict: bool = False,
                   cap: int = 8) -> list[np.ndarray]:
@@ -150,29 +216,7 @@ class HyperNodeState:
         root, at most its allowed tier, and (for allocation, unless the job is partly placed)
         with ``need`` ≤ the domain's Idle or FutureIdle; for eviction ``need`` ≤ allocatable,
         widest tiers first, at most ``cap`` HyperNodes."""
-        self.refresh()
-        tree = self.tree
-        root = self.placed_root(job, limit)
-        partly = root != tree.top
-        out: list[np.ndarray] = []
-        for tier in self.tiers:
-            if tier > limit.tier:
-                break
-            cands = tree.by_tier[tier]
-            if root != tree.top:
-                root_tier = int(tree.tiers[root])
-                if tier > root_tier:
-                    break
-                cands = np.asarray([root]) if tier == root_tier else cands[self._under(cands, root)]
-            if len(cands) and not partly:
-                if evict:
-                    ok = (self.allocatable[cands] + 0.1 >= need).all(axis=1)
-                else:
-                    ok = ((self.future[cands] + 0.1 >= need).all(axis=1)
-                          | (self.idle[cands] + 0.1 >= need).all(axis=1))
-                cands = cands[ok]
-            if len(cands):
-                out.append(cands)
+        out = list(self.iter_gradients(job, limit, need, evict))
         if evict:
             out.reverse()
             flat: list[np.ndarray] = []
@@ -184,6 +228,40 @@ class HyperNodeState:
                 left -= len(flat[-1])
             out = flat
         return out
+
+    def iter_gradients(self, job: JobInfo, limit: JobLimit, need: np.ndarray,
+                       evict: bool = False) -> Iterator[np.ndarray]:
+        """:meth:`gradients` one tier at a time, lowest first (allocation stops at the first tier
+        that holds the job, so the tiers above are never filtered). Resources are integers
+        (milli-units, bytes), so a discarded dry run leaves the sums exactly as they were."""
+        self.refresh()
+        tree = self.tree
+        root = self.placed_root(job, limit)
+        partly = root != tree.top
+        d = self.d
+        need2: np.ndarray | None = None
+        for tier in self.tiers:
+            if tier > limit.tier:
+                break
+            cands = tree.by_tier[tier]
+            if partly:
+                root_tier = int(tree.tiers[root])
+                if tier > root_tier:
+                    break
+                cands = np.asarray([root]) if tier == root_tier else cands[self._under(cands, root)]
+            elif len(cands):
+                if evict:
+                    ok = (self.allocatable[cands] + 0.1 >= need).all(axis=1)
+                else:
+                    self.refresh()
+                    if need2 is None:
+                        need2 = np.concatenate([need, need])
+                    # Idle and FutureIdle side by side: need fits either
+                    fits = self.sums[self.tier_span[tier], d:] + 0.1 >= need2
+                    ok = np.logical_or.reduce(np.logical_and.reduce(fits.reshape(len(fits), 2, d), axis=2), axis=1)
+                cands = cands[ok]
+            if len(cands):
+                yield cands
 
     def _under(self, cands: np.ndarray, root: int) -> np.ndarray:
         parent = self.tree.parent
@@ -199,23 +277,48 @@ class HyperNodeState:
     def binpack(self, cands: np.ndarray, request: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """HyperNode binpack: weighted mean of (used + request) / allocatable over the weighted
         resources the request asks for; 0 where any would overflow."""
-        counted = (request >= 0.1) & (weights > 0)
-        total = weights[counted].sum()
-        if not counted.any() or total == 0:
+        wanted = [i for i, (r, w) in enumerate(zip(request.tolist(), weights.tolist(), strict=True))
+                  if r >= 0.1 and w > 0]
+        total = float(sum(weights[i] for i in wanted))
+        if not wanted or total == 0:
             return np.zeros(len(cands))
-        cols = np.flatnonzero(counted)
-        alloc = self.allocatable[cands][:, cols]
-        after = self.used[cands][:, cols] + request[cols]
-        usable = alloc > 0
-        parts = np.where(usable, after / np.where(usable, alloc, 1.0), 0.0) * weights[cols]
-        score = parts.sum(axis=1) / total
+        cols, alloc_cols, usable_everywhere = self._binpack_columns(tuple(wanted))
+        alloc = alloc_cols[cands]
+        after = self.sums[cands[:, None], cols] + request[cols]
+        ratio = after / alloc
+        if not usable_everywhere:
+            usable = alloc > 0
+            ratio = np.where(usable, after / np.where(usable, alloc, 1.0), 0.0)
+        score = (ratio * weights[cols]).sum(axis=1) / total
         score[(after > alloc + 0.1).any(axis=1)] = 0.0
         scores: np.ndarray = score
         return scores
 
+    def _binpack_columns(self, wanted: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The columns, the HyperNodes' allocatable there (fixed for the session) and whether
+        every HyperNode has some of each (so no division needs guarding)."""
+        found = self._columns.get(wanted)
+        if found is None:
+            cols = np.asarray(wanted, dtype=np.int64)
+            alloc = self.allocatable[:, cols]
+            found = self._columns[wanted] = (cols, alloc, bool((alloc > 0).all()))
+        return found
+
 
 #: TaskStatus bits of tasks that hold a node (Allocated, Pipelined, Binding, Bound, Running).
 _PLACED = 2 | 4 | 8 | 16 | 32
+
+
+def _slots(future: np.ndarray, divisor: np.ndarray) -> np.ndarray:
+    """Per row, how many requests of ``divisor`` its FutureIdle holds (≥ 0)."""
+    held: np.ndarray = np.maximum(np.minimum.reduce(np.floor((future + 0.1) / divisor), axis=1), 0.0)
+    return held
+
+
+def touched(changes: list[int], since: int) -> np.ndarray:
+    """The rows changed since position ``since`` of ``Session.changes``, sorted and unique
+    (a few rows: a Python set costs less than ``np.unique``)."""
+    return np.asarray(sorted(set(changes[since:])), dtype=np.int64)
 
 
 def state_of(ssn: Session) -> HyperNodeState | None:

@@ -1,15 +1,12 @@
-"""Node rows in the same resource state, so a resource-only scorer runs once per state.
+"""Scores shared by node rows in the same state, so a resource-only scorer runs once per state.
 
-A cluster is mostly pools of identical machines, and most nodes a task visits are still in
-the state the session opened with (a node the session placed a pod on is often full after
-binpack, so it is no candidate). Scorers whose value on a row depends only on that row's
+A cluster is mostly pools of identical machines, and most nodes a task visits are in one of few
+states (:mod:`node_groups`). Scorers whose value on a row depends only on that row's
 allocatable, used, pipelined and non-zero requests (``nodeorder``'s resource scores,
-``binpack``; registered with ``by_resources=True``) are evaluated on one row per class and
+``binpack``; registered with ``by_resources=True``) are evaluated on one row per group and
 the values copied to the rest: identical inputs give identical floats, so scores are exactly
-those of a row-by-row evaluation.
-
-Classes are computed once per session from those arrays (:func:`state_classes`); a touched row gets a class of its own
-(it may equal another state again, but sharing is only an optimisation, never a requirement).
+those of a row-by-row evaluation. A shape keeps the values per group id (:func:`new_memo`) up to
+``MAX_MEMO_CLASSES`` ids; rows in groups past it are scored one by one.
 """
 
 from __future__ import annotations
@@ -18,146 +15,93 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from member_agent.scheduler.framework.node_groups import node_groups
+
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
     from member_agent.scheduler.framework.session import Session
 
-#: Below this many rows, or when classes save less than half the rows, rows are scored directly.
+#: Below this many rows, or when groups save less than half the rows, rows are scored directly.
 MIN_ROWS = 64
 #: From this many rows the per-shape memo is used (a lookup is far cheaper than a scorer call).
 MEMO_MIN_ROWS = 2
-#: Up to this many rows outside the opening classes are scored with the scalar row functions.
+#: Up to this many rows without a value are scored with the scalar row functions.
 ROW_BY_ROW = 8
-
-
-class NodeClasses:
-    __slots__ = ("ids", "next_id", "opening")
-
-    def __init__(self, ssn: Session) -> None:
-        state = np.hstack([ssn.node_allocatable, ssn.used, ssn.pipelined, ssn.nonzero_used])
-        self.ids = state_classes(state)
-        self.next_id = int(self.ids.max()) + 1 if len(self.ids) else 0
-        self.opening = self.next_id  # ids below: states the session opened with
-
-    def touched(self, row: int) -> None:
-        self.ids[row] = self.next_id
-        self.next_id += 1
-
-
-def state_classes(state: np.ndarray) -> np.ndarray:
-    """A class id per row of ``state``: equal rows, equal ids (labels are arbitrary).
-
-    ``np.unique(axis=0)`` compares rows field by field (~3 ms for 1,000 nodes, paid every session).
-    Instead rows are grouped by one fixed projection (:func:`_projection`), and each row is then compared
-    with its group's first row: exact whatever the projection, and a collision (two different
-    rows, one projection) falls back to the row comparison."""
-    if not len(state):
-        return np.zeros(0, dtype=np.int64)
-    weights = _projection(state.shape[1])
-    _, first, ids = np.unique(state @ weights, return_index=True, return_inverse=True)
-    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-    if not np.array_equal(state, state[first[ids]]):
-        _, ids = np.unique(state, axis=0, return_inverse=True)
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-    return ids
-
-
-_PROJECTIONS: dict[int, np.ndarray] = {}
-
-
-def _projection(width: int) -> np.ndarray:
-    weights = _PROJECTIONS.get(width)
-    if weights is None:
-        # Square roots of 2, 3, 4, ... scaled apart: different rows rarely project alike, and any
-        # fixed weights are exact (collisions are checked). Not numpy.random, whose import costs
-        # an agent ~3 MiB.
-        weights = _PROJECTIONS[width] = np.sqrt(np.arange(2, width + 2, dtype=np.float64)) * (1.0 + 1e-3 * np.arange(width))
-    return weights
-
-
-def node_classes(ssn: Session) -> NodeClasses:
-    if ssn.node_classes is None:
-        ssn.node_classes = NodeClasses(ssn)
-    classes: NodeClasses = ssn.node_classes
-    return classes
-
-
-#: Per-shape memo of class values is kept when the session opened with at most this many
-#: distinct node states (8 bytes per state, scorer and shape); beyond, classes are found per call.
-MAX_MEMO_CLASSES = 4096
+#: Group ids a shape's memo keeps values for (8 bytes per id, scorer and shape; one scorer's sum
+#: usually): sessions that make a new state per placement have tens of thousands of ids.
+MAX_MEMO_CLASSES = 1024
 
 
 def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.ndarray] | None) -> np.ndarray:
     """The summed NODE_ORDER scores of ``rows`` (sorted, unique), each scorer added in
     registration order as a row-by-row evaluation adds them. ``memo`` (from :func:`new_memo`)
-    keeps one shape's by-resources values per class the session opened with."""
+    keeps one shape's by-resources values per group id."""
     if memo is None or len(rows) < MEMO_MIN_ROWS:
         return _score_by_call(ssn, task, rows)
+    groups = node_groups(ssn)
+    ids = groups.current()[rows]
+    size = min(groups.next_id, MAX_MEMO_CLASSES)
     if len(memo) == 1 and all(ssn.node_order_by_resources):
-        return _score_combined(ssn, task, rows, memo[0])
-    classes = node_classes(ssn)
-    ids = classes.ids[rows]
-    opening = ids < classes.opening
-    same = rows[opening]  # rows still in a state the session opened with
-    same_ids = ids[opening]
-    changed = rows[~opening]  # touched since: a class of their own each
+        return _shared(memo, 0, size, rows, ids, lambda some: _total(ssn, task, some))
     total: np.ndarray | float = 0.0
     for i, ((fn, row_fn), by_resources) in enumerate(zip(ssn.node_order_fns, ssn.node_order_by_resources,
                                                           strict=True)):
         if not by_resources:
             total = total + np.asarray(fn(task, rows), dtype=np.float64)
             continue
-        known = memo[i]
-        values = known[same_ids]
-        missing = np.isnan(values)
-        if missing.any():  # one representative row per class this shape has not scored yet
-            representatives = _representatives(classes, same[missing], same_ids[missing])
-            known[classes.ids[representatives]] = np.asarray(fn(task, representatives), dtype=np.float64)
-            values = known[same_ids]
-        column = np.empty(len(rows))
-        column[opening] = values
-        if 0 < len(changed) <= ROW_BY_ROW and row_fn is not None:  # numpy's per-call overhead dominates
-            column[~opening] = [row_fn(task, row) for row in changed.tolist()]
-        elif len(changed):
-            column[~opening] = np.asarray(fn(task, changed), dtype=np.float64)
-        total = total + column
+        total = total + _shared(memo, i, size, rows, ids, _scorer(task, fn, row_fn))
     return total if isinstance(total, np.ndarray) else np.full(len(rows), total)
 
 
-def _score_combined(ssn: Session, task: TaskInfo, rows: np.ndarray, known: np.ndarray) -> np.ndarray:
-    """:func:`score_rows` when every scorer is by-resources: ``known`` memoises their sum."""
-    classes = node_classes(ssn)
-    ids = classes.ids[rows]
-    opening = ids < classes.opening
-    if opening.all():
+def _shared(memo: list[np.ndarray], i: int, size: int, rows: np.ndarray, ids: np.ndarray,
+            compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """One value per row of ``rows`` (group ``ids``), ``compute`` called on one row per group
+    whose value ``memo[i]`` does not hold (grown to ``size`` ids first)."""
+    known = memo[i]
+    if len(known) < size:  # grown by doubling: a session making a state per placement adds ids all along
+        grown = np.full(min(MAX_MEMO_CLASSES, max(size, 2 * len(known), 64)), np.nan)
+        grown[:len(known)] = known
+        known = memo[i] = grown
+    size = len(known)
+    if size and int(ids.max()) < size:  # every group within the memo (the common case)
         values = known[ids]
         missing = np.isnan(values)
         if missing.any():
-            representatives = _representatives(classes, rows[missing], ids[missing])
-            known[classes.ids[representatives]] = _total(ssn, task, representatives)
+            picked = _representatives(size, ids[missing])
+            some = rows[missing][picked]
+            known[ids[missing][picked]] = compute(some)
             values = known[ids]
         result: np.ndarray = values
         return result
-    column = np.empty(len(rows))
-    same = rows[opening]
-    if len(same):
-        column[opening] = _score_combined(ssn, task, same, known)
-    column[~opening] = _total(ssn, task, rows[~opening])
-    return column
+    values = np.empty(len(rows))
+    inside = ids < size
+    if inside.any():
+        values[inside] = _shared(memo, i, size, rows[inside], ids[inside], compute)
+    outside = ~inside  # groups past the memo: new states that rarely repeat (a state per placement)
+    values[outside] = compute(rows[outside])
+    return values
 
 
-def _representatives(classes: NodeClasses, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """One of ``rows`` (sorted) per distinct opening class in ``ids``, sorted.
+def _representatives(size: int, ids: np.ndarray) -> np.ndarray:
+    """Positions in ``ids`` of one entry per distinct id (ids below ``size``), ascending.
 
-    Which row of a class represents it does not matter (the class's rows are in one state, so
-    every scorer gives them identical values): a scatter keeps one per class in linear time,
-    where ``np.unique`` would sort all of them."""
-    slot = np.full(classes.opening, -1, dtype=np.int64)
+    Which row of a group represents it does not matter (its rows are in one state, so every
+    scorer gives them identical values): a scatter keeps one per group in linear time, where
+    ``np.unique`` would sort all of them."""
+    slot = np.full(size, -1, dtype=np.int64)
     slot[ids] = np.arange(len(ids))
     picked = slot[slot >= 0]
     picked.sort()
-    result: np.ndarray = rows[picked]
-    return result
+    return picked
+
+
+def _scorer(task: TaskInfo, fn: Callable[..., Any], row_fn: Callable[..., Any] | None) -> Callable[[np.ndarray], np.ndarray]:
+    """One scorer's values on some rows (scalar code for a few)."""
+    def values(rows: np.ndarray) -> np.ndarray:
+        if len(rows) <= ROW_BY_ROW and row_fn is not None:  # numpy's per-call overhead dominates
+            return np.array([float(row_fn(task, row)) for row in rows.tolist()])
+        return np.asarray(fn(task, rows), dtype=np.float64)
+    return values
 
 
 def _total(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
@@ -190,17 +134,13 @@ def _score_by_call(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray
 
 
 def new_memo(ssn: Session) -> list[np.ndarray] | None:
-    """Per by-resources scorer, a value per opening class (NaN: not computed); None when the
-    session has no such scorer or too many distinct node states."""
-    if not any(ssn.node_order_by_resources):
-        return None
-    classes = node_classes(ssn)
-    opened = classes.opening
-    if opened > MAX_MEMO_CLASSES:
+    """Per by-resources scorer, a value per group id (NaN: not computed; the arrays grow with the
+    ids); None when the session has no such scorer."""
+    if not any(ssn.node_order_by_resources) or MAX_MEMO_CLASSES <= 0:
         return None
     if all(ssn.node_order_by_resources):  # one memo of their sum
-        return [np.full(opened, np.nan)]
-    return [np.full(opened, np.nan) if by else np.zeros(0) for by in ssn.node_order_by_resources]
+        return [np.zeros(0)]
+    return [np.zeros(0) for _ in ssn.node_order_by_resources]
 
 
 class ClassScorer:
@@ -214,7 +154,7 @@ class ClassScorer:
         self.spread: tuple[np.ndarray, np.ndarray] | None = None
         if len(rows) < MIN_ROWS:
             return
-        ids = node_classes(ssn).ids[rows]
+        ids = node_groups(ssn).current()[rows]
         _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
         if 2 * len(first) > len(rows):
             return

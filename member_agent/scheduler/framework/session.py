@@ -125,7 +125,8 @@ class Session:
         self.node_cursor = options.last_processed_node_index % len(nodes) if len(nodes) else 0
         self.shape_caches: dict[Any, Any] = {}
         self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use
-        self.node_classes: Any = None  # framework.node_classes.NodeClasses, built on first use
+        self.node_classes: Any = None  # framework.node_groups.NodeGroups, built on first use
+        self.row_state: list[np.ndarray] = []  # what by-state predicates read besides the accounting
         self.insufficient_codes: np.ndarray | None = None  # "Insufficient <dim>" code per dim
         self.resource_columns: Any = None  # node_search.ResourceColumns, built on first use
         self.logs: list[str] = []
@@ -141,7 +142,11 @@ class Session:
         self._opening: PluginOption | None = None
         self.row_fns: dict[Callable[..., Any], Callable[..., Any]] = {}
         self.by_resources: set[Callable[..., Any]] = set()
+        self.by_state: dict[Callable[..., Any], Callable[..., Any] | None] = {}  # predicate -> its static codes
         self.node_order_by_resources: list[bool] = []
+        #: Every predicate by state, every scorer by resources: rows of a node group share a shape's evaluation.
+        self.rows_by_state = False
+        self.predicate_statics: list[Callable[..., Any]] = []
         self.predicate_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
         self.node_order_fns: list[tuple[Callable[..., Any], Callable[..., Any] | None]] = []
         self.batch_node_order_fns: list[Callable[..., Any]] = []
@@ -172,7 +177,8 @@ class Session:
             self._opening = None
 
     def add(self, point: Point, plugin_name: str, fn: Callable[..., Any],
-            row: Callable[..., Any] | None = None, by_resources: bool = False) -> None:
+            row: Callable[..., Any] | None = None, by_resources: bool = False, by_state: bool = False,
+            static: Callable[..., Any] | None = None) -> None:
         """Register ``fn`` on ``point`` for the plugin being opened (honours its switch).
 
         For PREDICATE and NODE_ORDER, ``row(task, row_index) -> value`` may give the same
@@ -180,6 +186,8 @@ class Session:
         ``by_resources`` (NODE_ORDER): the value on a row depends only on the task and that
         row's allocatable, used, pipelined and non-zero requests, so rows in the same state
         share one evaluation (:mod:`node_classes`).
+        ``by_state`` (PREDICATE): where ``static(task)`` (codes per row for labels, taints, name;
+        none: 0) is 0, the code depends only on the task and the row's state (:mod:`node_groups`).
         """
         option = self._opening
         if option is not None and point.switch is not None and not option.enabled(point.switch):
@@ -189,6 +197,12 @@ class Session:
             self.row_fns[fn] = row
         if by_resources:
             self.by_resources.add(fn)
+        if by_state:
+            self.by_state[fn] = static
+
+    def add_row_state(self, values: np.ndarray) -> None:
+        """A per-row array a by-state predicate reads (changed only on touched rows): part of a row's state."""
+        self.row_state.append(values)
 
     def finish_open(self) -> None:
         """Flatten the node-level callbacks once (they are called for every task)."""
@@ -199,6 +213,8 @@ class Session:
         self.node_order_fns = flat(Point.NODE_ORDER)
         self.node_order_by_resources = [fn in self.by_resources for fn, _ in self.node_order_fns]
         self.batch_node_order_fns = [fn for fn, _ in flat(Point.BATCH_NODE_ORDER)]
+        self.predicate_statics = [s for fn, _ in self.predicate_fns if (s := self.by_state.get(fn)) is not None]
+        self.rows_by_state = all(fn in self.by_state for fn, _ in self.predicate_fns) and all(self.node_order_by_resources)
 
     def add_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
                           on_deallocate: Callable[[TaskInfo], None]) -> None:
@@ -229,7 +245,8 @@ class Session:
         self.shape_caches.clear()
         self.row_fns.clear()
         self.by_resources.clear()
-        self.predicate_fns, self.node_order_fns, self.batch_node_order_fns = [], [], []
+        self.by_state.clear()
+        self.predicate_fns, self.node_order_fns, self.batch_node_order_fns, self.predicate_statics = [], [], [], []
         self.evictions.clear()
 
     # ------------------------------------------------------------------ ordering

@@ -73,6 +73,9 @@ class NetworkTopologyAwarePlugin:
         state.evict_cap = self.evict_cap
         state.scorer = self
         ssn.shared[KEY] = state
+        self._leaf_of: list[int] = state.chain[0].tolist()  # each row's lowest-tier HyperNode
+        self._tier_array = np.asarray(state.tiers, dtype=np.int64)
+        self._ancestors: dict[int, np.ndarray] = {}
         self.weights = np.zeros(len(ssn.dims))
         for name, weight in self.resource_weights.items():
             i = ssn.dims.index.get(name)
@@ -99,25 +102,37 @@ class NetworkTopologyAwarePlugin:
         return self._normal_pod(state, task, rows)
 
     def _closeness(self, state: HyperNodeState, job: JobInfo, rows: np.ndarray) -> np.ndarray:
-        leaves = state.chain[0][rows]
-        if len(rows) == 0 or bool((leaves == leaves[0]).all()):
-            return np.zeros(len(rows))  # one lowest domain: the same score everywhere ranks nothing
+        # One lowest domain (a leaf's rows, the usual case): the same score everywhere ranks
+        # nothing. Checked in Python: a few rows, where numpy's per-call cost dominates.
+        leaf_of = self._leaf_of
+        listed = rows.tolist()
+        if not listed or all(leaf_of[r] == leaf_of[listed[0]] for r in listed):
+            return np.zeros(len(listed))
         home = self._home(state, job)
         if home is None:
             return np.zeros(len(rows))
-        tree = state.tree
         tiers = state.tiers
-        lca_tier = np.full(len(rows), tiers[-1], dtype=np.int64)
-        home_tier = int(tree.tiers[home])
-        ancestors = {int(tree.tiers[a]): a for a in tree.ancestors(home)}
-        for level, tier in reversed(list(enumerate(tiers))):
-            if tier < home_tier or tier not in ancestors:
-                continue
-            lca_tier[state.chain[level][rows] == ancestors[tier]] = tier
+        doms = state.chain[:, rows]  # (levels, rows): each row's HyperNode per tier, lowest first
+        # the LCA of a row and the home: the lowest level where the row's HyperNode is the home's
+        # ancestor (the virtual top always is)
+        lca_tier = self._tier_array[(doms == self._ancestor_column(state, home)).argmax(axis=0)]
         lo, hi = tiers[0], tiers[-1]
         score = np.ones(len(rows)) if hi == lo else (hi - lca_tier) / (hi - lo)
-        score[state.chain[0][rows] == home] = 1.0
+        score[doms[0] == home] = 1.0
         return score * (MAX_SCORE * self.weight)
+
+    def _ancestor_column(self, state: HyperNodeState, home: int) -> np.ndarray:
+        """Per level, the home's ancestor of that tier (-2, matching no row, below the home's
+        tier or where its chain skips the tier), as a column against ``chain[:, rows]``."""
+        found = self._ancestors.get(home)
+        if found is None:
+            tree = state.tree
+            home_tier = int(tree.tiers[home])
+            by_tier = {int(tree.tiers[a]): a for a in tree.ancestors(home)}
+            found = np.asarray([by_tier.get(t, -2) if t >= home_tier else -2 for t in state.tiers],
+                               dtype=np.int64)[:, None]
+            self._ancestors[home] = found
+        return found
 
     def _home(self, state: HyperNodeState, job: JobInfo) -> int | None:
         """The lowest HyperNode holding the job's placed tasks (kept per job until its tasks change)."""
@@ -125,7 +140,7 @@ class NetworkTopologyAwarePlugin:
         if memo is not None and memo[0] == job.status_changes:
             return memo[1]
         placed = [t.node for t in job.tasks if t.node is not None and t.status.value & 62]
-        home = state.tree.lca_of_rows(placed) if placed else None
+        home = state.lca_of_rows(placed) if placed else None
         self._homes[job.uid] = (job.status_changes, home)
         return home
 

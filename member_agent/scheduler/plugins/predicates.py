@@ -103,7 +103,11 @@ class PredicatesPlugin:
             inter_pod = InterPodAffinity(ssn)
             if inter_pod.terms:  # no pod has inter-pod terms: nothing to check, nothing to track
                 self.inter_pod = ssn.shared[INTER_POD_KEY] = inter_pod
-        ssn.add(Point.PREDICATE, NAME, self._predicate, row=self._predicate_row)
+        # Past the static codes a row's code reads only its pod count, maximum and ``pod_delta``:
+        # by state (framework/node_groups.py) unless inter-pod terms read the pods on it.
+        ssn.add_row_state(self.pod_delta)
+        ssn.add(Point.PREDICATE, NAME, self._predicate, row=self._predicate_row, by_state=self.inter_pod is None,
+                static=self._static_codes)
         ssn.add_event_handler(NAME, self._on_allocate, self._on_deallocate)
 
     def _shift(self, task: TaskInfo, row: int, delta: int) -> None:

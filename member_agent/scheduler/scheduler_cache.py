@@ -47,7 +47,8 @@ from member_agent.scheduler.framework.snapshot import (
 )
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import GPU_INDEX_ANNOTATION, TOPOLOGY_DECISION_ANNOTATION
-from member_agent.scheduler.plugins.device_ledger import Assignment, NodeDevices, gpu_demand
+from member_agent.scheduler.plugins.device_ledger import Assignment, NodeDevices
+from member_agent.scheduler.plugins.gpu_demand import gpu_demand
 from member_agent.scheduler.plugins.gpu_matrix import GpuMatrix
 
 S = TaskStatus

@@ -31,10 +31,10 @@ from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.snapshot import DeviceArrays, DeviceUsage, JobSpec, TaskSpec
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import GPU_INDEX_ANNOTATION, NodeTopology
+from member_agent.scheduler.plugins.gpu_demand import NO_DEMAND, Demand, gpu_demand
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.session import Session
-    from member_agent.scheduler.plugins.device_ledger import Demand
 
 S = TaskStatus
 TALLY_KEY = "device-carry"
@@ -92,8 +92,6 @@ class CarriedDevices:
             self._apply(holds, -1)
 
     def _holds(self, spec: JobSpec) -> list[tuple[int, tuple[int, ...], Demand]] | None:
-        from member_agent.scheduler.plugins.device_ledger import NO_DEMAND, gpu_demand
-
         holds = []
         for task in spec.tasks:
             row = self.rows.get(task.node) if task.node else None
@@ -182,8 +180,6 @@ def _whole(values: Any) -> bool:
 
 
 def _commutes_on_carried_rows(ssn: Session, carried: CarriedDevices, occupants: dict[int, list[TaskInfo]]) -> bool:
-    from member_agent.scheduler.plugins.device_ledger import NO_DEMAND, gpu_demand
-
     base = ssn.snapshot.device_arrays
     rows = carried.pods > 0
     if base is not None and len(base.count) == len(rows):

@@ -7,7 +7,7 @@ CPUs pinned to Guaranteed pods. It follows the session through one event handler
 placed on a node gets an :class:`Assignment` (which GPUs, which NUMA nodes), an evicted or
 undone one gives it back, and a discarded eviction gets the very same devices again.
 
-Demands (from the task's request, ``framework/dims.py`` units):
+Demands (``plugins/gpu_demand.py``, from the task's request in ``framework/dims.py`` units):
 
 * ``nvidia.com/gpumem`` (GB) and/or ``nvidia.com/gpucores`` (percent) make a HAMi *shared*
   request: ``max(1, nvidia.com/gpu)`` virtual GPUs, each on a different physical GPU with
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.snapshot import DeviceUsage
@@ -35,6 +35,7 @@ from member_agent.scheduler.framework.topology import (
     NodeTopology,
 )
 from member_agent.scheduler.plugins.device_carry import CarriedDevices, session_start
+from member_agent.scheduler.plugins.gpu_demand import NO_DEMAND, Demand, gpu_demand
 from member_agent.scheduler.plugins.gpu_matrix import GpuMatrix
 from member_agent.scheduler.plugins.numa_hints import Decision, decide
 
@@ -42,27 +43,8 @@ if TYPE_CHECKING:
     from member_agent.scheduler.framework.session import Session
 
 S = TaskStatus
-GPU = "nvidia.com/gpu"
-GPU_MEMORY = "nvidia.com/gpumem"
-GPU_CORES = "nvidia.com/gpucores"
 #: Kubelet's default ``max-allowable-numa-nodes``: hint merging is exponential in NUMA nodes.
 MAX_NUMA_NODES = 8
-
-
-@dataclass(frozen=True)
-class Demand:
-    gpus: int  # whole GPUs, or virtual GPUs when shared
-    memory: float  # GB per virtual GPU
-    cores: float  # percent per virtual GPU
-    shared: bool
-    cpus: int  # whole CPUs to pin (0: none)
-
-    @property
-    def any_gpu(self) -> bool:
-        return self.gpus > 0
-
-
-NO_DEMAND = Demand(0, 0.0, 0.0, False, 0)
 
 
 @dataclass(frozen=True)
@@ -156,21 +138,6 @@ class NodeDevices:
                 self.exclusive[g] = sign > 0
         for numa, count in zip(a.numa, a.cpus, strict=True):
             self.cpu_pinned[numa] += sign * count
-
-
-def gpu_demand(req: tuple[float, ...], index: Mapping[str, int], cpus: int = 0) -> Demand:
-    """The GPU demand of a request vector (``framework/dims.py`` units, milli)."""
-
-    def amount(name: str) -> float:
-        i = index.get(name)
-        return req[i] / 1000 if i is not None else 0.0
-
-    memory, cores, gpus = amount(GPU_MEMORY), amount(GPU_CORES), amount(GPU)
-    shared = memory > 0 or cores > 0
-    count = max(1, int(gpus)) if shared else int(gpus)
-    if count == 0 and cpus == 0:
-        return NO_DEMAND
-    return Demand(count, memory, cores, shared, cpus)
 
 
 def task_demand(ssn: Session, task: TaskInfo, pin_cpus: bool) -> Demand:

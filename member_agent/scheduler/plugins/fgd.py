@@ -25,7 +25,8 @@ from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.infos import TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
-from member_agent.scheduler.plugins.device_ledger import Demand, DeviceLedger, gpu_demand, ledger_for
+from member_agent.scheduler.plugins.device_ledger import DeviceLedger, ledger_for
+from member_agent.scheduler.plugins.gpu_demand import Demand, gpu_demand
 
 NAME = "fgd"
 ARGUMENTS = (

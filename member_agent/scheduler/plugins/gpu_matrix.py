@@ -29,7 +29,7 @@ class DeviceRow(Protocol):
 
 
 class GpuDemand(Protocol):
-    """A request's GPU demand (``device_ledger.Demand``)."""
+    """A request's GPU demand (``gpu_demand.Demand``)."""
 
     @property
     def gpus(self) -> int: ...

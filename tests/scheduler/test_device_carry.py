@@ -19,7 +19,7 @@ from member_agent.scheduler.plugins.device_carry import TALLY_KEY, CarriedDevice
 from member_agent.scheduler.plugins.device_ledger import ledger_for
 from member_agent.scheduler.scheduler_cache import SchedulerCache
 from policies.scheduler_conf import parse_scheduler_conf
-from tests.scheduler.test_session_reuse import _cycle_without_quiescent
+from tests.scheduler.test_session_reuse import _cycle_without_quiescent, end_oldest_and_write_back
 
 #: Volcano's default conf plus deviceshare (examples/scheduler-conf/volcano-default.conf)
 CONF = parse_scheduler_conf("""
@@ -98,21 +98,7 @@ def test_sessions_with_carried_gpus_decide_as_sessions_that_replay_every_pod(
         result = run_cycle(snapshot, CONF, FixedClock())
         assert result == _cycle_without_quiescent(build_snapshot(copy.deepcopy(objects)), CONF)
         _check_tally(snapshot)
-        running = sorted(key for key, pod in pods.items() if pod["status"]["phase"] == "Running")
-        if running:
-            gone = pods.pop(running[0])
-            objects.remove(gone)
-            cache.delete(copy.deepcopy(gone))
-        for key, node in result.bindings.items():
-            pod = pods[key]
-            pod["spec"]["nodeName"], pod["status"] = node, {"phase": "Running"}
-            pod["metadata"]["annotations"].update(result.pod_annotations.get(key, {}))
-            cache.upsert(copy.deepcopy(pod))
-        for key, phase in result.pod_groups.items():
-            group = next(o for o in objects if o["kind"] == "PodGroup" and f"b/{o['metadata']['name']}" == key)
-            if group["status"].get("phase") != phase:
-                group["status"] = {"phase": phase, "conditions": result.conditions[key]}
-                cache.upsert(copy.deepcopy(group))
+        end_oldest_and_write_back(cache, objects, pods, result)
 
 
 def _check_tally(snapshot: Any) -> None:

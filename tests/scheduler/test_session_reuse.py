@@ -296,22 +296,33 @@ def test_sessions_over_the_incremental_cache_decide_as_sessions_over_fresh_snaps
     for _ in range(4):
         result = run_cycle(cache.snapshot(), conf, FixedClock())
         assert result == _cycle_without_quiescent(build_snapshot(copy.deepcopy(objects)), conf)
-        running = sorted(key for key, pod in pods.items() if pod["status"]["phase"] == "Running")
-        if running:  # the oldest running pod ends: room for a job that waited
-            gone = pods.pop(running[0])
-            objects.remove(gone)
-            cache.delete(copy.deepcopy(gone))
-        for key, node in result.bindings.items():
-            pod = pods[key]
-            pod["spec"]["nodeName"], pod["status"] = node, {"phase": "Running"}
-            cache.upsert(copy.deepcopy(pod))
-        for key, phase in result.pod_groups.items():
-            # Written back only when the phase moved (as the agent writes a PodGroup status), so the
-            # other jobs keep their specs, and their memos, into the next session.
-            group = next(o for o in objects if o["kind"] == "PodGroup" and f"b/{o['metadata']['name']}" == key)
-            if group["status"].get("phase") != phase:
-                group["status"] = {"phase": phase, "conditions": result.conditions[key]}
-                cache.upsert(copy.deepcopy(group))
+        end_oldest_and_write_back(cache, objects, pods, result)
+
+
+def end_oldest_and_write_back(cache: Any, objects: list[dict[str, Any]], pods: dict[str, dict[str, Any]],
+                              result: Any) -> None:
+    """Between two sessions of the agent's loop: the oldest running pod ends (room for a job that
+    waited), then the session's bindings (with their pod annotations) and moved PodGroup phases are
+    written back, to ``objects`` and to the cache alike."""
+    import copy
+
+    running = sorted(key for key, pod in pods.items() if pod["status"]["phase"] == "Running")
+    if running:
+        gone = pods.pop(running[0])
+        objects.remove(gone)
+        cache.delete(copy.deepcopy(gone))
+    for key, node in result.bindings.items():
+        pod = pods[key]
+        pod["spec"]["nodeName"], pod["status"] = node, {"phase": "Running"}
+        pod["metadata"].setdefault("annotations", {}).update(result.pod_annotations.get(key, {}))
+        cache.upsert(copy.deepcopy(pod))
+    for key, phase in result.pod_groups.items():
+        # Written back only when the phase moved (as the agent writes a PodGroup status), so the
+        # other jobs keep their specs, and their memos, into the next session.
+        group = next(o for o in objects if o["kind"] == "PodGroup" and f"b/{o['metadata']['name']}" == key)
+        if group["status"].get("phase") != phase:
+            group["status"] = {"phase": phase, "conditions": result.conditions[key]}
+            cache.upsert(copy.deepcopy(group))
 
 
 def test_a_left_out_job_whose_status_moves_only_in_transition_id_is_reported_steady() -> None:

@@ -1,6 +1,6 @@
 """Fairness of fleet queues on Philly (issue 33): fleet-wide queues against per-cluster queues.
 
-    python bench/fleet_fairness.py [--limit 3000] [--clusters 2 4] [--scopes fleet cluster] [--markdown]
+    python bench/fleet_fairness.py [--limit 3000] [--clusters 2 4] [--scopes fleet cluster] [--markdown] [--out DIR]
 
 Replays the first ``--limit`` Philly jobs (its virtual clusters are the queues ``vc-<id>``;
 bench/data/philly-queues.yaml gives three of them weights, a guarantee and a cap, the rest get weight 1)
@@ -25,6 +25,7 @@ from typing import Any
 
 from simulator.cli import _conf
 from simulator.job_cli import load_trace, run_job_mode
+from simulator.job_report import write_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -32,16 +33,21 @@ LAYOUTS = {2: ["philly-fleet-a.yaml", "philly-fleet-b.yaml"], 4: [f"philly-fleet
 SHOWN = 5  # busiest queues in the table
 
 
-def run(limit: int, clusters: int, scope: str) -> tuple[dict[str, Any], float, float, int]:
+def run(limit: int, files: list[str], scope: str, out: str | None = None) -> tuple[dict[str, Any], float, float, int]:
     args = argparse.Namespace(
         trace=str(ROOT / "examples" / "traces" / "philly.csv"), skip_bad=False, limit=limit, until=None,
-        clusters=[str(DATA / f) for f in LAYOUTS[clusters]], policy=str(DATA / "philly-fleet-policy.yaml"),
+        clusters=files, policy=str(DATA / "philly-fleet-policy.yaml"),
         queues=str(DATA / "philly-queues.yaml"), queue_scope=scope, seed=42, period=1.0, coalesce=None,
         percentage_nodes_to_find=0, no_wall_clock=False, scheduler_conf=str(DATA / "scheduler-conf" / "fleet-reclaim.conf"))
     wall, cpu = time.perf_counter(), time.process_time()
     result, summary = run_job_mode(args, load_trace(args), _conf(args.scheduler_conf), "fleet-reclaim.conf")
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     local = sum(getattr(m, "evicted_pods", 0) for m in result.queue_replay.fed.members.values())
-    return summary, time.perf_counter() - wall, time.process_time() - cpu, local
+    if out is not None:  # the replay's own outputs (summary.json, jobs.csv, series.csv, queues.png, index.html)
+        gpus = summary["gpus"]
+        write_jobs(os.path.join(out, f"{len(files)}x{gpus:g}-{scope}"), result, summary,
+                   f"{len(files)} clusters, {gpus:g} GPUs, {scope} queues")
+    return summary, wall, cpu, local
 
 
 def stray(queues: dict[str, Any]) -> float:
@@ -57,30 +63,41 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, nargs="+", default=[2, 4], choices=sorted(LAYOUTS))
     parser.add_argument("--scopes", nargs="+", default=["fleet", "cluster"], choices=["fleet", "cluster"])
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown (docs/queues.md)")
+    parser.add_argument("--members", nargs="+", metavar="CLUSTER.yaml",
+                        help="replay over these cluster files instead of the 2- or 4-member layouts of 256 GPUs "
+                             "(e.g. a smaller fleet: bench/data/philly-fleet-q1.yaml bench/data/philly-fleet-q2.yaml)")
+    parser.add_argument("--show", nargs="+", metavar="QUEUE", help="the queues in the table (default: the busiest)")
+    parser.add_argument("--out", help="write each run's replay outputs (summary.json, series.csv, queues.png, "
+                                      "index.html) to OUT/<clusters>x<GPUs>-<scope>/")
     args = parser.parse_args()
-    print(f"Philly, first {args.limit:,} jobs, 256 GPUs; load average {os.getloadavg()[0]:.1f}")
+    layouts = [args.members] if args.members else [[str(DATA / f) for f in LAYOUTS[n]] for n in args.clusters]
+    print(f"Philly, first {args.limit:,} jobs; load average {os.getloadavg()[0]:.1f}")
     results = []
-    for clusters in args.clusters:
+    for files in layouts:
+        clusters = len(files)
         for scope in args.scopes:
-            summary, wall, cpu, local = run(args.limit, clusters, scope)
+            summary, wall, cpu, local = run(args.limit, files, scope, args.out)
             results.append((clusters, scope, summary, wall, cpu, local))
             evicted = summary["reclaims"]["count"] if scope == "fleet" else f"{local} pods (local)"
-            print(f"{clusters} clusters, {scope} queues: {wall:.0f} s wall, {cpu:.0f} s CPU, "
+            print(f"{clusters} clusters ({summary['gpus']:g} GPUs), {scope} queues: {wall:.0f} s wall, {cpu:.0f} s CPU, "
                   f"GPU utilisation {100 * (summary['gpuAllocationRatio'] or 0):.1f} %, reclaimed {evicted}, "
                   f"held vs deserved stray {100 * stray(summary['queues']):.0f} %, queueing delay mean "
                   f"{(summary['queueingDelay'] or {}).get('mean', 0):,.0f} s; peak RSS "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB", flush=True)
     busiest = sorted(results[0][2]["queues"].items(), key=lambda kv: -kv[1]["meanDeserved"]["nvidia.com/gpu"])
-    names = [n for n, _ in busiest[:SHOWN]]
-    head = ["clusters", "queues", "GPU util.", "evicted", "stray"] + [f"{n} held/deserved (delay mean, p95)"
+    names = args.show or [n for n, _ in busiest[:SHOWN]]
+    head = ["clusters", "GPUs", "queues", "GPU util.", "evicted", "stray"] + [f"{n} held/deserved (delay mean, p95)"
                                                                       for n in names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for clusters, scope, summary, _, _, local in results:
-        cells = [str(clusters), scope, f"{100 * (summary['gpuAllocationRatio'] or 0):.1f} %",
+        cells = [str(clusters), f"{summary['gpus']:g}", scope, f"{100 * (summary['gpuAllocationRatio'] or 0):.1f} %",
                  str(summary["reclaims"]["count"]) if scope == "fleet" else f"{local} pods",
                  f"{100 * stray(summary['queues']):.0f} %"]
         for name in names:
-            q = summary["queues"][name]
+            q = summary["queues"].get(name)
+            if q is None:  # a queue this slice of the trace never names
+                cells.append("—")
+                continue
             delay = q["queueingDelay"] or {}
             cells.append(f"{q['meanAllocated']['nvidia.com/gpu']:.1f}/{q['meanDeserved']['nvidia.com/gpu']:.1f} "
                          f"({_s(delay.get('mean'))}, {_s(delay.get('p95'))})")

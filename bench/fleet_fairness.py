@@ -33,20 +33,21 @@ LAYOUTS = {2: ["philly-fleet-a.yaml", "philly-fleet-b.yaml"], 4: [f"philly-fleet
 SHOWN = 5  # busiest queues in the table
 
 
-def run(limit: int, files: list[str], scope: str, out: str | None = None) -> tuple[dict[str, Any], float, float, int]:
+def run(limit: int, files: list[str], scope: str, out: str | None = None,
+        conf: str = "fleet-reclaim.conf") -> tuple[dict[str, Any], float, float, int]:
     args = argparse.Namespace(
         trace=str(ROOT / "examples" / "traces" / "philly.csv"), skip_bad=False, limit=limit, until=None,
         clusters=files, policy=str(DATA / "philly-fleet-policy.yaml"),
         queues=str(DATA / "philly-queues.yaml"), queue_scope=scope, seed=42, period=1.0, coalesce=None,
-        percentage_nodes_to_find=0, no_wall_clock=False, scheduler_conf=str(DATA / "scheduler-conf" / "fleet-reclaim.conf"))
+        percentage_nodes_to_find=0, no_wall_clock=False, scheduler_conf=str(DATA / "scheduler-conf" / conf))
     wall, cpu = time.perf_counter(), time.process_time()
-    result, summary = run_job_mode(args, load_trace(args), _conf(args.scheduler_conf), "fleet-reclaim.conf")
+    result, summary = run_job_mode(args, load_trace(args), _conf(args.scheduler_conf), conf)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     local = sum(getattr(m, "evicted_pods", 0) for m in result.queue_replay.fed.members.values())
     if out is not None:  # the replay's own outputs (summary.json, jobs.csv, series.csv, queues.png, index.html)
         gpus = summary["gpus"]
-        write_jobs(os.path.join(out, f"{len(files)}x{gpus:g}-{scope}"), result, summary,
-                   f"{len(files)} clusters, {gpus:g} GPUs, {scope} queues")
+        write_jobs(os.path.join(out, f"{len(files)}x{gpus:g}-{scope}-{conf.removesuffix('.conf')}"), result, summary,
+                   f"{len(files)} clusters, {gpus:g} GPUs, {conf}")
     return summary, wall, cpu, local
 
 
@@ -66,9 +67,11 @@ def main() -> None:
     parser.add_argument("--members", nargs="+", metavar="CLUSTER.yaml",
                         help="replay over these cluster files instead of the 2- or 4-member layouts of 256 GPUs "
                              "(e.g. a smaller fleet: bench/data/philly-fleet-q1.yaml bench/data/philly-fleet-q2.yaml)")
+    parser.add_argument("--conf", default="fleet-reclaim.conf", choices=["fleet-reclaim.conf", "fleet-reclaim-binpack.conf"],
+                        help="the scheduler conf in bench/data/scheduler-conf/ (binpack: the members pack GPUs)")
     parser.add_argument("--show", nargs="+", metavar="QUEUE", help="the queues in the table (default: the busiest)")
     parser.add_argument("--out", help="write each run's replay outputs (summary.json, series.csv, queues.png, "
-                                      "index.html) to OUT/<clusters>x<GPUs>-<scope>/")
+                                      "index.html) to OUT/<clusters>x<GPUs>-<scope>-<conf>/")
     args = parser.parse_args()
     layouts = [args.members] if args.members else [[str(DATA / f) for f in LAYOUTS[n]] for n in args.clusters]
     print(f"Philly, first {args.limit:,} jobs; load average {os.getloadavg()[0]:.1f}")
@@ -76,7 +79,7 @@ def main() -> None:
     for files in layouts:
         clusters = len(files)
         for scope in args.scopes:
-            summary, wall, cpu, local = run(args.limit, files, scope, args.out)
+            summary, wall, cpu, local = run(args.limit, files, scope, args.out, args.conf)
             results.append((clusters, scope, summary, wall, cpu, local))
             evicted = summary["reclaims"]["count"] if scope == "fleet" else f"{local} pods (local)"
             print(f"{clusters} clusters ({summary['gpus']:g} GPUs), {scope} queues: {wall:.0f} s wall, {cpu:.0f} s CPU, "

@@ -31,7 +31,14 @@ from member_agent.scheduler.framework.hypernode_state import HyperNodeState, Job
 from member_agent.scheduler.framework.node_search import NodeSearch
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import TaskStatus
-from member_agent.scheduler.framework.subgroups import HELD_MASK, SubGroup, count, held, short_policy, sub_groups
+from member_agent.scheduler.framework.subgroups import (
+    HELD_MASK,
+    SubGroup,
+    count,
+    held,
+    short_policy,
+    sub_groups,
+)
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import JobInfo, TaskInfo

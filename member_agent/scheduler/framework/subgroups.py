@@ -7,9 +7,9 @@ subgroup needs ``subGroupSize`` (default 1) pods; a job needs ``minSubGroups`` (
 subgroups of each policy. Pods matching no policy form the job's default subgroup.
 
 The gang plugin reads the counts here for any job with a ``subGroupPolicy``, with or without
-HyperNodes (the whole cluster is then the one domain): ``CheckSubJobValid`` (a subgroup is
-valid when its valid pods reach ``subGroupSize``), ``CheckSubJobReady`` and
-``CheckSubJobPipelined``. A job without a ``subGroupPolicy`` takes none of this.
+HyperNodes (the whole cluster is then the one domain): ``CheckSubJobValid`` (a policy has
+``minSubGroups`` subgroups at all), ``CheckSubJobReady`` and ``CheckSubJobPipelined`` (a policy
+has ``minSubGroups`` subgroups whose ready, or ready and pipelined, pods reach ``subGroupSize``). A job without a ``subGroupPolicy`` takes none of this.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from member_agent.scheduler.framework.status import READY_STATUSES, VALID_STATUSES, TaskStatus
+from member_agent.scheduler.framework.status import READY_STATUSES, TaskStatus
 from policies.k8s import label_selector
 
 if TYPE_CHECKING:
@@ -29,7 +29,6 @@ S = TaskStatus
 HELD_MASK = 2 | 4 | 8 | 16 | 32 | 128
 READY_MASK = sum(int(s) for s in READY_STATUSES)
 PIPELINED_MASK = READY_MASK | int(S.PIPELINED)
-VALID_MASK = sum(int(s) for s in VALID_STATUSES)
 
 
 @dataclass
@@ -102,7 +101,17 @@ def short_policy(job: JobInfo, mask: int) -> str:
 
 
 def check_sub_job_valid(job: JobInfo) -> bool:
-    return not short_policy(job, VALID_MASK)
+    """``CheckSubJobValid``: each policy has at least ``minSubGroups`` subgroups (volcano.md §6.2)."""
+    policies = job.spec.sub_group_policy
+    if not policies:
+        return True
+    groups = sub_groups(job)
+    for p, policy in enumerate(policies):
+        need = int(policy.get("minSubGroups") or 0)
+        name = str(policy.get("name") or f"policy{p}")
+        if need > 0 and sum(1 for g in groups if g.policy == name) < need:
+            return False
+    return True
 
 
 def check_sub_job_ready(job: JobInfo) -> bool:

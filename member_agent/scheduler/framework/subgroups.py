@@ -15,15 +15,16 @@ has ``minSubGroups`` subgroups whose ready, or ready and pipelined, pods reach `
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar
 
 from member_agent.scheduler.framework.status import READY_STATUSES, TaskStatus
 from policies.k8s import label_selector
 
 if TYPE_CHECKING:
-    from member_agent.scheduler.framework.infos import JobInfo
+    from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 
 S = TaskStatus
+T = TypeVar("T", bound="TaskInfo")
 #: allocated, pipelined, binding, bound, running, succeeded: a subgroup's pods that count
 #: towards ``subGroupSize`` while the allocate action places it (ready or pipelined).
 HELD_MASK = 2 | 4 | 8 | 16 | 32 | 128
@@ -120,3 +121,35 @@ def check_sub_job_ready(job: JobInfo) -> bool:
 
 def check_sub_job_pipelined(job: JobInfo) -> bool:
     return not short_policy(job, PIPELINED_MASK)
+
+
+def split_safe_victims(job: JobInfo, tasks: list[T], surplus: int) -> tuple[list[T], list[T]]:
+    """Gang eviction's *safe* victims of ``job`` among ``tasks`` (in eviction order), and the rest:
+    at most ``surplus`` tasks (ready beyond minMember), none that would leave a policy with fewer
+    than ``minSubGroups`` ready subgroups; a subgroup already broken costs nothing more (volcano.md
+    §5.6). Without a subGroupPolicy: the first ``surplus`` tasks, as before."""
+    if not job.spec.sub_group_policy:
+        return tasks[:surplus], tasks[surplus:]
+    groups = sub_groups(job)
+    group_of = {i: g for g in groups for i in g.members}
+    ready = {g.name: count(job, g, READY_MASK) for g in groups}
+    need: dict[str, int] = {}
+    for p, policy in enumerate(job.spec.sub_group_policy):
+        need[str(policy.get("name") or f"policy{p}")] = int(policy.get("minSubGroups") or 0)
+    whole = {name: sum(1 for g in groups if g.policy == name and ready[g.name] >= g.size) for name in need}
+    safe: list[T] = []
+    rest: list[T] = []
+    for task in tasks:
+        group = group_of.get(task.index)
+        counted = group is not None and bool(task.status.value & READY_MASK)
+        breaks = counted and group is not None and ready[group.name] == group.size
+        if len(safe) >= surplus or (breaks and group is not None and group.policy in need
+                                    and whole[group.policy] - 1 < need[group.policy]):
+            rest.append(task)
+            continue
+        safe.append(task)
+        if counted and group is not None:
+            if breaks and group.policy in whole:
+                whole[group.policy] -= 1
+            ready[group.name] -= 1
+    return safe, rest

@@ -218,10 +218,14 @@ class Agent:
         self.queues, self.priority_classes = queues, priority_classes
 
     def set_hyper_nodes(self, hyper_nodes: list[Obj]) -> None:
-        """New HyperNodes: the next session sees them."""
+        """New HyperNodes: the next session sees them (a change of status alone, such as the agent's
+        own status write, needs no new session: sessions read names and specs)."""
         if hyper_nodes != self.hyper_nodes:
+            def scheduled(objs: list[Obj]) -> list[Any]:
+                return [((h.get("metadata") or {}).get("name"), h.get("spec")) for h in objs]
+            if scheduled(hyper_nodes) != scheduled(self.hyper_nodes):
+                self.changes.bump()
             self.hyper_nodes = hyper_nodes
-            self.changes.bump()
 
     async def check_topology(self) -> None:
         """What one HyperNode cannot show (a cycle, a node claimed twice in a tier) is logged and

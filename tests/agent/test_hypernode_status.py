@@ -3,6 +3,8 @@ MembersResolved condition, and a lastTransitionTime that moves only when the con
 
 from __future__ import annotations
 
+from agent_fakes import Harness
+
 from member_agent.hypernode_status import check_hyper_nodes, status_changed
 
 NODES = [{"metadata": {"name": f"n{i}", "labels": {}}} for i in range(6)]
@@ -51,3 +53,16 @@ def test_transition_time_kept_while_status_holds_and_moved_when_it_flips() -> No
 
 def test_no_hypernodes_no_status() -> None:
     assert check_hyper_nodes([], NODES, {}, "T") == ([], {})
+
+
+def test_a_change_of_status_alone_starts_no_session() -> None:
+    """The agent's own status write comes back in the next listing: sessions read names and specs
+    only, so that listing must not wake the scheduler."""
+    agent = Harness().agent
+    agent.set_hyper_nodes(TREE)
+    version = agent.changes.version
+    _, statuses = check_hyper_nodes(TREE, NODES, {}, "T1")
+    agent.set_hyper_nodes([dict(h, status=statuses[h["metadata"]["name"]]) for h in TREE])
+    assert agent.changes.version == version and agent.hyper_nodes[0]["status"]["nodeCount"] == 2
+    agent.set_hyper_nodes([*TREE[:1], hn("leaf1", 1, "Node", "n2"), *TREE[2:]])
+    assert agent.changes.version > version

@@ -1,6 +1,7 @@
 """Fairness of fleet queues on Philly (issue 33): fleet-wide queues against per-cluster queues.
 
-    python bench/fleet_fairness.py [--limit 3000] [--clusters 2 4] [--scopes fleet cluster] [--markdown] [--out DIR]
+    python bench/fleet_fairness.py [--limit 3000] [--clusters 2 4] [--scopes fleet cluster] [--markdown]
+        [--members CLUSTER.yaml ...] [--conf fleet-reclaim-binpack.conf] [--show QUEUE ...] [--out DIR]
 
 Replays the first ``--limit`` Philly jobs (its virtual clusters are the queues ``vc-<id>``;
 bench/data/philly-queues.yaml gives three of them weights, a guarantee and a cap, the rest get weight 1)
@@ -12,6 +13,9 @@ federation places first come, first served). Prints per run: wall and CPU second
 gangs evicted by reclaim (pods evicted locally in the cluster scope), how far the queues' held GPUs
 stray from their fleet-wide deserved share (the GPU-weighted mean of |held − deserved| / deserved over
 queues that deserved anything), and each busy queue's mean held / mean deserved GPUs and queueing delay.
+``--members`` replays over other cluster files (a smaller fleet makes reclaim fire), ``--conf
+fleet-reclaim-binpack.conf`` lets the members pack GPUs, ``--out`` keeps each run's replay outputs
+(``queues.png``: each queue's GPUs against its deserved share over time).
 """
 
 from __future__ import annotations

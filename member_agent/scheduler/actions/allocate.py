@@ -135,9 +135,11 @@ class Allocate:
                     if job.need_continue_allocating():
                         continue
                     break
-                row = search.best_node(task, candidates)
-            # The shape cache holds the resource checks of ``row`` (current: the search just read it).
-            fit_idle, fit_future = search.fits_resources(task, row)
+                row, fit_idle = search.best_feasible(task, candidates)
+                fit_future = True
+            else:
+                # The shape cache holds the resource checks of ``row`` (current: the search just read it).
+                fit_idle, fit_future = search.fits_resources(task, row)
             if fit_idle:
                 stmt.allocate(task, row)
             elif fit_future:

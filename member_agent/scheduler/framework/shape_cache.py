@@ -91,9 +91,12 @@ class ShapeCache:
             return
         if self.missing == len(self.stale):
             inside = [row for row in self.stale if lo <= row < hi]
-            if inside:
+            if len(inside) > SMALL_ROWS:
                 inside.sort()
                 self._evaluate(ssn, task, np.array(inside, dtype=np.int64))
+            elif inside:  # the usual case (the row the previous task took): no array round trip
+                inside.sort()
+                self._evaluate_few(ssn, task, inside)
             return
         done = self.evaluated[lo:hi]
         if done.all():
@@ -142,13 +145,10 @@ class ShapeCache:
         task could go (the rest are scored on demand by :meth:`scores`)."""
         if len(rows) == 0:
             return
-        self.missing -= len(rows)
         if len(rows) <= SMALL_ROWS:
-            self.evaluated[rows] = True
-            for row in rows.tolist():
-                self.stale.discard(row)
-                self._evaluate_row(ssn, task, row)
+            self._evaluate_few(ssn, task, rows.tolist())
             return
+        self.missing -= len(rows)
         sel = selector(rows)  # a contiguous span: views and slice writes, no gathers
         self.evaluated[sel] = True
         if self.stale:
@@ -189,6 +189,15 @@ class ShapeCache:
             self._score_rows(ssn, task, rows)
         elif ok.any():
             self._score_rows(ssn, task, rows[ok])
+
+    def _evaluate_few(self, ssn: Session, task: TaskInfo, rows: list[int]) -> None:
+        """:meth:`_evaluate` of a few sorted rows, one by one in scalar code."""
+        self.missing -= len(rows)
+        evaluated, stale = self.evaluated, self.stale
+        for row in rows:
+            evaluated[row] = True
+            stale.discard(row)
+            self._evaluate_row(ssn, task, row)
 
     def _fit_span(self, columns: tuple[np.ndarray, np.ndarray], sel: slice) -> tuple[np.ndarray | bool, ...]:
         """Idle and FutureIdle fit over a span, comparing into one scratch buffer and AND-ing

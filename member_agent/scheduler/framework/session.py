@@ -369,7 +369,9 @@ class Session:
             nonzero_used[row, 0] += cpu
             nonzero_used[row, 1] += memory
         self.node_tasks[row][task.spec.key] = task
-        self.touch(row)
+        self.changes.append(row)
+        if self.node_classes is not None:
+            self.node_classes.placed(row, (task.spec.request.tobytes(), task.spec.nonzero, status))
         for _name, on_allocate, _ in self.handlers:
             on_allocate(task)
 

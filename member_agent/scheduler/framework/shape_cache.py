@@ -284,7 +284,7 @@ class ShapeCache:
         self.fit_future[row] = fit_future
         self.codes[row] = code
         ok = code == 0 and fit_future
-        if ok != self.ok[row]:
+        if ok != bool(self.ok[row]):  # a numpy bool compared costs ~15x its conversion
             self.ok[row] = ok
             rows = self._ok_rows
             if rows is not None:  # slices joined: np.insert/np.delete cost several times more

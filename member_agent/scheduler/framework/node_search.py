@@ -104,6 +104,11 @@ class NodeSearch:
         #: "<job>/<role>" → nodes a sibling task already failed on (Volcano's predicate cache):
         #: exactly the union of "visited and not feasible" over the role's searches.
         self.role_errors: dict[str, np.ndarray] = {}
+        #: "<job>/<role>" -> the shape cache and its ``rises`` when the role's failures were first
+        #: marked: while both stand, every marked row is still infeasible, so a window of feasible
+        #: rows holds none of them (no check needed).
+        self.role_marked: dict[str, tuple[ShapeCache, int]] = {}
+        self._wants: dict[int, int] = {}  # nodes -> numNodesToFind (the options are the session's)
 
     @property
     def start(self) -> int:
@@ -128,13 +133,20 @@ class NodeSearch:
         role_key = f"{task.job.uid}/{task.spec.role}" if self.cache_errors and task.spec.role else ""
         role = self.role_errors.get(role_key) if role_key else None
         start = self.start % n
-        want = num_nodes_to_find(ssn, n)
+        want = self._wants.get(n)
+        if want is None:
+            want = self._wants[n] = num_nodes_to_find(ssn, n)
         if INDEX_SEARCH and check_resources and cache.missing == len(cache.stale):  # current but a few touched rows
             cache.ensure_span(ssn, task, 0, n)
-            order, scanned = self._by_index(cache, start, want, role)
-            role = self._mark_failed(role_key, role, cache.ok, start, scanned)
+            marked = self.role_marked.get(role_key) if role is not None else None
+            unchanged = marked is not None and marked[0] is cache and marked[1] == cache.rises
+            order, scanned = self._by_index(cache, start, want, None if unchanged else role)
+            role = self._mark_failed(role_key, role, cache, start, scanned)
         else:
+            had = role is not None
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
+            if role is not None and not had and check_resources:
+                self.role_marked[role_key] = (cache, cache.rises)
         count = len(order)
         if scanned:
             cache.density = max(count / scanned, 1 / n)
@@ -206,11 +218,12 @@ class NodeSearch:
             chunk *= 2
         return (np.concatenate(found) if len(found) > 1 else found[0]), scanned, role
 
-    def _mark_failed(self, role_key: str, role: np.ndarray | None, ok: np.ndarray, start: int,
+    def _mark_failed(self, role_key: str, role: np.ndarray | None, cache: ShapeCache, start: int,
                      scanned: int) -> np.ndarray | None:
         """Siblings skip the visited rows (``scanned`` from ``start``, wrapping) that failed."""
         if not role_key or not scanned:
             return role
+        ok = cache.ok
         n = len(ok)
         end = start + scanned
         for lo, hi in ((start, min(end, n)), (0, end - n)):
@@ -220,6 +233,7 @@ class NodeSearch:
                 np.less_equal(ok[lo:hi], role[lo:hi], out=role[lo:hi])  # role |= ~ok, one pass
             elif not ok[lo:hi].all():
                 role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
+                self.role_marked[role_key] = (cache, cache.rises)
                 np.logical_not(ok[lo:hi], out=role[lo:hi])
         return role
 

@@ -41,7 +41,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics")
+                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics", "rises")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -72,6 +72,9 @@ class ShapeCache:
         #: where the static codes pass (``Session.rows_by_state``): the group's other rows take it.
         self.by_group: dict[int, tuple[int, bool, bool, float]] = {}
         self.statics: list[np.ndarray] | None = None  # the predicates' static codes for this shape
+        #: Counts evaluations that turned a row's ``ok`` from False to True (a first evaluation
+        #: included): while it stands still, a row found not ok is still not ok.
+        self.rises = 0
 
     @property
     def ok_rows(self) -> np.ndarray:
@@ -182,6 +185,8 @@ class ShapeCache:
             codes = np.zeros(len(rows), dtype=np.int32)
         self.codes[sel] = codes
         ok = (codes == 0) & fit_future
+        if (ok > self.ok[sel]).any():
+            self.rises += 1
         self.ok[sel] = ok
         self._ok_rows = None
         self.scored[sel] = False
@@ -286,6 +291,7 @@ class ShapeCache:
         ok = code == 0 and fit_future
         if ok != bool(self.ok[row]):  # a numpy bool compared costs ~15x its conversion
             self.ok[row] = ok
+            self.rises += ok
             rows = self._ok_rows
             if rows is not None:  # slices joined: np.insert/np.delete cost several times more
                 at = int(rows.searchsorted(row))

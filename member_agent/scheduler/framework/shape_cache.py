@@ -18,7 +18,7 @@ import numpy as np
 
 from member_agent.scheduler.framework.node_classes import new_memo, score_rows
 from member_agent.scheduler.framework.node_groups import node_groups
-from member_agent.scheduler.framework.rows import selector, take
+from member_agent.scheduler.framework.rows import selector, take, unique_rows
 from policies.resources import TOLERANCE
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ class ShapeCache:
                     self.stale.add(row)
             self.pos = len(changes)
             return
-        rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
+        rows = unique_rows(changes[self.pos:], len(self.ok))
         self.pos = len(changes)
         if self.missing:
             rows = rows[self.evaluated[rows]]
@@ -328,7 +328,7 @@ class ResourceColumns:
     def current(self, ssn: Session) -> tuple[np.ndarray, np.ndarray]:
         changes = ssn.changes
         if self.pos < len(changes):
-            rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
+            rows = unique_rows(changes[self.pos:], self.idle.shape[1])
             self.pos = len(changes)
             self.idle[:, rows] = ssn.idle[rows].T
             self.future[:, rows] = (ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]).T

@@ -73,6 +73,10 @@ SIBLING_FAILED = "node(s) failed for another task of the same role"
 #: compare with the chunked visit, which gives the same answers).
 INDEX_SEARCH = True
 
+#: Skip the sibling-failure check of a window while no row of the shape turned feasible since the
+#: role's first mark (tests switch it off to compare: the answers are the same).
+TRUST_ROLE_MARKS = True
+
 #: Rows a bounded search evaluates at least at once: numpy's per-call overhead makes smaller
 #: chunks slower than evaluating a few rows too many.
 MIN_CHUNK = 512
@@ -104,10 +108,11 @@ class NodeSearch:
         #: "<job>/<role>" → nodes a sibling task already failed on (Volcano's predicate cache):
         #: exactly the union of "visited and not feasible" over the role's searches.
         self.role_errors: dict[str, np.ndarray] = {}
-        #: "<job>/<role>" -> the shape cache and its ``rises`` when the role's failures were first
-        #: marked: while both stand, every marked row is still infeasible, so a window of feasible
-        #: rows holds none of them (no check needed).
-        self.role_marked: dict[str, tuple[ShapeCache, int]] = {}
+        #: "<job>/<role>" -> the shape cache's serial and ``rises`` when the role's failures were
+        #: first marked: while both stand, every marked row is still infeasible, so a window of
+        #: feasible rows holds none of them (no check needed). A serial, not the cache: a cache
+        #: dropped from the session's bound must not be kept alive.
+        self.role_marked: dict[str, tuple[int, int]] = {}
         self._wants: dict[int, int] = {}  # nodes -> numNodesToFind (the options are the session's)
 
     @property
@@ -139,14 +144,14 @@ class NodeSearch:
         if INDEX_SEARCH and check_resources and cache.missing == len(cache.stale):  # current but a few touched rows
             cache.ensure_span(ssn, task, 0, n)
             marked = self.role_marked.get(role_key) if role is not None else None
-            unchanged = marked is not None and marked[0] is cache and marked[1] == cache.rises
+            unchanged = TRUST_ROLE_MARKS and marked is not None and marked[0] == cache.serial and marked[1] == cache.rises
             order, scanned = self._by_index(cache, start, want, None if unchanged else role)
             role = self._mark_failed(role_key, role, cache, start, scanned)
         else:
             had = role is not None
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
             if role is not None and not had and check_resources:
-                self.role_marked[role_key] = (cache, cache.rises)
+                self.role_marked[role_key] = (cache.serial, cache.rises)
         count = len(order)
         if scanned:
             cache.density = max(count / scanned, 1 / n)
@@ -233,7 +238,7 @@ class NodeSearch:
                 np.less_equal(ok[lo:hi], role[lo:hi], out=role[lo:hi])  # role |= ~ok, one pass
             elif not ok[lo:hi].all():
                 role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
-                self.role_marked[role_key] = (cache, cache.rises)
+                self.role_marked[role_key] = (cache.serial, cache.rises)
                 np.logical_not(ok[lo:hi], out=role[lo:hi])
         return role
 

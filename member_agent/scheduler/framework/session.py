@@ -33,6 +33,7 @@ from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.scheduler_conf import PluginOption, SchedulerConf
 
 S = TaskStatus
+_PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read through its class costs ~0.5 us
 LOG = logging.getLogger("caldera.scheduler")
 
 
@@ -358,7 +359,7 @@ class Session:
         req = task.spec.request
         task.node = row
         task.job.set_status(task, status)
-        if status == S.PIPELINED:
+        if status == _PIPELINED:
             self.pipelined[row] += req
         else:
             self.idle[row] -= req

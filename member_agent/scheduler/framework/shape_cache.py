@@ -12,6 +12,7 @@ answer the shape already has for its node group (:mod:`node_groups`), if any.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,6 +25,8 @@ from policies.resources import TOLERANCE
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
     from member_agent.scheduler.framework.session import Session
+
+_SERIALS = itertools.count()
 
 #: Group answers a shape keeps from its row-by-row evaluations (``ShapeCache.by_group``).
 MAX_GROUPS = 512
@@ -41,7 +44,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics", "rises")
+                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics", "rises", "serial")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -75,6 +78,8 @@ class ShapeCache:
         #: Counts evaluations that turned a row's ``ok`` from False to True (a first evaluation
         #: included): while it stands still, a row found not ok is still not ok.
         self.rises = 0
+        #: Names this cache object without holding it (a dropped cache is rebuilt with a new one).
+        self.serial = next(_SERIALS)
 
     @property
     def ok_rows(self) -> np.ndarray:

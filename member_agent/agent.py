@@ -34,7 +34,7 @@ from typing import Any, Optional
 from member_agent import cycle_apply
 from member_agent.changes import Changes, SessionGate
 from member_agent.cluster.cache import ClusterCache
-from member_agent.cluster.clock import Clock
+from member_agent.cluster.clock import Clock, rfc3339
 from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
 from member_agent.controllers import ControllerConfig
 from member_agent.controllers.naming import pod_group_name
@@ -111,6 +111,8 @@ class Agent:
         #: discovered from node labels, member_agent/hypernode_discovery.py), passed to every session.
         self.hyper_nodes: list[Obj] = []
         self.topology_problems: list[str] = []
+        #: name -> status (nodeCount, conditions) of each HyperNode (member_agent/hypernode_status.py)
+        self.hyper_node_status: dict[str, dict[str, Any]] = {}
         self._topology_key: Any = None
         self.conf: SchedulerConf = DEFAULT_CONF
         self._conf_mtime: Optional[float] = None
@@ -216,26 +218,31 @@ class Agent:
         self.queues, self.priority_classes = queues, priority_classes
 
     def set_hyper_nodes(self, hyper_nodes: list[Obj]) -> None:
-        """New HyperNodes: the next session sees them."""
+        """New HyperNodes: the next session sees them (a change of status alone, such as the agent's
+        own status write, needs no new session: sessions read names and specs)."""
         if hyper_nodes != self.hyper_nodes:
+            def scheduled(objs: list[Obj]) -> list[Any]:
+                return [((h.get("metadata") or {}).get("name"), h.get("spec")) for h in objs]
+            if scheduled(hyper_nodes) != scheduled(self.hyper_nodes):
+                self.changes.bump()
             self.hyper_nodes = hyper_nodes
-            self.changes.bump()
 
     async def check_topology(self) -> None:
         """What one HyperNode cannot show (a cycle, a node claimed twice in a tier) is logged and
         recorded as a Warning event ``TopologyProblem`` about the HyperNode it names, once per
-        change of the HyperNodes or the node names, and shown on ``/status``."""
+        change of the HyperNodes or the node names, and shown on ``/status``; so is each
+        HyperNode's status (nodeCount, conditions; member_agent/hypernode_status.py)."""
         key = (id(self.hyper_nodes), len(self.hyper_nodes), tuple(sorted(self.cache.nodes)))
         if key == self._topology_key:
             return
         self._topology_key = key
         problems: list[str] = []
+        last, self.hyper_node_status = self.hyper_node_status, {}
         if self.hyper_nodes:
-            from member_agent.scheduler.framework.hypernodes import build_tree
+            from member_agent.hypernode_status import check_hyper_nodes
 
-            nodes = sorted(self.cache.nodes.values(), key=lambda n: n["metadata"]["name"])
-            problems = build_tree(self.hyper_nodes, [n["metadata"]["name"] for n in nodes],
-                                  [n["metadata"].get("labels") or {} for n in nodes]).problems
+            problems, self.hyper_node_status = check_hyper_nodes(
+                self.hyper_nodes, self.cache.nodes.values(), last, rfc3339(self.clock.now()))
         new = [p for p in problems if p not in self.topology_problems]
         self.topology_problems = list(problems)
         for problem in new:

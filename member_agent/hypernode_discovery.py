@@ -2,7 +2,8 @@
 
 A real member cluster may hold ``topology.volcano.sh/v1alpha1`` HyperNodes (written by an
 operator or by Volcano's own discovery); :func:`hypernode_loop` lists them every period
-(a cluster that does not serve the kind has none). Like Volcano's label discovery (its legacy
+(a cluster that does not serve the kind has none) and writes back the status of each (nodeCount,
+conditions; member_agent/hypernode_status.py) when it changes. Like Volcano's label discovery (its legacy
 ``networkTopologyTypes`` list form), the agent can also build HyperNodes from node labels
 (``--hypernode-label-keys``): the keys from the highest network domain down, optionally ending
 with ``kubernetes.io/hostname`` (the node level, which makes no HyperNode), e.g.
@@ -89,12 +90,34 @@ async def hypernode_loop(agent: Any, gateway: Any, label_keys: Sequence[str], fi
     await agent.cache.synced.wait()  # label discovery reads the nodes
     while stop is None or not stop.is_set():
         listed = list(fixed)
+        served: list[Obj] = []  # this period's API objects (None of them when the list failed)
         if lister is not None:
             try:
-                listed.extend(await lister())
+                served = await lister()
+                listed.extend(served)
             except GatewayError as exc:
                 log.warning("listing HyperNodes: %s; keeping the previous ones", exc)
                 listed = agent.hyper_nodes
         discovered = discover_from_labels(agent.cache.nodes.values(), label_keys) if label_keys else []
         agent.set_hyper_nodes(combined(listed, discovered))
+        if served and hasattr(gateway, "patch_hyper_node_status"):
+            await write_statuses(agent, gateway, served)
         await asyncio.sleep(period)
+
+
+async def write_statuses(agent: Any, gateway: Any, served: list[Obj]) -> None:
+    """Patch the status subresource of each served HyperNode whose status differs from the one
+    the agent computes (member_agent/hypernode_status.py), so a write follows a change only; a
+    failed write is tried again the next period (the listed status still differs)."""
+    from member_agent.hypernode_status import status_changed
+
+    await agent.check_topology()
+    for obj in served:
+        name = str((obj.get("metadata") or {}).get("name"))
+        wanted = agent.hyper_node_status.get(name)
+        if wanted is None or not status_changed(obj.get("status"), wanted):
+            continue
+        try:
+            await gateway.patch_hyper_node_status(name, wanted)
+        except GatewayError as exc:
+            log.warning("writing HyperNode %s status: %s; trying again next period", name, exc)

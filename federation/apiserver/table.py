@@ -199,6 +199,12 @@ COLUMNS: dict[str, list[Column]] = {
         _c("NODE", lambda o, _: _get(o, "spec", "nodeName", default="<none>"), priority=1),
         _c("CLUSTER", _cached_from, priority=1),
     ],
+    # Volcano's HyperNode CRD printer columns (Tier is a string column there)
+    "HyperNode": [
+        _c("TIER", lambda o, _: str(_get(o, "spec", "tier", default=""))),
+        _c("TIERNAME", lambda o, _: _get(o, "spec", "tierName", default=None)),
+        _c("NODECOUNT", lambda o, _: _get(o, "status", "nodeCount", default=None), type_="integer"),
+    ],
     "Node": [_c("STATUS", lambda o, _: "Ready" if _condition(o, "Ready") == "True" else "NotReady")],
     "Namespace": [_c("STATUS", lambda o, _: _get(o, "status", "phase", default="Active"))],
     "PriorityClass": [_c("VALUE", lambda o, _: _get(o, "value", default=0), type_="integer"),

@@ -5,7 +5,9 @@ Several ``caldera serve`` / ``caldera controllers`` replicas campaign for the Le
 
 * A candidate takes the Lease when it is absent, released (empty holder), or when the record it
   last observed has not changed for ``lease_duration`` seconds of *its own* monotonic clock (no
-  clock agreement between machines is needed, as in client-go).
+  clock agreement between machines is needed, as in client-go), counted from when its read
+  returned, while a leader counts its own renewal from before its read: so the two-second gap
+  between renew deadline and lease duration holds however slow the reads are.
 * The leader renews every ``retry_period``; when it has not renewed successfully for
   ``renew_deadline`` it steps down at once (the controllers are stopped) and campaigns again. A
   leader that was paused (SIGSTOP) longer than that notices the gap when it runs again and steps
@@ -100,14 +102,19 @@ class LeaderElector:
 
     async def try_acquire_or_renew(self) -> bool:
         cfg = self.config
-        now = cfg.clock()
+        # Our own lease is counted from before the read (the earliest our write can land), a rival's
+        # from after it (the latest its record can have been written): a slow read on a loaded
+        # machine then only widens the gap between the old leader's renew deadline and our takeover,
+        # never closes it.
+        started = cfg.clock()
         try:
             lease = await self.coordination.read_namespaced_lease(cfg.name, cfg.namespace)
         except k8s.ApiException as err:
             if err.status != 404:
                 log.warning("cannot read Lease %s/%s: %s", cfg.namespace, cfg.name, err.reason)
                 return False
-            return await self._create(now)
+            return await self._create(started)
+        now = cfg.clock()
         spec = lease.spec.to_dict() if lease.spec is not None else {}
         record = {k: spec.get(k) for k in ("holder_identity", "lease_duration_seconds", "renew_time",
                                            "acquire_time", "lease_transitions")}
@@ -132,7 +139,7 @@ class LeaderElector:
         except k8s.ApiException as err:
             log.info("Lease %s/%s update refused (%s)", cfg.namespace, cfg.name, err.status)
             return False
-        self._won(now)
+        self._won(started)
         return True
 
     async def _create(self, now: float) -> bool:

@@ -118,6 +118,16 @@ class KubeGateway:
         return [dict(item, apiVersion="topology.volcano.sh/v1alpha1", kind="HyperNode")
                 for item in data.get("items") or []]
 
+    async def patch_hyper_node_status(self, name: str, status: Obj) -> None:
+        """Write a HyperNode's ``status`` (nodeCount, conditions) through its status subresource;
+        a JSON merge patch, so the conditions list is replaced whole."""
+        custom = k8s.CustomObjectsApi(self.api_client)
+        code, _ = await self._raw(f"patch hypernode {name} status", custom.patch_cluster_custom_object_status(
+            "topology.volcano.sh", "v1alpha1", "hypernodes", name, {"status": status},
+            _content_type="application/merge-patch+json", _preload_content=False, _request_timeout=TIMEOUT))
+        if code == 404:
+            raise NotFound(f"hypernode {name} not found")
+
     async def _watch(self, kind: str, fn: Any, resource_version: str) -> AsyncIterator[WatchEvent]:
         try:
             async with k8s_watch.Watch() as w:

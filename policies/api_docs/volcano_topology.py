@@ -30,6 +30,9 @@ FIELDS: dict[str, dict[str, str]] = {
     },
     "ExactMatch": {"name": "The member's name."},
     "RegexMatch": {"pattern": "A regular expression (RE2 syntax) matched against member names."},
-    "HyperNodeStatus": {"conditions": "Observations about the domain.",
-                        "nodeCount": "Number of nodes in the domain, counting those of member HyperNodes."},
+    "HyperNodeStatus": {"conditions": "Observations about the domain, written by the member agent: MembersResolved "
+                                      "is True, or False with reason TopologyProblem when a problem of the "
+                                      "topology (a cycle, a node claimed twice in a tier) names this HyperNode.",
+                        "nodeCount": "Number of nodes in the domain, counting those of member HyperNodes "
+                                     "(written by the member agent when it changes)."},
 }

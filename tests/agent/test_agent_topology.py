@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from agent_fakes import NS, Harness, job_work
+from aiohttp.test_utils import TestClient, TestServer
 
 from member_agent.cluster.clock import ManualClock
 from member_agent.cluster.sim import SimCluster
 from member_agent.cluster.sim_kubelet import KubeletOptions
-from member_agent.endpoints import status_document
+from member_agent.endpoints import build_app, status_document
 from policies.cluster_layout import load_cluster_file
 from policies.scheduler_conf import parse_scheduler_conf
 
@@ -96,6 +97,17 @@ async def test_topology_problems_are_reported_not_refused(topo: Harness) -> None
     await topo.run_until(lambda: len(nodes_of(topo, "four")) == 4)
     problems = status_document(topo.agent, topo.sync)["topologyProblems"]
     assert any("topo-a100-0 is claimed by HyperNodes leaf-extra and leaf0 of tier 1" in p for p in problems)
+    # the cluster file's HyperNodes have no API object: their status is on the agent's /status (over HTTP)
+    async with TestClient(TestServer(build_app(topo.agent, topo.sync, topo.sim), host="127.0.0.1")) as client:
+        response = await client.get("/status")
+        statuses = (await response.json())["hyperNodeStatus"]
+    assert {name: s["nodeCount"] for name, s in statuses.items()} == {
+        "leaf-extra": 1, "leaf0": 4, "leaf1": 4, "leaf2": 4, "leaf3": 4, "spine0": 8, "spine1": 8}
+    resolved = {name: s["conditions"][0]["status"] for name, s in statuses.items()}
+    assert resolved == {"leaf-extra": "False", "leaf0": "False", "leaf1": "True", "leaf2": "True", "leaf3": "True",
+                        "spine0": "True", "spine1": "True"}
+    assert "claimed by HyperNodes leaf-extra and leaf0" in statuses["leaf0"]["conditions"][0]["message"]
+    assert statuses["leaf1"]["conditions"][0]["reason"] == "MembersResolved"
     events = [e for e in topo.sim.events if e["reason"] == "TopologyProblem"]
     assert [e["involvedObject"]["name"] for e in events] == ["leaf0"]  # the first HyperNode it names
     assert events[0]["type"] == "Warning" and "claimed by HyperNodes" in events[0]["message"]

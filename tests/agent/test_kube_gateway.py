@@ -164,3 +164,78 @@ async def test_fence_record_round_trips_through_a_member_configmap(member, caplo
     await store.save(dict(record, lastRenewalUnix=1796508010.0))  # later renewals patch it
     assert (await store.load() or {})["lastRenewalUnix"] == 1796508010.0
     assert "writing it whole" not in caplog.text, "the later save was one patch"
+
+
+async def test_hypernode_status_written_when_it_changes_and_shown_by_kubectl_get(member) -> None:
+    """The agent's HyperNode loop against a member-mode server: each served HyperNode gets
+    status.nodeCount (through its member HyperNodes) and a condition by a PATCH of its status
+    subresource, once per change; ``kubectl get hn`` shows Volcano's printer columns."""
+    from member_agent.agent import Agent, AgentOptions
+    from member_agent.hypernode_discovery import hypernode_loop
+
+    gateway, core = member
+    custom = k8s.CustomObjectsApi(core.api_client)
+
+    def hn(name: str, tier: int, kind: str, selector: dict) -> dict:
+        return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+                "spec": {"tier": tier, "tierName": f"t{tier}", "members": [{"type": kind, "selector": selector}]}}
+
+    for obj in (hn("leaf0", 1, "Node", {"regexMatch": {"pattern": "^a100-"}}),
+                hn("spine0", 2, "HyperNode", {"exactMatch": {"name": "leaf0"}})):
+        await custom.create_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes", obj)
+    agent = Agent(AgentOptions("m1"), gateway, RealClock())
+    patches: list[str] = []
+    lists = [0]
+    patch, lister = gateway.patch_hyper_node_status, gateway.list_hyper_nodes
+
+    async def counted_patch(name: str, status: dict) -> None:
+        patches.append(name)
+        await patch(name, status)
+
+    async def counted_list() -> list:
+        lists[0] += 1
+        return await lister()
+
+    gateway.patch_hyper_node_status, gateway.list_hyper_nodes = counted_patch, counted_list
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(agent.cache.run()),
+             asyncio.create_task(hypernode_loop(agent, gateway, [], [], period=0.02, stop=stop))]
+
+    async def statuses() -> dict:
+        listed = await custom.list_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes")
+        return {h["metadata"]["name"]: h.get("status") or {} for h in listed["items"]}
+
+    try:
+        await eventually(lambda: sorted(patches) == ["leaf0", "spine0"])
+        got = await statuses()
+        assert got["leaf0"]["nodeCount"] == 2 and got["spine0"]["nodeCount"] == 2  # through leaf0
+        condition = got["spine0"]["conditions"][0]
+        assert (condition["type"], condition["status"], condition["reason"]) == ("MembersResolved", "True",
+                                                                                 "MembersResolved")
+        # unchanged: several more periods list the HyperNodes and write nothing
+        seen = lists[0]
+        await eventually(lambda: lists[0] >= seen + 3)
+        assert sorted(patches) == ["leaf0", "spine0"]
+        # a node claimed by two tier-1 HyperNodes (a problem naming both): the new one and leaf0 are
+        # written (their condition turns False; the counts are what the selectors match), spine0 is not
+        await custom.create_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes",
+                                                  hn("leaf-a", 1, "Node", {"exactMatch": {"name": "a100-0"}}))
+        await eventually(lambda: sorted(patches) == ["leaf-a", "leaf0", "leaf0", "spine0"])
+        got = await statuses()
+        assert got["leaf0"]["nodeCount"] == 2 and got["leaf-a"]["nodeCount"] == 1
+        problem = got["leaf0"]["conditions"][0]
+        assert (problem["status"], problem["reason"]) == ("False", "TopologyProblem")
+        assert "a100-0 is claimed by HyperNodes leaf-a and leaf0 of tier 1" in problem["message"]
+        # kubectl get hn: Volcano's CRD columns Tier, TierName, NodeCount (then Age)
+        table = await core.api_client.call_api(
+            "/apis/topology.volcano.sh/v1alpha1/hypernodes", "GET", {}, [],
+            {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}, response_types_map={200: "object"},
+            auth_settings=["BearerToken"], _return_http_data_only=True)
+        assert [d["name"] for d in table["columnDefinitions"]] == ["Name", "TIER", "TIERNAME", "NODECOUNT", "Age"]
+        rows = {r["cells"][0]: r["cells"][1:4] for r in table["rows"]}
+        assert rows == {"leaf-a": ["1", "t1", 1], "leaf0": ["1", "t1", 2], "spine0": ["2", "t2", 2]}
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

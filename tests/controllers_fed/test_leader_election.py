@@ -7,15 +7,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes_asyncio.client import V1Lease, V1LeaseSpec, V1ObjectMeta
 
 from federation import metrics
 from federation.apiserver.server import ApiServer, ServerConfig
 from federation.controllers.context import ControllerContext
-from federation.controllers.leader_election import ElectionConfig, leader_gate
+from federation.controllers.leader_election import ElectionConfig, LeaderElector, leader_gate
 from federation.controllers.manager import ControllerManager
 from tests.apiserver.helpers import request
 
@@ -137,3 +139,60 @@ def test_the_cli_flags_take_kube_durations() -> None:
     assert election_config(parser.parse_args(["--leader-elect=false"])) is None
     with pytest.raises(SystemExit):
         parser.parse_args(["--leader-elect-retry-period", "soon"])
+
+
+class _SlowLeases:
+    """A Lease API whose reads take ``read_latency`` seconds of the injected clock; writes are recorded."""
+
+    def __init__(self, now: list[float], holder: str) -> None:
+        self.now, self.read_latency, self.writes = now, 0.0, []
+        self.lease = V1Lease(metadata=V1ObjectMeta(name="caldera-controllers", resource_version="7"),
+                             spec=V1LeaseSpec(holder_identity=holder, lease_duration_seconds=8,
+                                              renew_time=datetime(2026, 1, 1, tzinfo=UTC), lease_transitions=3))
+
+    async def read_namespaced_lease(self, name: str, namespace: str) -> V1Lease:
+        self.now[0] += self.read_latency
+        return self.lease
+
+    async def replace_namespaced_lease(self, name: str, namespace: str, body: dict[str, Any]) -> None:
+        self.writes.append(body)
+
+
+def test_a_rivals_lease_runs_from_when_the_read_returned_not_from_when_it_was_sent() -> None:
+    """The rival renewed at most as late as our read returned; it steps down ``renew_deadline`` (6 s) after
+    starting that renewal. Counting the 8 s lease from before a 3 s read would let us take over at 8 s
+    after sending it, while the rival may still lead (its renewal could have started 2.9 s in): two
+    leaders. Counted from the read's return, the 2 s gap between deadline and lease holds."""
+    now = [100.0]
+    elector = LeaderElector(_NoApi(), ElectionConfig(identity="candidate", lease_duration=8, renew_deadline=6,
+                                                     retry_period=1, clock=lambda: now[0]))
+    leases = _SlowLeases(now, holder="rival")
+    elector.coordination = leases
+    leases.read_latency = 3.0
+    assert asyncio.run(elector.try_acquire_or_renew()) is False  # sent at 100, returned at 103
+    leases.read_latency = 0.0
+    now[0] = 108.5  # 8 s after sending the read, 5.5 s after it returned: the rival's lease still runs
+    assert asyncio.run(elector.try_acquire_or_renew()) is False and leases.writes == []
+    now[0] = 111.0  # 8 s after the read returned without a change: the rival is past its deadline
+    assert asyncio.run(elector.try_acquire_or_renew()) is True
+    assert leases.writes[0]["spec"]["holderIdentity"] == "candidate"
+    assert leases.writes[0]["spec"]["leaseTransitions"] == 4
+
+
+def test_our_own_renewal_counts_from_before_the_read() -> None:
+    """A leader's renew deadline runs from when it sent the read: its write cannot land earlier."""
+    now = [200.0]
+    elector = LeaderElector(_NoApi(), ElectionConfig(identity="leader", lease_duration=8, renew_deadline=6,
+                                                     retry_period=1, clock=lambda: now[0]))
+    leases = _SlowLeases(now, holder="leader")
+    elector.coordination = leases
+    leases.read_latency = 2.0
+    assert asyncio.run(elector.try_acquire_or_renew()) is True
+    elector._set_leading(True)
+    now[0] = 206.5  # 6.5 s after the read was sent, 4.5 s after it returned
+    assert elector.leading_now() is False, "past the deadline counted from the read's start"
+    elector._set_leading(False)
+
+
+class _NoApi:
+    """kubernetes-asyncio's CoordinationV1Api only stores its client here: no request is made."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from member_agent.scheduler.actions.allocate_subgroups import allocate_sub_groups
+from member_agent.scheduler.actions.allocate_subgroups import allocate_sub_groups, allocate_sub_groups_flat
 from member_agent.scheduler.actions.allocate_topology import Domain, allocate_hard
 from member_agent.scheduler.actions.pq import PriorityQueue
 from member_agent.scheduler.framework.arguments import Argument
@@ -84,6 +84,8 @@ class Allocate:
             limit = topology.limit(job) if topology is not None else None
             if topology is not None and job.spec.sub_group_policy:  # actions/allocate_subgroups.py
                 stmt = allocate_sub_groups(self, ssn, search, job, worksheet, topology, limit)
+            elif job.spec.sub_group_policy:  # no HyperNodes or no plugin: the cluster is the one domain
+                stmt = allocate_sub_groups_flat(ssn, search, job, worksheet)
             elif limit is not None and topology is not None:  # hard topology (soft converted at the top tier): actions/allocate_topology.py
                 stmt = allocate_hard(self, ssn, search, job, worksheet, topology, limit)
             else:

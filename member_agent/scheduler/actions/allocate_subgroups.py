@@ -1,11 +1,16 @@
-"""``allocate`` for a PodGroup with ``subGroupPolicy`` under network topology (volcano.md §1.5, §5.2).
+"""``allocate`` for a PodGroup with ``subGroupPolicy`` (volcano.md §1.5, §5.2).
 
-A pod belongs to the first policy whose ``labelSelector`` matches its labels and whose
-``matchLabelKeys`` all have a value on it; the subgroup is the policy plus those values
-(``tp-0``, ``tp-1``, ...), ordered by the first value read as an integer, then by name. A
-subgroup needs ``subGroupSize`` (default 1) pods placed to be ready, and a job needs at least
-``minSubGroups`` ready subgroups of each policy (on top of its minMember). Pods matching no
-policy form the job's default subgroup.
+The subgroups and their counts are ``framework/subgroups.py``: a subgroup needs
+``subGroupSize`` (default 1) pods placed, and a job needs at least ``minSubGroups`` such
+subgroups of each policy (on top of its minMember; the gang plugin's JobReady checks both).
+
+Without HyperNodes, or without the network-topology-aware plugin (``allocate_sub_groups_flat``),
+the whole cluster is the one domain, as in Volcano (the gradients default to the top
+HyperNode): subgroups are placed one after another, those still short of ``subGroupSize``
+first; a subgroup that cannot get its ``subGroupSize`` pods is undone; the job stops once it is
+ready and is kept when ready or pipelined, else undone.
+
+With HyperNodes and the plugin (``allocate_sub_groups``):
 
 For each HyperNode the job may use (its own gradients when it has network topology, else the
 cluster), each subgroup is placed inside the lowest-tier HyperNode *within it* that its own
@@ -17,8 +22,7 @@ ready or pipelined with its ``minSubGroups``, else undone and the next HyperNode
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,70 +31,30 @@ from member_agent.scheduler.framework.hypernode_state import HyperNodeState, Job
 from member_agent.scheduler.framework.node_search import NodeSearch
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import TaskStatus
-from policies.k8s import label_selector
+from member_agent.scheduler.framework.subgroups import (
+    HELD_MASK,
+    SubGroup,
+    count,
+    held,
+    short_policy,
+    sub_groups,
+)
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
     from member_agent.scheduler.framework.session import Session
 
 S = TaskStatus
-_HELD = 2 | 4 | 8 | 16 | 32 | 128  # allocated, pipelined, binding, bound, running, succeeded
-
-
-@dataclass
-class SubGroup:
-    name: str
-    policy: str
-    size: int
-    topology: Mapping[str, Any] | None
-    order: tuple[int, str]
-    members: set[int] = field(default_factory=set)  # task indices in the job
-
-
-def sub_groups(job: JobInfo) -> list[SubGroup]:
-    """The job's subgroups (kept in the spec's memo: they depend on the spec alone)."""
-    found: list[SubGroup] | None = job.spec.memo.get("subgroups")
-    if found is not None:
-        return found
-    groups: dict[str, SubGroup] = {}
-    policies = job.spec.sub_group_policy
-    for task in job.tasks:
-        labels = task.spec.labels
-        chosen = None
-        for p, policy in enumerate(policies):
-            keys = [str(k) for k in policy.get("matchLabelKeys") or ()]
-            if not label_selector.selects(policy.get("labelSelector"), labels, nil=True) or not all(labels.get(k) for k in keys):
-                continue
-            values = [labels[k] for k in keys]
-            name = str(policy.get("name") or f"policy{p}")
-            key = f"{name}/{'/'.join(values)}"
-            first = values[0] if values else ""
-            chosen = groups.get(key) or groups.setdefault(key, SubGroup(
-                key, name, int(policy.get("subGroupSize") or 1), policy.get("networkTopology"),
-                (int(first) if first.isdigit() else 1 << 30, key)))
-            break
-        if chosen is None:
-            chosen = groups.setdefault("", SubGroup("", "", 1, None, (1 << 31, "")))
-        chosen.members.add(task.index)
-    out = sorted(groups.values(), key=lambda g: g.order)
-    job.spec.memo["subgroups"] = out
-    return out
 
 
 def _ready(job: JobInfo, group: SubGroup) -> bool:
-    held = sum(1 for t in job.tasks if t.index in group.members and t.status.value & _HELD)
-    return held >= group.size
+    return held(job, group)
 
 
 def min_sub_groups_met(job: JobInfo, groups: list[SubGroup]) -> str:
-    """"" when every policy has its ``minSubGroups`` ready subgroups, else why not."""
-    for policy in job.spec.sub_group_policy:
-        name = str(policy.get("name") or "")
-        need = int(policy.get("minSubGroups") or 0)
-        ready = sum(1 for g in groups if g.policy == name and _ready(job, g))
-        if ready < need:
-            return f"subGroupPolicy {name}: {ready} of minSubGroups {need} subgroups ready"
-    return ""
+    """"" when every policy has its ``minSubGroups`` subgroups placed, else why not."""
+    short = short_policy(job, HELD_MASK)
+    return f"{short} ready" if short else ""
 
 
 def allocate_sub_groups(action: Any, ssn: Session, search: NodeSearch, job: JobInfo, worksheet: deque[TaskInfo],
@@ -145,7 +109,7 @@ def _place_group(ssn: Session, search: NodeSearch, job: JobInfo, group: SubGroup
         sub_tier = h_tier
     if not topology:  # no networkTopology of its own: anywhere in the job's HyperNode
         return _fill(ssn, search, job, group, tasks, None if h == tree.top else Domain(tree.names[h], tree.rows[h]))
-    want = group.size - sum(1 for t in job.tasks if t.index in group.members and t.status.value & _HELD)
+    want = group.size - count(job, group, HELD_MASK)
     smallest = np.stack([t.spec.request for t in tasks]).min(axis=0)
     for level, tier in enumerate(state.tiers):
         if tier > sub_tier:
@@ -194,3 +158,62 @@ def _fill(ssn: Session, search: NodeSearch, job: JobInfo, group: SubGroup, tasks
         return stmt
     stmt.discard()
     return None
+
+
+def allocate_sub_groups_flat(ssn: Session, search: NodeSearch, job: JobInfo,
+                             worksheet: deque[TaskInfo]) -> Statement | None:
+    """The job's subgroups in the whole cluster (no HyperNodes, or no network-topology-aware).
+
+    A subgroup's placed tasks leave the worksheet (all its tried tasks when it failed), so a job
+    pushed back after a commit goes on with the next subgroup; a subgroup that already has
+    ``subGroupSize`` pods grows one pod per pop, as Volcano's flat path does for a ready job."""
+    groups = sub_groups(job)
+    # the subgroups still short of subGroupSize first (those make minSubGroups), then the rest
+    ordered = sorted(groups, key=lambda g: (held(job, g), g.order))
+    stmt = Statement(ssn)
+    for group in ordered:
+        tasks = [t for t in worksheet if t.index in group.members and t.status == S.PENDING]
+        if not tasks:
+            continue
+        already = held(job, group)
+        tried = tasks[:1] if already else tasks
+        placed = _fill_flat(ssn, search, job, group, tried, already)
+        # off the worksheet: what was placed, and every tried task of a group that failed or grew
+        # (each pop takes at least one task off, so a job pushed back always ends)
+        done = {id(t) for t in tried if placed is None or already or t.status != S.PENDING}
+        kept = [t for t in worksheet if id(t) not in done]
+        worksheet.clear()
+        worksheet.extend(kept)
+        if placed is not None:
+            stmt.merge(placed)
+        if ssn.job_ready(job):
+            break
+    if ssn.job_ready(job) or ssn.job_pipelined(job):
+        return stmt
+    missing = min_sub_groups_met(job, groups)
+    if missing:  # else the gang's own reason (minMember) is reported, as for any job
+        job.job_fit_error = missing
+    stmt.discard()
+    return None
+
+
+def _fill_flat(ssn: Session, search: NodeSearch, job: JobInfo, group: SubGroup, tasks: list[TaskInfo],
+               grow: bool) -> Statement | None:
+    """``_fill`` over every node; ``grow``: the group is full already, keep whatever one more pod gets."""
+    if not grow:
+        return _fill(ssn, search, job, group, tasks, None)
+    stmt = Statement(ssn)
+    for task in tasks:
+        if not ssn.allocatable(job.queue, task) or ssn.pre_predicate(task):
+            continue
+        rows, errors = search.feasible(task)
+        if errors is not None:
+            task.fit_error = errors.message()
+            continue
+        row = search.best_node(task, rows)
+        fit_idle, fit_future = search.fits_resources(task, row)
+        if fit_idle:
+            stmt.allocate(task, row)
+        elif fit_future:
+            stmt.pipeline(task, row)
+    return stmt

@@ -37,6 +37,7 @@ from member_agent.scheduler.framework.dims import Vector, fits
 from member_agent.scheduler.framework.node_search import NodeSearch, shape_cache
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import TaskStatus
+from member_agent.scheduler.framework.subgroups import split_safe_victims
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
@@ -87,7 +88,7 @@ def make_bundles(ssn: Session, candidates: list[TaskInfo], allow_whole: bool) ->
         tasks.sort(key=lambda t: (t.spec.priority, t.spec.uid))
         job = tasks[0].job
         surplus = job.ready_num - job.min_available
-        safe, whole = (tasks, []) if surplus < 0 else (tasks[:surplus], tasks[surplus:])
+        safe, whole = (tasks, []) if surplus < 0 else split_safe_victims(job, tasks, surplus)
         for part, is_safe in ((safe, True), (whole, False)):
             if part and (is_safe or allow_whole):
                 request = sum((t.spec.request for t in part), ssn.dims.zeros())

@@ -1,4 +1,4 @@
-"""``gang``: all-or-nothing by ``minMember`` and ``minTaskMember`` (volcano.md §6.2)."""
+"""``gang``: all-or-nothing by ``minMember``, ``minTaskMember`` and ``minSubGroups`` (volcano.md §6.2)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus, Vote
+from member_agent.scheduler.framework.subgroups import (
+    check_sub_job_pipelined,
+    check_sub_job_ready,
+    check_sub_job_valid,
+)
 
 NAME = "gang"
 ARGUMENTS = ()
@@ -19,6 +24,8 @@ S = TaskStatus
 def job_valid(job: JobInfo) -> str:
     if not job.check_task_valid():
         return "NotEnoughPodsOfTask: Not enough valid pods of each task for gang-scheduling"
+    if not check_sub_job_valid(job):
+        return "NotEnoughPodsOfTask: Not enough valid subGroups of each task for gang-scheduling"
     valid = job.valid_num
     if valid < job.min_available:
         return f"NotEnoughTasks: Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}"
@@ -26,11 +33,15 @@ def job_valid(job: JobInfo) -> str:
 
 
 def job_ready(job: JobInfo) -> bool:
-    return job.check_task_ready() and job.is_ready()
+    # check_sub_job_*: True at once for a job without subGroupPolicy (framework/subgroups.py)
+    return (job.check_task_ready() and (not job.spec.sub_group_policy or check_sub_job_ready(job))
+            and job.is_ready())
 
 
 def job_pipelined(job: JobInfo) -> Vote:
-    return Vote.PERMIT if job.check_task_pipelined() and job.is_pipelined() else Vote.REJECT
+    ok = (job.check_task_pipelined() and (not job.spec.sub_group_policy or check_sub_job_pipelined(job))
+          and job.is_pipelined())
+    return Vote.PERMIT if ok else Vote.REJECT
 
 
 def job_order(left: JobInfo, right: JobInfo) -> int:

@@ -4,7 +4,8 @@ A window of feasible rows skips the sibling-failure check while no row of the sh
 since the role's first mark (framework/node_search.py), and a placed row's next node group id is
 looked up by (id before, placement) instead of its state's bytes (framework/node_groups.py). Both are
 switched off here on workloads where gangs are discarded (rows become feasible again, states
-return) and must give the same bindings, pipelined pods, conditions and search start.
+return) and must give the same bindings, pipelined pods, conditions and search start; and rows
+a role marked that a discarded gang frees must stay skipped by its siblings (the rises counter moves).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from member_agent.scheduler.cycle import run_cycle
+from member_agent.scheduler.cycle import open_session, run_cycle
 from member_agent.scheduler.framework import node_groups, node_search
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.session import SessionOptions
+from member_agent.scheduler.framework.statement import Statement
 from tests.scheduler.test_node_search_bound import CONF, job, nodes
 
 
@@ -55,3 +57,27 @@ def test_trusted_role_marks_and_group_transitions_decide_as_without(percentage: 
     slow = run_cycle(build_snapshot(over_full()), CONF, FixedClock(), options=options)
     assert 100 < len(fast.bindings) < sum(1 for _ in over_full()) - 120  # some gangs bound, some not
     assert _decisions(fast) == _decisions(slow)
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_rows_freed_after_a_mark_stay_skipped_by_the_roles_siblings(trusted: bool,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows 0-4 full when the role's first search marks them; freed (a discarded gang) before the
+    # sibling's search: the shape's rises counter moved, so the check runs and still skips them
+    monkeypatch.setattr(node_search, "TRUST_ROLE_MARKS", trusted)
+    objects = nodes(20) + job("fill", 5, cpu="16") + job("b", 4, cpu="8")
+    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions(percentage_nodes_to_find=100))
+    fill = next(j for j in ssn.jobs.values() if j.uid.endswith("fill"))
+    b = next(j for j in ssn.jobs.values() if j.uid.endswith("/b"))
+    stmt = Statement(ssn)
+    for row, task in enumerate(fill.tasks):
+        stmt.allocate(task, row)
+    search = node_search.NodeSearch(ssn)
+    first, errors = search.feasible(b.tasks[0])
+    assert errors is None and not set(first.tolist()) & set(range(5))
+    cache = ssn.shape_caches[b.tasks[0].spec.shape]
+    rises = cache.rises
+    stmt.discard()  # rows 0-4 are free again
+    second, errors = search.feasible(b.tasks[1])
+    assert cache.rises > rises
+    assert errors is None and len(second) == 15 and not set(second.tolist()) & set(range(5))

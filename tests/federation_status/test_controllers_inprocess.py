@@ -264,8 +264,12 @@ async def test_graces_are_published_and_the_agents_fence_is_checked(server: ApiS
     assert (timing["leaseGraceSeconds"], timing["failoverGraceSeconds"]) == (3, 1)
     assert timing["podTerminationGraceSeconds"] == 0  # 30 s cut to half of 3 + 1 - 6 s, at least 0
     assert "is not before the re-placement" in timing["fenceCheck"]["message"]
-    events = (await rc.list(EVENTS, "default")).get("items") or []
-    assert any(e.get("reason") == "UnsafeFence" and e["involvedObject"]["name"] == "fenced-1" for e in events)
+
+    async def unsafe_event() -> bool:  # the controller writes the Event after the status: poll, not one read
+        events = (await rc.list(EVENTS, "default")).get("items") or []
+        return any(e.get("reason") == "UnsafeFence" and e["involvedObject"]["name"] == "fenced-1" for e in events)
+
+    assert await eventually(unsafe_event, "an UnsafeFence Event for fenced-1")
     early = dict(late, fenceSeconds=0.5, spanningFenceSeconds=0.5)
     await rc.patch(CLUSTERS, "fenced-1", {"status": {"fence": early}}, subresource="status")
     await eventually(lambda: checked("Safe"), "the early fence reported Safe")

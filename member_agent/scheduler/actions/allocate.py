@@ -128,8 +128,9 @@ class Allocate:
                     if job.need_continue_allocating():
                         continue
                     break
-                row = search.best_node(task, candidates)
-            if row is None:
+                row, fit_idle = search.best_feasible(task, candidates)
+                fit_future = True  # a domain's feasible rows are current in the shape cache too
+            elif row is None:
                 candidates, fit_errors = search.feasible(task)
                 if fit_errors is not None:
                     task.fit_error = fit_errors.message()
@@ -137,9 +138,10 @@ class Allocate:
                     if job.need_continue_allocating():
                         continue
                     break
-                row = search.best_node(task, candidates)
-            # The shape cache holds the resource checks of ``row`` (current: the search just read it).
-            fit_idle, fit_future = search.fits_resources(task, row)
+                row, fit_idle = search.best_feasible(task, candidates)
+                fit_future = True
+            else:  # the nominated node
+                fit_idle, fit_future = search.fits_resources(task, row)
             if fit_idle:
                 stmt.allocate(task, row)
             elif fit_future:

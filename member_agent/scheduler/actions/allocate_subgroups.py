@@ -149,11 +149,10 @@ def _fill(ssn: Session, search: NodeSearch, job: JobInfo, group: SubGroup, tasks
         if message:
             task.fit_error = message
             continue
-        row = search.best_node(task, rows)
-        fit_idle, fit_future = search.fits_resources(task, row)
+        row, fit_idle = search.best_feasible(task, rows)  # feasible: fits FutureIdle
         if fit_idle:
             stmt.allocate(task, row)
-        elif fit_future:
+        else:
             stmt.pipeline(task, row)
     if _ready(job, group):
         return stmt

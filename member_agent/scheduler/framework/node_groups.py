@@ -40,7 +40,7 @@ class NodeGroups:
     """A group id per node row (``ids``), current once :meth:`current` resolved the touched rows."""
 
     __slots__ = ("ids", "next_id", "opening", "dirty", "_columns", "_opening_states", "_keys", "lookups",
-                 "hits", "skipped")
+                 "hits", "skipped", "_moves", "_unknown", "_transitions")
 
     def __init__(self, ssn: Session) -> None:
         self._columns = state_columns(ssn)
@@ -62,6 +62,14 @@ class NodeGroups:
         else:
             self._opening_states = state[first]
         self.lookups = self.hits = self.skipped = 0  # shapes' group lookups (:meth:`worth_looking`)
+        #: Dirty rows whose only change since their id was resolved is one placement: row -> (id before,
+        #: the placement's effect); other dirty rows are in ``_unknown``.
+        self._moves: dict[int, tuple[int, object]] = {}
+        self._unknown: set[int] = set()
+        #: (id before, effect) -> id after, learnt from resolved placements: a state and a placement
+        #: determine the next state, and an id names one state, so a placed row's next id is a
+        #: dictionary lookup instead of its state's bytes.
+        self._transitions: dict[tuple[int, object], int] = {}
 
     def worth_looking(self) -> bool:
         """Whether a shape should look a row's group answer up: yes while lookups find one often
@@ -78,6 +86,21 @@ class NodeGroups:
 
     def touched(self, row: int) -> None:
         self.dirty.append(row)
+        if self._moves:
+            self._moves.pop(row, None)
+        self._unknown.add(row)
+
+    def placed(self, row: int, effect: object) -> None:
+        """``row`` changed by a placement whose change to a row's state is a function of ``effect``
+        (the request, non-zero request and status: ``Session.place``, including its handlers')."""
+        self.dirty.append(row)
+        if row in self._unknown:
+            return
+        if row in self._moves:
+            del self._moves[row]
+            self._unknown.add(row)
+            return
+        self._moves[row] = (int(self.ids[row]), effect)
 
     def current(self) -> np.ndarray:
         """Every row's id, the touched rows looked up again first."""
@@ -93,8 +116,14 @@ class NodeGroups:
     def _resolve(self) -> None:
         dirty = self.dirty
         rows = dirty if len(dirty) == 1 else set(dirty)
-        ids, keys = self.ids, self._keys
+        ids, keys, moves, transitions = self.ids, self._keys, self._moves, self._transitions
         for row in rows:
+            move = moves.get(row)
+            if move is not None:
+                found = transitions.get(move)
+                if found is not None:
+                    ids[row] = found
+                    continue
             key = self._key(row)
             found = keys.get(key)
             if found is None:
@@ -103,7 +132,13 @@ class NodeGroups:
                     keys.clear()
                 keys[key] = found
             ids[row] = found
+            if move is not None:
+                if len(transitions) >= MAX_KEYS:
+                    transitions.clear()
+                transitions[move] = found
         self.dirty = []
+        moves.clear()
+        self._unknown.clear()
 
     def _key(self, row: int) -> bytes:
         return b"".join([column[row].tobytes() for column in self._columns])

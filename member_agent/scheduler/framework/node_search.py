@@ -73,6 +73,10 @@ SIBLING_FAILED = "node(s) failed for another task of the same role"
 #: compare with the chunked visit, which gives the same answers).
 INDEX_SEARCH = True
 
+#: Skip the sibling-failure check of a window while no row of the shape turned feasible since the
+#: role's first mark (tests switch it off to compare: the answers are the same).
+TRUST_ROLE_MARKS = True
+
 #: Rows a bounded search evaluates at least at once: numpy's per-call overhead makes smaller
 #: chunks slower than evaluating a few rows too many.
 MIN_CHUNK = 512
@@ -104,6 +108,12 @@ class NodeSearch:
         #: "<job>/<role>" → nodes a sibling task already failed on (Volcano's predicate cache):
         #: exactly the union of "visited and not feasible" over the role's searches.
         self.role_errors: dict[str, np.ndarray] = {}
+        #: "<job>/<role>" -> the shape cache's serial and ``rises`` when the role's failures were
+        #: first marked: while both stand, every marked row is still infeasible, so a window of
+        #: feasible rows holds none of them (no check needed). A serial, not the cache: a cache
+        #: dropped from the session's bound must not be kept alive.
+        self.role_marked: dict[str, tuple[int, int]] = {}
+        self._wants: dict[int, int] = {}  # nodes -> numNodesToFind (the options are the session's)
 
     @property
     def start(self) -> int:
@@ -128,13 +138,20 @@ class NodeSearch:
         role_key = f"{task.job.uid}/{task.spec.role}" if self.cache_errors and task.spec.role else ""
         role = self.role_errors.get(role_key) if role_key else None
         start = self.start % n
-        want = num_nodes_to_find(ssn, n)
+        want = self._wants.get(n)
+        if want is None:
+            want = self._wants[n] = num_nodes_to_find(ssn, n)
         if INDEX_SEARCH and check_resources and cache.missing == len(cache.stale):  # current but a few touched rows
             cache.ensure_span(ssn, task, 0, n)
-            order, scanned = self._by_index(cache, start, want, role)
-            role = self._mark_failed(role_key, role, cache.ok, start, scanned)
+            marked = self.role_marked.get(role_key) if role is not None else None
+            unchanged = TRUST_ROLE_MARKS and marked is not None and marked[0] == cache.serial and marked[1] == cache.rises
+            order, scanned = self._by_index(cache, start, want, None if unchanged else role)
+            role = self._mark_failed(role_key, role, cache, start, scanned)
         else:
+            had = role is not None
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
+            if role is not None and not had and check_resources:
+                self.role_marked[role_key] = (cache.serial, cache.rises)
         count = len(order)
         if scanned:
             cache.density = max(count / scanned, 1 / n)
@@ -206,11 +223,12 @@ class NodeSearch:
             chunk *= 2
         return (np.concatenate(found) if len(found) > 1 else found[0]), scanned, role
 
-    def _mark_failed(self, role_key: str, role: np.ndarray | None, ok: np.ndarray, start: int,
+    def _mark_failed(self, role_key: str, role: np.ndarray | None, cache: ShapeCache, start: int,
                      scanned: int) -> np.ndarray | None:
         """Siblings skip the visited rows (``scanned`` from ``start``, wrapping) that failed."""
         if not role_key or not scanned:
             return role
+        ok = cache.ok
         n = len(ok)
         end = start + scanned
         for lo, hi in ((start, min(end, n)), (0, end - n)):
@@ -220,6 +238,7 @@ class NodeSearch:
                 np.less_equal(ok[lo:hi], role[lo:hi], out=role[lo:hi])  # role |= ~ok, one pass
             elif not ok[lo:hi].all():
                 role = self.role_errors[role_key] = np.zeros(n, dtype=bool)
+                self.role_marked[role_key] = (cache.serial, cache.rises)
                 np.logical_not(ok[lo:hi], out=role[lo:hi])
         return role
 
@@ -262,6 +281,28 @@ class NodeSearch:
         for fn in ssn.batch_node_order_fns:
             scores = scores + fn(task, group)
         return int(group[int(scores.argmax())])
+
+    def best_feasible(self, task: TaskInfo, candidates: np.ndarray) -> tuple[int, bool]:
+        """:meth:`best_node` of the rows :meth:`feasible` just returned, and whether the task fits
+        its Idle (else its FutureIdle: it is feasible). Those rows are current, feasible and
+        scored in the shape's cache (nothing changed since), so their entries are read as they
+        are; the per-task checks of the general path were a tenth of a session."""
+        cache = self.ssn.shape_caches[task.spec.shape]
+        fit_idle = cache.fit_idle
+        if len(candidates) == 1:
+            row = int(candidates[0])
+            return row, bool(fit_idle[row])
+        group = candidates[fit_idle[candidates]]
+        if len(group) == 0:
+            group = candidates
+        if len(group) == 1:
+            row = int(group[0])
+        else:
+            scores = cache.score[group]
+            for fn in self.ssn.batch_node_order_fns:
+                scores = scores + fn(task, group)
+            row = int(group[int(scores.argmax())])
+        return row, bool(fit_idle[row])
 
     def fits_resources(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
         """Whether ``task``'s request fits the Idle and the FutureIdle of one node."""

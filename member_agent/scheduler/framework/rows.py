@@ -24,3 +24,14 @@ def take(values: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
     if isinstance(rows, slice):
         return values[rows]
     return np.take(values, rows, axis=0)
+
+
+def unique_rows(changed: list[int], n: int) -> np.ndarray:
+    """The rows of ``changed`` (row numbers below ``n``, repeats allowed) sorted and unique, as
+    ``np.unique`` gives them: a long list through a mark per row (a linear pass instead of a sort)."""
+    rows = np.array(changed, dtype=np.int64)
+    if len(rows) * 8 < n:
+        return np.unique(rows)
+    mark = np.zeros(n, dtype=bool)
+    mark[rows] = True
+    return np.flatnonzero(mark)

@@ -12,18 +12,21 @@ answer the shape already has for its node group (:mod:`node_groups`), if any.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from member_agent.scheduler.framework.node_classes import new_memo, score_rows
 from member_agent.scheduler.framework.node_groups import node_groups
-from member_agent.scheduler.framework.rows import selector, take
+from member_agent.scheduler.framework.rows import selector, take, unique_rows
 from policies.resources import TOLERANCE
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
     from member_agent.scheduler.framework.session import Session
+
+_SERIALS = itertools.count()
 
 #: Group answers a shape keeps from its row-by-row evaluations (``ShapeCache.by_group``).
 MAX_GROUPS = 512
@@ -41,7 +44,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics")
+                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics", "rises", "serial")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -72,6 +75,11 @@ class ShapeCache:
         #: where the static codes pass (``Session.rows_by_state``): the group's other rows take it.
         self.by_group: dict[int, tuple[int, bool, bool, float]] = {}
         self.statics: list[np.ndarray] | None = None  # the predicates' static codes for this shape
+        #: Counts evaluations that turned a row's ``ok`` from False to True (a first evaluation
+        #: included): while it stands still, a row found not ok is still not ok.
+        self.rises = 0
+        #: Names this cache object without holding it (a dropped cache is rebuilt with a new one).
+        self.serial = next(_SERIALS)
 
     @property
     def ok_rows(self) -> np.ndarray:
@@ -91,9 +99,12 @@ class ShapeCache:
             return
         if self.missing == len(self.stale):
             inside = [row for row in self.stale if lo <= row < hi]
-            if inside:
+            if len(inside) > SMALL_ROWS:
                 inside.sort()
                 self._evaluate(ssn, task, np.array(inside, dtype=np.int64))
+            elif inside:  # the usual case (the row the previous task took): no array round trip
+                inside.sort()
+                self._evaluate_few(ssn, task, inside)
             return
         done = self.evaluated[lo:hi]
         if done.all():
@@ -129,7 +140,7 @@ class ShapeCache:
                     self.stale.add(row)
             self.pos = len(changes)
             return
-        rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
+        rows = unique_rows(changes[self.pos:], len(self.ok))
         self.pos = len(changes)
         if self.missing:
             rows = rows[self.evaluated[rows]]
@@ -142,13 +153,10 @@ class ShapeCache:
         task could go (the rest are scored on demand by :meth:`scores`)."""
         if len(rows) == 0:
             return
-        self.missing -= len(rows)
         if len(rows) <= SMALL_ROWS:
-            self.evaluated[rows] = True
-            for row in rows.tolist():
-                self.stale.discard(row)
-                self._evaluate_row(ssn, task, row)
+            self._evaluate_few(ssn, task, rows.tolist())
             return
+        self.missing -= len(rows)
         sel = selector(rows)  # a contiguous span: views and slice writes, no gathers
         self.evaluated[sel] = True
         if self.stale:
@@ -182,6 +190,8 @@ class ShapeCache:
             codes = np.zeros(len(rows), dtype=np.int32)
         self.codes[sel] = codes
         ok = (codes == 0) & fit_future
+        if (ok > self.ok[sel]).any():
+            self.rises += 1
         self.ok[sel] = ok
         self._ok_rows = None
         self.scored[sel] = False
@@ -189,6 +199,15 @@ class ShapeCache:
             self._score_rows(ssn, task, rows)
         elif ok.any():
             self._score_rows(ssn, task, rows[ok])
+
+    def _evaluate_few(self, ssn: Session, task: TaskInfo, rows: list[int]) -> None:
+        """:meth:`_evaluate` of a few sorted rows, one by one in scalar code."""
+        self.missing -= len(rows)
+        evaluated, stale = self.evaluated, self.stale
+        for row in rows:
+            evaluated[row] = True
+            stale.discard(row)
+            self._evaluate_row(ssn, task, row)
 
     def _fit_span(self, columns: tuple[np.ndarray, np.ndarray], sel: slice) -> tuple[np.ndarray | bool, ...]:
         """Idle and FutureIdle fit over a span, comparing into one scratch buffer and AND-ing
@@ -275,8 +294,9 @@ class ShapeCache:
         self.fit_future[row] = fit_future
         self.codes[row] = code
         ok = code == 0 and fit_future
-        if ok != self.ok[row]:
+        if ok != bool(self.ok[row]):  # a numpy bool compared costs ~15x its conversion
             self.ok[row] = ok
+            self.rises += ok
             rows = self._ok_rows
             if rows is not None:  # slices joined: np.insert/np.delete cost several times more
                 at = int(rows.searchsorted(row))
@@ -313,7 +333,7 @@ class ResourceColumns:
     def current(self, ssn: Session) -> tuple[np.ndarray, np.ndarray]:
         changes = ssn.changes
         if self.pos < len(changes):
-            rows = np.unique(np.array(changes[self.pos:], dtype=np.int64))
+            rows = unique_rows(changes[self.pos:], self.idle.shape[1])
             self.pos = len(changes)
             self.idle[:, rows] = ssn.idle[rows].T
             self.future[:, rows] = (ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]).T

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from member_agent.scheduler.framework.session import Session
 
 S = TaskStatus
+_ALLOCATED = TaskStatus.ALLOCATED  # a module constant: an enum member read through its class costs ~0.5 us
 
 
 class Op(Enum):
@@ -51,7 +52,7 @@ class Statement:
         self.ops.append((Op.PIPELINE, task, ""))
 
     def allocate(self, task: TaskInfo, row: int) -> None:
-        self.ssn.place(task, row, S.ALLOCATED)
+        self.ssn.place(task, row, _ALLOCATED)
         if self.ssn.options.verbosity >= 3:
             self.ssn.log(3, f"Binding Task {task.key} to node {self.ssn.node_names[row]}")
         self.ops.append((Op.ALLOCATE, task, ""))

@@ -70,7 +70,7 @@ class DrfPlugin:
         return victims, Vote.PERMIT
 
     def _update(self, task: TaskInfo, sign: float) -> None:
-        alloc = self.shares.add(task.job.uid, sign * task.spec.request)
+        alloc = self.shares.add(task.job.uid, task.spec.request, sign)
         if self.hierarchy is not None:
             self.hierarchy.update_job(task.job, alloc)
 

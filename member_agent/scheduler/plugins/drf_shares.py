@@ -35,9 +35,13 @@ class DominantShares:
         self.allocated[uid] = allocated
         self.share[uid] = self.share_of(allocated)
 
-    def add(self, uid: str, delta: Vector) -> Vector:
-        """Add ``delta`` to the job's allocation (in place); the new allocation."""
+    def add(self, uid: str, request: Vector, sign: float = 1.0) -> Vector:
+        """Add ``request`` (``sign`` -1: take it away) to the job's allocation, in place (no
+        temporary: a placement's handler); the new allocation."""
         allocated = self.allocated[uid]
-        allocated += delta
+        if sign > 0:
+            allocated += request
+        else:
+            allocated -= request
         self.share[uid] = self.share_of(allocated)
         return allocated

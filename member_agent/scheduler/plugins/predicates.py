@@ -61,6 +61,7 @@ POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+_PIPELINED = TaskStatus.PIPELINED  # a module constant: read per placement
 
 
 def term_mask(nodes: NodeTable, term: NodeSelectorTerm, index: NodeIndex | None = None) -> np.ndarray:
@@ -123,7 +124,7 @@ class PredicatesPlugin:
     def _on_allocate(self, task: TaskInfo) -> None:
         # Pipelined: counts on the node (Allocated is in ``pod_count`` already); an undone
         # eviction (Releasing -> Running) counts again.
-        if not self._unshift(task) and task.status == TaskStatus.PIPELINED and task.node is not None:
+        if not self._unshift(task) and task.status == _PIPELINED and task.node is not None:
             self._shift(task, task.node, 1)
 
     def _on_deallocate(self, task: TaskInfo) -> None:

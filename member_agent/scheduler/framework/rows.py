@@ -30,8 +30,11 @@ def unique_rows(changed: list[int], n: int) -> np.ndarray:
     """The rows of ``changed`` (row numbers below ``n``, repeats allowed) sorted and unique, as
     ``np.unique`` gives them: a long list through a mark per row (a linear pass instead of a sort)."""
     rows = np.array(changed, dtype=np.int64)
-    if len(rows) * 8 < n:
-        return np.unique(rows)
+    if len(rows) * 8 < n:  # sorted, repeats dropped: np.unique's result without its per-call checks
+        rows.sort()
+        if len(rows) > 1:
+            rows = rows[np.concatenate(((True,), rows[1:] != rows[:-1]))]
+        return rows
     mark = np.zeros(n, dtype=bool)
     mark[rows] = True
     return np.flatnonzero(mark)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from member_agent.scheduler.framework.hypernode_state import HyperNodeState, JobLimit
-from member_agent.scheduler.framework.node_search import NodeSearch, ShapeCache, shape_cache
+from member_agent.scheduler.framework.node_search import SMALL_ROWS, NodeSearch, ShapeCache, shape_cache
+from member_agent.scheduler.framework.rows import unique_rows
 from member_agent.scheduler.framework.statement import Statement
 from member_agent.scheduler.framework.status import TaskStatus
 
@@ -39,14 +40,28 @@ class Domain:
     def __init__(self, name: str, rows: np.ndarray) -> None:
         self.name = name
         self.rows = rows
+        self._listed: list[int] | None = None
 
     def feasible(self, ssn: Session, search: NodeSearch, task: TaskInfo) -> tuple[np.ndarray, str]:
         rows = self.rows
         cache = _domain_cache(ssn, task, self.name)
         if cache.missing:  # ShapeCache.ensure_rows without its np.unique: a domain's rows are sorted and unique
-            missing = rows[~cache.evaluated[rows]]
-            if len(missing):
-                cache._evaluate(ssn, task, missing)
+            if cache.missing == len(cache.stale):
+                # The rows not current are the stale ones (the usual case once a shape has searched
+                # the cluster): a leaf's or a spine's rows looked up in the set, no numpy call per pod.
+                listed = self._listed
+                if listed is None:
+                    listed = self._listed = rows.tolist()
+                stale = cache.stale
+                few = [row for row in listed if row in stale]
+                if len(few) > SMALL_ROWS:
+                    cache._evaluate(ssn, task, np.array(few, dtype=np.int64))
+                elif few:
+                    cache._evaluate_few(ssn, task, few)
+            else:
+                missing = rows[~cache.evaluated[rows]]
+                if len(missing):
+                    cache._evaluate(ssn, task, missing)
         found = rows[cache.ok[rows]]
         if len(found):
             return found, ""
@@ -75,11 +90,18 @@ def _domain_cache(ssn: Session, task: TaskInfo, domain: str) -> ShapeCache:
     changes = ssn.changes
     if cache is not None and cache.pos < len(changes):
         evaluated, stale = cache.evaluated, cache.stale
-        for row in set(changes[cache.pos:]):
-            if evaluated[row]:
-                evaluated[row] = False
-                stale.add(row)
-                cache.missing += 1
+        if len(changes) - cache.pos <= SMALL_ROWS:  # the previous pod's row: scalar code
+            for row in set(changes[cache.pos:]):
+                if evaluated[row]:
+                    evaluated[row] = False
+                    stale.add(row)
+                    cache.missing += 1
+        else:  # a shape's first use in a while (another job's gang): the same marks, vectorised
+            rows = unique_rows(changes[cache.pos:], len(evaluated))
+            rows = rows[evaluated[rows]]
+            evaluated[rows] = False
+            stale.update(rows.tolist())
+            cache.missing += len(rows)
         cache.pos = len(changes)
     cache = shape_cache(ssn, task, lazy=True)  # current now: keeps the caches' use order
     visits = ssn.shared.setdefault(VISITS, {})

@@ -106,7 +106,11 @@ class NetworkTopologyAwarePlugin:
         # nothing. Checked in Python: a few rows, where numpy's per-call cost dominates.
         leaf_of = self._leaf_of
         listed = rows.tolist()
-        if not listed or all(leaf_of[r] == leaf_of[listed[0]] for r in listed):
+        first = leaf_of[listed[0]] if listed else -1
+        for r in listed:  # a plain loop: all() over a generator costs more for these few rows
+            if leaf_of[r] != first:
+                break
+        else:
             return np.zeros(len(listed))
         home = self._home(state, job)
         if home is None:

@@ -277,12 +277,40 @@ class HyperNodeState:
     def binpack(self, cands: np.ndarray, request: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """HyperNode binpack: weighted mean of (used + request) / allocatable over the weighted
         resources the request asks for; 0 where any would overflow."""
-        wanted = [i for i, (r, w) in enumerate(zip(request.tolist(), weights.tolist(), strict=True))
-                  if r >= 0.1 and w > 0]
+        asked = request.tolist()
+        weight_of = weights.tolist()
+        wanted = [i for i, (r, w) in enumerate(zip(asked, weight_of, strict=True)) if r >= 0.1 and w > 0]
         total = float(sum(weights[i] for i in wanted))
         if not wanted or total == 0:
             return np.zeros(len(cands))
         cols, alloc_cols, usable_everywhere = self._binpack_columns(tuple(wanted))
+        if len(wanted) >= 8:  # numpy sums 8 or more terms pairwise: the 2-D form keeps its order
+            return self._binpack_2d(cands, request, weights, cols, alloc_cols, usable_everywhere, total)
+        # One column at a time (a handful of resources): 2-D gathers and reductions along a short
+        # second axis cost several times more than these 1-D passes. The terms are added left to
+        # right, as ``sum(axis=1)`` adds fewer than 8 of them, so the scores are the same floats.
+        sums = self.sums
+        score: np.ndarray | None = None
+        over: np.ndarray | None = None
+        for j, col in enumerate(wanted):
+            alloc = alloc_cols[:, j][cands]
+            after = sums[:, col][cands] + asked[col]  # a column view, then a 1-D gather
+            if usable_everywhere:
+                ratio = after / alloc
+            else:
+                usable = alloc > 0
+                ratio = np.where(usable, after / np.where(usable, alloc, 1.0), 0.0)
+            term = ratio * weight_of[col]
+            score = term if score is None else score + term
+            full = after > alloc + 0.1
+            over = full if over is None else over | full
+        assert score is not None and over is not None
+        score = score / total
+        score[over] = 0.0
+        return score
+
+    def _binpack_2d(self, cands: np.ndarray, request: np.ndarray, weights: np.ndarray, cols: np.ndarray,
+                    alloc_cols: np.ndarray, usable_everywhere: bool, total: float) -> np.ndarray:
         alloc = alloc_cols[cands]
         after = self.sums[cands[:, None], cols] + request[cols]
         ratio = after / alloc
@@ -300,7 +328,7 @@ class HyperNodeState:
         found = self._columns.get(wanted)
         if found is None:
             cols = np.asarray(wanted, dtype=np.int64)
-            alloc = self.allocatable[:, cols]
+            alloc = np.asfortranarray(self.allocatable[:, cols])  # column j contiguous: alloc[:, j]
             found = self._columns[wanted] = (cols, alloc, bool((alloc > 0).all()))
         return found
 

@@ -32,6 +32,7 @@ from federation import metrics
 from federation.cli import serve
 from federation.controllers.leader_election import ElectionConfig, LeaderElector
 from federation.status_api import controller_leader
+from tests.controllers_fed.test_leader_election import NoApi
 from tests.etcd_process import EtcdCluster, require_etcd
 
 LISTENING = re.compile(r"listening on (https?://\S+)")
@@ -61,7 +62,7 @@ def test_a_leader_past_its_renew_deadline_stops_reporting_itself_at_once() -> No
     now = [100.0]
     config = ElectionConfig(identity="paused-replica", lease_duration=3, renew_deadline=2, retry_period=0.4,
                             clock=lambda: now[0])
-    elector = LeaderElector(_NoApi(), config)
+    elector = LeaderElector(NoApi(), config)
     elector._won(now[0])
     elector._set_leading(True)
     lease = {"metadata": {"name": "caldera-controllers"},
@@ -76,10 +77,6 @@ def test_a_leader_past_its_renew_deadline_stops_reporting_itself_at_once() -> No
     status = controller_leader([lease], fresh, metrics.leader_states("caldera-controllers"))
     assert status["leader"] is None and status["candidates"] == {"paused-replica": False}
     elector._set_leading(False)
-
-
-class _NoApi:
-    """kubernetes-asyncio's CoordinationV1Api only stores its client here: no request is made."""
 
 
 @pytest.fixture

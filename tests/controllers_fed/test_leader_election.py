@@ -141,6 +141,10 @@ def test_the_cli_flags_take_kube_durations() -> None:
         parser.parse_args(["--leader-elect-retry-period", "soon"])
 
 
+class NoApi:
+    """kubernetes-asyncio's CoordinationV1Api only stores its client here: no request is made."""
+
+
 class _SlowLeases:
     """A Lease API whose reads take ``read_latency`` seconds of the injected clock; writes are recorded."""
 
@@ -158,16 +162,23 @@ class _SlowLeases:
         self.writes.append(body)
 
 
+def _elector_over(leases: _SlowLeases, identity: str) -> LeaderElector:
+    """An elector with an 8 s lease and a 6 s renew deadline on ``leases``' clock and API."""
+    now = leases.now
+    elector = LeaderElector(NoApi(), ElectionConfig(identity=identity, lease_duration=8, renew_deadline=6,
+                                                    retry_period=1, clock=lambda: now[0]))
+    elector.coordination = leases
+    return elector
+
+
 def test_a_rivals_lease_runs_from_when_the_read_returned_not_from_when_it_was_sent() -> None:
     """The rival renewed at most as late as our read returned; it steps down ``renew_deadline`` (6 s) after
     starting that renewal. Counting the 8 s lease from before a 3 s read would let us take over at 8 s
     after sending it, while the rival may still lead (its renewal could have started 2.9 s in): two
     leaders. Counted from the read's return, the 2 s gap between deadline and lease holds."""
     now = [100.0]
-    elector = LeaderElector(_NoApi(), ElectionConfig(identity="candidate", lease_duration=8, renew_deadline=6,
-                                                     retry_period=1, clock=lambda: now[0]))
     leases = _SlowLeases(now, holder="rival")
-    elector.coordination = leases
+    elector = _elector_over(leases, "candidate")
     leases.read_latency = 3.0
     assert asyncio.run(elector.try_acquire_or_renew()) is False  # sent at 100, returned at 103
     leases.read_latency = 0.0
@@ -182,17 +193,11 @@ def test_a_rivals_lease_runs_from_when_the_read_returned_not_from_when_it_was_se
 def test_our_own_renewal_counts_from_before_the_read() -> None:
     """A leader's renew deadline runs from when it sent the read: its write cannot land earlier."""
     now = [200.0]
-    elector = LeaderElector(_NoApi(), ElectionConfig(identity="leader", lease_duration=8, renew_deadline=6,
-                                                     retry_period=1, clock=lambda: now[0]))
     leases = _SlowLeases(now, holder="leader")
-    elector.coordination = leases
+    elector = _elector_over(leases, "leader")
     leases.read_latency = 2.0
     assert asyncio.run(elector.try_acquire_or_renew()) is True
     elector._set_leading(True)
     now[0] = 206.5  # 6.5 s after the read was sent, 4.5 s after it returned
     assert elector.leading_now() is False, "past the deadline counted from the read's start"
     elector._set_leading(False)
-
-
-class _NoApi:
-    """kubernetes-asyncio's CoordinationV1Api only stores its client here: no request is made."""

@@ -60,6 +60,8 @@ def test_leader_elect_defaults_to_true_on_a_shared_store(argv: list[str], elects
 
 def test_a_leader_past_its_renew_deadline_stops_reporting_itself_at_once() -> None:
     now = [100.0]
+    # this process's only candidate: electors of other tests in this worker leave their gauge children
+    metrics.LEADER.clear()
     config = ElectionConfig(identity="paused-replica", lease_duration=3, renew_deadline=2, retry_period=0.4,
                             clock=lambda: now[0])
     elector = LeaderElector(NoApi(), config)

@@ -27,7 +27,6 @@ import gc
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -42,6 +41,7 @@ from member_agent.fence_store import FenceStore
 from member_agent.fenced_works import fence_applies, fence_unknown_shares, stop_fenced, with_fenced_condition
 from member_agent.fencing import Fence
 from member_agent.gang import GangTracker
+from member_agent.hypernode_status import check_hyper_nodes, names
 from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import EVICT_GRACE, PodWrites
@@ -239,16 +239,13 @@ class Agent:
         problems: list[str] = []
         last, self.hyper_node_status = self.hyper_node_status, {}
         if self.hyper_nodes:
-            from member_agent.hypernode_status import check_hyper_nodes
-
             problems, self.hyper_node_status = check_hyper_nodes(
                 self.hyper_nodes, self.cache.nodes.values(), last, rfc3339(self.clock.now()))
         new = [p for p in problems if p not in self.topology_problems]
         self.topology_problems = list(problems)
         for problem in new:
             log.warning("network topology problem: %s", problem)
-            involved = next((h for h in self.hyper_nodes
-                             if re.search(rf"\b{re.escape(str(h['metadata']['name']))}\b", problem)), None)
+            involved = next((h for h in self.hyper_nodes if names(problem, str(h["metadata"]["name"]))), None)
             if involved is not None:
                 await self.gateway.record_event(involved, "Warning", "TopologyProblem", problem)
 

@@ -28,9 +28,14 @@ from member_agent.scheduler.framework.hypernodes import HyperNodeTree, build_tre
 CONDITION = "MembersResolved"
 
 
+def names(problem: str, name: str) -> bool:
+    """Whether ``problem`` names the HyperNode ``name`` as a whole name (``leaf`` is not named by a
+    problem about ``leaf-1``: names hold ``-`` and ``.``)."""
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", problem) is not None
+
+
 def _problems_of(name: str, problems: list[str]) -> list[str]:
-    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
-    return [p for p in problems if word.search(p)]
+    return [p for p in problems if names(p, name)]
 
 
 def hypernode_statuses(tree: HyperNodeTree, previous: Mapping[str, Mapping[str, Any]], now: str,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from agent_fakes import Harness
 
-from member_agent.hypernode_status import check_hyper_nodes, status_changed
+import pytest
+
+from member_agent.hypernode_status import check_hyper_nodes, names, status_changed
 
 NODES = [{"metadata": {"name": f"n{i}", "labels": {}}} for i in range(6)]
 
@@ -66,3 +68,15 @@ def test_a_change_of_status_alone_starts_no_session() -> None:
     assert agent.changes.version == version and agent.hyper_nodes[0]["status"]["nodeCount"] == 2
     agent.set_hyper_nodes([*TREE[:1], hn("leaf1", 1, "Node", "n2"), *TREE[2:]])
     assert agent.changes.version > version
+
+
+@pytest.mark.parametrize(("problem", "name", "named"), [
+    ("node n1 is claimed by leaf-1 and leaf-2 of tier 1", "leaf-1", True),
+    ("node n1 is claimed by leaf-1 and leaf-2 of tier 1", "leaf", False),  # a prefix of a name with '-'
+    ("cycle: spine.a -> leaf -> spine.a", "spine", False),  # a prefix of a name with '.'
+    ("cycle: spine.a -> leaf -> spine.a", "leaf", True),
+    ("leaf-10 has no member", "leaf-1", False),
+])
+def test_a_problem_names_a_hypernode_only_by_its_whole_name(problem: str, name: str, named: bool) -> None:
+    """The status condition and the TopologyProblem event both attribute a problem with this rule."""
+    assert names(problem, name) is named

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from member_agent import cycle_apply
-from member_agent.changes import Changes, SessionGate
+from member_agent.changes import Changes, SessionGate, first_of
 from member_agent.cluster.cache import ClusterCache
 from member_agent.cluster.clock import Clock, rfc3339
 from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
@@ -484,7 +484,7 @@ class Agent:
             due = self.next_requeue()
             if due is not None:  # a deferred policy action or a TTL falls due
                 wait = min(wait, max(0.0, due - self.clock.now()))
-            await _first(self.clock.sleep(wait), self.work_changed.wait(),
+            await first_of(self.clock.sleep(wait), self.work_changed.wait(),
                          self.cache.changed.wait())
             await self.clock.sleep(self.options.controller_period / 5)
 
@@ -509,7 +509,7 @@ class Agent:
                 release_memory()
             # Event-driven: a change (a Work's pods created, a PodGroup enqueued, capacity freed)
             # starts the next session once its burst settled; the period only paces pending work.
-            await _first(changed.wait(), self.clock.sleep(self.options.schedule_period))
+            await first_of(changed.wait(), self.clock.sleep(self.options.schedule_period))
             if changed.is_set():
                 await self.clock.sleep(self.options.session_settle)
 
@@ -531,12 +531,3 @@ def _generation(pod: Obj) -> int:
         return int(((pod.get("metadata") or {}).get("labels") or {}).get(GENERATION_LABEL, 0))
     except ValueError:
         return 0
-
-
-async def _first(*awaitables: Any) -> None:
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()

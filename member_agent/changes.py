@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 
 @dataclass
@@ -64,3 +64,13 @@ class SessionGate:
             return False
         self._idle_noted = True
         return True
+
+
+async def first_of(*awaitables: Any) -> None:
+    """Wait until the first of ``awaitables`` finishes (a change, or a period's sleep); cancel the rest."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

@@ -23,11 +23,12 @@ import asyncio
 import json
 import logging
 from datetime import UTC, datetime
-from typing import Any, Awaitable, Callable, Optional, TypeVar
+from typing import Awaitable, Callable, Optional, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from member_agent.agent import Agent
+from member_agent.changes import first_of
 from member_agent.cluster.clock import Clock, rfc3339
 from member_agent.cluster.gateway import AlreadyExists, Gone, NotFound, Obj, Unavailable
 from member_agent.federation_api import LEASE_NAMESPACE, FederationAPI
@@ -141,7 +142,7 @@ class FederationSync:
                     seen = -1  # try again after the debounce
             left = self.status_heartbeat - (self.clock.monotonic() - self._published_at)
             if seen == self.agent.changes.version:
-                await _first(changed.wait(), self.clock.sleep(max(0.0, left)))
+                await first_of(changed.wait(), self.clock.sleep(max(0.0, left)))
             # Debounce with a leading edge: a change after a quiet spell is reported once its burst
             # has settled (capacity freed reaches the federation at once, not a period later);
             # reports never come closer together than status_period.
@@ -267,7 +268,7 @@ class FederationSync:
             self.agent.status_changed.clear()
             await self.write_work_statuses()
             await self.write_events()
-            await _first(self.agent.status_changed.wait(), self.clock.sleep(2.0))
+            await first_of(self.agent.status_changed.wait(), self.clock.sleep(2.0))
             await self.clock.sleep(0.1)
 
     # ------------------------------------------------------------------ scheduler inputs
@@ -328,12 +329,3 @@ class FederationSync:
                                  self.inputs_loop())
         finally:
             self.connected = False  # stopped (e.g. stepped down): not talking to the federation
-
-
-async def _first(*awaitables: Any) -> None:
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()

@@ -3,9 +3,8 @@ MembersResolved condition, and a lastTransitionTime that moves only when the con
 
 from __future__ import annotations
 
-from agent_fakes import Harness
-
 import pytest
+from agent_fakes import Harness
 
 from member_agent.hypernode_status import check_hyper_nodes, names, status_changed
 

@@ -130,7 +130,10 @@ class JobRun:
 
     @property
     def phase(self) -> str:
-        return job_phase(self.status)
+        # read from the model: ``job_phase(self.status)`` gives the same, after dumping the status
+        status = self.job.status
+        state = status.state if status is not None else None
+        return str((state.phase if state is not None else None) or "Pending")
 
     @property
     def pod_group_phase(self) -> Optional[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from math import ceil
 from typing import Literal, Union
 
@@ -47,6 +48,14 @@ class Quantity:
     # ---------------------------------------------------------------- construction
     @classmethod
     def parse(cls, text: QuantityLike) -> "Quantity":
+        if type(text) is str and cls is Quantity:
+            # Manifests repeat a few request strings over and over; parsing one costs tens of
+            # microseconds of Fraction arithmetic, and the result is immutable.
+            return _parse_text(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: QuantityLike) -> "Quantity":
         if isinstance(text, Quantity):
             return text
         if isinstance(text, bool):
@@ -120,6 +129,15 @@ class Quantity:
         if fmt == "DecimalExponent":
             return f"{mantissa}e{exp}" if exp else f"{mantissa}"
         return f"{mantissa}{_DECIMAL_SUFFIX_BY_EXP[exp]}"
+
+
+#: Distinct quantity texts remembered (a bad text raises each time: errors are not cached).
+PARSE_CACHE_SIZE = 4096
+
+
+@lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _parse_text(text: str) -> Quantity:
+    return Quantity._parse(text)
 
 
 def _round_up_to_nano(value: Fraction) -> Fraction:

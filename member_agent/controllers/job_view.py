@@ -8,7 +8,9 @@ offset and total of each task; every index the controller writes is ``offset + i
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping, Optional
@@ -185,8 +187,31 @@ def _task_max_retry(value: Optional[int]) -> int:
     return value
 
 
+#: Views by the identity of the Job's spec and metadata, the only parts a view reads. A controller
+#: pass replaces only the Job's status (``model_copy`` keeps the spec and metadata objects), and
+#: every pass reads the Job twice (observe_pods, reconcile): the same view, built once per spec.
+#: Entries hold the objects they are keyed by, so an id cannot be reused while its entry lives.
+_VIEWS: OrderedDict[tuple[int, int], tuple[Any, Any, JobView]] = OrderedDict()
+_VIEWS_SIZE = 256  # a Job's passes come in bursts; a long-running agent keeps only recent ones
+
+
 def view_job(job: Job) -> JobView:
     """Read ``job``; raise :class:`ValidationFailed` (naming the field) for a malformed share."""
+    spec, metadata = job.spec, job.metadata
+    key = (id(spec), id(metadata))
+    hit = _VIEWS.get(key)
+    if hit is not None and hit[0] is spec and hit[1] is metadata:
+        _VIEWS.move_to_end(key)
+        view = hit[2]
+        return view if view.job is job else dataclasses.replace(view, job=job)
+    view = _read_job(job)  # a malformed share raises every time: errors are not kept
+    _VIEWS[key] = (spec, metadata, view)
+    while len(_VIEWS) > _VIEWS_SIZE:
+        _VIEWS.popitem(last=False)
+    return view
+
+
+def _read_job(job: Job) -> JobView:
     errors: list[FieldError] = []
     offsets = _annotation_json(job, naming.TASK_OFFSETS, errors)
     totals = _annotation_json(job, naming.TASK_TOTALS, errors)

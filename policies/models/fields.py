@@ -9,6 +9,7 @@ an error at ``<field path>.<resource name>`` whose message names the text. Use
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Annotated, Any, ClassVar, Mapping, Optional, Union
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, field_validator
@@ -25,6 +26,20 @@ _RESOURCE_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?/)?[A-Za
 
 
 def _check_quantity(value: Any) -> Union[int, float, str]:
+    if type(value) is str:
+        return _check_quantity_text(value)  # the few request strings a workload repeats
+    return _check_any_quantity(value)
+
+
+@lru_cache(maxsize=4096)
+def _check_quantity_text(value: str) -> str:
+    # A text that passes is kept as written, so the check's outcome is all there is to remember
+    # (a bad text raises every time: lru_cache does not keep exceptions).
+    _check_any_quantity(value)
+    return value
+
+
+def _check_any_quantity(value: Any) -> Union[int, float, str]:
     # Quantity.parse raises InvalidQuantity (a ValueError) naming the text, bools included.
     parsed = Quantity.parse(value)
     if abs(parsed.value) > MAX_QUANTITY:

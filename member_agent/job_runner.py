@@ -18,7 +18,6 @@ change and that has nothing due is skipped (:meth:`JobRun.fingerprint`).
 
 from __future__ import annotations
 
-import copy
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +40,7 @@ from policies.errors import CalderaError
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
 from policies.models.volcano_scheduling import PodGroup
+from policies.wire_objects import copy_wire
 
 log = logging.getLogger("caldera.agent.jobs")
 
@@ -202,7 +202,7 @@ class JobRun:
                 model = None  # validated whole below, so the error names the field from the root
         if model is None:
             model = PodGroup.model_validate(self.pod_group)
-        self._group_model = (copy.deepcopy(self.pod_group), model)
+        self._group_model = (copy_wire(self.pod_group), model)
         return model
 
     def fingerprint(self, pods: list[Obj], now: float) -> Any:

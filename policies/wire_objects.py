@@ -7,6 +7,7 @@ that derives what an agent would report, such as ``caldera place`` on a cluster 
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Optional
 
 Obj = dict[str, Any]
@@ -48,3 +49,21 @@ def pod_node(pod: Obj) -> Optional[str]:
 
 def pod_managed(pod: Obj) -> bool:
     return (pod.get("spec") or {}).get("schedulerName") in MANAGED_SCHEDULERS
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def copy_wire(value: Any) -> Any:
+    """A deep copy of wire data (dicts, lists, tuples of JSON scalars), several times cheaper than
+    :func:`copy.deepcopy`, which memoises every object it visits. Anything else is deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_wire(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_wire(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    if kind is tuple:
+        return tuple(copy_wire(item) for item in value)
+    return copy.deepcopy(value)

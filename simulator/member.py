@@ -18,7 +18,6 @@ What runs is the agent's own code, fed by the replay instead of informers:
 
 from __future__ import annotations
 
-import copy
 import heapq
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -35,6 +34,7 @@ from member_agent.scheduler.scheduler_cache import SchedulerCache
 from member_agent.works import Placement, WorkRecord
 from policies.quantity import parse_quantity
 from policies.scheduler_conf import SchedulerConf
+from policies.wire_objects import copy_wire
 from simulator.clock import VirtualClock
 from simulator.trace import TraceJob
 
@@ -241,7 +241,7 @@ class Member:
                 self.changed = True
             return
         if share.cached_group is None or share.cached_group != group:
-            share.cached_group = copy.deepcopy(group)
+            share.cached_group = copy_wire(group)
             self._by_group[self._group_key(group)] = share.job
             self.cache.upsert(share.cached_group)
             self.changed = True

@@ -32,6 +32,7 @@ from member_agent.controllers.podgroup import pod_group_phase, reconcile_pod_gro
 from member_agent.controllers.timestamps import go_duration, parse_rfc3339, to_rfc3339
 from policies.models.core import Pod
 from policies.models.volcano_scheduling import PodGroup
+from policies.wire_objects import copy_wire
 
 #: Pod phases killJob keeps: none on a restart, finished pods otherwise.
 RETAIN_NONE: frozenset[str] = frozenset()
@@ -307,14 +308,6 @@ class JobPass:
 
 def initial_status(status: Optional[Mapping[str, Any]]) -> dict[str, Any]:
     """A copy of the Job's wire status that the pass may change freely."""
-    return _json_copy(dict(status or {}))
-
-
-def _json_copy(value: Any) -> Any:
-    # The status is JSON (dicts, lists, scalars): copying just that is ~5x cheaper than deepcopy,
-    # which memoises every object it visits.
-    if isinstance(value, dict):
-        return {key: _json_copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json_copy(item) for item in value]
-    return value
+    # The status is JSON (dicts, lists, scalars): copying just that is ~5x cheaper than deepcopy.
+    copied: dict[str, Any] = copy_wire(dict(status or {}))
+    return copied

@@ -14,6 +14,7 @@ pass is a SyncJob.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Mapping, Optional, Sequence
@@ -109,6 +110,25 @@ def _split_deferred(observation: JobObservation, live: Mapping[str, str], versio
     return due, waiting
 
 
+#: Wire forms of the Job statuses seen lately, by identity: a status model stands until a pass
+#: changes it, and each pass reads it (a pass changes it about one time in three). Entries hold
+#: their model, so an id cannot be reused while its entry lives; the dicts are only read.
+_STATUS_WIRES: OrderedDict[int, tuple[JobStatus, dict[str, Any]]] = OrderedDict()
+_STATUS_WIRES_SIZE = 256
+
+
+def _status_wire(status: JobStatus) -> dict[str, Any]:
+    hit = _STATUS_WIRES.get(id(status))
+    if hit is not None and hit[0] is status:
+        _STATUS_WIRES.move_to_end(id(status))
+        return hit[1]
+    wire = status.to_wire()
+    _STATUS_WIRES[id(status)] = (status, wire)
+    while len(_STATUS_WIRES) > _STATUS_WIRES_SIZE:
+        _STATUS_WIRES.popitem(last=False)
+    return wire
+
+
 def reconcile(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> JobPlan:
     """Plan one pass over ``observation.job`` at time ``now``.
 
@@ -116,7 +136,7 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
     unknown policy action, naming the field; nothing is planned in that case.
     """
     job = view_job(observation.job)
-    old_status = observation.job.status.to_wire() if observation.job.status else {}
+    old_status = _status_wire(observation.job.status) if observation.job.status else {}
     p = JobPass(
         job=job, now=now, status=initial_status(old_status),
         pods={pod.metadata.name or "": pod for pod in observation.pods},

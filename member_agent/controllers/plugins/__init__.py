@@ -7,6 +7,7 @@ and running ``hcclrank`` last because it reads the ``RANK`` others set.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Optional, Sequence
 
 from member_agent.controllers.job_view import JobView
@@ -30,8 +31,27 @@ __all__ = ["REGISTRY", "JobPlugin", "KeySource", "PluginContext", "PluginError",
            "plugin_context"]
 
 
+#: Plugin instances by the arguments they were made from: plugins keep nothing but their parsed
+#: flags, and every pass of every job asks again (most jobs ask the same).
+_LOADED: OrderedDict[Any, tuple[JobPlugin, ...]] = OrderedDict()
+_LOADED_SIZE = 64
+
+
 def load_plugins(job: JobView, defaults: Optional[dict[str, list[str]]] = None) -> list[JobPlugin]:
     """Instances for the job's plugins; raise :class:`PluginError` for an unknown name or flag."""
+    key = (tuple((name, tuple(args)) for name, args in (defaults or {}).items()),
+           tuple((name, tuple(args)) for name, args in job.plugins.items()))
+    hit = _LOADED.get(key)
+    if hit is None:
+        hit = _LOADED[key] = tuple(_load_plugins(job, defaults))  # an error raises every time
+        while len(_LOADED) > _LOADED_SIZE:
+            _LOADED.popitem(last=False)
+    else:
+        _LOADED.move_to_end(key)
+    return list(hit)
+
+
+def _load_plugins(job: JobView, defaults: Optional[dict[str, list[str]]]) -> list[JobPlugin]:
     wanted: dict[str, list[str]] = dict(defaults or {})
     wanted.update(job.plugins)
     for name in list(wanted):

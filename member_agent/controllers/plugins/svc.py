@@ -16,6 +16,7 @@ seed's torchrun command uses as ``--master_addr``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from member_agent.controllers import naming
@@ -31,8 +32,12 @@ from member_agent.controllers.plugins.base import (
     owned_metadata,
     task_hosts,
 )
+from policies.wire_objects import copy_wire
 
 CONFIG_MOUNT_PATH = "/etc/volcano"
+#: ConfigMaps made lately, by what they are made from (SvcPlugin._config_map)
+_CONFIG_MAPS: OrderedDict[Any, WireObject] = OrderedDict()
+_CONFIG_MAPS_SIZE = 256
 MASTER_HOST_ENV = "VC_MASTER_HOST"
 
 
@@ -84,12 +89,25 @@ class SvcPlugin(JobPlugin):
                 add_env(container, env, value_from={"configMapKeyRef": {"name": name, "key": env}})
 
     def _config_map(self, ctx: PluginContext) -> WireObject:
-        return {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": owned_metadata(ctx.job, config_map_name(ctx.job.name)),
-            "data": self.host_data(ctx),
-        }
+        # Made again on every resync (on_job_update), from a handful of the view's facts: kept by
+        # those facts (a task's replicas are its host list's length) and handed out as a copy.
+        job = ctx.job
+        key = (job.name, job.namespace, job.uid, ctx.master_task, tuple(job.federated_tasks()),
+               tuple((t.name, t.template_hostname, t.template_subdomain) for t in job.tasks))
+        made = _CONFIG_MAPS.get(key)
+        if made is None:
+            made = _CONFIG_MAPS[key] = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": owned_metadata(job, config_map_name(job.name)),
+                "data": self.host_data(ctx),
+            }
+            while len(_CONFIG_MAPS) > _CONFIG_MAPS_SIZE:
+                _CONFIG_MAPS.popitem(last=False)
+        else:
+            _CONFIG_MAPS.move_to_end(key)
+        copied: WireObject = copy_wire(made)
+        return copied
 
     def on_job_update(self, ctx: PluginContext) -> list[WireObject]:
         # Replicas may have changed: the host lists follow.

@@ -51,7 +51,7 @@ def pod_managed(pod: Obj) -> bool:
     return (pod.get("spec") or {}).get("schedulerName") in MANAGED_SCHEDULERS
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def copy_wire(value: Any) -> Any:
@@ -59,9 +59,10 @@ def copy_wire(value: Any) -> Any:
     :func:`copy.deepcopy`, which memoises every object it visits. Anything else is deep-copied."""
     kind = type(value)
     if kind is dict:
-        return {key: copy_wire(item) for key, item in value.items()}
+        # scalars (most leaves) are taken as they are, without a call each
+        return {key: item if type(item) in _SCALARS else copy_wire(item) for key, item in value.items()}
     if kind is list:
-        return [copy_wire(item) for item in value]
+        return [item if type(item) in _SCALARS else copy_wire(item) for item in value]
     if kind in _SCALARS:
         return value
     if kind is tuple:

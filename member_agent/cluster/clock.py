@@ -20,6 +20,7 @@ import heapq
 import itertools
 import time
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Protocol
 
 
@@ -34,6 +35,7 @@ class Clock(Protocol):
         """Wait ``seconds`` of this clock's time."""
 
 
+@lru_cache(maxsize=256)  # pure; a controller pass stamps many objects with the same few instants
 def rfc3339(epoch_seconds: float) -> str:
     """Kubernetes' timestamp format (UTC, whole seconds, trailing ``Z``)."""
     return datetime.fromtimestamp(epoch_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

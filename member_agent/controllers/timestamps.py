@@ -6,11 +6,13 @@ The controller never reads the wall clock: callers pass ``now`` (an aware ``date
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Optional
 
 from policies.k8s import durations
 
 
+@lru_cache(maxsize=256)  # pure; a pass stamps its transitions with the one ``now``
 def to_rfc3339(moment: datetime) -> str:
     """``2026-12-02T10:00:00Z`` (second precision, UTC), as metav1.Time serialises."""
     if moment.tzinfo is None:
@@ -18,6 +20,7 @@ def to_rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@lru_cache(maxsize=1024)  # pure; every pass reads its Job's and pods' few timestamps again
 def parse_rfc3339(text: Optional[str]) -> Optional[datetime]:
     """The instant in ``text``, or None when absent or unreadable."""
     if not text:

@@ -55,9 +55,14 @@ def _check_any_quantity(value: Any) -> Union[int, float, str]:
 QuantityValue = Annotated[Union[int, float, str], PlainValidator(_check_quantity)]
 
 
+@lru_cache(maxsize=1024)  # a handful of names, matched on every ResourceList validated
+def _valid_resource_name(name: str) -> bool:
+    return _RESOURCE_NAME.match(name) is not None
+
+
 def _check_resource_names(value: dict[str, Any]) -> dict[str, Any]:
     for name in value:
-        if not _RESOURCE_NAME.match(name):
+        if not _valid_resource_name(name):
             raise ValueError(f"{name!r} is not a valid resource name (a qualified name such as "
                              f"'cpu', 'memory' or 'nvidia.com/gpu')")
     return value

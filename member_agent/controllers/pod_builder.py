@@ -17,6 +17,7 @@ from member_agent.controllers import naming
 from member_agent.controllers.job_view import JobView, TaskView
 from member_agent.controllers.plugins.base import JobPlugin, PluginContext, owner_reference
 from policies.models.core import Pod
+from policies.wire_objects import copy_wire
 
 
 def job_volume_claims(job: JobView) -> list[tuple[str, str]]:
@@ -123,7 +124,7 @@ def _template_wire(job: JobView, task: TaskView) -> dict[str, Any]:
 def prototype(job: JobView, task: TaskView, priority_classes: Mapping[str, int]) -> TaskPrototype:
     template = _template_wire(job, task)
     meta = template.get("metadata") or {}
-    spec = copy.deepcopy(template.get("spec") or {})
+    spec = copy_wire(template.get("spec") or {})  # the Job's dump: wire data
     _defaults(job, spec, priority_classes)
     return TaskPrototype(meta.get("labels") or {}, meta.get("annotations") or {}, spec)
 
@@ -156,7 +157,7 @@ def build_pod(
             "annotations": _annotations(job, task, index, version, retry_count, shape.template_annotations),
             "ownerReferences": [owner_reference(job)],
         },
-        "spec": copy.deepcopy(dict(shape.spec)),
+        "spec": copy_wire(dict(shape.spec)),  # wire data (the prototype's), edited by the plugins below
     }
     for plugin in plugins:
         plugin.on_pod_create(pod, ctx)

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from member_agent.controllers.job_view import view_job
 from member_agent.controllers.observe import observe_job, observe_pod_group, observe_pods
 from member_agent.controllers.reconcile import ControllerConfig, JobObservation, JobPlan, reconcile
+from member_agent.controllers.reconcile import _status_wire as status_wire
 from member_agent.controllers.requests import DeferredAction, JobRequest
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
@@ -78,6 +79,10 @@ class World:
             job=self.job, pod_group=self.pod_group, pods=list(self.pods.values()), requests=requests,
             deferred=self.deferred, priority_classes=self.priority_classes, existing_objects=self.objects,
         ), self.now, self.config)
+        # a pass shares the old status's nested values (initial_status), whose wire form reconcile
+        # keeps for the next pass: the pass must not have changed it
+        old = self.job.status
+        assert old is None or status_wire(old) == old.to_wire(), "a pass changed the previous status in place"
         self.apply(plan)
         self.plans.append(plan)
         return plan

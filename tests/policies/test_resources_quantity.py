@@ -288,3 +288,22 @@ def test_dominant_share_counts_only_resources_of_the_total() -> None:
     total = rv(cpu=10000)
     assert rv(cpu=1000, nvidia_gpu=1000).dominant_share(total) == ("cpu", pytest.approx(0.1))
     assert rv().dominant_share(total) == ("", 0.0)
+
+
+@pytest.mark.parametrize("text", ["12x", "1e1001", "", "--1", "1 Gi"])
+def test_a_bad_quantity_fails_every_time_it_is_read(text: str) -> None:
+    # texts are parsed once and remembered: an error must not be remembered as a value
+    for _ in range(2):
+        with pytest.raises(InvalidQuantity):
+            Quantity.parse(text)
+        with pytest.raises(ValueError):
+            to_internal("cpu", text)
+
+
+@pytest.mark.parametrize("value", ["500m", "1Gi", "8", 4, 0.5])
+def test_remembered_quantities_equal_fresh_parses(value: object) -> None:
+    fresh = Quantity._parse(value)  # type: ignore[arg-type]
+    assert Quantity.parse(value) == Quantity.parse(value) == fresh  # type: ignore[arg-type]
+    assert to_internal("memory", value) == to_internal("memory", value)  # type: ignore[arg-type]
+    with pytest.raises(InvalidQuantity):
+        Quantity.parse(True)  # a boolean is no quantity, even after 1 was read

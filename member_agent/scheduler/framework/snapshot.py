@@ -139,6 +139,9 @@ class QueueSpec:
     priority: int
     creation: float
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: Values derived from this spec alone (proportion's guarantee and capability vectors), as
+    #: ``JobSpec.memo``: the cache keeps an unchanged Queue's spec across snapshots.
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ def normalized_image_name(name: str) -> str:
 class ImageLocality:
     def __init__(self, images: tuple[Mapping[str, int], ...]) -> None:
         self.images = images
-        self.spread: Counter[str] = Counter(name for node in images for name in node)  # nodes per image
+        # nodes per image; most clusters list none (a C pass over the rows tells, every session)
+        self.spread: Counter[str] = Counter(name for node in images for name in node) if any(images) else Counter()
         self.active = bool(self.spread)
         self.by_images: dict[tuple[str, ...], np.ndarray] = {}
 

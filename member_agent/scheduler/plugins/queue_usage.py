@@ -231,34 +231,66 @@ class _CarriedTerms:
 
 def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> dict[str, Usage] | None:
     """The sums with the left-out jobs' part read from the ledger and the session's jobs added:
-    the whole-number path's answer, in work per session's job rather than per snapshot job. A
-    left-out job is Running, whose terms do not depend on ``full_min_for_inqueue`` (only an
-    Inqueue job reserves its full minimum), so one tally serves both."""
+    the whole-number path's answer, in work per session's job rather than per snapshot job.
+
+    Computed once per session opening (``Session.open_memo``) and shared: overcommit asks with
+    ``full_min_for_inqueue`` and proportion without. A left-out job is Running, whose terms do not
+    depend on it (only an Inqueue job reserves its full minimum), so one tally serves both, and
+    the session's Inqueue jobs with a minimum are the only terms the two sums differ in."""
+    base = ssn.open_memo.get(_BASE)
+    if base is None:
+        base = ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
+    if base is _WALK:
+        return None
+    totals, absolute = base
+    if full_min_for_inqueue:
+        totals, absolute = dict(totals), absolute
+        for job in ssn.jobs.values():
+            if job.phase != "Inqueue" or job.spec.min_resources is None:
+                continue  # the same terms under both
+            part, full = _terms(job, zeros, False), _terms(job, zeros, True)
+            if not full.integral:
+                return None
+            # whole numbers within the exact range: taking out a summand and adding another is exact
+            totals[job.queue] = totals[job.queue] + (full.block - part.block)
+            absolute = absolute + np.abs(full.block)
+        if absolute.max(initial=0.0) >= _EXACT:
+            return None
+    return _usage({queue: totals[queue].copy() for queue in ssn.job_queues()})
+
+
+#: ``Session.open_memo`` key of :func:`_carried_base`'s answer, and its answer when the walk must sum.
+_BASE = "queue_usage.carried"
+_WALK = "walk"
+
+
+def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray] | str:
+    """Per queue the four sums (without ``full_min_for_inqueue``) and the sum of the terms'
+    absolute values, or :data:`_WALK` when some term is not a whole number or a sum may round."""
     left = ssn.left_out
     assert left.ledger is not None
     carried = left.ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
     assert isinstance(carried, _CarriedTerms)
     if carried.fractional:  # counted exactly as such jobs come and go: the walk sums this session
-        return None
+        return _WALK
     if carried.absolute.max(initial=0.0) >= _EXACT:
         left.ledger.forget("queue_terms")  # its sums may have rounded: refilled, exact again, on next use
-        return None
+        return _WALK
     totals = {queue: block.copy() for queue, block in carried.sums.items()}
-    absolute = carried.absolute
-    active = [_terms(job, zeros, full_min_for_inqueue) for job in ssn.jobs.values()]
-    if active:
-        if not all(t.integral for t in active):
-            return None
-        queues, sums, extra = _block_sums(active)
-        absolute = absolute + extra
-        for queue, block in zip(queues, sums, strict=True):
-            if queue in totals:
-                totals[queue] += block
-            else:
-                totals[queue] = block
+    absolute = carried.absolute.copy()
+    for job in ssn.jobs.values():  # a few jobs a session: added one by one (whole numbers: any order is exact)
+        terms = _terms(job, zeros, False)
+        if not terms.integral:
+            return _WALK
+        kept = totals.get(terms.queue)
+        if kept is None:
+            totals[terms.queue] = terms.block.copy()
+        else:
+            kept += terms.block
+        absolute += np.abs(terms.block)
     if absolute.max(initial=0.0) >= _EXACT:
-        return None
-    return _usage({queue: totals[queue] for queue in ssn.job_queues()})
+        return _WALK
+    return totals, absolute
 
 
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:

@@ -146,12 +146,18 @@ def _all_jobs(ssn: Session, full_min_for_inqueue: bool = False) -> list[JobInfo 
 
 
 def _in_order(zeros: Vector, terms: list[Vector]) -> Vector:
-    """``zeros`` plus each term in turn, as ``+=`` in a loop adds them (``cumsum`` is sequential,
-    so the floats are exactly the loop's), in one numpy call instead of one per term."""
-    if not terms:
-        return zeros.copy()
-    total: Vector = np.cumsum(np.array([zeros, *terms]), axis=0)[-1]
-    return total
+    """``zeros`` plus each term in turn, as ``+=`` in a loop adds them: for a few terms that
+    loop, for more one ``cumsum`` (sequential, so the floats are exactly the loop's)."""
+    if len(terms) <= _FEW_TERMS:
+        total = zeros.copy()
+        for term in terms:
+            total += term
+        return total
+    summed: Vector = np.cumsum(np.array([zeros, *terms]), axis=0)[-1]
+    return summed
+
+
+_FEW_TERMS = 4  # up to here a numpy add per term costs less than building the array for cumsum
 
 
 #: From this many jobs the whole-number path is taken (below, the loop is cheaper).

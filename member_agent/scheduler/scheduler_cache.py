@@ -173,6 +173,8 @@ class SchedulerCache:
         builder.nodes = list(self._objects["Node"].values())
         self._table = builder.node_table(self.dims)
         self._table.allocatable.setflags(write=False)  # shared by every snapshot until a Node changes
+        # the cluster's total, summed once per node table (each snapshot gets a copy)
+        self._total = self._table.allocatable.sum(axis=0) if len(self._table) else self.dims.zeros()
         self._arrays = {name: getattr(self._table, name) for name in ARRAYS}
         self._node_problems = tuple(builder.problems)
         self._devices: dict[int, NodeDevices] = {}
@@ -346,7 +348,7 @@ class SchedulerCache:
         problems = [*self._node_problems, *(p for job in sorted(self._broken) for p in self._jobs[job][1]),
                     *(self._pod_problems[k] for k in sorted(self._pod_problems))]
         residents = [*self._residents.values(), *self._orphans()]
-        total = table.allocatable.sum(axis=0) if len(table) else self.dims.zeros()
+        total = self._total.copy()
         if self._workload_tuple is None:
             self._workload_tuple = tuple(sorted(self._workload.items()))
         if self._tree_dirty:  # the tree changes only with the HyperNodes or the nodes

@@ -18,7 +18,8 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cmp_to_key
-from typing import Any, Callable, Iterable
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -36,6 +37,8 @@ S = TaskStatus
 _PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read through its class costs ~0.5 us
 LOG = logging.getLogger("caldera.scheduler")
 _POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
+#: Each point's switch, read once: ``Point.switch`` goes through two properties, per registration.
+_SWITCHES: Mapping[Point, str | None] = MappingProxyType({point: point.switch for point in _POINTS})
 
 
 def klog_level(v: int) -> int:
@@ -196,7 +199,8 @@ class Session:
         none: 0) is 0, the code depends only on the task and the row's state (:mod:`node_groups`).
         """
         option = self._opening
-        if option is not None and point.switch is not None and not option.enabled(point.switch):
+        switch = _SWITCHES[point]
+        if option is not None and switch is not None and not option.enabled(switch):
             return
         self.callbacks[point][-1].append((plugin_name, fn))
         if row is not None:

@@ -124,8 +124,9 @@ class ProportionPlugin:
         water_fill(attrs, ssn.total, dims.always)
         if attrs:  # every queue's at once
             inverse = inverses(np.array([attr.deserved for attr in attrs]))
-            for attr, row, nonzero in zip(attrs, inverse, inverse.any(axis=1).tolist(), strict=True):
-                attr.inv_deserved, attr.inv_any = row, nonzero
+            nonzero = np.count_nonzero(inverse, axis=1).tolist()
+            for attr, row, count in zip(attrs, inverse, nonzero, strict=True):
+                attr.inv_deserved, attr.inv_any = row, count > 0
         for attr in attrs if ssn.options.verbosity >= 4 else ():
             # guarded: describing three vectors per queue cost ~10 % of a session at verbosity 0
             ssn.log(4, f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "

@@ -243,10 +243,10 @@ def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> d
     ``full_min_for_inqueue`` and proportion without. A left-out job is Running, whose terms do not
     depend on it (only an Inqueue job reserves its full minimum), so one tally serves both, and
     the session's Inqueue jobs with a minimum are the only terms the two sums differ in."""
-    base = ssn.open_memo.get(_BASE)
+    if _BASE not in ssn.open_memo:
+        ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
+    base: tuple[dict[str, np.ndarray], np.ndarray] | None = ssn.open_memo[_BASE]
     if base is None:
-        base = ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
-    if base is _WALK:
         return None
     totals, absolute = base
     if full_min_for_inqueue:
@@ -265,29 +265,28 @@ def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> d
     return _usage({queue: totals[queue].copy() for queue in ssn.job_queues()})
 
 
-#: ``Session.open_memo`` key of :func:`_carried_base`'s answer, and its answer when the walk must sum.
+#: ``Session.open_memo`` key of :func:`_carried_base`'s answer.
 _BASE = "queue_usage.carried"
-_WALK = "walk"
 
 
-def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray] | str:
+def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
     """Per queue the four sums (without ``full_min_for_inqueue``) and the sum of the terms'
-    absolute values, or :data:`_WALK` when some term is not a whole number or a sum may round."""
+    absolute values, or None (the walk sums) when some term is not a whole number or a sum may round."""
     left = ssn.left_out
     assert left.ledger is not None
     carried = left.ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
     assert isinstance(carried, _CarriedTerms)
     if carried.fractional:  # counted exactly as such jobs come and go: the walk sums this session
-        return _WALK
+        return None
     if carried.absolute.max(initial=0.0) >= _EXACT:
         left.ledger.forget("queue_terms")  # its sums may have rounded: refilled, exact again, on next use
-        return _WALK
+        return None
     totals = {queue: block.copy() for queue, block in carried.sums.items()}
     absolute = carried.absolute.copy()
     for job in ssn.jobs.values():  # a few jobs a session: added one by one (whole numbers: any order is exact)
         terms = _terms(job, zeros, False)
         if not terms.integral:
-            return _WALK
+            return None
         kept = totals.get(terms.queue)
         if kept is None:
             totals[terms.queue] = terms.block.copy()
@@ -295,7 +294,7 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
             kept += terms.block
         absolute += np.abs(terms.block)
     if absolute.max(initial=0.0) >= _EXACT:
-        return _WALK
+        return None
     return totals, absolute
 
 

@@ -18,23 +18,32 @@ that loop as the reference); both versions here give its answers bit for bit:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol, Sequence
 
 import numpy as np
 
 from member_agent.scheduler.framework.dims import TOLERANCE, Dimensions, Vector, is_empty
 
-if TYPE_CHECKING:
-    from member_agent.scheduler.plugins.proportion import QueueAttr
+
+class QueueAttr(Protocol):
+    """What water filling reads and sets of a queue (``proportion.QueueAttr``)."""
+
+    weight: int
+    real_capability: Vector
+    request: Vector
+    guarantee: Vector
+    allocated: Vector
+    deserved: Vector
+    share: float
 
 
-def water_fill(attrs: list[QueueAttr], total: Vector, always: np.ndarray) -> None:
+def water_fill(attrs: Sequence[QueueAttr], total: Vector, always: np.ndarray) -> None:
     """Set each queue's ``deserved`` and ``share`` (``attrs`` in the session's queue order)."""
     if attrs and not _fill_floats(attrs, total, always):
         _fill_arrays(attrs, total, always)
 
 
-def _fill_floats(attrs: list[QueueAttr], total: Vector, always: np.ndarray) -> bool:
+def _fill_floats(attrs: Sequence[QueueAttr], total: Vector, always: np.ndarray) -> bool:
     """The rounds on Python floats; False (nothing done) when an input is outside their domain.
     ``min``/``max`` are comparisons here, and a row's share is found in the same pass."""
     block = np.array([(a.real_capability, a.request, a.guarantee, a.allocated, a.deserved) for a in attrs],
@@ -107,7 +116,7 @@ def _fill_floats(attrs: list[QueueAttr], total: Vector, always: np.ndarray) -> b
     return True
 
 
-def _fill_arrays(attrs: list[QueueAttr], total: Vector, always: np.ndarray) -> None:
+def _fill_arrays(attrs: Sequence[QueueAttr], total: Vector, always: np.ndarray) -> None:
     """The rounds as (queues × dims) arrays: any input (``inf`` capabilities, signed zeros)."""
     weights = [a.weight for a in attrs]
     capability = np.array([a.real_capability for a in attrs])

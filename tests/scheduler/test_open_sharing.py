@@ -123,3 +123,19 @@ def test_a_queue_spec_read_under_other_dimensions_gets_vectors_of_those() -> Non
     guarantee, capability = queue_vectors(wide, spec)
     assert guarantee.tolist() == [1000.0, 0.0, 0.0, 0.0] and capability.tolist() == [2000.0, np.inf, np.inf, 1000.0]
     assert queue_vectors(wide, spec)[1] is capability and not capability.flags.writeable
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=jobs_strategy, full_min=st.booleans())
+def test_the_total_inqueue_is_the_queues_inqueue_added_in_order(jobs: list[tuple[str, str, int, list[str]]],
+                                                                full_min: bool) -> None:
+    from member_agent.scheduler.plugins.queue_usage import total_inqueue
+
+    snapshot = build_snapshot(_objects(jobs))
+    for conf in (FIFO, CONF):
+        ssn = open_session(snapshot, conf, FixedClock())
+        expected = ssn.dims.zeros()
+        for usage in _walked_usage(ssn, full_min).values():
+            expected += usage.inqueue
+        assert total_inqueue(ssn, full_min_for_inqueue=full_min).tolist() == expected.tolist()
+        ssn.dispose()

@@ -236,8 +236,17 @@ class _CarriedTerms:
 
 
 def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> dict[str, Usage] | None:
-    """The sums with the left-out jobs' part read from the ledger and the session's jobs added:
-    the whole-number path's answer, in work per session's job rather than per snapshot job.
+    """:func:`_carried_totals` as each queue's :class:`Usage`, arrays of the caller's own."""
+    totals = _carried_totals(ssn, zeros, full_min_for_inqueue)
+    if totals is None:
+        return None
+    return _usage({queue: totals[queue].copy() for queue in ssn.job_queues()})
+
+
+def _carried_totals(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> dict[str, np.ndarray] | None:
+    """Per queue the four sums as rows (read-only to the caller), the left-out jobs' part read
+    from the ledger and the session's jobs added: the whole-number path's answer, in work per
+    session's job rather than per snapshot job.
 
     Computed once per session opening (``Session.open_memo``) and shared: overcommit asks with
     ``full_min_for_inqueue`` and proportion without. A left-out job is Running, whose terms do not
@@ -262,7 +271,7 @@ def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> d
             absolute = absolute + np.abs(full.block)
         if absolute.max(initial=0.0) >= _EXACT:
             return None
-    return _usage({queue: totals[queue].copy() for queue in ssn.job_queues()})
+    return totals
 
 
 #: ``Session.open_memo`` key of :func:`_carried_base`'s answer.
@@ -323,3 +332,19 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
     return {queue: Usage(allocated=_in_order(zeros, allocated), request=_in_order(zeros, request),
                          inqueue=_in_order(zeros, inqueue), elastic=_in_order(zeros, elastic))
             for queue, (allocated, request, elastic, inqueue) in by_queue.items()}
+
+
+def total_inqueue(ssn: Session, *, full_min_for_inqueue: bool = False) -> Vector:
+    """The ``inqueue`` of every queue with a job, added in queue order (overcommit's reading),
+    without building each queue's :class:`Usage` when the carried sums serve."""
+    zeros = ssn.dims.zeros()
+    total = zeros.copy()
+    totals = (_carried_totals(ssn, zeros, full_min_for_inqueue)
+              if ssn.left_out and not ssn.left_out.clash else None)
+    if totals is not None:
+        for queue in ssn.job_queues():
+            total += totals[queue][3]
+        return total
+    for usage in queue_usage(ssn, full_min_for_inqueue=full_min_for_inqueue).values():
+        total += usage.inqueue
+    return total

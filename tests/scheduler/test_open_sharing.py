@@ -139,3 +139,19 @@ def test_the_total_inqueue_is_the_queues_inqueue_added_in_order(jobs: list[tuple
             expected += usage.inqueue
         assert total_inqueue(ssn, full_min_for_inqueue=full_min).tolist() == expected.tolist()
         ssn.dispose()
+
+
+def test_whether_nodes_list_images_follows_the_nodes_of_the_cache() -> None:
+    """Read once per node layout (``NodeTable.lists_images``), shared by the cache's snapshots."""
+    cache = SchedulerCache()
+    plain = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"},
+             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    cache.upsert(copy.deepcopy(plain))
+    assert cache.snapshot().nodes.lists_images is False
+    listed = copy.deepcopy(plain)
+    listed["metadata"]["name"] = "b"
+    listed["status"]["images"] = [{"names": ["repo/app:1"], "sizeBytes": 300 * 1024 * 1024}]
+    cache.upsert(listed)
+    assert cache.snapshot().nodes.lists_images is True and cache.snapshot().nodes.lists_images is True
+    cache.delete(listed)
+    assert cache.snapshot().nodes.lists_images is False

@@ -41,7 +41,7 @@ from member_agent.fence_store import FenceStore
 from member_agent.fenced_works import fence_applies, fence_unknown_shares, stop_fenced, with_fenced_condition
 from member_agent.fencing import Fence
 from member_agent.gang import GangTracker
-from member_agent.hypernode_status import check_hyper_nodes, names
+from member_agent.hypernode_book import HyperNodeBook
 from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
 from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import EVICT_GRACE, PodWrites
@@ -51,12 +51,12 @@ from member_agent.scheduler.scheduler_cache import ObjectSync, SchedulerCache
 from member_agent.topology_status import cluster_topology
 from member_agent.work_state import WorkState
 from member_agent.works import (
-    GENERATION_LABEL,
     JOB_API_VERSION,
     WORK_UID_LABEL,
     WorkRecord,
     comparable,
     parse_work,
+    pod_generation,
     work_status,
 )
 from policies.capacity import NodeState, cluster_status, pod_request
@@ -107,13 +107,8 @@ class Agent:
         self.writes = PodWrites(gateway)  # pod writes and what is still in flight
         self.queues: list[Obj] = []
         self.priority_classes: list[Obj] = []
-        #: The member cluster's HyperNodes (sim: the cluster file's ``hyperNodes:``; kube: read and
-        #: discovered from node labels, member_agent/hypernode_discovery.py), passed to every session.
-        self.hyper_nodes: list[Obj] = []
-        self.topology_problems: list[str] = []
-        #: name -> status (nodeCount, conditions) of each HyperNode (member_agent/hypernode_status.py)
-        self.hyper_node_status: dict[str, dict[str, Any]] = {}
-        self._topology_key: Any = None
+        #: The member cluster's HyperNodes, passed to every session, their problems and statuses.
+        self.topology = HyperNodeBook(self.changes.bump)
         self.conf: SchedulerConf = DEFAULT_CONF
         self._conf_mtime: Optional[float] = None
         self.last_cycle: Optional[float] = None
@@ -217,44 +212,22 @@ class Agent:
             self.changes.bump()
         self.queues, self.priority_classes = queues, priority_classes
 
+    @property
+    def hyper_nodes(self) -> list[Obj]:
+        return self.topology.hyper_nodes
+
     def set_hyper_nodes(self, hyper_nodes: list[Obj]) -> None:
-        """New HyperNodes: the next session sees them (a change of status alone, such as the agent's
-        own status write, needs no new session: sessions read names and specs)."""
-        if hyper_nodes != self.hyper_nodes:
-            def scheduled(objs: list[Obj]) -> list[Any]:
-                return [((h.get("metadata") or {}).get("name"), h.get("spec")) for h in objs]
-            if scheduled(hyper_nodes) != scheduled(self.hyper_nodes):
-                self.changes.bump()
-            self.hyper_nodes = hyper_nodes
+        self.topology.set(hyper_nodes)
 
     async def check_topology(self) -> None:
-        """What one HyperNode cannot show (a cycle, a node claimed twice in a tier) is logged and
-        recorded as a Warning event ``TopologyProblem`` about the HyperNode it names, once per
-        change of the HyperNodes or the node names, and shown on ``/status``; so is each
-        HyperNode's status (nodeCount, conditions; member_agent/hypernode_status.py)."""
-        key = (id(self.hyper_nodes), len(self.hyper_nodes), tuple(sorted(self.cache.nodes)))
-        if key == self._topology_key:
-            return
-        self._topology_key = key
-        problems: list[str] = []
-        last, self.hyper_node_status = self.hyper_node_status, {}
-        if self.hyper_nodes:
-            problems, self.hyper_node_status = check_hyper_nodes(
-                self.hyper_nodes, self.cache.nodes.values(), last, rfc3339(self.clock.now()))
-        new = [p for p in problems if p not in self.topology_problems]
-        self.topology_problems = list(problems)
-        for problem in new:
-            log.warning("network topology problem: %s", problem)
-            involved = next((h for h in self.hyper_nodes if names(problem, str(h["metadata"]["name"]))), None)
-            if involved is not None:
-                await self.gateway.record_event(involved, "Warning", "TopologyProblem", problem)
+        await self.topology.check(self.cache.nodes, self.gateway, rfc3339(self.clock.now()))
 
     # ------------------------------------------------------------------ views
     def stale_generation(self, pod: Obj) -> bool:
         """Whether ``pod`` belongs to a placement generation older than the newest seen for its Work."""
         uid = ((pod.get("metadata") or {}).get("labels") or {}).get(WORK_UID_LABEL)
         seen = self.generations.get(uid or "")
-        return seen is not None and _generation(pod) < seen
+        return seen is not None and pod_generation(pod) < seen
 
     def pods_of(self, record: WorkRecord) -> list[Obj]:
         return [p for p in self.cache.pods.values()
@@ -360,7 +333,7 @@ class Agent:
         # generations are fencing tokens: a pod of an older generation never starts, and never keeps
         # running unless the new generation is a re-division that keeps it (keepsFromGeneration);
         # after a re-placement the new generation's pods start afresh once the old ones are gone
-        stale = [p for p in pods if record.placement.stale(_generation(p), bool(pod_node(p)))]
+        stale = [p for p in pods if record.placement.stale(pod_generation(p), bool(pod_node(p)))]
         run.deleted_by_us.update(p["metadata"]["name"] for p in stale)
         await self.writes.delete_all(stale, f"older placement generation than {record.placement.generation}",
                                      grace=None)
@@ -524,10 +497,3 @@ def release_memory() -> None:
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _generation(pod: Obj) -> int:
-    try:
-        return int(((pod.get("metadata") or {}).get("labels") or {}).get(GENERATION_LABEL, 0))
-    except ValueError:
-        return 0

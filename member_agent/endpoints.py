@@ -58,9 +58,9 @@ def status_document(agent: Agent, sync: Optional[FederationSync]) -> dict[str, A
         "devices": dict(sorted(agent.writes.devices.items())),
         # the member's HyperNodes and what is wrong with them as a whole (a cycle, a node claimed twice)
         "hyperNodes": len(agent.hyper_nodes),
-        "topologyProblems": list(agent.topology_problems),
+        "topologyProblems": list(agent.topology.problems),
         # each HyperNode's status (nodeCount, conditions): the only place a --sim or label-built one shows it
-        "hyperNodeStatus": dict(sorted(agent.hyper_node_status.items())),
+        "hyperNodeStatus": dict(sorted(agent.topology.status.items())),
         "nominations": {key: nominee for key, pod in sorted(agent.cache.pods.items())
                         if (nominee := (pod.get("status") or {}).get("nominatedNodeName")) and not pod_node(pod)},
     }

@@ -114,7 +114,7 @@ async def write_statuses(agent: Any, gateway: Any, served: list[Obj]) -> None:
     await agent.check_topology()
     for obj in served:
         name = str((obj.get("metadata") or {}).get("name"))
-        wanted = agent.hyper_node_status.get(name)
+        wanted = agent.topology.status.get(name)
         if wanted is None or not status_changed(obj.get("status"), wanted):
             continue
         try:

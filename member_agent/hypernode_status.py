@@ -21,7 +21,7 @@ show theirs on the agent's ``/status`` (``hyperNodeStatus``).
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from member_agent.scheduler.framework.hypernodes import HyperNodeTree, build_tree
 
@@ -74,7 +74,7 @@ def status_changed(current: Mapping[str, Any] | None, wanted: Mapping[str, Any])
     return _essence(current) != _essence(wanted)
 
 
-def check_hyper_nodes(hyper_nodes: list[Mapping[str, Any]], nodes: Iterable[Mapping[str, Any]],
+def check_hyper_nodes(hyper_nodes: Sequence[Mapping[str, Any]], nodes: Iterable[Mapping[str, Any]],
                       last: Mapping[str, Mapping[str, Any]], now: str) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """The problems of the topology and every HyperNode's status, over the cluster's nodes.
     ``last``: the statuses computed before; an API object's own status takes precedence."""

@@ -120,6 +120,14 @@ def _keeps_from(raw: Obj, generation: int) -> int:
         return generation
 
 
+def pod_generation(pod: Obj) -> int:
+    """The placement generation a pod was created for (0: unlabelled or unreadable)."""
+    try:
+        return int(((pod.get("metadata") or {}).get("labels") or {}).get(GENERATION_LABEL, 0))
+    except ValueError:
+        return 0
+
+
 def parse_work(work: Obj) -> WorkRecord:
     md = work.get("metadata") or {}
     manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []

@@ -131,14 +131,18 @@ class Allocate:
                 row, fit_idle = search.best_feasible(task, candidates)
                 fit_future = True  # a domain's feasible rows are current in the shape cache too
             elif row is None:
-                candidates, fit_errors = search.feasible(task)
-                if fit_errors is not None:
-                    task.fit_error = fit_errors.message()
-                    job.roles_with_fit_errors.add(task.spec.role)
-                    if job.need_continue_allocating():
-                        continue
-                    break
-                row, fit_idle = search.best_feasible(task, candidates)
+                planned = search.planned(task)  # decided with an earlier sibling's search
+                if planned is not None:
+                    row, fit_idle = planned
+                else:
+                    candidates, fit_errors = search.feasible(task, plan=True)
+                    if fit_errors is not None:
+                        task.fit_error = fit_errors.message()
+                        job.roles_with_fit_errors.add(task.spec.role)
+                        if job.need_continue_allocating():
+                            continue
+                        break
+                    row, fit_idle = search.best_feasible(task, candidates)
                 fit_future = True
             else:  # the nominated node
                 fit_idle, fit_future = search.fits_resources(task, row)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from member_agent.scheduler.framework.search_plan import SearchPlan, plan_span
+
 # Re-exported: the actions and the benches reach the shape caches through this module.
 from member_agent.scheduler.framework.shape_cache import MAX_SHAPES as MAX_SHAPES
 from member_agent.scheduler.framework.shape_cache import SMALL_ROWS as SMALL_ROWS
@@ -77,6 +79,10 @@ INDEX_SEARCH = True
 #: role's first mark (tests switch it off to compare: the answers are the same).
 TRUST_ROLE_MARKS = True
 
+#: Decide the windows of a job's later searches with its first (search_plan.py; tests switch it off
+#: to compare: the answers are the same).
+PLAN_SEARCHES = True
+
 #: Rows a bounded search evaluates at least at once: numpy's per-call overhead makes smaller
 #: chunks slower than evaluating a few rows too many.
 MIN_CHUNK = 512
@@ -114,6 +120,8 @@ class NodeSearch:
         #: dropped from the session's bound must not be kept alive.
         self.role_marked: dict[str, tuple[int, int]] = {}
         self._wants: dict[int, int] = {}  # nodes -> numNodesToFind (the options are the session's)
+        #: The searches of the current task's siblings, decided with its own (:mod:`search_plan`).
+        self.plan: SearchPlan | None = None
 
     @property
     def start(self) -> int:
@@ -123,13 +131,17 @@ class NodeSearch:
     def start(self, value: int) -> None:
         self.ssn.node_cursor = value
 
-    def feasible(self, task: TaskInfo, check_resources: bool = True) -> tuple[np.ndarray, FitErrors | None]:
+    def feasible(self, task: TaskInfo, check_resources: bool = True,
+                 plan: bool = False) -> tuple[np.ndarray, FitErrors | None]:
         """Feasible node rows in visiting order, or no rows and the reasons.
 
         Rows are visited from the start index until one more than ``numNodesToFind`` feasible
         rows are seen (the last one is not kept, as Volcano cancels its workers there); the start
         then advances past the last kept row. Visiting every row ends with the start where it was.
+        ``plan``: also decide the searches of the task's pending siblings that this one makes
+        certain (:meth:`planned` hands them out; the caller places every task it searched for).
         """
+        self.plan = None
         ssn = self.ssn
         n = len(ssn.node_names)
         if n == 0:
@@ -145,8 +157,11 @@ class NodeSearch:
             cache.ensure_span(ssn, task, 0, n)
             marked = self.role_marked.get(role_key) if role is not None else None
             unchanged = TRUST_ROLE_MARKS and marked is not None and marked[0] == cache.serial and marked[1] == cache.rises
-            order, scanned = self._by_index(cache, start, want, None if unchanged else role)
+            trusted = unchanged or role is None
+            order, scanned = self._by_index(cache, start, want, None if trusted else role)
             role = self._mark_failed(role_key, role, cache, start, scanned)
+            if plan and PLAN_SEARCHES and trusted and len(order) == want and scanned < n:
+                self._plan(task, cache, start, want)
         else:
             had = role is not None
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
@@ -161,6 +176,47 @@ class NodeSearch:
             return order, None
         codes = self._reason_codes(task, cache, np.arange(n), check_resources, role)
         return order, FitErrors(ssn, codes)
+
+    def _plan(self, task: TaskInfo, cache: ShapeCache, start: int, want: int) -> None:
+        siblings = task.job.counts[TaskStatus.PENDING] - 1  # an upper bound on the searches to come
+        if siblings < 1:
+            return
+        planned = plan_span(cache, int(cache.ok_rows.searchsorted(start)), want, siblings)
+        if planned is not None:
+            span, count = planned
+            self.plan = SearchPlan(task.job.uid, task.spec.role, task.spec.shape, cache, span, want, count,
+                                   len(self.ssn.changes) + 1)
+
+    def planned(self, task: TaskInfo) -> tuple[int, bool] | None:
+        """:meth:`feasible` then :meth:`best_feasible` for ``task`` from the current plan: its node,
+        whether it fits the node's Idle, the start moved and the sibling failures marked as its
+        own search would; None when no plan holds for it (then the ordinary search answers)."""
+        plan = self.plan
+        if plan is None:
+            return None
+        ssn = self.ssn
+        j = plan.next
+        changes = ssn.changes
+        if (j >= plan.count or len(changes) != plan.changes or (plan.last >= 0 and changes[-1] != plan.last)
+                or task.spec.shape != plan.shape or task.job.uid != plan.job or task.spec.role != plan.role
+                or ssn.node_cursor != plan.start(j) or ssn.shape_caches.get(task.spec.shape) is not plan.cache):
+            self.plan = None
+            return None
+        want = plan.want
+        lo = j * want
+        start, end = int(plan.span[lo]), int(plan.span[lo + want])
+        n = len(ssn.node_names)
+        scanned = (end - start) % n
+        role_key = f"{plan.job}/{plan.role}" if self.cache_errors and plan.role else ""
+        if role_key:
+            self._mark_failed(role_key, self.role_errors.get(role_key), plan.cache, start, scanned)
+        plan.cache.density = max(want / scanned, 1 / n)  # as the search sets it (only its cost depends on it)
+        ssn.node_cursor = end
+        row, fit_idle = self.best_feasible(task, plan.span[lo:lo + want])
+        plan.next = j + 1
+        plan.changes = len(changes) + 1
+        plan.last = row
+        return row, fit_idle
 
     @staticmethod
     def _by_index(cache: ShapeCache, start: int, want: int, role: np.ndarray | None) -> tuple[np.ndarray, int]:

@@ -173,7 +173,7 @@ class SchedulerCache:
         builder.nodes = list(self._objects["Node"].values())
         self._table = builder.node_table(self.dims)
         self._table.allocatable.setflags(write=False)  # shared by every snapshot until a Node changes
-        #: the cluster's total allocatable, summed once per rebuild (each snapshot gets a copy)
+        # the cluster's total, summed once per node table (each snapshot gets a copy)
         self._total = self._table.allocatable.sum(axis=0) if len(self._table) else self.dims.zeros()
         self._arrays = {name: getattr(self._table, name) for name in ARRAYS}
         self._node_problems = tuple(builder.problems)

@@ -261,7 +261,7 @@ class _Builder:
             allocatable=alloc, max_pods=max_pods, idle=alloc.copy(), used=np.zeros((n, d)),
             releasing=np.zeros((n, d)), pipelined=np.zeros((n, d)), pod_count=np.zeros(n, dtype=np.int64),
             nonzero_used=np.zeros((n, 2)), index={name: i for i, name in enumerate(names)},
-            topology=tuple(topologies), images=tuple(images),
+            topology=tuple(topologies), images=tuple(images), lists_images=any(images),
         )
 
     # ------------------------------------------------------------------ tasks

@@ -156,15 +156,22 @@ def _nomination_holds(ssn: Session, task: TaskInfo) -> bool:
 def _close_left_out(ssn: Session, result: CycleResult) -> None:
     """What closing writes for the jobs the session left out (framework/quiescent.py), merged
     over them by the ledger (framework/left_out.py), in C loops: the jobs whose only condition
-    is gang's Scheduled share the session's one list of it (the result is read, never edited)."""
+    is gang's Scheduled share the session's one list of it (the result is read, never edited).
+
+    Called first, on a result whose mappings are still empty: each is a copy of the ledger's
+    (``dict.copy`` clones the table of a dict with few deleted slots in one block; ``update``
+    into an empty dict inserts item by item once the ledger's dicts have had deletions)."""
+    assert not (result.pod_owner or result.pod_groups or result.conditions or result.jobs
+                or result.steady_pod_groups)
     left = ssn.left_out
-    result.pod_owner.update(left.owners)
-    result.pod_groups.update(left.running)
+    result.pod_owner = left.owners.copy()
+    result.pod_groups = left.running.copy()
     scheduled = quiescent.scheduled_condition(ssn.uid)
-    result.conditions.update(dict.fromkeys(left.plain, [scheduled]))
-    result.conditions.update({uid: [*map(dict, kept), scheduled.copy()] for uid, kept in left.kept.items()})
-    result.jobs.update(left.reports)
-    result.steady_pod_groups.update(left.steady)
+    conditions = dict.fromkeys(left.plain, [scheduled])
+    conditions.update({uid: [*map(dict, kept), scheduled.copy()] for uid, kept in left.kept.items()})
+    result.conditions = conditions
+    result.jobs = left.reports.copy()
+    result.steady_pod_groups = left.steady.copy()
 
 
 def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:

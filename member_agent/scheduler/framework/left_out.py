@@ -67,6 +67,7 @@ class QuiescentLedger:
         self.with_scored = 0  # specs whose tasks carry terms the InterPodAffinity score reads
         self.with_ids: dict[str, Fragment] = {}  # eligible, with old Unschedulable transitionIDs
         self._tallies: dict[Hashable, Tally] = {}
+        self._removed = [0, 0]  # entries deleted since the dicts closing copies were rebuilt: jobs, pods
 
     def note(self, previous: tuple[JobSpec, ...], current: tuple[JobSpec, ...], removed: list[JobSpec],
              added: list[JobSpec]) -> None:
@@ -98,6 +99,16 @@ class QuiescentLedger:
         else:
             self._compare(jobs, nodes.index)
         self._seen = jobs
+        jobs_removed, pods_removed = self._removed
+        if jobs_removed * 2 > len(self.running) or pods_removed * 2 > len(self.owners):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Rebuild the dicts closing copies each session, in their order. ``dict.copy`` clones a
+        table in one block while at most a third of its slots hold deleted entries, and inserts
+        item by item (~10x slower) past that; deleted slots go only when a dict grows."""
+        self.owners, self.running, self.reports = dict(self.owners), dict(self.running), dict(self.reports)
+        self._removed = [0, 0]
 
     def _chain(self, jobs: tuple[JobSpec, ...]) -> list[Any] | None:
         """The noted changes from the tuple the ledger describes to ``jobs``, newest first."""
@@ -158,6 +169,8 @@ class QuiescentLedger:
         del self.fragments[uid], self.reports[uid], self.running[uid]
         for pod in found.owners:
             del self.owners[pod]
+        self._removed[0] += 1
+        self._removed[1] += len(found.owners)
         self.steady.discard(uid)
         self.plain.pop(uid, None)
         self.kept.pop(uid, None)

@@ -18,7 +18,8 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cmp_to_key
-from typing import Any, Callable, Iterable
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from policies.scheduler_conf import PluginOption, SchedulerConf
 S = TaskStatus
 _PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read through its class costs ~0.5 us
 LOG = logging.getLogger("caldera.scheduler")
+_POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
+#: Each point's switch, read once: ``Point.switch`` goes through two properties, per registration.
+_SWITCHES: Mapping[Point, str | None] = MappingProxyType({point: point.switch for point in _POINTS})
 
 
 def klog_level(v: int) -> int:
@@ -114,13 +118,17 @@ class Session:
             self.jobs[spec.uid] = job
         affinity_shapes([t for j in self.jobs.values() for t in j.tasks], snapshot.residents)
         self.reasons = Reasons()
-        self.callbacks: dict[Point, list[list[tuple[str, Callable[..., Any]]]]] = {p: [] for p in Point}
+        self.callbacks: dict[Point, list[list[tuple[str, Callable[..., Any]]]]] = {p: [] for p in _POINTS}
         self.handlers: list[tuple[str, Callable[[TaskInfo], None], Callable[[TaskInfo], None]]] = []
         self.plugins: dict[str, Any] = {}
         #: Per-session state several plugins share (e.g. the device ledger of deviceshare and
         #: numa-aware). Kept on the session so it dies with it; a module-level map keyed by the
         #: session kept every session alive through the value's back reference.
         self.shared: dict[str, Any] = {}
+        #: Values several plugins compute from the snapshot's state while they open (e.g. the
+        #: per-queue sums of proportion and overcommit, plugins/queue_usage.py): shared by them,
+        #: dropped by :meth:`finish_open`, as actions then change the state they describe.
+        self.open_memo: dict[str, Any] = {}
         self.changes: list[int] = []
         #: The rotating start of node searches, shared by every action (``NodeSearch.start``).
         self.node_cursor = options.last_processed_node_index % len(nodes) if len(nodes) else 0
@@ -166,7 +174,7 @@ class Session:
 
     # ------------------------------------------------------------------ registration
     def begin_tier(self) -> None:
-        for point in Point:
+        for point in _POINTS:
             self.callbacks[point].append([])
 
     def open_plugin(self, option: PluginOption, plugin: Any) -> None:
@@ -191,7 +199,8 @@ class Session:
         none: 0) is 0, the code depends only on the task and the row's state (:mod:`node_groups`).
         """
         option = self._opening
-        if option is not None and point.switch is not None and not option.enabled(point.switch):
+        switch = _SWITCHES[point]
+        if option is not None and switch is not None and not option.enabled(switch):
             return
         self.callbacks[point][-1].append((plugin_name, fn))
         if row is not None:
@@ -207,6 +216,7 @@ class Session:
 
     def finish_open(self) -> None:
         """Flatten the node-level callbacks once (they are called for every task)."""
+        self.open_memo.clear()
         def flat(point: Point) -> list[tuple[Callable[..., Any], Callable[..., Any] | None]]:
             return [(fn, self.row_fns.get(fn)) for tier in self.callbacks[point] for _name, fn in tier]
 

@@ -51,6 +51,9 @@ class NodeTable:
     topology: tuple[NodeTopology | None, ...] = ()
     #: Per row: ``status.images`` as image name -> size in bytes (the ImageLocality score).
     images: tuple[Mapping[str, int], ...] = ()
+    #: Whether any row lists images (None: not known, read from ``images``). Found once per node
+    #: layout: the cache's snapshots share it, so a session does not walk a thousand empty maps.
+    lists_images: bool | None = None
 
     def __len__(self) -> int:
         return len(self.names)
@@ -139,6 +142,9 @@ class QueueSpec:
     priority: int
     creation: float
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: Values derived from this spec alone (proportion's guarantee and capability vectors), as
+    #: ``JobSpec.memo``: the cache keeps an unchanged Queue's spec across snapshots.
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
@@ -30,7 +28,7 @@ class DrfPlugin:
     name = NAME
 
     def __init__(self) -> None:
-        self.shares = DominantShares(np.zeros(0))
+        self.shares: DominantShares  # set by on_session_open (a placeholder cost a session a few numpy calls)
         self.hierarchy: HierarchicalDrf | None = None
 
     def on_session_open(self, ssn: Session) -> None:

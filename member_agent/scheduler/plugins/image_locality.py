@@ -26,9 +26,12 @@ def normalized_image_name(name: str) -> str:
 
 
 class ImageLocality:
-    def __init__(self, images: tuple[Mapping[str, int], ...]) -> None:
+    def __init__(self, images: tuple[Mapping[str, int], ...], listed: bool | None = None) -> None:
+        """``listed``: whether any node lists an image, when known (``NodeTable.lists_images``)."""
         self.images = images
-        self.spread: Counter[str] = Counter(name for node in images for name in node)  # nodes per image
+        listed = any(images) if listed is None else listed
+        # nodes per image (most clusters list none)
+        self.spread: Counter[str] = Counter(name for node in images for name in node) if listed else Counter()
         self.active = bool(self.spread)
         self.by_images: dict[tuple[str, ...], np.ndarray] = {}
 

@@ -110,7 +110,7 @@ class NodeOrderPlugin:
                 weight = self.pod_affinity
                 ssn.add(Point.BATCH_NODE_ORDER, NAME, lambda task, rows: scorer.scores(task, rows) * weight)
         if self.image:
-            images = ImageLocality(ssn.nodes.images)
+            images = ImageLocality(ssn.nodes.images, ssn.nodes.lists_images)
             if images.active:  # no node lists images: 0 everywhere
                 image_weight = self.image
                 ssn.add(Point.BATCH_NODE_ORDER, NAME,

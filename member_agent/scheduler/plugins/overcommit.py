@@ -17,7 +17,7 @@ from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.status import Vote
-from member_agent.scheduler.plugins.queue_usage import deduct_gated, queue_usage
+from member_agent.scheduler.plugins.queue_usage import deduct_gated, total_inqueue
 
 NAME = "overcommit"
 ARGUMENTS = (Argument("overcommit-factor", float, 1.2),)
@@ -35,9 +35,7 @@ class OvercommitPlugin:
         self.ssn = ssn
         used = ssn.used.sum(axis=0) if len(ssn.node_names) else ssn.dims.zeros()
         self.idle = ssn.total * self.factor - used
-        self.inqueue = ssn.dims.zeros()
-        for usage in queue_usage(ssn, full_min_for_inqueue=True).values():
-            self.inqueue += usage.inqueue
+        self.inqueue = total_inqueue(ssn, full_min_for_inqueue=True)
         ssn.add(Point.JOB_ENQUEUEABLE, NAME, self._enqueueable)
         ssn.add(Point.JOB_ENQUEUED, NAME, self._enqueued)
 

@@ -16,20 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from member_agent.scheduler.framework.dims import (
-    TOLERANCE,
-    Dimensions,
-    Vector,
-    fits,
-    is_empty,
-    le_on_requested,
-)
+from member_agent.scheduler.framework.dims import Dimensions, Vector, fits, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import QueueSpec
 from member_agent.scheduler.framework.status import Vote
 from member_agent.scheduler.plugins.queue_usage import deduct_gated, queue_usage
+from member_agent.scheduler.plugins.water_fill import water_fill as water_fill  # re-exported for tests
 
 NAME = "proportion"
 ARGUMENTS = ()
@@ -75,67 +69,24 @@ def queue_share(allocated: Vector, deserved: Vector) -> float:
     return float(np.max(allocated[mask] / deserved[mask]))
 
 
-def inverse(vector: Vector) -> Vector:
-    """1/x on dims where x >= 0.1, else 0: ``max(a * inverse(x))`` is the share of ``a``."""
-    out = np.zeros_like(vector)
-    mask = vector >= 0.1
-    out[mask] = 1.0 / vector[mask]
+def inverses(rows: np.ndarray) -> np.ndarray:
+    """Per row, 1/x on dims where x >= 0.1, else 0: ``max(a * inverse)`` is the share of ``a``."""
+    out = np.zeros_like(rows)
+    mask = rows >= 0.1
+    out[mask] = 1.0 / rows[mask]
     return out
 
 
-def water_fill(attrs: list[QueueAttr], total: Vector, always: np.ndarray) -> None:
-    """Each queue's deserved share: rounds in which every queue not yet met takes its weight's
-    part of what remains (clamped to its capability, request and guarantee), until every queue
-    is met or nothing moves (volcano.md §6.6).
-
-    All queues of a round at once, as (queues × dims) arrays: each element goes through the
-    same float operations as a loop over the queues would apply, and the round's increase and
-    decrease are summed queue after queue (``cumsum`` is sequential), so the answers are the
-    loop's bit for bit (tests/scheduler/test_proportion_water_fill.py keeps the loop)."""
-    if not attrs:
-        return
-    weights = [a.weight for a in attrs]
-    capability = np.array([a.real_capability for a in attrs])
-    request = np.array([a.request for a in attrs])
-    guarantee = np.array([a.guarantee for a in attrs])
-    allocated = np.array([a.allocated for a in attrs])
-    deserved = np.array([a.deserved for a in attrs], dtype=float)
-    shares = np.array([a.share for a in attrs], dtype=float)
-    checked = (request != 0) | always  # the dims ``fits`` compares, per queue
-    met = np.zeros(len(attrs), dtype=bool)
-    remaining = total.copy()
-    zeros = np.zeros((1, len(total)))
-    while True:
-        rows = np.flatnonzero(~met)
-        total_weight = sum(weights[i] for i in rows)
-        if total_weight == 0:
-            break
-        old_remaining = remaining.copy()
-        old = deserved[rows]
-        parts = np.array([weights[i] / total_weight for i in rows])
-        new = old + remaining * parts[:, None]
-        new = np.minimum(new, capability[rows])
-        new = np.minimum(new, request[rows])
-        new = np.maximum(new, guarantee[rows])
-        deserved[rows] = new
-        shares[rows] = _shares(allocated[rows], new)
-        fit = np.all((request[rows] < new + TOLERANCE) | ~checked[rows], axis=1)
-        met[rows[fit | np.all(new == old, axis=1)]] = True
-        increased = np.cumsum(np.vstack([zeros, np.maximum(new - old, 0.0)]), axis=0)[-1]
-        decreased = np.cumsum(np.vstack([zeros, np.maximum(old - new, 0.0)]), axis=0)[-1]
-        remaining = np.maximum(remaining + decreased - increased, 0.0)
-        if is_empty(remaining) or np.array_equal(remaining, old_remaining):
-            break
-    for i, attr in enumerate(attrs):
-        attr.deserved = deserved[i].copy()
-        attr.share = float(shares[i])
-
-
-def _shares(allocated: np.ndarray, deserved: np.ndarray) -> np.ndarray:
-    """:func:`queue_share` of each row."""
-    mask = deserved >= 0.1
-    ratios = np.divide(allocated, deserved, out=np.full_like(deserved, -np.inf), where=mask)
-    return np.where(mask.any(axis=1), ratios.max(axis=1, initial=-np.inf), 0.0)
+def queue_vectors(dims: Dimensions, queue: QueueSpec) -> tuple[Vector, Vector]:
+    """A queue's guarantee and :func:`capability_vector`, read-only, kept in its spec's memo (an
+    unchanged Queue keeps its spec across the cache's snapshots: built once, not per session)."""
+    kept = queue.memo.get(NAME)
+    if kept is None or kept[0] is not dims:
+        guarantee, capability = dims.vector(queue.guarantee), capability_vector(dims, queue)
+        guarantee.setflags(write=False)
+        capability.setflags(write=False)
+        kept = queue.memo[NAME] = (dims, guarantee, capability)
+    return kept[1], kept[2]
 
 
 class ProportionPlugin:
@@ -148,27 +99,35 @@ class ProportionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         dims = self.dims = ssn.dims
         usage = queue_usage(ssn)
+        vectors = {name: queue_vectors(dims, queue) for name, queue in ssn.queues.items()}
         total_guarantee = dims.zeros()
-        for queue in ssn.queues.values():
-            total_guarantee += dims.vector(queue.guarantee)
-        for name, use in usage.items():
-            queue = ssn.queues[name]
-            guarantee = dims.vector(queue.guarantee)
-            capability = capability_vector(dims, queue)
-            real = np.maximum(ssn.total - total_guarantee, 0.0) + guarantee
-            if queue.capability:
-                real = np.minimum(real, capability)
+        for guarantee, _capability in vectors.values():
+            total_guarantee += guarantee
+        names = list(usage)
+        if names:
+            # Each queue's real capability, all queues at once (the same operations per element):
+            # what the others' guarantees leave, plus its own, within its spec's capability.
+            real = np.maximum(ssn.total - total_guarantee, 0.0) + np.array([vectors[n][0] for n in names])
+            capped = [i for i, n in enumerate(names) if ssn.queues[n].capability]
+            if capped:
+                real[capped] = np.minimum(real[capped], np.array([vectors[names[i]][1] for i in capped]))
+        for i, name in enumerate(names):
+            queue, use = ssn.queues[name], usage[name]
+            guarantee, capability = vectors[name]
             self.attrs[name] = QueueAttr(
                 name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
-                capability=capability, guarantee=guarantee, real_capability=real,
+                capability=capability, guarantee=guarantee, real_capability=real[i],
                 allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
                 deserved=dims.zeros(),
             )
-        water_fill(list(self.attrs.values()), ssn.total, dims.always)
-        for attr in self.attrs.values():
-            attr.inv_deserved = inverse(attr.deserved)
-            attr.inv_any = bool(attr.inv_deserved.any())
-        for attr in self.attrs.values() if ssn.options.verbosity >= 4 else ():
+        attrs = list(self.attrs.values())
+        water_fill(attrs, ssn.total, dims.always)
+        if attrs:  # every queue's at once
+            inverse = inverses(np.array([attr.deserved for attr in attrs]))
+            nonzero = np.count_nonzero(inverse, axis=1).tolist()
+            for attr, row, count in zip(attrs, inverse, nonzero, strict=True):
+                attr.inv_deserved, attr.inv_any = row, count > 0
+        for attr in attrs if ssn.options.verbosity >= 4 else ():
             # guarded: describing three vectors per queue cost ~10 % of a session at verbosity 0
             ssn.log(4, f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "
                        f"allocated <{dims.describe(attr.allocated)}>, request <{dims.describe(attr.request)}>")

@@ -146,12 +146,18 @@ def _all_jobs(ssn: Session, full_min_for_inqueue: bool = False) -> list[JobInfo 
 
 
 def _in_order(zeros: Vector, terms: list[Vector]) -> Vector:
-    """``zeros`` plus each term in turn, as ``+=`` in a loop adds them (``cumsum`` is sequential,
-    so the floats are exactly the loop's), in one numpy call instead of one per term."""
-    if not terms:
-        return zeros.copy()
-    total: Vector = np.cumsum(np.array([zeros, *terms]), axis=0)[-1]
-    return total
+    """``zeros`` plus each term in turn, as ``+=`` in a loop adds them: for a few terms that
+    loop, for more one ``cumsum`` (sequential, so the floats are exactly the loop's)."""
+    if len(terms) <= _FEW_TERMS:
+        total = zeros.copy()
+        for term in terms:
+            total += term
+        return total
+    summed: Vector = np.cumsum(np.array([zeros, *terms]), axis=0)[-1]
+    return summed
+
+
+_FEW_TERMS = 4  # up to here a numpy add per term costs less than building the array for cumsum
 
 
 #: From this many jobs the whole-number path is taken (below, the loop is cheaper).
@@ -230,10 +236,51 @@ class _CarriedTerms:
 
 
 def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> dict[str, Usage] | None:
-    """The sums with the left-out jobs' part read from the ledger and the session's jobs added:
-    the whole-number path's answer, in work per session's job rather than per snapshot job. A
-    left-out job is Running, whose terms do not depend on ``full_min_for_inqueue`` (only an
-    Inqueue job reserves its full minimum), so one tally serves both."""
+    """:func:`_carried_totals` as each queue's :class:`Usage`, arrays of the caller's own."""
+    totals = _carried_totals(ssn, zeros, full_min_for_inqueue)
+    if totals is None:
+        return None
+    return _usage({queue: totals[queue].copy() for queue in ssn.job_queues()})
+
+
+def _carried_totals(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> dict[str, np.ndarray] | None:
+    """Per queue the four sums as rows (read-only to the caller), the left-out jobs' part read
+    from the ledger and the session's jobs added: the whole-number path's answer, in work per
+    session's job rather than per snapshot job.
+
+    Computed once per session opening (``Session.open_memo``) and shared: overcommit asks with
+    ``full_min_for_inqueue`` and proportion without. A left-out job is Running, whose terms do not
+    depend on it (only an Inqueue job reserves its full minimum), so one tally serves both, and
+    the session's Inqueue jobs with a minimum are the only terms the two sums differ in."""
+    if _BASE not in ssn.open_memo:
+        ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
+    base: tuple[dict[str, np.ndarray], np.ndarray] | None = ssn.open_memo[_BASE]
+    if base is None:
+        return None
+    totals, absolute = base
+    if full_min_for_inqueue:
+        totals, absolute = dict(totals), absolute
+        for job in ssn.jobs.values():
+            if job.phase != "Inqueue" or job.spec.min_resources is None:
+                continue  # the same terms under both
+            part, full = _terms(job, zeros, False), _terms(job, zeros, True)
+            if not full.integral:
+                return None
+            # whole numbers within the exact range: taking out a summand and adding another is exact
+            totals[job.queue] = totals[job.queue] + (full.block - part.block)
+            absolute = absolute + np.abs(full.block)
+        if absolute.max(initial=0.0) >= _EXACT:
+            return None
+    return totals
+
+
+#: ``Session.open_memo`` key of :func:`_carried_base`'s answer.
+_BASE = "queue_usage.carried"
+
+
+def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+    """Per queue the four sums (without ``full_min_for_inqueue``) and the sum of the terms'
+    absolute values, or None (the walk sums) when some term is not a whole number or a sum may round."""
     left = ssn.left_out
     assert left.ledger is not None
     carried = left.ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
@@ -244,21 +291,20 @@ def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> d
         left.ledger.forget("queue_terms")  # its sums may have rounded: refilled, exact again, on next use
         return None
     totals = {queue: block.copy() for queue, block in carried.sums.items()}
-    absolute = carried.absolute
-    active = [_terms(job, zeros, full_min_for_inqueue) for job in ssn.jobs.values()]
-    if active:
-        if not all(t.integral for t in active):
+    absolute = carried.absolute.copy()
+    for job in ssn.jobs.values():  # a few jobs a session: added one by one (whole numbers: any order is exact)
+        terms = _terms(job, zeros, False)
+        if not terms.integral:
             return None
-        queues, sums, extra = _block_sums(active)
-        absolute = absolute + extra
-        for queue, block in zip(queues, sums, strict=True):
-            if queue in totals:
-                totals[queue] += block
-            else:
-                totals[queue] = block
+        kept = totals.get(terms.queue)
+        if kept is None:
+            totals[terms.queue] = terms.block.copy()
+        else:
+            kept += terms.block
+        absolute += np.abs(terms.block)
     if absolute.max(initial=0.0) >= _EXACT:
         return None
-    return _usage({queue: totals[queue] for queue in ssn.job_queues()})
+    return totals, absolute
 
 
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
@@ -286,3 +332,19 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
     return {queue: Usage(allocated=_in_order(zeros, allocated), request=_in_order(zeros, request),
                          inqueue=_in_order(zeros, inqueue), elastic=_in_order(zeros, elastic))
             for queue, (allocated, request, elastic, inqueue) in by_queue.items()}
+
+
+def total_inqueue(ssn: Session, *, full_min_for_inqueue: bool = False) -> Vector:
+    """The ``inqueue`` of every queue with a job, added in queue order (overcommit's reading),
+    without building each queue's :class:`Usage` when the carried sums serve."""
+    zeros = ssn.dims.zeros()
+    total = zeros.copy()
+    totals = (_carried_totals(ssn, zeros, full_min_for_inqueue)
+              if ssn.left_out and not ssn.left_out.clash else None)
+    if totals is not None:
+        for queue in ssn.job_queues():
+            total += totals[queue][3]
+        return total
+    for usage in queue_usage(ssn, full_min_for_inqueue=full_min_for_inqueue).values():
+        total += usage.inqueue
+    return total

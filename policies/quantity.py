@@ -9,12 +9,12 @@ up to the next nano-unit, and the canonical form keeps the *format family* the u
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from math import ceil
-from typing import Literal, Union
+from typing import Any, Callable, Literal, TypeVar, Union, cast
 
 from policies.errors import InvalidQuantity
 
@@ -48,10 +48,8 @@ class Quantity:
     # ---------------------------------------------------------------- construction
     @classmethod
     def parse(cls, text: QuantityLike) -> "Quantity":
-        if type(text) is str and cls is Quantity:
-            # Manifests repeat a few request strings over and over; parsing one costs tens of
-            # microseconds of Fraction arithmetic, and the result is immutable.
-            return _parse_text(text)
+        if cls is Quantity:
+            return _parse_text(text)  # texts remembered (remembered_for)
         return cls._parse(text)
 
     @classmethod
@@ -131,12 +129,31 @@ class Quantity:
         return f"{mantissa}{_DECIMAL_SUFFIX_BY_EXP[exp]}"
 
 
-#: Distinct quantity texts remembered (a bad text raises each time: errors are not cached).
+#: Distinct values a remembered conversion keeps (:func:`remembered_for`).
 PARSE_CACHE_SIZE = 4096
 
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
-@lru_cache(maxsize=PARSE_CACHE_SIZE)
-def _parse_text(text: str) -> Quantity:
+
+def remembered_for(kind: type, maxsize: int = PARSE_CACHE_SIZE) -> Callable[[_Fn], _Fn]:
+    """Remember a pure conversion's results (``lru_cache``) for calls whose last argument is
+    exactly of ``kind``: manifests and sessions repeat a few request texts and unit values
+    endlessly, and each costs tens of microseconds of Fraction arithmetic. Other calls go straight
+    through: ``True`` is not taken for the ``1`` it hashes like, and unhashable input still gets
+    the function's own error. An exception is never remembered, so a bad value fails every time."""
+    def decorate(fn: _Fn) -> _Fn:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any) -> Any:
+            return cached(*args) if type(args[-1]) is kind else fn(*args)
+        return cast(_Fn, call)
+    return decorate
+
+
+@remembered_for(str)
+def _parse_text(text: QuantityLike) -> Quantity:
+    """:meth:`Quantity.parse`, texts parsed once (the result is immutable)."""
     return Quantity._parse(text)
 
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from enum import Enum
 from fractions import Fraction
-from functools import lru_cache
 from typing import Iterable, Iterator, Mapping
 
-from policies.quantity import QuantityLike, from_fraction, parse_quantity
+from policies.quantity import QuantityLike, from_fraction, parse_quantity, remembered_for
 
 TOLERANCE = 0.1
 CPU = "cpu"
@@ -39,40 +38,18 @@ class Missing(Enum):
     INFINITY = "infinity"
 
 
+@remembered_for(str)
 def to_internal(name: str, quantity: QuantityLike) -> float:
     """A quantity in the scheduler's unit for ``name`` (milli for cpu and scalars)."""
-    if type(quantity) is str:
-        return _text_to_internal(name, quantity)
-    return _to_internal(name, quantity)
-
-
-#: Both conversions are pure, and a workload repeats a few (name, quantity) pairs endlessly while
-#: each costs several microseconds of Fraction arithmetic.
-@lru_cache(maxsize=4096)
-def _text_to_internal(name: str, quantity: str) -> float:
-    return _to_internal(name, quantity)
-
-
-def _to_internal(name: str, quantity: QuantityLike) -> float:
     q = parse_quantity(quantity)
     if name in _WHOLE_UNIT:
         return float(q.int_value())
     return float(q.milli_value())
 
 
+@remembered_for(float)
 def to_quantity_text(name: str, value: float) -> str:
     """Canonical quantity text for an internal value (inverse of :func:`to_internal`)."""
-    if type(value) is float:
-        return _float_quantity_text(name, value)
-    return _quantity_text(name, value)
-
-
-@lru_cache(maxsize=4096)
-def _float_quantity_text(name: str, value: float) -> str:
-    return _quantity_text(name, value)
-
-
-def _quantity_text(name: str, value: float) -> str:
     if name in _WHOLE_UNIT:
         exact = Fraction(round(value))
         if name == MEMORY:

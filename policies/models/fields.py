@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, fie
 from policies.errors import InvalidQuantity
 from policies.k8s import durations
 from policies.models.meta import TypedObject
-from policies.quantity import MAX_QUANTITY, Quantity
+from policies.quantity import MAX_QUANTITY, Quantity, remembered_for
 from policies.resources import ResourceVector
 
 # --------------------------------------------------------------------------- quantities
@@ -25,21 +25,8 @@ from policies.resources import ResourceVector
 _RESOURCE_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
+@remembered_for(str)  # the few request texts a workload repeats; a bad text raises every time
 def _check_quantity(value: Any) -> Union[int, float, str]:
-    if type(value) is str:
-        return _check_quantity_text(value)  # the few request strings a workload repeats
-    return _check_any_quantity(value)
-
-
-@lru_cache(maxsize=4096)
-def _check_quantity_text(value: str) -> str:
-    # A text that passes is kept as written, so the check's outcome is all there is to remember
-    # (a bad text raises every time: lru_cache does not keep exceptions).
-    _check_any_quantity(value)
-    return value
-
-
-def _check_any_quantity(value: Any) -> Union[int, float, str]:
     # Quantity.parse raises InvalidQuantity (a ValueError) naming the text, bools included.
     parsed = Quantity.parse(value)
     if abs(parsed.value) > MAX_QUANTITY:

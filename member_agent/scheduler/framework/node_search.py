@@ -147,7 +147,7 @@ class NodeSearch:
         if n == 0:
             return np.zeros(0, dtype=np.int64), FitErrors(ssn, np.zeros(0, dtype=np.int32))
         cache = shape_cache(ssn, task, lazy=True)
-        role_key = f"{task.job.uid}/{task.spec.role}" if self.cache_errors and task.spec.role else ""
+        role_key = self._role_key(task.job.uid, task.spec.role)
         role = self.role_errors.get(role_key) if role_key else None
         start = self.start % n
         want = self._wants.get(n)
@@ -177,6 +177,10 @@ class NodeSearch:
         codes = self._reason_codes(task, cache, np.arange(n), check_resources, role)
         return order, FitErrors(ssn, codes)
 
+    def _role_key(self, job: str, role: str) -> str:
+        """The predicate cache's key of a job's role ("" when failures are not cached)."""
+        return f"{job}/{role}" if self.cache_errors and role else ""
+
     def _plan(self, task: TaskInfo, cache: ShapeCache, start: int, want: int) -> None:
         siblings = task.job.counts[TaskStatus.PENDING] - 1  # an upper bound on the searches to come
         if siblings < 1:
@@ -204,10 +208,10 @@ class NodeSearch:
             return None
         want = plan.want
         lo = j * want
-        start, end = int(plan.span[lo]), int(plan.span[lo + want])
+        start, end = ssn.node_cursor, int(plan.span[lo + want])  # the cursor is the window's start (checked)
         n = len(ssn.node_names)
         scanned = (end - start) % n
-        role_key = f"{plan.job}/{plan.role}" if self.cache_errors and plan.role else ""
+        role_key = self._role_key(plan.job, plan.role)
         if role_key:
             self._mark_failed(role_key, self.role_errors.get(role_key), plan.cache, start, scanned)
         plan.cache.density = max(want / scanned, 1 / n)  # as the search sets it (only its cost depends on it)

@@ -129,7 +129,7 @@ def prototype(job: JobView, task: TaskView, priority_classes: Mapping[str, int])
     return TaskPrototype(meta.get("labels") or {}, meta.get("annotations") or {}, spec)
 
 
-def build_pod(
+def pod_wire(
     job: JobView,
     task: TaskView,
     local_index: int,
@@ -140,8 +140,10 @@ def build_pod(
     ctx: PluginContext,
     priority_classes: Mapping[str, int],
     shape: Optional[TaskPrototype] = None,
-) -> Pod:
-    """The pod for replica ``local_index`` of ``task`` (named by its global index).
+    extra_labels: Mapping[str, str] = {},
+) -> dict[str, Any]:
+    """The wire dict of the pod for replica ``local_index`` of ``task`` (named by its global
+    index), with ``extra_labels`` over Volcano's; a new dict the caller owns.
 
     Pass ``shape`` (from :func:`prototype`) when building many replicas of one task.
     """
@@ -161,4 +163,23 @@ def build_pod(
     }
     for plugin in plugins:
         plugin.on_pod_create(pod, ctx)
-    return Pod.model_validate(pod)
+    if extra_labels:  # the caller's labels win over Volcano's and the plugins'
+        pod["metadata"]["labels"] = {**(pod["metadata"].get("labels") or {}), **extra_labels}
+    return pod
+
+
+def build_pod(
+    job: JobView,
+    task: TaskView,
+    local_index: int,
+    *,
+    version: int,
+    retry_count: int,
+    plugins: Sequence[JobPlugin],
+    ctx: PluginContext,
+    priority_classes: Mapping[str, int],
+    shape: Optional[TaskPrototype] = None,
+) -> Pod:
+    """The pod for replica ``local_index`` of ``task``, as a model (see :func:`pod_wire`)."""
+    return Pod.model_validate(pod_wire(job, task, local_index, version=version, retry_count=retry_count,
+                                       plugins=plugins, ctx=ctx, priority_classes=priority_classes, shape=shape))

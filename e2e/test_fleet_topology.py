@@ -3,6 +3,7 @@ in e2e/data/topo-{a,b}.yaml), a 1:1 policy, jobs of 8-GPU pods with ``networkTop
 pod runs is read through the federation (``/api/v1/pods``, ``resource.karmada.io/cached-from-cluster``).
 
 One federation and two agents serve the module; the tests run in order and each uses its own job.
+A rerun (conftest.py: an e2e test gets one) first deletes the job its failed attempt left behind.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
 
-from e2e.harness import DATA, EXAMPLES, Miss, api, apply, capacity_reported, gpu_job, job, until
+from e2e.harness import DATA, EXAMPLES, JOB, Miss, api, apply, capacity_reported, gpu_job, job, until
 from federation.client import ResourceClient
 from federation.demo.processes import ClusterSpec, System
 from policies.kinds import lookup
@@ -51,7 +53,31 @@ async def placed_pods(rc: ResourceClient, name: str, count: int) -> Any:
     return running if len(running) == count else Miss(running)
 
 
+async def without_leftover(rc: ResourceClient, name: str) -> None:
+    """Delete job ``name`` if an earlier attempt of the test created it, and wait until it and its pods
+    are gone, so a rerun starts from the state its first attempt saw (not a 409 AlreadyExists)."""
+    async def gone() -> Any:
+        try:
+            await rc.get(JOB, name, "default")
+            return Miss(f"job {name} still exists")
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        items = (await rc.list(PODS, "default", label_selector=f"volcano.sh/job-name={name}")).get("items") or []
+        return True if not items else Miss([p["metadata"]["name"] for p in items])
+
+    if await gone():
+        return
+    try:
+        await rc.delete(JOB, name, "default")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    await until(gone, 60, f"{name} from an earlier attempt deleted with its pods")
+
+
 async def start(rc: ResourceClient, system: System, name: str, pods: int, topology: dict[str, Any]) -> None:
+    await without_leftover(rc, name)
     clusters = await capacity_reported(rc, system)
     reports = {name: c["status"].get("topology") or {} for name, c in clusters.items()}
     assert all(r.get("topTier") == 2 and [t["domains"] for t in r["tiers"]] == [3] for r in reports.values()), \

@@ -42,6 +42,14 @@ T = TypeVar("T")
 GANG_KEYS = ("generation", "phase", "reservedUntil", "reason")
 
 
+def share_phase(status: Optional[Obj]) -> tuple[object, object]:
+    """A Work status's gang phase and its job's phase (what confirms a share to the federation)."""
+    status = status or {}
+    manifests = status.get("manifestStatuses") or [{}]
+    job = ((manifests[0] or {}).get("status") or {}).get("state") or {}
+    return (status.get("gang") or {}).get("phase"), job.get("phase")
+
+
 def micro_time(epoch: float) -> str:
     """Kubernetes ``MicroTime`` text (Lease ``renewTime``)."""
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -69,6 +77,7 @@ class FederationSync:
         self.connected = False
         self._published: Optional[str] = None
         self._published_at = 0.0
+        self._publishing = asyncio.Lock()
         self._ready_since = rfc3339(clock.now())
 
     # ------------------------------------------------------------------ retries
@@ -117,15 +126,18 @@ class FederationSync:
         return status
 
     async def publish_status(self, force: bool = False) -> bool:
-        status = self.cluster_status()
-        text = comparable(status)
-        now = self.clock.monotonic()
-        if not force and text == self._published and now - self._published_at < self.status_heartbeat:
-            return False
-        await self.call("cluster_status", lambda: self.api.patch_cluster_status(self.cluster, status))
-        self._published, self._published_at = text, now
-        self.status_writes += 1
-        return True
+        # one publish at a time, each computed once the previous one is written: a report computed
+        # before a binding never lands after one computed since
+        async with self._publishing:
+            status = self.cluster_status()
+            text = comparable(status)
+            now = self.clock.monotonic()
+            if not force and text == self._published and now - self._published_at < self.status_heartbeat:
+                return False
+            await self.call("cluster_status", lambda: self.api.patch_cluster_status(self.cluster, status))
+            self._published, self._published_at = text, now
+            self.status_writes += 1
+            return True
 
     async def status_loop(self) -> None:
         changed = self.agent.changes.subscribe()
@@ -233,6 +245,7 @@ class FederationSync:
 
     async def write_work_statuses(self) -> int:
         written = 0
+        phase_changed = False
         for state, status in self.agent.pending_statuses():
             body = json.loads(json.dumps(status))
             gang = body.get("gang")
@@ -248,9 +261,23 @@ class FederationSync:
             except Exception as exc:  # noqa: BLE001
                 log.warning("writing Work %s status failed: %s", record.key, exc)
                 continue
+            phase_changed = phase_changed or share_phase(state.written) != share_phase(status)
             self.agent.status_written(state, status)
             written += 1
+        if phase_changed:
+            await self.publish_after_phases()
         return written
+
+    async def publish_after_phases(self) -> None:
+        """A share's phase changed (e.g. its gang bound and Running): publish the Cluster status now,
+        after that Work status, even if unchanged. The federation keeps deducting a share it placed
+        until the Cluster reports capacity written after the Work that confirms it (docs/protocol.md
+        "Assumed shares"); waiting for the debounced status loop, or for the heartbeat when the
+        capacity was already reported, would hold that capacity back for nothing."""
+        try:
+            await self.publish_status(force=True)
+        except Exception as exc:  # noqa: BLE001 - the status loop publishes it later
+            log.warning("publishing Cluster %s status after a share's phase changed failed: %s", self.cluster, exc)
 
     async def write_events(self) -> int:
         """Record the queued Job events in the federation (best effort, never retried)."""

@@ -8,6 +8,15 @@ that generation, a gang phase in :data:`~federation.controllers.common.CONFIRMED
 running/finished job in its manifest status. Shares are merged per cluster and pod shape, so
 the core's cost does not grow with the number of jobs in flight.
 
+A share whose Work says its pods *hold* resources (gang ``Released``/``Running``, job
+``Running``/``Completing``) stays deducted until its cluster's capacity report is newer than that
+Work status (a larger resourceVersion), as kube-scheduler keeps an assumed pod until the informer
+that feeds its capacity shows it. The agent writes the Work status and the Cluster status on two
+loops (the Cluster one debounced), so the Work can say ``Running`` a status period before the
+Cluster's ``nodeShapes`` count the pods; releasing the share on the Work alone let the next job be
+placed on capacity already taken (a 12-pod whole-cluster job sent onto a cluster whose 4 nodes had
+just been bound, where it then waited forever).
+
 :func:`reserve_caps` turns the binding's ``caldera.io/reserve-caps`` (written when a two-phase
 start was cancelled) into workloads occupying the failed clusters, for that job only;
 :func:`excluded_clusters` names the clusters that failed too often in a row and are left out.
@@ -29,24 +38,44 @@ Key = tuple[str, str]
 Shape = tuple[Any, Any]
 #: (namespace, name) of a Work -> the Work, or None
 WorkLookup = Callable[[str, str], Obj | None]
+#: cluster name -> the Cluster as the informer holds it, or None
+ClusterLookup = Callable[[str], Obj | None]
 
 
-def confirmed(work: Obj | None, generation: int) -> bool:
-    """Whether the cluster already accounts for this share (so it must not be deducted again)."""
+#: confirming phases whose pods hold the share's resources: the cluster's report must show them
+HELD_GANG_PHASES = ("Released", "Running")
+HELD_JOB_PHASES = ("Running", "Completing")
+
+
+def confirmation(work: Obj | None, generation: int) -> str | None:
+    """How the Work confirms the share of ``generation``: ``"held"`` (its pods hold resources the
+    cluster's capacity report must show), ``"settled"`` (it holds nothing, or has ended), None (not yet)."""
     if work is None:
-        return False
+        return None
     status = work.get("status") or {}
     gang = status.get("gang") or {}
     if int(gang.get("generation") or -1) == generation and gang.get("phase") in c.CONFIRMED_PHASES:
-        return True
+        return "held" if gang.get("phase") in HELD_GANG_PHASES else "settled"
     placed = int(((work.get("spec") or {}).get("placement") or {}).get("generation") or -1)
     if not status_is_current(work):  # the job phase below is an older generation's
-        return False
+        return None
     for manifest in status.get("manifestStatuses") or []:
         phase = (((manifest.get("status") or {}).get("state")) or {}).get("phase")
         if phase in c.CONFIRMED_JOB_PHASES and placed == generation:
-            return True
-    return False
+            return "held" if phase in HELD_JOB_PHASES else "settled"
+    return None
+
+
+def confirmed(work: Obj | None, generation: int) -> bool:
+    """Whether the Work confirms this share (see :func:`confirmation`)."""
+    return confirmation(work, generation) is not None
+
+
+def resource_version(obj: Obj | None) -> int:
+    try:
+        return int(((obj or {}).get("metadata") or {}).get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 class AssumedShares:
@@ -54,12 +83,17 @@ class AssumedShares:
 
     ``others`` is called once per placement, so it must not walk every job in flight: the
     totals are kept up to date as jobs are remembered or forgotten and as their Works report
-    (:meth:`observe`, fed by the Work informer). Confirmation is sticky for a generation: a new
-    placement of the job is remembered afresh.
+    (:meth:`observe`, fed by the Work informer; :meth:`on_cluster_event`, fed by the Cluster
+    informer). Confirmation is sticky for a generation: a new placement of the job is remembered
+    afresh. Without ``clusters`` a share is released on its Work's confirmation alone.
     """
 
-    def __init__(self, works: WorkLookup) -> None:
+    def __init__(self, works: WorkLookup, clusters: ClusterLookup | None = None) -> None:
         self._works = works
+        self._clusters = clusters
+        #: cluster -> job uid -> resourceVersion of the Work status that confirmed the share as held:
+        #: still deducted until the cluster reports capacity written after it
+        self._awaiting: dict[str, dict[str, int]] = {}
         #: job uid -> (generation, (namespace, name), cluster -> share)
         self._jobs: dict[str, tuple[int, Key, dict[str, AssumedWorkload]]] = {}
         #: job uid -> clusters whose share is still deducted
@@ -85,9 +119,9 @@ class AssumedShares:
         self._jobs[uid] = (generation, key, shares)
         pending = self._pending.setdefault(uid, set())
         for cluster, share in shares.items():
-            if not confirmed(self._works(c.execution_ns(cluster), c.work_name(*key)), generation):
-                pending.add(cluster)
-                self._add(cluster, share, +1)
+            pending.add(cluster)
+            self._add(cluster, share, +1)
+            self._confirm(uid, cluster, self._works(c.execution_ns(cluster), c.work_name(*key)), generation)
 
     def observe(self, work: Obj | None) -> None:
         """A Work changed: stop deducting its share once it confirms the current generation."""
@@ -98,17 +132,55 @@ class AssumedShares:
         if entry is None or not namespace.startswith(EXECUTION_NAMESPACE_PREFIX):
             return
         cluster = namespace[len(EXECUTION_NAMESPACE_PREFIX):]
-        pending = self._pending.get(uid, set())
-        if cluster in pending and confirmed(work, entry[0]):
-            pending.discard(cluster)
-            self._add(cluster, entry[2][cluster], -1)
+        if cluster in self._pending.get(uid, set()):
+            self._confirm(uid, cluster, work, entry[0])
 
     def on_work_event(self, _type: str, work: Obj, _old: Obj | None) -> None:
         self.observe(work)
 
+    def on_cluster_event(self, kind: str, cluster: Obj, _old: Obj | None) -> int:
+        """A Cluster changed: release the shares it now reports (a status newer than the Work's
+        confirmation, or the cluster is gone). Returns how many were released."""
+        name = (cluster.get("metadata") or {}).get("name", "")
+        waiting = self._awaiting.get(name)
+        if not waiting:
+            return 0
+        reported = resource_version(cluster)
+        done = [uid for uid, confirmed_at in waiting.items() if kind == "DELETED" or reported > confirmed_at]
+        for uid in done:
+            self._release(uid, name)
+        return len(done)
+
+    def _confirm(self, uid: str, cluster: str, work: Obj | None, generation: int) -> None:
+        """The share is confirmed by ``work``: released now, or once its cluster reports it."""
+        how = confirmation(work, generation)
+        if how is None:
+            return
+        confirmed_at = resource_version(work)
+        if how == "settled" or self._clusters is None or \
+                resource_version(self._clusters(cluster)) > confirmed_at:
+            self._release(uid, cluster)
+        else:
+            self._awaiting.setdefault(cluster, {}).setdefault(uid, confirmed_at)
+
+    def _release(self, uid: str, cluster: str) -> None:
+        pending, entry = self._pending.get(uid, set()), self._jobs.get(uid)
+        self._stop_waiting(uid, cluster)
+        if cluster in pending and entry is not None:
+            pending.discard(cluster)
+            self._add(cluster, entry[2][cluster], -1)
+
+    def _stop_waiting(self, uid: str, cluster: str) -> None:
+        waiting = self._awaiting.get(cluster)
+        if waiting is not None:
+            waiting.pop(uid, None)
+            if not waiting:
+                del self._awaiting[cluster]
+
     def forget(self, uid: str) -> None:
         entry = self._jobs.pop(uid, None)
         for cluster in self._pending.pop(uid, set()):
+            self._stop_waiting(uid, cluster)
             if entry is not None:
                 self._add(cluster, entry[2][cluster], -1)
 

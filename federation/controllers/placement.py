@@ -90,7 +90,7 @@ class PlacementController(FleetAdmission, FleetReclaim, PlacementOutcomes, Clust
         self.cluster_version = 0
         self._snapshot: tuple[int, tuple[ClusterState, ...]] | None = None
         self.attempts: dict[Key, Attempt] = {}
-        self.assumed = AssumedShares(self.works.get)
+        self.assumed = AssumedShares(self.works.get, lambda name: self.clusters.get("", name))
         self.works.handlers.append(self.assumed.on_work_event)
         self.works.handlers.append(self._on_work)
         self._init_queue(self.options)
@@ -121,7 +121,8 @@ class PlacementController(FleetAdmission, FleetReclaim, PlacementOutcomes, Clust
                     ((rb.get("spec") or {}).get("resource") or {}).get("name", "")
                 self.queue.add((ns, job))
         self._fleet_on_cluster()
-        self._move(requeue_events.cluster_event(kind, obj, old))
+        released = self.assumed.on_cluster_event(kind, obj, old)  # shares this report now shows
+        self._move(requeue_events.cluster_event(kind, obj, old) or requeue_events.assumed_released(obj, old, released))
 
     def _on_work(self, _type: str, obj: Obj, old: Obj | None) -> None:
         # a share turning unhealthy (or healthy again) starts or stops application failover's clock

@@ -10,7 +10,9 @@ queue's ``last_move``) or ``None`` (the event cannot help a waiting job):
   or more preemptible capacity);
 * a Job finishes (Completed/Failed/Terminated/Aborted) or is deleted: its shares stop counting as
   assumed and its clusters will report the capacity free;
-* a (Cluster)PropagationPolicy is added, changed or deleted (another policy may now govern a job).
+* a (Cluster)PropagationPolicy is added, changed or deleted (another policy may now govern a job);
+* a Cluster report releases shares still deducted as assumed while the reported capacity stayed
+  the same (the report already counted them: placement had counted them twice).
 """
 
 from __future__ import annotations
@@ -133,3 +135,16 @@ def policy_event(kind: str, new: Obj, old: Obj | None) -> str | None:
     if (new.get("spec") or {}) != (old.get("spec") or {}):
         return f"{ref} changed"
     return None
+
+
+def assumed_released(new: Obj, old: Obj | None, released: int) -> str | None:
+    """Why releasing ``released`` assumed shares on a Cluster report could let a waiting job fit:
+    when the report's capacity did not shrink, those shares were deducted on top of a report that
+    already counted them, so the federation's view of the cluster grows (None otherwise)."""
+    if not released or old is None:
+        return None
+    for before, after in ((free_summary(old), free_summary(new)), (shape_free(old), shape_free(new))):
+        if any(after.get(name, 0.0) < amount - EPSILON for name, amount in before.items()):
+            return None  # the report took the shares' capacity itself: nothing new is free
+    name = (new.get("metadata") or {}).get("name", "")
+    return f"cluster {name} reports {released} share(s) already counted as assumed"

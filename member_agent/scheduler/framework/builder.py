@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from member_agent.scheduler.framework.dims import Dimensions, is_empty
+from member_agent.scheduler.framework.dims import Dimensions, empty_values
 from member_agent.scheduler.framework.hypernodes import topology_of
 from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
 from member_agent.scheduler.framework.snapshot import (
@@ -282,6 +282,7 @@ class _Builder:
                 priority = int(ann[TASK_PRIORITY])
         vec = dims.vector(request)
         vec.setflags(write=False)
+        values = vec.tolist()
         selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
         affinity = _node_affinity(spec)
         tolerations = k8s_tolerations.tolerations(spec.get("tolerations"))
@@ -295,13 +296,13 @@ class _Builder:
             node_selector=selector, affinity=affinity, tolerations=tolerations,
             creation=parse_time(meta.get("creationTimestamp")),
             nominated_node=str((pod.get("status") or {}).get("nominatedNodeName") or ""),
-            best_effort=is_empty(vec), priority_class_name=str(spec.get("priorityClassName") or ""),
+            best_effort=empty_values(values), priority_class_name=str(spec.get("priorityClassName") or ""),
             preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
             gated=bool(spec.get("schedulingGates")),
             shape=self.shape_id((vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations,
                                  shape_extra(extras), pod_affinity)),
-            request_list=tuple(vec.tolist()),
-            requested_dims=tuple(int(d) for d in np.flatnonzero(vec > 0) if d != Dimensions.PODS),
+            request_list=tuple(values),
+            requested_dims=tuple(d for d, v in enumerate(values) if v > 0 and d != Dimensions.PODS),
             extras=extras, labels={str(k): str(v) for k, v in labels.items()}, pod_affinity=pod_affinity,
         )
 

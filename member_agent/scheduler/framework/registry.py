@@ -24,12 +24,19 @@ from typing import Any, Iterable, Mapping
 from member_agent.scheduler.framework.arguments import parse_arguments
 from policies.errors import InvalidConfiguration
 
+#: Argument sets :meth:`Registry.parse` remembers (a conf names a few dozen plugins at most).
+_PARSED_KEPT = 256
+
 
 class Registry:
     def __init__(self, kind: str, modules: Iterable[ModuleType] | Mapping[str, str] = ()) -> None:
         self.kind = kind
         self._modules: dict[str, ModuleType] = {}
         self._lazy: dict[str, str] = {}  # name -> dotted module path, not imported yet
+        #: (name, id of the raw arguments) -> (those arguments, a copy of them, values, warnings):
+        #: a session builds every plugin of its conf, and a replay opens a session per tick on one
+        #: conf object, so checking the same arguments again was a per-session cost
+        self._parsed: dict[tuple[str, int], tuple[Any, Any, dict[str, Any], list[str]]] = {}
         if isinstance(modules, Mapping):
             self._lazy.update(modules)
         else:
@@ -64,10 +71,21 @@ class Registry:
         return module
 
     def parse(self, name: str, raw: Mapping[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+        """Typed arguments and warnings, each call its own dict and list. Remembered for the same
+        arguments object while it holds the same items (errors are never remembered)."""
+        key = (name, id(raw))
+        kept = self._parsed.get(key)
+        if kept is not None and kept[0] is raw and kept[1] == raw:
+            return dict(kept[2]), list(kept[3])
         module = self.module(name)
-        return parse_arguments(
+        values, warnings = parse_arguments(
             f"{self.kind} {name}", getattr(module, "ARGUMENTS", ()), raw, getattr(module, "PREFIXED", None)
         )
+        if len(self._parsed) >= _PARSED_KEPT:
+            self._parsed.clear()
+        # the object itself is held, so its id is not reused while the entry lives
+        self._parsed[key] = (raw, None if raw is None else dict(raw), dict(values), list(warnings))
+        return values, warnings
 
     def build(self, name: str, raw: Mapping[str, Any] | None) -> tuple[Any, list[str]]:
         args, warnings = self.parse(name, raw)

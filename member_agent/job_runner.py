@@ -35,7 +35,6 @@ from member_agent.controllers import (
     observe_pods,
     reconcile,
 )
-from member_agent.controllers.built import POD_SPEC_STAMPS, Built, reuse
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
 from policies.models.core import Pod
@@ -95,11 +94,6 @@ class JobRun:
     _models: dict[str, tuple[str, Pod]] = field(default_factory=dict)  # pod uid -> (resourceVersion, model)
     _fingerprint: Any = None
     _group_model: Optional[tuple[Obj, PodGroup]] = None  # (a copy of the wire dict, its model)
-    #: Models of the pods and the PodGroup this run created, with the dicts they were validated
-    #: from: an observed object that differs only in stamps and status reuses its model (``built``).
-    _built_pods: dict[str, Built[Pod]] = field(default_factory=dict)
-    _group_built: Optional[Built[PodGroup]] = None
-    _group_status: Optional[tuple[Any, Any]] = None  # (a copy of the PodGroup's status wire, its model)
     _recorded: dict[tuple[str, str], float] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
@@ -181,10 +175,7 @@ class JobRun:
         cached = self._models.get(uid)
         if cached is not None and cached[0] == version:
             return cached[1]
-        built = self._built_pods.get(str(md.get("name")))
-        model = reuse(built, pod, POD_SPEC_STAMPS, _pod_status) if built is not None else None
-        if model is None:
-            model = Pod.model_validate(pod)
+        model = Pod.model_validate(pod)
         self._models[uid] = (version, model)
         return model
 
@@ -193,10 +184,6 @@ class JobRun:
         writes its phase in place; most passes see the same PodGroup)."""
         if self.pod_group is None:
             return None
-        if self._group_built is not None:
-            reused = reuse(self._group_built, self.pod_group, {}, self._pod_group_status)
-            if reused is not None:
-                return reused
         cached = self._group_model
         if cached is not None and cached[0] == self.pod_group:
             return cached[1]
@@ -216,15 +203,6 @@ class JobRun:
         if model is None:
             model = PodGroup.model_validate(self.pod_group)
         self._group_model = (copy_wire(self.pod_group), model)
-        return model
-
-    def _pod_group_status(self, status: Any) -> Any:
-        """The PodGroup's status validated alone, again only when it changed since the last pass."""
-        cached = self._group_status
-        if cached is not None and cached[0] == status:
-            return cached[1]
-        model = PodGroup.model_validate({"spec": {}, "status": status}).status
-        self._group_status = (copy_wire(status), model)  # the scheduler writes the status in place
         return model
 
     def fingerprint(self, pods: list[Obj], now: float) -> Any:
@@ -279,8 +257,6 @@ class JobRun:
         self._last_job = self.job
         self._models = {uid: entry for uid, entry in self._models.items()
                         if entry[1].metadata.name in self._last_pods}
-        if len(self._built_pods) > len(self._last_pods):
-            self._built_pods = {name: b for name, b in self._built_pods.items() if name in self._last_pods}
         out = self._apply(plan, now)
         # A pass that changed something is followed by another (its effects are new input).
         self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
@@ -302,7 +278,7 @@ class JobRun:
         # else the same status model: keeping the Job keeps the views and comparisons keyed by it
         if plan.pod_group_action == "delete":
             self.last_pod_group_phase = ((self.pod_group or {}).get("status") or {}).get("phase")
-            self.pod_group, self._group_model, self._group_built = None, None, None
+            self.pod_group, self._group_model = None, None
         elif plan.pod_group_action in ("create", "update") and plan.pod_group is not None:
             observed = dict((self.pod_group or {}).get("status") or {})
             wire = plan.pod_group.to_wire()
@@ -313,9 +289,6 @@ class JobRun:
                 self.seeded_pod_group_phase = None
             wire["status"] = observed or {"phase": "Pending"}
             self.pod_group = wire
-            built = plan.pod_group_built
-            self._group_built = built if plan.pod_group_action == "create" and built is not None \
-                and built.model is plan.pod_group else None
         for kind, name in plan.delete_objects:
             self.objects.pop((kind, name), None)
             out.delete_objects.append((kind, name))
@@ -327,7 +300,6 @@ class JobRun:
         for deletion in plan.delete_pods:
             self.deleted_by_us.add(deletion.name)
             out.delete_pods.append(deletion.name)
-        self._built_pods.update(plan.built_pods)
         for pod in plan.create_pods:
             wire = pod.to_wire()
             wire.update(apiVersion="v1", kind="Pod")
@@ -362,12 +334,6 @@ def federation_event(run: JobRun, cluster: str, now: float, event_type: str, rea
         "reportingComponent": "caldera-agent", "reportingInstance": cluster,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
-
-
-def _pod_status(status: Any) -> Any:
-    """A pod's status validated alone, through the Pod's own schema (a PodStatus one would be a
-    second schema to build)."""
-    return Pod.model_validate({"spec": {}, "status": status}).status
 
 
 def _without_status(obj: Obj) -> Obj:

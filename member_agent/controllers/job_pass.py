@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import Any, Callable, Mapping, Optional
 
 from member_agent.controllers import naming, pod_status
-from member_agent.controllers.built import Built
 from member_agent.controllers.job_view import JobView, TaskView
 from member_agent.controllers.plugins import (
     JobPlugin,
@@ -28,8 +27,8 @@ from member_agent.controllers.plugins import (
     plugin_context,
 )
 from member_agent.controllers.plugins.base import KeySource, WireObject
-from member_agent.controllers.pod_builder import TaskPrototype, job_pvcs, pod_wire, prototype
-from member_agent.controllers.podgroup import desired_pod_group, pod_group_phase, reconcile_pod_group
+from member_agent.controllers.pod_builder import TaskPrototype, build_pod, job_pvcs, prototype
+from member_agent.controllers.podgroup import pod_group_phase, reconcile_pod_group
 from member_agent.controllers.timestamps import go_duration, parse_rfc3339, to_rfc3339
 from policies.models.core import Pod
 from policies.models.volcano_scheduling import PodGroup
@@ -70,13 +69,9 @@ class JobPass:
     pod_labels: Mapping[str, str] = field(default_factory=dict)
     # ---- what the agent must do
     create_pods: list[Pod] = field(default_factory=list)
-    #: Each created pod's model with the wire dict it was validated from, by name.
-    built_pods: dict[str, Built[Pod]] = field(default_factory=dict)
     delete_pods: dict[str, PodDeletion] = field(default_factory=dict)
     pod_group_action: Optional[str] = None
     pod_group_out: Optional[PodGroup] = None
-    #: A created PodGroup's model with the wire dict it was validated from.
-    pod_group_built: Optional[Built[PodGroup]] = None
     apply_objects: dict[tuple[str, str], WireObject] = field(default_factory=dict)
     delete_objects: list[tuple[str, str]] = field(default_factory=list)
     events: list[RecordedEvent] = field(default_factory=list)
@@ -194,8 +189,6 @@ class JobPass:
         action, desired = reconcile_pod_group(self.job, self.pod_group, self.priority_classes)
         if action is not None:
             self.pod_group_action, self.pod_group_out = action, desired
-        if action == "create":
-            self.pod_group_built = desired_pod_group(self.job, self.priority_classes)
         observed_phase = pod_group_phase(self.pod_group)
         if observed_phase in ("", "Pending") or loaded is None:
             self._pod_group_pending_events()
@@ -234,12 +227,12 @@ class JobPass:
                 continue
             if task.name not in shapes:
                 shapes[task.name] = prototype(self.job, task, self.priority_classes)
-            wire = pod_wire(
-                self.job, task, local, version=self.version, retry_count=self.retry_count, plugins=plugins,
-                ctx=ctx, priority_classes=self.priority_classes, shape=shapes[task.name], extra_labels=self.pod_labels,
+            pod = build_pod(
+                self.job, task, local, version=self.version, retry_count=self.retry_count,
+                plugins=plugins, ctx=ctx, priority_classes=self.priority_classes, shape=shapes[task.name],
             )
-            pod = Pod.model_validate(wire)
-            self.built_pods[name] = Built(wire, pod)  # the agent reuses the model when it sees the pod
+            if self.pod_labels:
+                pod.metadata.labels = {**(pod.metadata.labels or {}), **self.pod_labels}
             self.create_pods.append(pod)
             counts.add_created(task.name)
         for name in sorted(set(self.pods) - set(desired)):

@@ -129,7 +129,7 @@ def prototype(job: JobView, task: TaskView, priority_classes: Mapping[str, int])
     return TaskPrototype(meta.get("labels") or {}, meta.get("annotations") or {}, spec)
 
 
-def pod_wire(
+def build_pod(
     job: JobView,
     task: TaskView,
     local_index: int,
@@ -140,10 +140,8 @@ def pod_wire(
     ctx: PluginContext,
     priority_classes: Mapping[str, int],
     shape: Optional[TaskPrototype] = None,
-    extra_labels: Mapping[str, str] = {},
-) -> dict[str, Any]:
-    """The wire dict of the pod for replica ``local_index`` of ``task`` (named by its global
-    index), with ``extra_labels`` over Volcano's; a new dict the caller owns.
+) -> Pod:
+    """The pod for replica ``local_index`` of ``task`` (named by its global index).
 
     Pass ``shape`` (from :func:`prototype`) when building many replicas of one task.
     """
@@ -163,23 +161,4 @@ def pod_wire(
     }
     for plugin in plugins:
         plugin.on_pod_create(pod, ctx)
-    if extra_labels:  # the caller's labels win over Volcano's and the plugins'
-        pod["metadata"]["labels"] = {**(pod["metadata"].get("labels") or {}), **extra_labels}
-    return pod
-
-
-def build_pod(
-    job: JobView,
-    task: TaskView,
-    local_index: int,
-    *,
-    version: int,
-    retry_count: int,
-    plugins: Sequence[JobPlugin],
-    ctx: PluginContext,
-    priority_classes: Mapping[str, int],
-    shape: Optional[TaskPrototype] = None,
-) -> Pod:
-    """The pod for replica ``local_index`` of ``task``, as a model (see :func:`pod_wire`)."""
-    return Pod.model_validate(pod_wire(job, task, local_index, version=version, retry_count=retry_count,
-                                       plugins=plugins, ctx=ctx, priority_classes=priority_classes, shape=shape))
+    return Pod.model_validate(pod)

@@ -13,7 +13,6 @@ from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
 from member_agent.controllers import naming
-from member_agent.controllers.built import Built
 from member_agent.controllers.job_view import JobView, TaskView
 from member_agent.controllers.plugins.base import owner_reference
 from policies.models.pod_resources import template_request
@@ -101,9 +100,8 @@ def desired_spec(job: JobView, priority_classes: Mapping[str, int]) -> dict[str,
     return spec
 
 
-def pod_group_wire(job: JobView, priority_classes: Mapping[str, int]) -> dict[str, Any]:
-    """The desired PodGroup's wire dict (without status); a new dict the caller owns."""
-    return {
+def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGroup:
+    return PodGroup.model_validate({
         "metadata": {
             "name": job.pod_group_name,
             "namespace": job.namespace,
@@ -112,11 +110,7 @@ def pod_group_wire(job: JobView, priority_classes: Mapping[str, int]) -> dict[st
             "ownerReferences": [owner_reference(job)],
         },
         "spec": desired_spec(job, priority_classes),
-    }
-
-
-def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGroup:
-    return PodGroup.model_validate(pod_group_wire(job, priority_classes))
+    })
 
 
 #: Desired PodGroups by the identity of the Job's spec and metadata and the PriorityClass values.
@@ -124,33 +118,26 @@ def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGro
 #: objects), so every pass of an unchanged Job asks the same question: building and validating
 #: the PodGroup again was half of a pass in a trace replay. Entries hold the objects they are
 #: keyed by, so an id cannot be reused while its entry lives.
-_DESIRED: OrderedDict[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, Built[PodGroup], dict[str, Any]]] = OrderedDict()
+_DESIRED: OrderedDict[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, PodGroup, dict[str, Any]]] = OrderedDict()
 #: Entries kept (least recently used go first): a Job's passes come in bursts, and each entry holds
 #: a PodGroup model, which a long-running agent should not keep for every Job it ever ran.
 _DESIRED_SIZE = 256
 
 
-def desired_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> Built[PodGroup]:
-    """The PodGroup the Job wants, with the wire dict it was validated from (kept: the agent
-    reuses the model when it sees the PodGroup it created)."""
-    return _desired(job, priority_classes)[0]
-
-
-def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[Built[PodGroup], dict[str, Any]]:
+def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[PodGroup, dict[str, Any]]:
     spec, metadata = job.job.spec, job.job.metadata
     key = (id(spec), id(metadata), tuple(sorted(priority_classes.items())))
     hit = _DESIRED.get(key)
     if hit is not None and hit[0] is spec and hit[1] is metadata:
         _DESIRED.move_to_end(key)
         return hit[2], hit[3]
-    source = pod_group_wire(job, priority_classes)
-    desired = PodGroup.model_validate(source)
+    desired = build_pod_group(job, priority_classes)
     # the spec's wire form through the PodGroup's own serializer: PodGroupSpec's own would be a
     # second schema built in every agent (memory)
-    _DESIRED[key] = (spec, metadata, Built(source, desired), desired.to_wire().get("spec"))
+    _DESIRED[key] = (spec, metadata, desired, desired.to_wire().get("spec"))
     while len(_DESIRED) > _DESIRED_SIZE:
         _DESIRED.popitem(last=False)
-    return _DESIRED[key][2], _DESIRED[key][3]
+    return desired, _DESIRED[key][3]
 
 
 #: Whether an observed PodGroup spec matches a desired one, by the identity of both (the observed
@@ -175,8 +162,7 @@ def _same_spec(observed: PodGroup, desired: PodGroup, desired_wire: dict[str, An
 def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
                         priority_classes: Mapping[str, int]) -> tuple[Optional[str], PodGroup]:
     """``("create" | "update" | None, desired PodGroup)``; an update keeps the observed status."""
-    built, desired_wire = _desired(job, priority_classes)
-    desired = built.model
+    desired, desired_wire = _desired(job, priority_classes)
     if observed is None:
         return "create", desired
     if _same_spec(observed, desired, desired_wire):

@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from typing import Any, Mapping, Optional, Sequence
 
 from member_agent.controllers import lifecycle, pod_status
-from member_agent.controllers.built import Built
 from member_agent.controllers.job_pass import JobPass, PodDeletion, RecordedEvent, initial_status
 from member_agent.controllers.job_view import JobView, view_job
 from member_agent.controllers.plugins.base import KeySource, WireObject
@@ -68,14 +67,10 @@ class JobPlan:
     status: JobStatus
     status_changed: bool
     create_pods: list[Pod] = field(default_factory=list)
-    #: Each created pod's model with the wire dict it was validated from, by name (see ``built``).
-    built_pods: dict[str, Built[Pod]] = field(default_factory=dict)
     #: Annotate each with ``volcano.sh/controller-out-of-sync`` (or remember the names) and delete.
     delete_pods: list[PodDeletion] = field(default_factory=list)
     pod_group_action: Optional[str] = None  # "create" | "update" | "delete" | None
     pod_group: Optional[PodGroup] = None
-    #: On "create": the PodGroup's model with the wire dict it was validated from.
-    pod_group_built: Optional[Built[PodGroup]] = None
     #: Plugin objects (ConfigMap, Service, NetworkPolicy, Secret) to create or update.
     apply_objects: list[WireObject] = field(default_factory=list)
     #: (kind, name) of plugin objects to delete; NotFound is success.
@@ -194,9 +189,9 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
 
     plan.status_changed = p.status != old_status
     plan.status = JobStatus.model_validate(p.status) if plan.status_changed else unchanged
-    plan.create_pods, plan.built_pods = p.create_pods, p.built_pods
+    plan.create_pods = p.create_pods
     plan.delete_pods = list(p.delete_pods.values())
-    plan.pod_group_action, plan.pod_group, plan.pod_group_built = p.pod_group_action, p.pod_group_out, p.pod_group_built
+    plan.pod_group_action, plan.pod_group = p.pod_group_action, p.pod_group_out
     plan.apply_objects = [] if p.killed else list(p.apply_objects.values())
     plan.delete_objects = p.delete_objects
     plan.events = p.events

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from member_agent.cluster.clock import rfc3339
 from member_agent.cluster.gateway import Obj
@@ -34,6 +34,12 @@ from member_agent.controllers import (
     observe_pod_group,
     observe_pods,
     reconcile,
+)
+from member_agent.controllers.reconcile import (
+    pod_group_resync_stable,
+    pod_group_resync_view,
+    pod_resync_view,
+    resync_settled,
 )
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
@@ -95,6 +101,7 @@ class JobRun:
     _fingerprint: Any = None
     _group_model: Optional[tuple[Obj, PodGroup]] = None  # (a copy of the wire dict, its model)
     _recorded: dict[tuple[str, str], float] = field(default_factory=dict)
+    _settled: Optional[Settled] = None  # the state the last pass left, when it is settled
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -236,32 +243,62 @@ class JobRun:
             # previous pass of ours; their disappearance must not read as an eviction.
             self.deleted_by_us.update(str((p.get("metadata") or {}).get("name")) for p in pods
                                       if (p.get("metadata") or {}).get("deletionTimestamp"))
+        pod_labels = {WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
+                      FENCE_LABEL: record.fence_class}
         try:
             live = [self._pod_model(p) for p in pods]
             pod_group = self._pod_group_model()
+            if self._settled is not None and self._settled.holds(self.job, live, pod_group, config, priority_classes):
+                # This pass would plan nothing (resync_settled): skip it, keeping what it reads.
+                self._observed(live, pod_group)
+                self._fingerprint = fingerprint
+                return RunPlan()
             requests = observe_job(self._last_job, self.job, when)
             requests += observe_pods(self.job, self._last_pods.values(), live, when, self.deleted_by_us)
             requests += observe_pod_group(self._last_pod_group, pod_group, when)
             observation = JobObservation(
                 job=self.job, pod_group=pod_group, pods=live, requests=requests, deferred=self.deferred,
-                priority_classes=priority_classes, existing_objects=self.objects,
-                pod_labels={WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
-                            FENCE_LABEL: record.fence_class},
+                priority_classes=priority_classes, existing_objects=self.objects, pod_labels=pod_labels,
             )
             plan = reconcile(observation, when, config)
         except (CalderaError, ValueError) as exc:  # ValueError: a pod or PodGroup the models refuse
             self._fingerprint = fingerprint  # the same input fails the same way: wait for a change
+            self._settled = None
             return RunPlan(error=str(exc).replace("\n", " "))
+        self._observed(live, pod_group)
+        out = self._apply(plan, now)
+        # A pass that changed something is followed by another (its effects are new input).
+        self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
+                                                or plan.pod_group_action) else None
+        self._settled = self._settle(plan, live, pod_group, pod_labels, when, config, priority_classes)
+        return out
+
+    def _observed(self, live: list[Pod], pod_group: Optional[PodGroup]) -> None:
+        """Keep what this pass observed: the next one derives its requests from the difference."""
         self._last_pods = {p.metadata.name or "": p for p in live}
         self._last_pod_group = pod_group
         self._last_job = self.job
         self._models = {uid: entry for uid, entry in self._models.items()
                         if entry[1].metadata.name in self._last_pods}
-        out = self._apply(plan, now)
-        # A pass that changed something is followed by another (its effects are new input).
-        self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
-                                                or plan.pod_group_action) else None
-        return out
+
+    def _settle(self, plan: JobPlan, live: list[Pod], pod_group: Optional[PodGroup], pod_labels: Mapping[str, str],
+                when: datetime, config: ControllerConfig, priority_classes: Mapping[str, int]) -> Optional[Settled]:
+        """Whether the state this pass leaves is settled: the next pass's observation as predicted
+        (the pods made now, Pending; the PodGroup made now, without a status; the rest as observed)
+        would plan nothing. The passes that then observe the same (as a pass reads it) are skipped."""
+        if (plan.deferred or plan.requeue_at is not None or plan.delete_job or plan.delete_pods
+                or plan.pod_group_action not in (None, "create")):
+            return None  # a pass that deletes, or waits for a time, is not followed by a quiet one
+        pods = {p.metadata.name or "": p for p in live}
+        pods.update((p.metadata.name or "", p) for p in plan.create_pods)
+        group = plan.pod_group if plan.pod_group_action == "create" else pod_group
+        predicted = JobObservation(job=self.job, pod_group=group, pods=list(pods.values()), deferred=self.deferred,
+                                   priority_classes=priority_classes, existing_objects=self.objects,
+                                   pod_labels=pod_labels)
+        if not resync_settled(predicted, when, config):
+            return None
+        return Settled(self.job, config, dict(priority_classes), resync_views(pods.values()),
+                       pod_group_resync_view(group))
 
     def _apply(self, plan: JobPlan, now: float) -> RunPlan:
         out = RunPlan()
@@ -317,6 +354,34 @@ class JobRun:
             log.info("Job %s/%s: executed %s; phase %s", self.job.metadata.namespace, self.job.metadata.name,
                      ", ".join(a.value for a in plan.actions), self.phase)
         return out
+
+
+def resync_views(pods: Iterable[Pod]) -> dict[str, tuple[bool, str, str, bool]]:
+    return {p.metadata.name or "": pod_resync_view(p) for p in pods}
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A state of a Job's run in which every pass plans nothing (``resync_settled``), as a pass
+    reads it: its Job (the same object: spec and status), the controller's configuration and
+    PriorityClasses, what a resync reads of each pod and of the PodGroup's status, and a PodGroup
+    spec the Job wants. A later observation equal in all of these is the same pass for the
+    controller, whatever else moved (a PodGroup going from Inqueue to Running, a pod's resourceVersion)."""
+
+    job: Job
+    config: ControllerConfig
+    priority_classes: dict[str, int]
+    pods: dict[str, tuple[bool, str, str, bool]]
+    pod_group: Optional[tuple[bool, tuple[str, ...]]]
+
+    def holds(self, job: Job, live: list[Pod], pod_group: Optional[PodGroup], config: ControllerConfig,
+              priority_classes: Mapping[str, int]) -> bool:
+        if not (job is self.job and config == self.config and priority_classes == self.priority_classes
+                and pod_group_resync_view(pod_group) == self.pod_group and resync_views(live) == self.pods):
+            return False
+        # with a PodGroup the settled pass was a syncJob: it also compared the PodGroup's spec
+        return pod_group is None or pod_group_resync_stable(
+            JobObservation(job=job, pod_group=pod_group, priority_classes=priority_classes))
 
 
 def federation_event(run: JobRun, cluster: str, now: float, event_type: str, reason: str, message: str) -> Obj:

@@ -1,0 +1,208 @@
+"""JobRun skips a pass when the state the previous pass left is settled (``resync_settled``) and
+the new observation reads the same for a resync. Each scenario is replayed twice, by a run that
+skips and by one that never does, through the same steps: after every step both must have planned
+the same and hold the same state; the scenarios also check that the skipping run did skip."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any, Optional
+
+import pytest
+
+from member_agent.controllers import ControllerConfig, JobObservation
+from member_agent.controllers.reconcile import pod_group_resync_view, resync_settled
+from member_agent.job_runner import JobRun, RunPlan, Settled
+from member_agent.works import Placement, WorkRecord
+from policies.models.volcano_scheduling import PodGroupCondition
+
+Obj = dict[str, Any]
+T0 = 1_700_000_000.0
+CONFIG = ControllerConfig()
+
+
+class NeverSkips(JobRun):
+    def _settle(self, *args: Any, **kwargs: Any) -> Optional[Settled]:
+        return None
+
+
+def manifest(replicas: int = 1, min_available: int = 1, **spec: Any) -> Obj:
+    tasks = spec.pop("tasks", None) or [{"name": "worker", "replicas": replicas, "template": {"spec": {
+        "containers": [{"name": "main", "image": "trace", "resources": {"requests": {"cpu": "1"}}}]}}}]
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": "job", "namespace": "ns", "uid": "job-uid"},
+            "spec": {"minAvailable": min_available, "queue": "default", "tasks": tasks, **spec}}
+
+
+class World:
+    """A cluster in miniature: pods made, bound, ended and evicted by hand, passes until settled."""
+
+    def __init__(self, cls: type[JobRun], job: Obj) -> None:
+        self.record = WorkRecord("fed", "job", "work-uid", Placement(1), copy.deepcopy(job))
+        self.run = cls.start(self.record, T0)
+        self.pods: dict[str, Obj] = {}
+        self.now, self.rv, self.plans = T0, 0, []
+
+    def stamp(self, pod: Obj) -> None:
+        self.rv += 1
+        pod["metadata"]["resourceVersion"] = str(self.rv)
+
+    def settle(self) -> None:
+        for _ in range(8):
+            plan = self.run.plan(self.record, list(self.pods.values()), self.now, CONFIG, {})
+            self.plans.append(plan)
+            if plan is not None:
+                self.carry_out(plan)
+            if not self.run.pending_followup:
+                return
+
+    def carry_out(self, plan: RunPlan) -> None:
+        for name in plan.delete_pods:
+            self.pods.pop(name, None)
+        for wire in plan.create_pods:
+            pod = copy.deepcopy(wire)
+            pod["metadata"].update(uid=f"uid-{pod['metadata']['name']}", creationTimestamp="2023-11-14T22:13:20Z")
+            pod["status"] = {"phase": "Pending"}
+            self.stamp(pod)
+            self.pods[pod["metadata"]["name"]] = pod
+
+    def step(self, action: str, *args: Any) -> None:
+        if action == "pod_group":
+            phase, conditions = args[0], (args[1] if len(args) > 1 else None)
+            self.run.set_pod_group_phase(phase, conditions)
+        elif action in ("bind", "ready", "succeed", "fail", "restart", "terminate"):
+            for name in sorted(self.pods)[: args[0] if args else None]:
+                pod = self.pods[name] = copy.deepcopy(self.pods[name])
+                self._pod_step(pod, action)
+                self.stamp(pod)
+        elif action == "evict":
+            self.pods.pop(sorted(self.pods)[0])
+        elif action == "advance":
+            self.now += args[0]
+        elif action == "annotate":  # a change no resync reads
+            for pod in self.pods.values():
+                pod["metadata"].setdefault("annotations", {})["note"] = str(self.rv)
+                self.stamp(pod)
+        self.settle()
+
+    @staticmethod
+    def _pod_step(pod: Obj, action: str) -> None:
+        if action == "bind":  # running, its container not ready yet
+            pod["spec"]["nodeName"] = "node-1"
+            pod["status"] = {"phase": "Running", "containerStatuses": [{"name": "main", "ready": False}]}
+        elif action == "ready":
+            pod["status"] = {"phase": "Running", "containerStatuses": [{"name": "main", "ready": True}]}
+        elif action == "terminate":
+            pod["metadata"]["deletionTimestamp"] = "2023-11-14T22:20:00Z"
+        elif action == "restart":
+            pod["status"]["containerStatuses"] = [{"name": "main", "ready": True, "restartCount": 5}]
+        else:
+            code = 0 if action == "succeed" else 1
+            pod["status"] = {"phase": "Succeeded" if code == 0 else "Failed", "containerStatuses": [
+                {"name": "main", "state": {"terminated": {"exitCode": code}}}]}
+
+
+def state(run: JobRun) -> Any:
+    return (run.status, run.pod_group, run.objects, run.deferred, run.requeue_at, run._fingerprint,
+            run.pending_followup, run.phase, sorted(run.deleted_by_us), run._recorded, run.deleted,
+            sorted(run._last_pods), run._last_pod_group, run._last_job is run.job)
+
+
+LIFECYCLE = [("pod_group", "Inqueue"), ("bind",), ("ready",), ("pod_group", "Running"), ("annotate",), ("succeed",)]
+SCENARIOS: dict[str, tuple[Obj, list[tuple[Any, ...]], bool]] = {
+    "one pod": (manifest(), LIFECYCLE, True),
+    "a gang bound one pod at a time": (manifest(replicas=3, min_available=3),
+                                       [("pod_group", "Inqueue"), ("bind", 1), ("bind", 2), ("bind",),
+                                        ("pod_group", "Running"), ("succeed", 1), ("succeed",)], True),
+    "unschedulable, then scheduled": (manifest(replicas=2, min_available=2), [
+        ("pod_group", "Pending", [{"type": "Unschedulable", "status": "True", "message": "0/3 nodes"}]),
+        ("advance", 30), ("pod_group", "Pending", [{"type": "Unschedulable", "status": "True", "message": "1/3"}]),
+        ("advance", 90), ("pod_group", "Inqueue"), ("bind",), ("fail", 1), ("advance", 10), ("succeed",)], True),
+    "evicted and failed": (manifest(replicas=2, min_available=1), [
+        ("pod_group", "Inqueue"), ("bind",), ("evict",), ("pod_group", "Running"), ("restart",), ("fail",)], True),
+    "policies: never skipped": (manifest(replicas=2, min_available=2, policies=[
+        {"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "AbortJob"}]),
+        [("pod_group", "Inqueue"), ("bind",), ("evict",), ("pod_group", "Inqueue"), ("bind",), ("fail", 1)], False),
+    "dependsOn": (manifest(tasks=[
+        {"name": "a", "replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "x"}]}}},
+        {"name": "b", "replicas": 1, "dependsOn": {"name": ["a"]},
+         "template": {"spec": {"containers": [{"name": "m", "image": "x"}]}}}]),
+        [("pod_group", "Inqueue"), ("annotate",), ("bind",), ("ready",), ("bind",), ("succeed",)], True),
+    "done before it ran": (manifest(replicas=2, min_available=2), [("pod_group", "Inqueue"), ("succeed",)], True),
+    "terminated from outside": (manifest(replicas=2, min_available=1), [
+        ("pod_group", "Inqueue"), ("bind",), ("ready",), ("terminate", 1), ("evict",), ("succeed",)], True),
+    "ttl after completion": (manifest(ttlSecondsAfterFinished=60), LIFECYCLE + [("advance", 30), ("advance", 31)], True),
+    "maxRetry on restarts": (manifest(tasks=[{"name": "w", "replicas": 1, "maxRetry": 2, "template": {
+        "spec": {"containers": [{"name": "m", "image": "x"}]}}}]), [("pod_group", "Inqueue"), ("bind",),
+                                                                    ("restart",), ("advance", 5)], True),
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_a_skipped_pass_is_the_pass_it_skips(name: str) -> None:
+    job, steps, skips = SCENARIOS[name]
+    skipping, full = World(JobRun, job), World(NeverSkips, job)
+    skipped = [0]
+    holds = Settled.holds
+
+    def counting(self: Settled, *args: Any) -> bool:
+        result = holds(self, *args)
+        skipped[0] += result
+        return result
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Settled, "holds", counting)
+        for world in (skipping, full):
+            world.settle()
+        assert skipping.plans == full.plans and state(skipping.run) == state(full.run)
+        for step in steps:
+            for world in (skipping, full):
+                world.step(*step)
+            assert skipping.plans == full.plans, step
+            assert state(skipping.run) == state(full.run), step
+    assert (skipped[0] > 0) == skips
+
+
+def worker(replicas: int) -> list[Obj]:
+    """A task whose PodGroup does not change with its replicas (minAvailable 1 of the task and the job)."""
+    return [{"name": "worker", "replicas": replicas, "minAvailable": 1, "template": {"spec": {
+        "containers": [{"name": "main", "image": "trace", "resources": {"requests": {"cpu": "1"}}}]}}}]
+
+
+def test_a_new_spec_or_configuration_is_never_skipped() -> None:
+    world = World(JobRun, manifest(tasks=worker(1)))
+    world.settle()
+    world.step("pod_group", "Inqueue")
+    assert len(world.pods) == 1 and world.run._settled is not None
+    settled_job = world.run.job
+    group = world.run._last_pod_group
+    world.record = WorkRecord("fed", "job", "work-uid", Placement(2), manifest(tasks=worker(2)))
+    world.run.update_spec(world.record)
+    assert world.run._pod_group_model() == group  # only the Job tells this pass from a skipped one
+    world.settle()
+    assert len(world.pods) == 2 and world.run.job is not settled_job
+    settled = world.run._settled
+    assert settled is not None
+    pods, group = list(world.run._last_pods.values()), world.run._last_pod_group
+    assert settled.holds(world.run.job, pods, group, CONFIG, {})
+    assert not settled.holds(world.run.job, pods, group, ControllerConfig(default_plugins={}), {})
+    assert not settled.holds(world.run.job, pods, group, CONFIG, {"high": 10})
+    assert not settled.holds(world.run.job, pods[:1], group, CONFIG, {})
+
+
+def test_what_a_resync_reads_of_the_pod_group() -> None:
+    """The Unschedulable messages of a waiting PodGroup are events: a settled state has none."""
+    world = World(JobRun, manifest())
+    world.settle()
+    group = world.run._last_pod_group
+    assert group is not None and pod_group_resync_view(group) == (True, ())
+    unschedulable = group.model_copy(update={"status": group.status.model_copy(update={"conditions": [
+        PodGroupCondition(type="Unschedulable", status="True", message="0/3 nodes")]})})
+    assert pod_group_resync_view(unschedulable) == (True, ("0/3 nodes",))
+    observation = JobObservation(job=world.run.job, pod_group=unschedulable, existing_objects=world.run.objects)
+    assert not resync_settled(observation, datetime.fromtimestamp(T0, UTC), CONFIG)
+    assert resync_settled(JobObservation(job=world.run.job, pod_group=group, existing_objects=world.run.objects),
+                          datetime.fromtimestamp(T0, UTC), CONFIG)
+    running = group.model_copy(update={"status": group.status.model_copy(update={"phase": "Running"})})
+    assert pod_group_resync_view(running) == (False, ())

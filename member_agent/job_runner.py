@@ -36,10 +36,10 @@ from member_agent.controllers import (
     reconcile,
 )
 from member_agent.controllers.reconcile import (
+    plan_settles,
     pod_group_resync_stable,
     pod_group_resync_view,
     pod_resync_view,
-    resync_settled,
 )
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
@@ -101,7 +101,7 @@ class JobRun:
     _fingerprint: Any = None
     _group_model: Optional[tuple[Obj, PodGroup]] = None  # (a copy of the wire dict, its model)
     _recorded: dict[tuple[str, str], float] = field(default_factory=dict)
-    _settled: Optional[Settled] = None  # the state the last pass left, when it is settled
+    _settled: Optional[Settled] = None  # the last pass's observation, when it showed itself settled
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -237,22 +237,22 @@ class JobRun:
         fingerprint = self.fingerprint(pods, now)
         if fingerprint == self._fingerprint:
             return None
-        when = to_datetime(now)
         if self._last_job is None:
             # First pass (or first after a restart): pods already terminating were deleted by a
             # previous pass of ours; their disappearance must not read as an eviction.
             self.deleted_by_us.update(str((p.get("metadata") or {}).get("name")) for p in pods
                                       if (p.get("metadata") or {}).get("deletionTimestamp"))
-        pod_labels = {WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
-                      FENCE_LABEL: record.fence_class}
         try:
             live = [self._pod_model(p) for p in pods]
             pod_group = self._pod_group_model()
             if self._settled is not None and self._settled.holds(self.job, live, pod_group, config, priority_classes):
-                # This pass would plan nothing (resync_settled): skip it, keeping what it reads.
+                # The same pass as the last one for the controller, which planned nothing: skip it.
                 self._observed(live, pod_group)
                 self._fingerprint = fingerprint
                 return RunPlan()
+            when = to_datetime(now)
+            pod_labels = {WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
+                          FENCE_LABEL: record.fence_class}
             requests = observe_job(self._last_job, self.job, when)
             requests += observe_pods(self.job, self._last_pods.values(), live, when, self.deleted_by_us)
             requests += observe_pod_group(self._last_pod_group, pod_group, when)
@@ -270,7 +270,8 @@ class JobRun:
         # A pass that changed something is followed by another (its effects are new input).
         self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
                                                 or plan.pod_group_action) else None
-        self._settled = self._settle(plan, live, pod_group, pod_labels, when, config, priority_classes)
+        self._settled = Settled(self.job, config, dict(priority_classes), resync_views(live),
+                                pod_group_resync_view(pod_group)) if plan_settles(observation, plan) else None
         return out
 
     def _observed(self, live: list[Pod], pod_group: Optional[PodGroup]) -> None:
@@ -280,25 +281,6 @@ class JobRun:
         self._last_job = self.job
         self._models = {uid: entry for uid, entry in self._models.items()
                         if entry[1].metadata.name in self._last_pods}
-
-    def _settle(self, plan: JobPlan, live: list[Pod], pod_group: Optional[PodGroup], pod_labels: Mapping[str, str],
-                when: datetime, config: ControllerConfig, priority_classes: Mapping[str, int]) -> Optional[Settled]:
-        """Whether the state this pass leaves is settled: the next pass's observation as predicted
-        (the pods made now, Pending; the PodGroup made now, without a status; the rest as observed)
-        would plan nothing. The passes that then observe the same (as a pass reads it) are skipped."""
-        if (plan.deferred or plan.requeue_at is not None or plan.delete_job or plan.delete_pods
-                or plan.pod_group_action not in (None, "create")):
-            return None  # a pass that deletes, or waits for a time, is not followed by a quiet one
-        pods = {p.metadata.name or "": p for p in live}
-        pods.update((p.metadata.name or "", p) for p in plan.create_pods)
-        group = plan.pod_group if plan.pod_group_action == "create" else pod_group
-        predicted = JobObservation(job=self.job, pod_group=group, pods=list(pods.values()), deferred=self.deferred,
-                                   priority_classes=priority_classes, existing_objects=self.objects,
-                                   pod_labels=pod_labels)
-        if not resync_settled(predicted, when, config):
-            return None
-        return Settled(self.job, config, dict(priority_classes), resync_views(pods.values()),
-                       pod_group_resync_view(group))
 
     def _apply(self, plan: JobPlan, now: float) -> RunPlan:
         out = RunPlan()
@@ -362,11 +344,12 @@ def resync_views(pods: Iterable[Pod]) -> dict[str, tuple[bool, str, str, bool]]:
 
 @dataclass(frozen=True)
 class Settled:
-    """A state of a Job's run in which every pass plans nothing (``resync_settled``), as a pass
-    reads it: its Job (the same object: spec and status), the controller's configuration and
-    PriorityClasses, what a resync reads of each pod and of the PodGroup's status, and a PodGroup
-    spec the Job wants. A later observation equal in all of these is the same pass for the
-    controller, whatever else moved (a PodGroup going from Inqueue to Running, a pod's resourceVersion)."""
+    """An observation whose pass planned nothing and showed every pass that reads the same planning
+    nothing (``plan_settles``), as such a pass reads it: the Job (the same object: spec and
+    status), the controller's configuration and PriorityClasses, what a resync reads of each pod
+    and of the PodGroup's status, and a PodGroup spec the Job wants. A later observation equal in
+    all of these is the same pass for the controller, whatever else moved (a PodGroup going from
+    Inqueue to Running, a pod's resourceVersion): it is skipped."""
 
     job: Job
     config: ControllerConfig

@@ -25,7 +25,7 @@ from member_agent.controllers.job_view import JobView, view_job
 from member_agent.controllers.plugins.base import KeySource, WireObject
 from member_agent.controllers.podgroup import pod_group_phase, reconcile_pod_group
 from member_agent.controllers.requests import DeferredAction, JobAction, JobEvent, JobRequest
-from member_agent.controllers.state_machine import FINISHED_PHASES, KILLING_PHASES, execute
+from member_agent.controllers.state_machine import FINISHED_PHASES, execute
 from member_agent.controllers.timestamps import go_duration, parse_rfc3339
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job, JobStatus
@@ -130,17 +130,6 @@ def _status_wire(status: JobStatus) -> dict[str, Any]:
     return wire
 
 
-def _new_pass(observation: JobObservation, job: JobView, old_status: Mapping[str, Any], now: datetime,
-              config: ControllerConfig) -> JobPass:
-    return JobPass(
-        job=job, now=now, status=initial_status(old_status),
-        pods={pod.metadata.name or "": pod for pod in observation.pods},
-        pod_group=observation.pod_group, priority_classes=observation.priority_classes,
-        existing_objects=observation.existing_objects, key_source=config.key_source,
-        default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
-    )
-
-
 def reconcile(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> JobPlan:
     """Plan one pass over ``observation.job`` at time ``now``.
 
@@ -149,7 +138,13 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
     """
     job = view_job(observation.job)
     old_status = _status_wire(observation.job.status) if observation.job.status else {}
-    p = _new_pass(observation, job, old_status, now, config)
+    p = JobPass(
+        job=job, now=now, status=initial_status(old_status),
+        pods={pod.metadata.name or "": pod for pod in observation.pods},
+        pod_group=observation.pod_group, priority_classes=observation.priority_classes,
+        existing_objects=observation.existing_objects, key_source=config.key_source,
+        default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
+    )
     # The Job's own status model stands for its wire form (validating that wire form again gives an
     # equal model); a pass validates a status only when it changed it.
     unchanged = observation.job.status if observation.job.status is not None else JobStatus.model_validate(old_status)
@@ -211,32 +206,26 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
     return plan
 
 
-def resync_settled(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> bool:
-    """Whether every pass over ``observation`` would plan nothing, whatever its requests.
+def plan_settles(observation: JobObservation, plan: JobPlan) -> bool:
+    """Whether ``plan`` (made by :func:`reconcile` for ``observation``) shows every pass over an
+    observation that reads the same (:func:`pod_resync_view`, :func:`pod_group_resync_view`, a
+    PodGroup spec the Job wants) planning nothing, whatever its requests and its time.
 
-    True when the Job has no lifecycle policies (so every request, of any event, resolves to
-    SyncJob), no deferred action, no deletion and no TTL deadline, and the SyncJob its phase runs
-    (:func:`~member_agent.controllers.state_machine.execute`) leaves the status as it is and
-    asks for nothing: no pod, PodGroup or event, only plugin objects equal to the existing ones.
-    :func:`reconcile` then returns the same status model and nothing to do, at any ``now`` (time
-    is read only where something changes).
-
-    What the SyncJob read of the pods and the PodGroup is :func:`pod_resync_view` and
-    :func:`pod_group_resync_view` (and the PodGroup's spec, see :func:`pod_group_resync_stable`):
-    an observation equal in those stays settled (the agent skips its passes).
+    It does when the Job has no lifecycle policies (every request, of any event, resolves to
+    SyncJob; the deferred actions, none here, are the only other source of actions), is not being
+    deleted, and the SyncJob that ran (actions ``[SyncJob]``) changed no status and asked for no
+    pod, PodGroup, event, deletion or wait (``requeue_at``: no TTL deadline, no kill), its plugin
+    objects equal to the existing ones. Such a SyncJob reads the clock only where it changes
+    something, so the same SyncJob at any later time plans nothing either.
     """
-    job = view_job(observation.job)
-    if (observation.deferred or not lifecycle.only_resyncs(job)
-            or observation.job.metadata.deletion_timestamp is not None):
+    if (observation.deferred or observation.job.metadata.deletion_timestamp is not None
+            or not lifecycle.only_resyncs(view_job(observation.job))):
         return False
-    old_status = _status_wire(observation.job.status) if observation.job.status else {}
-    p = _new_pass(observation, job, old_status, now, config)
-    if _ttl_deadline(job, p.status) is not None or (p.phase in KILLING_PHASES and p.pod_group is not None):
-        return False  # (a killJob that finds a PodGroup deletes it: no need to run it to know)
-    execute(p, JobAction.SYNC_JOB)
-    return (not p.killed and not p.create_pods and not p.delete_pods and p.pod_group_action is None
-            and not p.events and not p.delete_objects and p.status == old_status
-            and all(observation.existing_objects.get(key) == obj for key, obj in p.apply_objects.items()))
+    return (plan.actions == [JobAction.SYNC_JOB] and not plan.status_changed and not plan.create_pods
+            and not plan.delete_pods and plan.pod_group_action is None and not plan.events and not plan.delete_objects
+            and not plan.deferred and plan.requeue_at is None and not plan.delete_job
+            and all(observation.existing_objects.get((str(obj["kind"]), str(obj["metadata"]["name"]))) == obj
+                    for obj in plan.apply_objects))
 
 
 def pod_resync_view(pod: Pod) -> tuple[bool, str, str, bool]:

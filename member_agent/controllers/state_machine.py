@@ -33,10 +33,6 @@ KNOWN_PHASES = frozenset({"Pending", "Running", "Restarting", "Aborting", "Abort
                           "Terminating", "Terminated", "Failed"})
 
 
-#: Phases whose SyncJob is a killJob (:func:`execute`); a killJob that finds a PodGroup deletes it.
-KILLING_PHASES = frozenset({"Aborting", "Aborted", "Completing", "Completed", "Terminating", "Terminated", "Failed"})
-
-
 def _enter(phase: str, retry: bool = False) -> StatusRule:
     def rule(p: JobPass, counts: PodCounts) -> None:
         if retry:

@@ -1,5 +1,5 @@
-"""JobRun skips a pass when the state the previous pass left is settled (``resync_settled``) and
-the new observation reads the same for a resync. Each scenario is replayed twice, by a run that
+"""JobRun skips a pass when the last pass planned nothing and showed itself settled
+(``plan_settles``) and the new observation reads the same for a resync. Each scenario is replayed twice, by a run that
 skips and by one that never does, through the same steps: after every step both must have planned
 the same and hold the same state; the scenarios also check that the skipping run did skip."""
 
@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pytest
 
 from member_agent.controllers import ControllerConfig, JobObservation
-from member_agent.controllers.reconcile import pod_group_resync_view, resync_settled
+from member_agent.controllers.reconcile import plan_settles, pod_group_resync_view, reconcile
 from member_agent.job_runner import JobRun, RunPlan, Settled
 from member_agent.works import Placement, WorkRecord
 from policies.models.volcano_scheduling import PodGroupCondition
@@ -23,8 +23,9 @@ CONFIG = ControllerConfig()
 
 
 class NeverSkips(JobRun):
-    def _settle(self, *args: Any, **kwargs: Any) -> Optional[Settled]:
-        return None
+    def plan(self, *args: Any, **kwargs: Any) -> Optional[RunPlan]:
+        self._settled = None
+        return super().plan(*args, **kwargs)
 
 
 def manifest(replicas: int = 1, min_available: int = 1, **spec: Any) -> Obj:
@@ -76,6 +77,10 @@ class World:
                 pod = self.pods[name] = copy.deepcopy(self.pods[name])
                 self._pod_step(pod, action)
                 self.stamp(pod)
+        elif action == "edit_pod_group":  # someone else's edit of the spec, seen with the next phase
+            assert self.run.pod_group is not None
+            self.run.pod_group["spec"]["minMember"] = 7
+            self.run.set_pod_group_phase(args[0])
         elif action == "evict":
             self.pods.pop(sorted(self.pods)[0])
         elif action == "advance":
@@ -118,9 +123,12 @@ SCENARIOS: dict[str, tuple[Obj, list[tuple[Any, ...]], bool]] = {
     "unschedulable, then scheduled": (manifest(replicas=2, min_available=2), [
         ("pod_group", "Pending", [{"type": "Unschedulable", "status": "True", "message": "0/3 nodes"}]),
         ("advance", 30), ("pod_group", "Pending", [{"type": "Unschedulable", "status": "True", "message": "1/3"}]),
-        ("advance", 90), ("pod_group", "Inqueue"), ("bind",), ("fail", 1), ("advance", 10), ("succeed",)], True),
+        ("advance", 90), ("pod_group", "Inqueue"), ("bind",), ("annotate",), ("fail", 1), ("advance", 10),
+        ("annotate",), ("succeed",)], True),
     "evicted and failed": (manifest(replicas=2, min_available=1), [
         ("pod_group", "Inqueue"), ("bind",), ("evict",), ("pod_group", "Running"), ("restart",), ("fail",)], True),
+    "PodGroup edited from outside": (manifest(), [("pod_group", "Inqueue"), ("bind",), ("annotate",),
+                                                   ("edit_pod_group", "Running"), ("annotate",)], True),
     "policies: never skipped": (manifest(replicas=2, min_available=2, policies=[
         {"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "AbortJob"}]),
         [("pod_group", "Inqueue"), ("bind",), ("evict",), ("pod_group", "Inqueue"), ("bind",), ("fail", 1)], False),
@@ -129,13 +137,15 @@ SCENARIOS: dict[str, tuple[Obj, list[tuple[Any, ...]], bool]] = {
         {"name": "b", "replicas": 1, "dependsOn": {"name": ["a"]},
          "template": {"spec": {"containers": [{"name": "m", "image": "x"}]}}}]),
         [("pod_group", "Inqueue"), ("annotate",), ("bind",), ("ready",), ("bind",), ("succeed",)], True),
-    "done before it ran": (manifest(replicas=2, min_available=2), [("pod_group", "Inqueue"), ("succeed",)], True),
+    "done before it ran": (manifest(replicas=2, min_available=2), [("pod_group", "Inqueue"), ("annotate",),
+                                                                    ("succeed",), ("annotate",)], True),
     "terminated from outside": (manifest(replicas=2, min_available=1), [
-        ("pod_group", "Inqueue"), ("bind",), ("ready",), ("terminate", 1), ("evict",), ("succeed",)], True),
+        ("pod_group", "Inqueue"), ("bind",), ("ready",), ("terminate", 1), ("annotate",), ("evict",), ("succeed",)],
+        True),
     "ttl after completion": (manifest(ttlSecondsAfterFinished=60), LIFECYCLE + [("advance", 30), ("advance", 31)], True),
     "maxRetry on restarts": (manifest(tasks=[{"name": "w", "replicas": 1, "maxRetry": 2, "template": {
         "spec": {"containers": [{"name": "m", "image": "x"}]}}}]), [("pod_group", "Inqueue"), ("bind",),
-                                                                    ("restart",), ("advance", 5)], True),
+                                                                    ("annotate",), ("restart",), ("annotate",)], True),
 }
 
 
@@ -192,17 +202,34 @@ def test_a_new_spec_or_configuration_is_never_skipped() -> None:
 
 
 def test_what_a_resync_reads_of_the_pod_group() -> None:
-    """The Unschedulable messages of a waiting PodGroup are events: a settled state has none."""
+    """The Unschedulable messages of a waiting PodGroup are events; a running one's are not read."""
     world = World(JobRun, manifest())
     world.settle()
     group = world.run._last_pod_group
-    assert group is not None and pod_group_resync_view(group) == (True, ())
+    assert group is not None and group.status is not None and pod_group_resync_view(group) == (True, ())
     unschedulable = group.model_copy(update={"status": group.status.model_copy(update={"conditions": [
         PodGroupCondition(type="Unschedulable", status="True", message="0/3 nodes")]})})
     assert pod_group_resync_view(unschedulable) == (True, ("0/3 nodes",))
-    observation = JobObservation(job=world.run.job, pod_group=unschedulable, existing_objects=world.run.objects)
-    assert not resync_settled(observation, datetime.fromtimestamp(T0, UTC), CONFIG)
-    assert resync_settled(JobObservation(job=world.run.job, pod_group=group, existing_objects=world.run.objects),
-                          datetime.fromtimestamp(T0, UTC), CONFIG)
-    running = group.model_copy(update={"status": group.status.model_copy(update={"phase": "Running"})})
+    plan = reconcile(JobObservation(job=world.run.job, pod_group=unschedulable, existing_objects=world.run.objects),
+                     datetime.fromtimestamp(T0, UTC), CONFIG)
+    assert plan.events and not plan_settles(JobObservation(job=world.run.job, pod_group=unschedulable), plan)
+    running = unschedulable.model_copy(update={"status": unschedulable.status.model_copy(update={"phase": "Running"})})
     assert pod_group_resync_view(running) == (False, ())
+
+
+@pytest.mark.parametrize("policies", [[{"event": "PodEvicted", "action": "RestartJob"}],
+                                      [{"exitCode": 3, "action": "AbortJob"}]])
+def test_a_job_with_policies_never_settles(policies: list[Obj]) -> None:
+    job = JobRun.start(WorkRecord("fed", "job", "work-uid", Placement(1), manifest(policies=policies)), T0).job
+    first = JobObservation(job=job)
+    plan = reconcile(first, datetime.fromtimestamp(T0, UTC), CONFIG)
+    objects = {(str(obj["kind"]), str(obj["metadata"]["name"])): obj for obj in plan.apply_objects}
+    settled = JobObservation(job=job.model_copy(update={"status": plan.status}), pod_group=plan.pod_group,
+                             existing_objects=objects)
+    quiet = reconcile(settled, datetime.fromtimestamp(T0, UTC), CONFIG)
+    assert not quiet.status_changed and not quiet.create_pods and quiet.pod_group_action is None
+    assert not plan_settles(settled, quiet)  # a later request could resolve to an action
+    without = job.model_copy(update={"spec": job.spec.model_copy(update={"policies": None}),
+                                     "status": plan.status})
+    settled = JobObservation(job=without, pod_group=plan.pod_group, existing_objects=objects)
+    assert plan_settles(settled, reconcile(settled, datetime.fromtimestamp(T0, UTC), CONFIG))

@@ -83,6 +83,8 @@ SWITCHES = (
 )
 #: Older spellings of the same ``PluginOption`` fields (Volcano ≤ 1.7 used ``EnabledClusterOrder``).
 SWITCH_ALIASES = MappingProxyType({"EnabledClusterOrder": "enabledClusterOrder"})
+#: An action's arguments when the conf's ``configurations`` names none (read-only, shared).
+NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
 #: Fields older Volcano releases had and Caldera has no extension point for: accepted (typed
 #: like Volcano: a boolean), remembered, without effect (no namespace ordering in Caldera).
 RETIRED_SWITCHES = ("enableNamespaceOrder",)
@@ -124,7 +126,8 @@ class SchedulerConf:
     warnings: tuple[str, ...] = ()
 
     def action_arguments(self, action: str) -> Mapping[str, Any]:
-        return self.configurations.get(action, MappingProxyType({}))
+        # one shared empty mapping, so a caller remembering arguments by object sees the same one
+        return self.configurations.get(action, NO_ARGUMENTS)
 
     def plugin_names(self) -> list[str]:
         return [p.name for tier in self.tiers for p in tier.plugins]

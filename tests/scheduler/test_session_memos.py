@@ -18,12 +18,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from member_agent.scheduler.actions import REGISTRY as ACTIONS
+from member_agent.scheduler.cycle import build_actions, build_plugins
 from member_agent.scheduler.framework import registry as registry_module
 from member_agent.scheduler.framework.dims import TOLERANCE, Dimensions, is_empty
 from member_agent.scheduler.framework.left_out import LeftOut
 from member_agent.scheduler.plugins import REGISTRY
 from member_agent.scheduler.plugins import water_fill as water_fill_module
 from member_agent.scheduler.plugins.queue_usage import whole_numbers
+from policies.scheduler_conf import parse_scheduler_conf
 from tests.scheduler.test_proportion_water_fill import ALWAYS, _attrs
 
 SPEC = [(1, [1e10] * 4, [3.0, 3.0, 0.0, 0.0], [0.0] * 4, [1.0] * 4),
@@ -105,3 +108,19 @@ def test_the_whole_number_flag_of_queue_terms_reads_as_the_array_did(parts: list
     stacked = np.concatenate(vectors)
     expected = bool(np.isfinite(stacked).all() and (np.floor(stacked) == stacked).all())
     assert whole_numbers(vectors) == expected
+
+
+def test_a_conf_built_again_reuses_its_parsed_arguments() -> None:
+    """Every session builds its conf's actions and plugins: an action without ``configurations``
+    gets the one shared empty mapping, so its parse is remembered like the plugins' are."""
+    conf = parse_scheduler_conf('actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n'
+                                '  - name: binpack\n    arguments:\n      binpack.weight: 2\n')
+    assert conf.action_arguments("allocate") is conf.action_arguments("enqueue")
+    build_actions(conf, ACTIONS)
+    build_plugins(conf, REGISTRY)
+    kept = (dict(ACTIONS._parsed), dict(REGISTRY._parsed))
+    actions, _ = build_actions(conf, ACTIONS)
+    tiers, _ = build_plugins(conf, REGISTRY)
+    assert (ACTIONS._parsed, REGISTRY._parsed) == kept  # nothing parsed afresh
+    assert [type(a).__name__ for a in actions] == ["Enqueue", "Allocate", "Backfill"]
+    assert [option.name for option, _ in tiers[0]] == ["gang", "binpack"]

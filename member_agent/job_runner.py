@@ -40,6 +40,7 @@ from member_agent.controllers.reconcile import (
     pod_group_resync_stable,
     pod_group_resync_view,
     pod_resync_view,
+    resync_settled,
 )
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
@@ -245,10 +246,12 @@ class JobRun:
         try:
             live = [self._pod_model(p) for p in pods]
             pod_group = self._pod_group_model()
-            if self._settled is not None and self._settled.holds(self.job, live, pod_group, config, priority_classes):
-                # The same pass as the last one for the controller, which planned nothing: skip it.
+            if self._idle(live, pod_group, now, config, priority_classes):
+                # what the pass's empty plan would leave: no deferred action (there is none), no wait
                 self._observed(live, pod_group)
-                self._fingerprint = fingerprint
+                self.requeue_at, self._fingerprint = None, fingerprint
+                self._settled = Settled(self.job, config, dict(priority_classes), resync_views(live),
+                                        pod_group_resync_view(pod_group))
                 return RunPlan()
             when = to_datetime(now)
             pod_labels = {WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
@@ -273,6 +276,19 @@ class JobRun:
         self._settled = Settled(self.job, config, dict(priority_classes), resync_views(live),
                                 pod_group_resync_view(pod_group)) if plan_settles(observation, plan) else None
         return out
+
+    def _idle(self, live: list[Pod], pod_group: Optional[PodGroup], now: float, config: ControllerConfig,
+              priority_classes: Mapping[str, int]) -> bool:
+        """Whether this pass would plan nothing (and can be skipped): it reads the same as the last
+        one, which proved itself settled; or it follows a pass that changed something, and its
+        SyncJob alone shows it settled (``resync_settled``), cheaper than the whole pass."""
+        if self._settled is not None and self._settled.holds(self.job, live, pod_group, config, priority_classes):
+            return True
+        if self._fingerprint is not None or self._last_job is None:
+            return False  # not a follow-up: most such passes change something, the check would be wasted
+        observation = JobObservation(job=self.job, pod_group=pod_group, pods=live, deferred=self.deferred,
+                                     priority_classes=priority_classes, existing_objects=self.objects)
+        return resync_settled(observation, to_datetime(now), config)
 
     def _observed(self, live: list[Pod], pod_group: Optional[PodGroup]) -> None:
         """Keep what this pass observed: the next one derives its requests from the difference."""

@@ -130,6 +130,17 @@ def _status_wire(status: JobStatus) -> dict[str, Any]:
     return wire
 
 
+def _new_pass(observation: JobObservation, job: JobView, old_status: Mapping[str, Any], now: datetime,
+              config: ControllerConfig) -> JobPass:
+    return JobPass(
+        job=job, now=now, status=initial_status(old_status),
+        pods={pod.metadata.name or "": pod for pod in observation.pods},
+        pod_group=observation.pod_group, priority_classes=observation.priority_classes,
+        existing_objects=observation.existing_objects, key_source=config.key_source,
+        default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
+    )
+
+
 def reconcile(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> JobPlan:
     """Plan one pass over ``observation.job`` at time ``now``.
 
@@ -138,13 +149,7 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
     """
     job = view_job(observation.job)
     old_status = _status_wire(observation.job.status) if observation.job.status else {}
-    p = JobPass(
-        job=job, now=now, status=initial_status(old_status),
-        pods={pod.metadata.name or "": pod for pod in observation.pods},
-        pod_group=observation.pod_group, priority_classes=observation.priority_classes,
-        existing_objects=observation.existing_objects, key_source=config.key_source,
-        default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
-    )
+    p = _new_pass(observation, job, old_status, now, config)
     # The Job's own status model stands for its wire form (validating that wire form again gives an
     # equal model); a pass validates a status only when it changed it.
     unchanged = observation.job.status if observation.job.status is not None else JobStatus.model_validate(old_status)
@@ -204,6 +209,26 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
         times.append(now)
     plan.requeue_at = min(times) if times else None
     return plan
+
+
+def resync_settled(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> bool:
+    """Whether :func:`reconcile` would plan nothing for ``observation``, whatever its requests: the
+    conditions of :func:`plan_settles`, checked by running only the SyncJob (no requests to derive
+    or resolve, no plan to build). The agent asks this of the pass that follows one that changed
+    something, before paying for a whole pass.
+    """
+    job = view_job(observation.job)
+    if (observation.deferred or not lifecycle.only_resyncs(job)
+            or observation.job.metadata.deletion_timestamp is not None):
+        return False
+    old_status = _status_wire(observation.job.status) if observation.job.status else {}
+    p = _new_pass(observation, job, old_status, now, config)
+    if _ttl_deadline(job, p.status) is not None:
+        return False
+    execute(p, JobAction.SYNC_JOB)
+    return (not p.killed and not p.create_pods and not p.delete_pods and p.pod_group_action is None
+            and not p.events and not p.delete_objects and p.status == old_status
+            and all(observation.existing_objects.get(key) == obj for key, obj in p.apply_objects.items()))
 
 
 def plan_settles(observation: JobObservation, plan: JobPlan) -> bool:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
 from member_agent.controllers import ControllerConfig, JobObservation
 from member_agent.controllers.reconcile import plan_settles, pod_group_resync_view, reconcile
-from member_agent.job_runner import JobRun, RunPlan, Settled
+from member_agent.job_runner import JobRun, RunPlan
 from member_agent.works import Placement, WorkRecord
 from policies.models.volcano_scheduling import PodGroupCondition
 
@@ -23,9 +23,8 @@ CONFIG = ControllerConfig()
 
 
 class NeverSkips(JobRun):
-    def plan(self, *args: Any, **kwargs: Any) -> Optional[RunPlan]:
-        self._settled = None
-        return super().plan(*args, **kwargs)
+    def _idle(self, *args: Any) -> bool:
+        return False
 
 
 def manifest(replicas: int = 1, min_available: int = 1, **spec: Any) -> Obj:
@@ -68,8 +67,23 @@ class World:
             self.stamp(pod)
             self.pods[pod["metadata"]["name"]] = pod
 
+    def once(self) -> None:
+        """One pass, its follow-up left for the next step (which changes something first)."""
+        plan = self.run.plan(self.record, list(self.pods.values()), self.now, CONFIG, {})
+        self.plans.append(plan)
+        if plan is not None:
+            self.carry_out(plan)
+
     def step(self, action: str, *args: Any) -> None:
-        if action == "pod_group":
+        """Do ``action`` and pass until settled; ``action!`` only does it, ``once`` passes once."""
+        if action == "once":
+            self.once()
+            return
+        quiet = action.endswith("!")
+        action = action.rstrip("!")
+        if action == "forget_objects":  # what the controller made is gone (its follow-up makes it again)
+            self.run.objects.clear()
+        elif action == "pod_group":
             phase, conditions = args[0], (args[1] if len(args) > 1 else None)
             self.run.set_pod_group_phase(phase, conditions)
         elif action in ("bind", "ready", "succeed", "fail", "restart", "terminate"):
@@ -89,7 +103,8 @@ class World:
             for pod in self.pods.values():
                 pod["metadata"].setdefault("annotations", {})["note"] = str(self.rv)
                 self.stamp(pod)
-        self.settle()
+        if not quiet:
+            self.settle()
 
     @staticmethod
     def _pod_step(pod: Obj, action: str) -> None:
@@ -129,6 +144,13 @@ SCENARIOS: dict[str, tuple[Obj, list[tuple[Any, ...]], bool]] = {
         ("pod_group", "Inqueue"), ("bind",), ("evict",), ("pod_group", "Running"), ("restart",), ("fail",)], True),
     "PodGroup edited from outside": (manifest(), [("pod_group", "Inqueue"), ("bind",), ("annotate",),
                                                    ("edit_pod_group", "Running"), ("annotate",)], True),
+    "follow-ups that are not idle": (manifest(replicas=3, min_available=3), [
+        ("once",), ("pod_group", "Inqueue"),  # its follow-up makes the pods
+        ("bind!", 1), ("once",), ("edit_pod_group!", "Inqueue"), ("once",),  # ... updates the PodGroup
+        ("bind!", 2), ("once",), ("pod_group!", "Pending", [{"type": "Unschedulable", "status": "True",
+                                                              "message": "0/3 nodes"}]), ("once",),  # ... events
+        ("pod_group!", "Inqueue"), ("bind!",), ("once",), ("forget_objects!",), ("once",),  # ... plugin objects
+        ("annotate",)], True),
     "policies: never skipped": (manifest(replicas=2, min_available=2, policies=[
         {"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "AbortJob"}]),
         [("pod_group", "Inqueue"), ("bind",), ("evict",), ("pod_group", "Inqueue"), ("bind",), ("fail", 1)], False),
@@ -154,15 +176,15 @@ def test_a_skipped_pass_is_the_pass_it_skips(name: str) -> None:
     job, steps, skips = SCENARIOS[name]
     skipping, full = World(JobRun, job), World(NeverSkips, job)
     skipped = [0]
-    holds = Settled.holds
+    idle = JobRun._idle
 
-    def counting(self: Settled, *args: Any) -> bool:
-        result = holds(self, *args)
+    def counting(self: JobRun, *args: Any) -> bool:
+        result = idle(self, *args)
         skipped[0] += result
         return result
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Settled, "holds", counting)
+        patch.setattr(JobRun, "_idle", counting)
         for world in (skipping, full):
             world.settle()
         assert skipping.plans == full.plans and state(skipping.run) == state(full.run)

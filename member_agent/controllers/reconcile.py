@@ -137,7 +137,7 @@ def _new_pass(observation: JobObservation, job: JobView, old_status: Mapping[str
         pods={pod.metadata.name or "": pod for pod in observation.pods},
         pod_group=observation.pod_group, priority_classes=observation.priority_classes,
         existing_objects=observation.existing_objects, key_source=config.key_source,
-        default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
+        default_plugins=config.default_plugins, pod_labels=dict(observation.pod_labels),
     )
 
 

@@ -255,3 +255,19 @@ def test_a_job_with_policies_never_settles(policies: list[Obj]) -> None:
                                      "status": plan.status})
     settled = JobObservation(job=without, pod_group=plan.pod_group, existing_objects=objects)
     assert plan_settles(settled, reconcile(settled, datetime.fromtimestamp(T0, UTC), CONFIG))
+
+
+def test_plugins_are_kept_per_spec_and_per_default_plugins() -> None:
+    """The view keeps the plugins it loaded by the defaults object it was given (JobPass._plugins):
+    another configuration loads its own, and an error is raised again on every pass."""
+    job = JobRun.start(WorkRecord("fed", "job", "work-uid", Placement(1), manifest()), T0).job
+    at = datetime.fromtimestamp(T0, UTC)
+    with_defaults = reconcile(JobObservation(job=job), at, CONFIG)
+    bare = reconcile(JobObservation(job=job), at, ControllerConfig(default_plugins={}))
+    assert {obj["kind"] for obj in with_defaults.apply_objects} == {"ConfigMap", "Service"}
+    assert bare.apply_objects == []
+    assert {obj["kind"] for obj in reconcile(JobObservation(job=job), at, CONFIG).apply_objects} == {"ConfigMap", "Service"}
+    broken = JobRun.start(WorkRecord("fed", "job", "work-uid", Placement(1), manifest(plugins={"nope": []})), T0).job
+    for _ in range(2):
+        plan = reconcile(JobObservation(job=broken), at, CONFIG)
+        assert [e.reason for e in plan.events] == ["PluginError"]

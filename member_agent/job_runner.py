@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from member_agent.cluster.clock import rfc3339
 from member_agent.cluster.gateway import Obj
@@ -34,6 +34,13 @@ from member_agent.controllers import (
     observe_pod_group,
     observe_pods,
     reconcile,
+)
+from member_agent.controllers.reconcile import (
+    plan_settles,
+    pod_group_resync_stable,
+    pod_group_resync_view,
+    pod_resync_view,
+    resync_settled,
 )
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
@@ -95,6 +102,7 @@ class JobRun:
     _fingerprint: Any = None
     _group_model: Optional[tuple[Obj, PodGroup]] = None  # (a copy of the wire dict, its model)
     _recorded: dict[tuple[str, str], float] = field(default_factory=dict)
+    _settled: Optional[Settled] = None  # the last pass's observation, when it showed itself settled
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -230,7 +238,6 @@ class JobRun:
         fingerprint = self.fingerprint(pods, now)
         if fingerprint == self._fingerprint:
             return None
-        when = to_datetime(now)
         if self._last_job is None:
             # First pass (or first after a restart): pods already terminating were deleted by a
             # previous pass of ours; their disappearance must not read as an eviction.
@@ -239,29 +246,57 @@ class JobRun:
         try:
             live = [self._pod_model(p) for p in pods]
             pod_group = self._pod_group_model()
+            if self._idle(live, pod_group, now, config, priority_classes):
+                # what the pass's empty plan would leave: no deferred action (there is none), no wait
+                self._observed(live, pod_group)
+                self.requeue_at, self._fingerprint = None, fingerprint
+                self._settled = Settled(self.job, config, dict(priority_classes), resync_views(live),
+                                        pod_group_resync_view(pod_group))
+                return RunPlan()
+            when = to_datetime(now)
+            pod_labels = {WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
+                          FENCE_LABEL: record.fence_class}
             requests = observe_job(self._last_job, self.job, when)
             requests += observe_pods(self.job, self._last_pods.values(), live, when, self.deleted_by_us)
             requests += observe_pod_group(self._last_pod_group, pod_group, when)
             observation = JobObservation(
                 job=self.job, pod_group=pod_group, pods=live, requests=requests, deferred=self.deferred,
-                priority_classes=priority_classes, existing_objects=self.objects,
-                pod_labels={WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
-                            FENCE_LABEL: record.fence_class},
+                priority_classes=priority_classes, existing_objects=self.objects, pod_labels=pod_labels,
             )
             plan = reconcile(observation, when, config)
         except (CalderaError, ValueError) as exc:  # ValueError: a pod or PodGroup the models refuse
             self._fingerprint = fingerprint  # the same input fails the same way: wait for a change
+            self._settled = None
             return RunPlan(error=str(exc).replace("\n", " "))
+        self._observed(live, pod_group)
+        out = self._apply(plan, now)
+        # A pass that changed something is followed by another (its effects are new input).
+        self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
+                                                or plan.pod_group_action) else None
+        self._settled = Settled(self.job, config, dict(priority_classes), resync_views(live),
+                                pod_group_resync_view(pod_group)) if plan_settles(observation, plan) else None
+        return out
+
+    def _idle(self, live: list[Pod], pod_group: Optional[PodGroup], now: float, config: ControllerConfig,
+              priority_classes: Mapping[str, int]) -> bool:
+        """Whether this pass would plan nothing (and can be skipped): it reads the same as the last
+        one, which proved itself settled; or it follows a pass that changed something, and its
+        SyncJob alone shows it settled (``resync_settled``), cheaper than the whole pass."""
+        if self._settled is not None and self._settled.holds(self.job, live, pod_group, config, priority_classes):
+            return True
+        if self._fingerprint is not None or self._last_job is None:
+            return False  # not a follow-up: most such passes change something, the check would be wasted
+        observation = JobObservation(job=self.job, pod_group=pod_group, pods=live, deferred=self.deferred,
+                                     priority_classes=priority_classes, existing_objects=self.objects)
+        return resync_settled(observation, to_datetime(now), config)
+
+    def _observed(self, live: list[Pod], pod_group: Optional[PodGroup]) -> None:
+        """Keep what this pass observed: the next one derives its requests from the difference."""
         self._last_pods = {p.metadata.name or "": p for p in live}
         self._last_pod_group = pod_group
         self._last_job = self.job
         self._models = {uid: entry for uid, entry in self._models.items()
                         if entry[1].metadata.name in self._last_pods}
-        out = self._apply(plan, now)
-        # A pass that changed something is followed by another (its effects are new input).
-        self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
-                                                or plan.pod_group_action) else None
-        return out
 
     def _apply(self, plan: JobPlan, now: float) -> RunPlan:
         out = RunPlan()
@@ -273,7 +308,9 @@ class JobRun:
             self.pod_group, self.objects, self.deferred, self.requeue_at = None, {}, [], None
             out.delete_pods = sorted(self._last_pods)
             return out
-        self.job = self.job.model_copy(update={"status": plan.status})
+        if self.job.status is None or plan.status is not self.job.status:
+            self.job = self.job.model_copy(update={"status": plan.status})
+        # else the same status model: keeping the Job keeps the views and comparisons keyed by it
         if plan.pod_group_action == "delete":
             self.last_pod_group_phase = ((self.pod_group or {}).get("status") or {}).get("phase")
             self.pod_group, self._group_model = None, None
@@ -315,6 +352,35 @@ class JobRun:
             log.info("Job %s/%s: executed %s; phase %s", self.job.metadata.namespace, self.job.metadata.name,
                      ", ".join(a.value for a in plan.actions), self.phase)
         return out
+
+
+def resync_views(pods: Iterable[Pod]) -> dict[str, tuple[bool, str, str, bool]]:
+    return {p.metadata.name or "": pod_resync_view(p) for p in pods}
+
+
+@dataclass(frozen=True)
+class Settled:
+    """An observation whose pass planned nothing and showed every pass that reads the same planning
+    nothing (``plan_settles``), as such a pass reads it: the Job (the same object: spec and
+    status), the controller's configuration and PriorityClasses, what a resync reads of each pod
+    and of the PodGroup's status, and a PodGroup spec the Job wants. A later observation equal in
+    all of these is the same pass for the controller, whatever else moved (a PodGroup going from
+    Inqueue to Running, a pod's resourceVersion): it is skipped."""
+
+    job: Job
+    config: ControllerConfig
+    priority_classes: dict[str, int]
+    pods: dict[str, tuple[bool, str, str, bool]]
+    pod_group: Optional[tuple[bool, tuple[str, ...]]]
+
+    def holds(self, job: Job, live: list[Pod], pod_group: Optional[PodGroup], config: ControllerConfig,
+              priority_classes: Mapping[str, int]) -> bool:
+        if not (job is self.job and config == self.config and priority_classes == self.priority_classes
+                and pod_group_resync_view(pod_group) == self.pod_group and resync_views(live) == self.pods):
+            return False
+        # with a PodGroup the settled pass was a syncJob: it also compared the PodGroup's spec
+        return pod_group is None or pod_group_resync_stable(
+            JobObservation(job=job, pod_group=pod_group, priority_classes=priority_classes))
 
 
 def federation_event(run: JobRun, cluster: str, now: float, event_type: str, reason: str, message: str) -> Obj:

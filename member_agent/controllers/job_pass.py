@@ -24,7 +24,7 @@ from member_agent.controllers.plugins import (
     PluginContext,
     PluginError,
     load_plugins,
-    plugin_context,
+    master_task,
 )
 from member_agent.controllers.plugins.base import KeySource, WireObject
 from member_agent.controllers.pod_builder import TaskPrototype, build_pod, job_pvcs, prototype
@@ -65,7 +65,8 @@ class JobPass:
     priority_classes: Mapping[str, int]
     existing_objects: Mapping[tuple[str, str], Mapping[str, Any]]
     key_source: Optional[KeySource] = None
-    default_plugins: Optional[dict[str, list[str]]] = None
+    #: The controller's own mapping (kept by identity: see ``_plugins``).
+    default_plugins: Optional[Mapping[str, list[str]]] = None
     pod_labels: Mapping[str, str] = field(default_factory=dict)
     # ---- what the agent must do
     create_pods: list[Pod] = field(default_factory=list)
@@ -122,13 +123,19 @@ class JobPass:
     # ------------------------------------------------------------------ plugins
 
     def _plugins(self) -> Optional[tuple[list[JobPlugin], PluginContext]]:
-        try:
-            plugins = load_plugins(self.job, self.default_plugins)
-        except PluginError as exc:
-            self.event("PluginError", str(exc), "Warning")
-            return None
+        # The plugins and the master task depend on the Job's spec and the configured defaults only:
+        # found once per spec (every pass asks), by the defaults object the controller was given.
+        found = self.job.derived.get("plugins")
+        if found is None or found[0] is not self.default_plugins:
+            try:
+                plugins = load_plugins(self.job, self.default_plugins)
+            except PluginError as exc:  # raised again by every pass: errors are not kept
+                self.event("PluginError", str(exc), "Warning")
+                return None
+            found = self.job.derived["plugins"] = (self.default_plugins, plugins, master_task(self.job, plugins))
         existing = {k: dict(v) for k, v in self.existing_objects.items()}
-        return plugins, plugin_context(self.job, plugins, existing, self.key_source)
+        return list(found[1]), PluginContext(job=self.job, existing=existing, key_source=self.key_source,
+                                             master_task=found[2])
 
     def _ensure_plugin_objects(self, plugins: list[JobPlugin], ctx: PluginContext) -> None:
         controlled = dict(self.status.get("controlledResources") or {})

@@ -89,6 +89,9 @@ class JobView:
     world_size: Optional[int]
     #: Tasks of the federated job this share has no replicas of: name -> total replicas.
     remote_tasks: Mapping[str, int] = field(default_factory=dict)
+    #: What passes derive from the Job's spec and metadata alone (its plugins...), kept once per
+    #: spec: the views of the same spec for later statuses share this dict (``_with_job``).
+    derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def ref(self) -> str:

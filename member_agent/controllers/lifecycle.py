@@ -88,6 +88,11 @@ def resolve(job: JobView, request: JobRequest, current_version: int) -> Resoluti
     return found if found is not None else SYNC
 
 
+def only_resyncs(job: JobView) -> bool:
+    """No policy on the job or its tasks: every request without an explicit action is SyncJob."""
+    return not job.policies and not any(task.policies for task in job.tasks)
+
+
 def defer(request: JobRequest, resolution: Resolution) -> DeferredAction:
     return DeferredAction(request=request, action=resolution.action, due=request.at + resolution.delay)
 

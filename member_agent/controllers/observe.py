@@ -152,7 +152,9 @@ def observe_job(old: Optional[Job], new: Job, now: datetime) -> list[JobRequest]
     """A spec change is ``JobUpdated``; a phase change written elsewhere only resyncs."""
     if old is None:
         return [JobRequest(event=JobEvent.OUT_OF_SYNC, at=now, job_uid=new.metadata.uid or "")]
-    if old.spec != new.spec:
+    if old is new:
+        return []  # a pass that left the status alone keeps the Job itself
+    if old.spec is not new.spec and old.spec != new.spec:  # a status change keeps the spec object
         return [JobRequest(event=JobEvent.JOB_UPDATED, at=now, job_uid=new.metadata.uid or "")]
     old_phase = old.status.state.phase if old.status and old.status.state else None
     new_phase = new.status.state.phase if new.status and new.status.state else None

@@ -23,6 +23,7 @@ from member_agent.controllers import lifecycle, pod_status
 from member_agent.controllers.job_pass import JobPass, PodDeletion, RecordedEvent, initial_status
 from member_agent.controllers.job_view import JobView, view_job
 from member_agent.controllers.plugins.base import KeySource, WireObject
+from member_agent.controllers.podgroup import pod_group_phase, reconcile_pod_group
 from member_agent.controllers.requests import DeferredAction, JobAction, JobEvent, JobRequest
 from member_agent.controllers.state_machine import FINISHED_PHASES, execute
 from member_agent.controllers.timestamps import go_duration, parse_rfc3339
@@ -129,6 +130,17 @@ def _status_wire(status: JobStatus) -> dict[str, Any]:
     return wire
 
 
+def _new_pass(observation: JobObservation, job: JobView, old_status: Mapping[str, Any], now: datetime,
+              config: ControllerConfig) -> JobPass:
+    return JobPass(
+        job=job, now=now, status=initial_status(old_status),
+        pods={pod.metadata.name or "": pod for pod in observation.pods},
+        pod_group=observation.pod_group, priority_classes=observation.priority_classes,
+        existing_objects=observation.existing_objects, key_source=config.key_source,
+        default_plugins=config.default_plugins, pod_labels=dict(observation.pod_labels),
+    )
+
+
 def reconcile(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> JobPlan:
     """Plan one pass over ``observation.job`` at time ``now``.
 
@@ -137,13 +149,7 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
     """
     job = view_job(observation.job)
     old_status = _status_wire(observation.job.status) if observation.job.status else {}
-    p = JobPass(
-        job=job, now=now, status=initial_status(old_status),
-        pods={pod.metadata.name or "": pod for pod in observation.pods},
-        pod_group=observation.pod_group, priority_classes=observation.priority_classes,
-        existing_objects=observation.existing_objects, key_source=config.key_source,
-        default_plugins=dict(config.default_plugins), pod_labels=dict(observation.pod_labels),
-    )
+    p = _new_pass(observation, job, old_status, now, config)
     # The Job's own status model stands for its wire form (validating that wire form again gives an
     # equal model); a pass validates a status only when it changed it.
     unchanged = observation.job.status if observation.job.status is not None else JobStatus.model_validate(old_status)
@@ -203,3 +209,67 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
         times.append(now)
     plan.requeue_at = min(times) if times else None
     return plan
+
+
+def resync_settled(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> bool:
+    """Whether :func:`reconcile` would plan nothing for ``observation``, whatever its requests: the
+    conditions of :func:`plan_settles`, checked by running only the SyncJob (no requests to derive
+    or resolve, no plan to build). The agent asks this of the pass that follows one that changed
+    something, before paying for a whole pass.
+    """
+    job = view_job(observation.job)
+    if (observation.deferred or not lifecycle.only_resyncs(job)
+            or observation.job.metadata.deletion_timestamp is not None):
+        return False
+    old_status = _status_wire(observation.job.status) if observation.job.status else {}
+    p = _new_pass(observation, job, old_status, now, config)
+    if _ttl_deadline(job, p.status) is not None:
+        return False
+    execute(p, JobAction.SYNC_JOB)
+    return (not p.killed and not p.create_pods and not p.delete_pods and p.pod_group_action is None
+            and not p.events and not p.delete_objects and p.status == old_status
+            and all(observation.existing_objects.get(key) == obj for key, obj in p.apply_objects.items()))
+
+
+def plan_settles(observation: JobObservation, plan: JobPlan) -> bool:
+    """Whether ``plan`` (made by :func:`reconcile` for ``observation``) shows every pass over an
+    observation that reads the same (:func:`pod_resync_view`, :func:`pod_group_resync_view`, a
+    PodGroup spec the Job wants) planning nothing, whatever its requests and its time.
+
+    It does when the Job has no lifecycle policies (every request, of any event, resolves to
+    SyncJob; the deferred actions, none here, are the only other source of actions), is not being
+    deleted, and the SyncJob that ran (actions ``[SyncJob]``) changed no status and asked for no
+    pod, PodGroup, event, deletion or wait (``requeue_at``: no TTL deadline, no kill), its plugin
+    objects equal to the existing ones. Such a SyncJob reads the clock only where it changes
+    something, so the same SyncJob at any later time plans nothing either.
+    """
+    if (observation.deferred or observation.job.metadata.deletion_timestamp is not None
+            or not lifecycle.only_resyncs(view_job(observation.job))):
+        return False
+    return (plan.actions == [JobAction.SYNC_JOB] and not plan.status_changed and not plan.create_pods
+            and not plan.delete_pods and plan.pod_group_action is None and not plan.events and not plan.delete_objects
+            and not plan.deferred and plan.requeue_at is None and not plan.delete_job
+            and all(observation.existing_objects.get((str(obj["kind"]), str(obj["metadata"]["name"]))) == obj
+                    for obj in plan.apply_objects))
+
+
+def pod_resync_view(pod: Pod) -> tuple[bool, str, str, bool]:
+    """All a SyncJob (syncJob, killJob, the counts and the status rules) reads of a pod besides its
+    name: terminating, phase, task, ready."""
+    return (pod_status.is_terminating(pod), pod_status.phase(pod), pod_status.task_of(pod), pod_status.is_ready(pod))
+
+
+def pod_group_resync_view(pod_group: Optional[PodGroup]) -> Optional[tuple[bool, tuple[str, ...]]]:
+    """All a SyncJob reads of the PodGroup's status: whether its phase holds pods back ("" or
+    Pending), and then the messages of its Unschedulable conditions (events); None without one."""
+    if pod_group is None:
+        return None
+    waiting = pod_group_phase(pod_group) in ("", "Pending")
+    conditions = (pod_group.status.conditions or []) if waiting and pod_group.status is not None else []
+    return waiting, tuple(c.message or "" for c in conditions if c.type == "Unschedulable")
+
+
+def pod_group_resync_stable(observation: JobObservation) -> bool:
+    """The SyncJob leaves the observed PodGroup's spec alone (it has the spec the Job wants)."""
+    group = observation.pod_group
+    return group is not None and reconcile_pod_group(view_job(observation.job), group, observation.priority_classes)[0] is None

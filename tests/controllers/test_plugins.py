@@ -283,3 +283,19 @@ def test_pod_templates_read_from_the_jobs_dump_equal_their_own() -> None:
     for task in view.tasks:
         assert _template_wire(view, task) == task.template.to_wire()
     assert _template_wire(view, view.tasks[0])["metadata"]["labels"] == {"a": "b"}
+
+
+def test_the_svc_config_map_follows_the_master_task_of_the_same_spec() -> None:
+    """The ConfigMap's facts are kept once per spec (JobView.derived) and per master task: the same
+    view with another master gets its own VC_MASTER_HOST, and every call hands out a fresh copy."""
+    from member_agent.controllers.job_view import view_job
+    from member_agent.controllers.plugins.base import PluginContext
+    from member_agent.controllers.plugins.svc import MASTER_HOST_ENV, SvcPlugin
+
+    job = view_job(make_job({"tasks": [worker_task("master", 1), worker_task("worker", 2)], "minAvailable": 1}))
+    svc = SvcPlugin([])
+    first, second = (svc.on_job_update(PluginContext(job=job, master_task=t))[0] for t in ("master", "worker"))
+    assert first["data"][MASTER_HOST_ENV].startswith("job-master-0")
+    assert second["data"][MASTER_HOST_ENV].startswith("job-worker-0")
+    again = svc.on_job_update(PluginContext(job=job, master_task="master"))[0]
+    assert again == first and again is not first and again["data"] is not first["data"]

@@ -8,7 +8,7 @@ and running ``hcclrank`` last because it reads the ``RANK`` others set.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from member_agent.controllers.job_view import JobView
 from member_agent.controllers.plugins.base import JobPlugin, KeySource, PluginContext, PluginError, has_task
@@ -37,7 +37,7 @@ _LOADED: OrderedDict[Any, tuple[JobPlugin, ...]] = OrderedDict()
 _LOADED_SIZE = 64
 
 
-def load_plugins(job: JobView, defaults: Optional[dict[str, list[str]]] = None) -> list[JobPlugin]:
+def load_plugins(job: JobView, defaults: Optional[Mapping[str, list[str]]] = None) -> list[JobPlugin]:
     """Instances for the job's plugins; raise :class:`PluginError` for an unknown name or flag."""
     key = (tuple((name, tuple(args)) for name, args in (defaults or {}).items()),
            tuple((name, tuple(args)) for name, args in job.plugins.items()))
@@ -51,7 +51,7 @@ def load_plugins(job: JobView, defaults: Optional[dict[str, list[str]]] = None) 
     return list(hit)
 
 
-def _load_plugins(job: JobView, defaults: Optional[dict[str, list[str]]]) -> list[JobPlugin]:
+def _load_plugins(job: JobView, defaults: Optional[Mapping[str, list[str]]]) -> list[JobPlugin]:
     wanted: dict[str, list[str]] = dict(defaults or {})
     wanted.update(job.plugins)
     for name in list(wanted):

@@ -92,8 +92,11 @@ class SvcPlugin(JobPlugin):
         # Made again on every resync (on_job_update), from a handful of the view's facts: kept by
         # those facts (a task's replicas are its host list's length) and handed out as a copy.
         job = ctx.job
-        key = (job.name, job.namespace, job.uid, ctx.master_task, tuple(job.federated_tasks()),
-               tuple((t.name, t.template_hostname, t.template_subdomain) for t in job.tasks))
+        key = job.derived.get(("svc-config-map-key", ctx.master_task))  # the facts are the spec's: once per spec
+        if key is None:
+            key = job.derived[("svc-config-map-key", ctx.master_task)] = (
+                job.name, job.namespace, job.uid, ctx.master_task, tuple(job.federated_tasks()),
+                tuple((t.name, t.template_hostname, t.template_subdomain) for t in job.tasks))
         made = _CONFIG_MAPS.get(key)
         if made is None:
             made = _CONFIG_MAPS[key] = {

@@ -19,19 +19,13 @@ from e2e.conftest import SystemFactory
 from e2e.harness import DATA, WORK, Recorder, api, apply, capacity_reported, gpu_job, job_phase, until
 from federation.demo.processes import System
 from policies.kinds import resolve
+from tests.policy_builders import one_to_one_policy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
 QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "capped"},
          "spec": {"weight": 3, "capability": {"nvidia.com/gpu": "16"}}}
-POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "one-to-one"},
-          "spec": {"resourceSelectors": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}],
-                   "placement": {"clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]},
-                                 "replicaScheduling": {
-                                     "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                                     "weightPreference": {"staticWeightList": [
-                                         {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 1},
-                                         {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1}]}}}}}
+POLICY = one_to_one_policy(["cluster-a", "cluster-b"])
 NAMES = [f"capped-{i}" for i in range(6)]
 BINDINGS = resolve("resourcebindings")
 EVENTS = resolve("events")

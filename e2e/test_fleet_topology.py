@@ -18,20 +18,13 @@ from e2e.harness import DATA, EXAMPLES, JOB, Miss, api, apply, capacity_reported
 from federation.client import ResourceClient
 from federation.demo.processes import ClusterSpec, System
 from policies.kinds import lookup
+from tests.policy_builders import one_to_one_policy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(180)]
 PODS = lookup("v1", "Pod")
 CACHED_FROM = "resource.karmada.io/cached-from-cluster"
 CONF = EXAMPLES / "scheduler-conf" / "network-topology.conf"
-POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-          "metadata": {"name": "one-to-one"},
-          "spec": {"resourceSelectors": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}],
-                   "placement": {"clusterAffinity": {"clusterNames": ["topo-a", "topo-b"]},
-                                 "replicaScheduling": {
-                                     "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                                     "weightPreference": {"staticWeightList": [
-                                         {"targetCluster": {"clusterNames": ["topo-a"]}, "weight": 1},
-                                         {"targetCluster": {"clusterNames": ["topo-b"]}, "weight": 1}]}}}}}
+POLICY = one_to_one_policy(["topo-a", "topo-b"])
 
 
 def leaf_of(node: str) -> int:

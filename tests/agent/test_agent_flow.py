@@ -10,16 +10,7 @@ import asyncio
 import copy
 import json
 
-import pytest
 from agent_fakes import NS, Harness, job_work, settle
-
-
-@pytest.fixture
-async def harness():
-    h = Harness()
-    await h.start()
-    yield h
-    await h.stop()
 
 
 async def test_work_runs_to_completed_and_status_comes_back(harness: Harness) -> None:

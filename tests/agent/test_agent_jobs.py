@@ -37,14 +37,6 @@ def with_job(work: dict, **spec) -> dict:
 
 
 @pytest.fixture
-async def harness():
-    h = Harness()
-    await h.start()
-    yield h
-    await h.stop()
-
-
-@pytest.fixture
 async def real():
     h = Harness(real_scheduler=True)
     await h.start()

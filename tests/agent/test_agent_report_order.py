@@ -8,20 +8,11 @@ already reported, the 30 s heartbeat) before it could count that capacity as the
 
 from __future__ import annotations
 
-import pytest
 from agent_fakes import NS, Harness, job_work
 
 
 def rv(obj: dict) -> int:
     return int(obj["metadata"]["resourceVersion"])
-
-
-@pytest.fixture
-async def harness():
-    h = Harness()
-    await h.start()
-    yield h
-    await h.stop()
 
 
 async def test_the_cluster_report_follows_the_work_status_that_confirms_a_share(harness: Harness) -> None:

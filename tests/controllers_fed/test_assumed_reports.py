@@ -19,17 +19,10 @@ from federation.controllers.assumed import AssumedShares, confirmation
 from federation.placement.adapters import cluster_state, job_demand, placement_spec
 from federation.placement.place import Placer
 from federation.placement.request import PlacementRequest
+from tests.policy_builders import one_to_one_policy
 from tests.topology_builders import layout_text, reported_status
 
-POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-          "metadata": {"name": "one-to-one", "namespace": "default"},
-          "spec": {"resourceSelectors": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}],
-                   "placement": {"clusterAffinity": {"clusterNames": ["topo-a", "topo-b"]},
-                                 "replicaScheduling": {
-                                     "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                                     "weightPreference": {"staticWeightList": [
-                                         {"targetCluster": {"clusterNames": ["topo-a"]}, "weight": 1},
-                                         {"targetCluster": {"clusterNames": ["topo-b"]}, "weight": 1}]}}}}}
+POLICY = one_to_one_policy(["topo-a", "topo-b"], namespace="default")
 
 
 def gpu_job(name: str, pods: int, tier: int) -> dict[str, Any]:

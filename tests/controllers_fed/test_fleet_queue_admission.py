@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.controllers_fed.conftest import GPU_NODE_FREE, SEED, Fed, load, ready_cluster, until
+from tests.policy_builders import one_to_one_policy
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "ai-training"},
@@ -26,14 +27,7 @@ def _job(name: str, queue: str = "ai-training") -> dict[str, Any]:
                      "tasks": [{"name": "worker", "replicas": 1, "template": pod}]}}
 
 
-POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "one-to-one"},
-          "spec": {"resourceSelectors": [{"apiVersion": JOB_API, "kind": "Job"}],
-                   "placement": {"clusterAffinity": {"clusterNames": ["cluster-a", "cluster-b"]},
-                                 "replicaScheduling": {"replicaSchedulingType": "Divided",
-                                                       "replicaDivisionPreference": "Weighted",
-                                                       "weightPreference": {"staticWeightList": [
-                                                           {"targetCluster": {"clusterNames": ["cluster-a"]}, "weight": 1},
-                                                           {"targetCluster": {"clusterNames": ["cluster-b"]}, "weight": 1}]}}}}}
+POLICY = one_to_one_policy(["cluster-a", "cluster-b"])
 NAMES = [f"gpu-{i}" for i in range(4)]
 
 

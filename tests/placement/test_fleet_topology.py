@@ -13,17 +13,11 @@ from placement_builders import PLACEMENT, job, request, task
 from federation.placement.adapters import placement_spec
 from federation.placement.place import Placer
 from federation.placement.request import JobDemand, JobTopology
+from tests.policy_builders import one_to_one_policy
 from tests.topology_builders import topo_cluster
 
 TABLE = yaml.safe_load((PLACEMENT / "fleet-topology.yaml").read_text())
-POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-          "metadata": {"name": "one-to-one", "namespace": "default"},
-          "spec": {"resourceSelectors": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}],
-                   "placement": {"replicaScheduling": {
-                       "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                       "weightPreference": {"staticWeightList": [
-                           {"targetCluster": {"clusterNames": ["a"]}, "weight": 1},
-                           {"targetCluster": {"clusterNames": ["b"]}, "weight": 1}]}}}}}
+POLICY = one_to_one_policy(["a", "b"], namespace="default", affinity=False)
 
 
 def demand(spec: dict[str, Any]) -> JobDemand:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from federation.controllers import common as c
+from federation.controllers.runner import resource_version
 from federation.placement.adapters import assumed_share, job_demand
 from federation.placement.request import AssumedWorkload
 from policies.models.karmada_work import EXECUTION_NAMESPACE_PREFIX, status_is_current
@@ -69,13 +70,6 @@ def confirmation(work: Obj | None, generation: int) -> str | None:
 def confirmed(work: Obj | None, generation: int) -> bool:
     """Whether the Work confirms this share (see :func:`confirmation`)."""
     return confirmation(work, generation) is not None
-
-
-def resource_version(obj: Obj | None) -> int:
-    try:
-        return int(((obj or {}).get("metadata") or {}).get("resourceVersion") or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 class AssumedShares:

@@ -218,8 +218,7 @@ def resync_settled(observation: JobObservation, now: datetime, config: Controlle
     something, before paying for a whole pass.
     """
     job = view_job(observation.job)
-    if (observation.deferred or not lifecycle.only_resyncs(job)
-            or observation.job.metadata.deletion_timestamp is not None):
+    if not _only_resyncs(observation, job):
         return False
     old_status = _status_wire(observation.job.status) if observation.job.status else {}
     p = _new_pass(observation, job, old_status, now, config)
@@ -243,14 +242,20 @@ def plan_settles(observation: JobObservation, plan: JobPlan) -> bool:
     objects equal to the existing ones. Such a SyncJob reads the clock only where it changes
     something, so the same SyncJob at any later time plans nothing either.
     """
-    if (observation.deferred or observation.job.metadata.deletion_timestamp is not None
-            or not lifecycle.only_resyncs(view_job(observation.job))):
+    if not _only_resyncs(observation, view_job(observation.job)):
         return False
     return (plan.actions == [JobAction.SYNC_JOB] and not plan.status_changed and not plan.create_pods
             and not plan.delete_pods and plan.pod_group_action is None and not plan.events and not plan.delete_objects
             and not plan.deferred and plan.requeue_at is None and not plan.delete_job
             and all(observation.existing_objects.get((str(obj["kind"]), str(obj["metadata"]["name"]))) == obj
                     for obj in plan.apply_objects))
+
+
+def _only_resyncs(observation: JobObservation, job: JobView) -> bool:
+    """Every action a pass over ``observation`` can take is the SyncJob: no deferred action, the
+    Job not being deleted, and no lifecycle policy to resolve a request to anything else."""
+    return (not observation.deferred and observation.job.metadata.deletion_timestamp is None
+            and lifecycle.only_resyncs(job))
 
 
 def pod_resync_view(pod: Pod) -> tuple[bool, str, str, bool]:

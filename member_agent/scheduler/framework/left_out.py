@@ -57,6 +57,10 @@ class QuiescentLedger:
         self._seen: tuple[JobSpec, ...] | None = None  # the job tuple the ledger describes
         self._specs: dict[int, JobSpec] = {}  # id -> spec: held, so the ids stay theirs
         self._found: dict[int, Fragment] = {}
+        self._wrapped: dict[int, JobSpec] = {}  # id -> spec, the specs that are not eligible
+        #: Whether the job tuple described was reached by the cache's notes: a cache's tuple is in
+        #: uid order (its jobs are kept sorted by key, and a job's key is its spec's uid).
+        self._in_uid_order = False
         self.fragments: dict[str, Fragment] = {}  # uid -> fragment, the eligible specs only
         self.owners: dict[str, str] = {}
         self.reports: dict[str, JobReport] = {}
@@ -74,6 +78,7 @@ class QuiescentLedger:
              added: list[JobSpec]) -> None:
         """A cache's word that its job tuple went from ``previous`` to ``current`` by taking out
         ``removed`` and putting in ``added``: :meth:`update` then follows it rather than compare.
+        ``current`` is in uid order (:meth:`wrapped_in_order` relies on it).
         Not kept before the first update (a conf that leaves nothing out never updates: an agent
         would hold the specs of finished jobs for nothing)."""
         if self._seen is None:
@@ -100,6 +105,7 @@ class QuiescentLedger:
         else:
             self._compare(jobs, nodes.index)
         self._seen = jobs
+        self._in_uid_order = chain is not None
         jobs_removed, pods_removed = self._removed
         if jobs_removed * 2 > len(self.running) or pods_removed * 2 > len(self.owners):
             self._compact()
@@ -142,6 +148,7 @@ class QuiescentLedger:
         self.with_terms += found.has_terms
         self.with_scored += found.scored
         if not found.eligible:
+            self._wrapped[key] = spec
             return
         uid = found.uid
         self.fragments[uid] = found
@@ -165,6 +172,7 @@ class QuiescentLedger:
         self.with_terms -= found.has_terms
         self.with_scored -= found.scored
         if not found.eligible:
+            del self._wrapped[key]
             return
         uid = found.uid
         del self.fragments[uid], self.reports[uid], self.running[uid]
@@ -178,6 +186,14 @@ class QuiescentLedger:
         self.with_ids.pop(uid, None)
         for tally in self._tallies.values():
             tally.remove(spec, found)
+
+    def wrapped_in_order(self, jobs: tuple[JobSpec, ...]) -> list[JobSpec] | None:
+        """The specs of ``jobs`` that are not eligible, in ``jobs``' order, when the ledger knows
+        that order without a pass over ``jobs`` (the cache's tuple it describes: uid order);
+        None otherwise. A replay's session wraps a few of a few hundred jobs."""
+        if jobs is not self._seen or not self._in_uid_order:
+            return None
+        return sorted(self._wrapped.values(), key=_UID)
 
     def tally(self, key: Hashable, new: Callable[[], Tally]) -> Tally:
         """The tally kept under ``key``, made by ``new`` and filled from the eligible specs on first use."""
@@ -226,6 +242,10 @@ class LeftOut:
         fragments = self.fragments
         if not fragments:
             return jobs
+        if self.ledger is not None and not self.clash:  # left out: every eligible spec
+            wrapped = self.ledger.wrapped_in_order(jobs)
+            if wrapped is not None:
+                return [spec for spec in wrapped if spec.uid not in fragments]
         # one pass in C (map, not_, compress): a replay's session keeps a few of a few hundred specs
         return list(compress(jobs, map(not_, map(fragments.__contains__, map(_UID, jobs)))))
 

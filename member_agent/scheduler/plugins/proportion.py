@@ -22,7 +22,7 @@ from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import QueueSpec
 from member_agent.scheduler.framework.status import Vote
-from member_agent.scheduler.plugins.queue_usage import deduct_gated, queue_usage
+from member_agent.scheduler.plugins.queue_usage import Usage, deduct_gated, queue_usage
 from member_agent.scheduler.plugins.water_fill import water_fill as water_fill  # re-exported for tests
 
 NAME = "proportion"
@@ -89,6 +89,78 @@ def queue_vectors(dims: Dimensions, queue: QueueSpec) -> tuple[Vector, Vector]:
     return kept[1], kept[2]
 
 
+@dataclass(frozen=True)
+class _Opening:
+    """What opening derives from the queues, the cluster total and each queue's allocated and
+    request, per queue in the usage's order: the same in every session whose inputs are equal."""
+
+    dims: Dimensions
+    queues: tuple[QueueSpec, ...]  # held, so the ids in the key stay theirs
+    vectors: tuple[tuple[Vector, Vector], ...]  # guarantee, capability
+    real: np.ndarray  # read-only rows
+    deserved: np.ndarray  # read-only: each session takes a copy
+    shares: tuple[float, ...]
+    inverse: np.ndarray  # read-only: each session takes a copy
+    inv_any: tuple[bool, ...]
+
+
+def _opened(ssn: Session, usage: dict[str, Usage]) -> _Opening:
+    """:func:`_open`'s answer, remembered by its inputs (``_OPENED``): a replay's session opens
+    with the queues' sums as some earlier session did about two times in five."""
+    dims = ssn.dims
+    key = (id(dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes(), tuple(usage),
+           b"".join([b for use in usage.values() for b in (use.allocated.tobytes(), use.request.tobytes())]))
+    found = _OPENED.get(key)
+    if found is None or found.dims is not dims:
+        found = _open(ssn, usage)
+        if len(_OPENED) >= _OPENED_KEPT:
+            _OPENED.pop(next(iter(_OPENED)))
+        _OPENED[key] = found
+    return found
+
+
+#: Inputs -> what opening derived from them (ids of objects the value holds, and bytes).
+_OPENED: dict[tuple[object, ...], _Opening] = {}
+_OPENED_KEPT = 32
+
+
+def _open(ssn: Session, usage: dict[str, Usage]) -> _Opening:
+    """Each queue's real capability, then water filling (deserved and share) and the inverses
+    of what it deserves; reads the queues, the total and each queue's allocated and request."""
+    dims = ssn.dims
+    vectors = {name: queue_vectors(dims, queue) for name, queue in ssn.queues.items()}
+    total_guarantee = dims.zeros()
+    for guarantee, _capability in vectors.values():
+        total_guarantee += guarantee
+    names = list(usage)
+    real = np.zeros((0, len(dims)))
+    if names:
+        # Each queue's real capability, all queues at once (the same operations per element):
+        # what the others' guarantees leave, plus its own, within its spec's capability.
+        real = np.maximum(ssn.total - total_guarantee, 0.0) + np.array([vectors[n][0] for n in names])
+        capped = [i for i, n in enumerate(names) if ssn.queues[n].capability]
+        if capped:
+            real[capped] = np.minimum(real[capped], np.array([vectors[names[i]][1] for i in capped]))
+    attrs = []
+    for i, name in enumerate(names):
+        queue, use = ssn.queues[name], usage[name]
+        guarantee, capability = vectors[name]
+        attrs.append(QueueAttr(
+            name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
+            capability=capability, guarantee=guarantee, real_capability=real[i],
+            allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
+            deserved=dims.zeros(),
+        ))
+    water_fill(attrs, ssn.total, dims.always)
+    deserved = np.array([attr.deserved for attr in attrs]).reshape(len(attrs), len(dims))
+    inverse = inverses(deserved)
+    inv_any = tuple(count > 0 for count in np.count_nonzero(inverse, axis=1).tolist())
+    for array in (real, deserved, inverse):
+        array.setflags(write=False)
+    return _Opening(dims, tuple(ssn.queues.values()), tuple(vectors[n] for n in names), real, deserved,
+                    tuple(attr.share for attr in attrs), inverse, inv_any)
+
+
 class ProportionPlugin:
     name = NAME
 
@@ -99,34 +171,18 @@ class ProportionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         dims = self.dims = ssn.dims
         usage = queue_usage(ssn)
-        vectors = {name: queue_vectors(dims, queue) for name, queue in ssn.queues.items()}
-        total_guarantee = dims.zeros()
-        for guarantee, _capability in vectors.values():
-            total_guarantee += guarantee
-        names = list(usage)
-        if names:
-            # Each queue's real capability, all queues at once (the same operations per element):
-            # what the others' guarantees leave, plus its own, within its spec's capability.
-            real = np.maximum(ssn.total - total_guarantee, 0.0) + np.array([vectors[n][0] for n in names])
-            capped = [i for i, n in enumerate(names) if ssn.queues[n].capability]
-            if capped:
-                real[capped] = np.minimum(real[capped], np.array([vectors[names[i]][1] for i in capped]))
-        for i, name in enumerate(names):
-            queue, use = ssn.queues[name], usage[name]
-            guarantee, capability = vectors[name]
+        opened = _opened(ssn, usage)
+        deserved, inverse = opened.deserved.copy(), opened.inverse.copy()  # rows of this session's own
+        for i, (name, use) in enumerate(usage.items()):
+            queue = ssn.queues[name]
+            guarantee, capability = opened.vectors[i]
             self.attrs[name] = QueueAttr(
                 name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
-                capability=capability, guarantee=guarantee, real_capability=real[i],
+                capability=capability, guarantee=guarantee, real_capability=opened.real[i],
                 allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
-                deserved=dims.zeros(),
+                deserved=deserved[i], share=opened.shares[i], inv_deserved=inverse[i], inv_any=opened.inv_any[i],
             )
         attrs = list(self.attrs.values())
-        water_fill(attrs, ssn.total, dims.always)
-        if attrs:  # every queue's at once
-            inverse = inverses(np.array([attr.deserved for attr in attrs]))
-            nonzero = np.count_nonzero(inverse, axis=1).tolist()
-            for attr, row, count in zip(attrs, inverse, nonzero, strict=True):
-                attr.inv_deserved, attr.inv_any = row, count > 0
         for attr in attrs if ssn.options.verbosity >= 4 else ():
             # guarded: describing three vectors per queue cost ~10 % of a session at verbosity 0
             ssn.log(4, f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "

@@ -12,15 +12,32 @@ import numpy as np
 from member_agent.scheduler.framework.dims import Vector
 
 
+def _inverse(total: Vector) -> tuple[bool, Vector]:
+    """Whether any dimension counts, and ``1 / total`` on the counted ones (read-only), remembered
+    by the total's bytes: every session of a cluster whose nodes did not change has the same."""
+    key = total.tobytes()
+    found = _INVERSES.get(key)
+    if found is None or found[1].shape != total.shape:
+        counted = total >= 0.1
+        inverse = np.zeros_like(total)
+        inverse[counted] = 1.0 / total[counted]
+        inverse.setflags(write=False)
+        found = (bool(counted.any()), inverse)
+        if len(_INVERSES) >= 8:
+            _INVERSES.pop(next(iter(_INVERSES)))
+        _INVERSES[key] = found
+    return found
+
+
+_INVERSES: dict[bytes, tuple[bool, Vector]] = {}
+
+
 class DominantShares:
     """Each job's allocated vector and dominant share, kept current as tasks come and go."""
 
     def __init__(self, total: Vector) -> None:
         self.total = total
-        dims_mask = total >= 0.1
-        self.any_dim = bool(dims_mask.any())
-        self.inv_total = np.zeros_like(total)
-        self.inv_total[dims_mask] = 1.0 / total[dims_mask]
+        self.any_dim, self.inv_total = _inverse(total)
         self.allocated: dict[str, Vector] = {}
         self.share: dict[str, float] = {}
 

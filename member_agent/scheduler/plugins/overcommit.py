@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from member_agent.scheduler.framework.arguments import Argument
-from member_agent.scheduler.framework.dims import le_on_requested
+from member_agent.scheduler.framework.dims import Vector, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
@@ -33,8 +33,7 @@ class OvercommitPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        used = ssn.used.sum(axis=0) if len(ssn.node_names) else ssn.dims.zeros()
-        self.idle = ssn.total * self.factor - used
+        self.idle = ssn.total * self.factor - _used(ssn)
         self.inqueue = total_inqueue(ssn, full_min_for_inqueue=True)
         ssn.add(Point.JOB_ENQUEUEABLE, NAME, self._enqueueable)
         ssn.add(Point.JOB_ENQUEUED, NAME, self._enqueued)
@@ -57,6 +56,28 @@ class OvercommitPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         pass
+
+
+def _used(ssn: Session) -> Vector:
+    """``used`` summed over the nodes (read-only). The sum of the session's copy of its node table's
+    ``used`` while no row changed since (every change is in ``ssn.changes``), so it is remembered
+    per table: the cache hands an unchanged table to the next snapshot (about two sessions in five
+    of a replay), where the sum over a thousand rows was a sixth of this plugin's opening."""
+    if not len(ssn.node_names):
+        return ssn.dims.zeros()
+    if ssn.changes:
+        summed: Vector = ssn.used.sum(axis=0)
+        return summed
+    if _USED and _USED[0] is ssn.nodes:
+        return _USED[1]
+    summed = ssn.used.sum(axis=0)
+    summed.setflags(write=False)
+    _USED[:] = [ssn.nodes, summed]  # holds the table: its id is not reused while it is the key
+    return summed
+
+
+#: The last node table summed and its ``used`` total.
+_USED: list[Any] = []
 
 
 def new(args: dict[str, Any]) -> OvercommitPlugin:

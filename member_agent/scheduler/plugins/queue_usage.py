@@ -297,18 +297,26 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
     if carried.absolute.max(initial=0.0) >= _EXACT:
         left.ledger.forget("queue_terms")  # its sums may have rounded: refilled, exact again, on next use
         return None
-    totals = {queue: block.copy() for queue, block in carried.sums.items()}
-    absolute = carried.absolute.copy()
+    # The tally's own arrays where no session job adds to a queue (read-only to every caller, and
+    # the tally changes only when the ledger is next updated, after this opening): a copy only
+    # for the few queues a session's jobs add to, not one per queue per session.
+    totals = dict(carried.sums)
+    absolute = carried.absolute
+    added: set[str] = set()
     for job in ssn.jobs.values():  # a few jobs a session: added one by one (whole numbers: any order is exact)
         terms = _terms(job, zeros, False)
         if not terms.integral:
             return None
-        kept = totals.get(terms.queue)
+        queue = terms.queue
+        kept = totals.get(queue)
         if kept is None:
-            totals[terms.queue] = terms.block.copy()
-        else:
+            totals[queue] = terms.block.copy()
+        elif queue in added:
             kept += terms.block
-        absolute += np.abs(terms.block)
+        else:
+            totals[queue] = kept + terms.block
+        added.add(queue)
+        absolute = absolute + np.abs(terms.block)
     if absolute.max(initial=0.0) >= _EXACT:
         return None
     return totals, absolute
@@ -349,9 +357,14 @@ def total_inqueue(ssn: Session, *, full_min_for_inqueue: bool = False) -> Vector
     totals = (_carried_totals(ssn, zeros, full_min_for_inqueue)
               if ssn.left_out and not ssn.left_out.clash else None)
     if totals is not None:
-        for queue in ssn.job_queues():
-            total += totals[queue][3]
-        return total
+        queues = ssn.job_queues()
+        if len(queues) <= _FEW_TERMS:
+            for queue in queues:
+                total += totals[queue][3]
+            return total
+        # cumsum adds the rows one after the other, from zeros, as the loop does: the same floats
+        summed: Vector = np.cumsum(np.array([total, *(totals[queue][3] for queue in queues)]), axis=0)[-1]
+        return summed
     for usage in queue_usage(ssn, full_min_for_inqueue=full_min_for_inqueue).values():
         total += usage.inqueue
     return total

@@ -16,6 +16,7 @@ from member_agent.scheduler.framework.dims import Vector, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
+from member_agent.scheduler.framework.snapshot import NodeTable
 from member_agent.scheduler.framework.status import Vote
 from member_agent.scheduler.plugins.queue_usage import deduct_gated, total_inqueue
 
@@ -68,16 +69,17 @@ def _used(ssn: Session) -> Vector:
     if ssn.changes:
         summed: Vector = ssn.used.sum(axis=0)
         return summed
-    if _USED and _USED[0] is ssn.nodes:
-        return _USED[1]
+    kept = _USED.get("last")
+    if kept is not None and kept[0] is ssn.nodes:
+        return kept[1]
     summed = ssn.used.sum(axis=0)
     summed.setflags(write=False)
-    _USED[:] = [ssn.nodes, summed]  # holds the table: its id is not reused while it is the key
+    _USED["last"] = (ssn.nodes, summed)  # holds the table: it is compared by identity
     return summed
 
 
 #: The last node table summed and its ``used`` total.
-_USED: list[Any] = []
+_USED: dict[str, tuple[NodeTable, Vector]] = {}
 
 
 def new(args: dict[str, Any]) -> OvercommitPlugin:

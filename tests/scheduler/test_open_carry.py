@@ -1,0 +1,222 @@
+"""What a session's opening carries from earlier sessions (issue 41, round 8) must give what the
+plain computation gives, and must not answer when an input changed:
+
+* the scheduler cache hands its last frozen node table and device arrays to the next snapshot
+  until a pod's accounting or a device row changes;
+* the ledger of left-out jobs finds the jobs a session wraps without a pass over every job;
+* proportion's opening remembered by its inputs, overcommit's used sum per node table, drf's
+  inverse total per total, the carried queue sums copied only where a session's job adds.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+
+from member_agent.scheduler.cycle import open_session
+from member_agent.scheduler.framework.builder import build_snapshot
+from member_agent.scheduler.framework.clock import FixedClock
+from member_agent.scheduler.framework.left_out import LeftOut, QuiescentLedger
+from member_agent.scheduler.plugins import drf_shares, overcommit, proportion
+from member_agent.scheduler.plugins.queue_usage import _CarriedTerms, queue_usage, total_inqueue
+from member_agent.scheduler.scheduler_cache import ARRAYS, SchedulerCache
+from policies.scheduler_conf import parse_scheduler_conf
+from tests.scheduler.test_left_out_ledger import _apply, steps
+from tests.scheduler.test_session_reuse import _objects, _walked_usage, jobs_strategy
+
+CONF = parse_scheduler_conf("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+""")
+
+RUNNING = [("q1", "Running", 1, ["Running", "Running"]), ("q2", "Running", 1, ["Running"]),
+           ("q1", "Inqueue", 1, ["Pending", "Pending"]), ("q2", "Pending", 1, ["Pending"])]
+
+
+def _cache(objects: list[dict[str, Any]], resources: tuple[str, ...] = ()) -> SchedulerCache:
+    cache = SchedulerCache(resources=resources)
+    for obj in objects:
+        cache.upsert(copy.deepcopy(obj))
+    return cache
+
+
+def _pass(left: LeftOut, jobs: tuple[Any, ...]) -> list[Any]:
+    return [spec for spec in jobs if spec.uid not in left.fragments]
+
+
+# ---------------------------------------------------------------- the cache's frozen copies
+def test_an_unchanged_cache_hands_on_its_frozen_table_and_a_change_copies_it_again() -> None:
+    objects = _objects(RUNNING)
+    cache = _cache(objects)
+    first = cache.snapshot()
+    second = cache.snapshot()
+    assert second.nodes is first.nodes and second.device_arrays is first.device_arrays
+    assert not first.nodes.used.flags.writeable
+    pod = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Pending")
+    pod["spec"]["nodeName"], pod["status"] = "n00003", {"phase": "Running"}  # a pod's accounting moves
+    cache.upsert(copy.deepcopy(pod))
+    third = cache.snapshot()
+    assert third.nodes is not first.nodes
+    fresh = build_snapshot(copy.deepcopy(objects))
+    for name in ARRAYS:
+        np.testing.assert_array_equal(getattr(third.nodes, name), getattr(fresh.nodes, name))
+    assert not np.array_equal(third.nodes.used, first.nodes.used)
+    gone = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Running")
+    objects.remove(gone)
+    cache.delete(copy.deepcopy(gone))  # a pod that ends frees its node's row
+    fourth = cache.snapshot()
+    assert fourth.nodes is not third.nodes
+    np.testing.assert_array_equal(fourth.nodes.used, build_snapshot(copy.deepcopy(objects)).nodes.used)
+
+
+def test_device_arrays_are_copied_again_once_a_device_row_changed() -> None:
+    cache = _cache(_objects(RUNNING))
+    first = cache.snapshot()
+    cache._dirty_rows.add(0)  # what folding a resident's GPUs into row 0 records
+    second = cache.snapshot()
+    assert second.device_arrays is not first.device_arrays
+    assert cache.snapshot().device_arrays is second.device_arrays
+
+
+# ---------------------------------------------------------------- the jobs a session wraps
+@settings(max_examples=40, deadline=None)
+@given(jobs=jobs_strategy, changes=steps)
+def test_the_wrapped_jobs_read_from_the_ledger_equal_a_pass_over_every_job(jobs: Any, changes: Any) -> None:
+    objects = _objects(jobs)
+    cache = _cache(objects, ("example.com/share",))  # a step may ask for it
+    for step in [("none", 0), *changes]:
+        _apply(step, objects, cache, None)
+        snapshot = cache.snapshot()
+        cache.ledger.update(snapshot)
+        left = LeftOut(cache.ledger)
+        assert list(left.kept_in(snapshot.jobs)) == _pass(left, snapshot.jobs)
+
+
+def test_the_ledger_answers_for_the_cache_tuple_it_reached_by_notes_only() -> None:
+    objects = _objects(RUNNING)
+    cache = _cache(objects)
+    first = cache.snapshot()
+    cache.ledger.update(first)
+    assert cache.ledger.wrapped_in_order(first.jobs) is None  # compared, not noted: order unknown
+    group = next(o for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "j3")
+    group["status"] = {"phase": "Inqueue"}
+    cache.upsert(copy.deepcopy(group))
+    second = cache.snapshot()
+    cache.ledger.update(second)
+    wrapped = cache.ledger.wrapped_in_order(second.jobs)
+    left = LeftOut(cache.ledger)
+    assert wrapped is not None and wrapped == _pass(left, second.jobs)
+    assert {"b/j2", "b/j3"} <= {spec.uid for spec in wrapped} and "b/j0" not in {spec.uid for spec in wrapped}
+    assert cache.ledger.wrapped_in_order(tuple(list(second.jobs))) is None  # another tuple
+    assert cache.ledger.wrapped_in_order(first.jobs) is None  # not the tuple described now
+    fresh = QuiescentLedger()
+    fresh.update(second)
+    assert fresh.wrapped_in_order(second.jobs) is None
+
+
+# ---------------------------------------------------------------- the plugins' openings
+def _attrs(ssn: Any) -> dict[str, list[Any]]:
+    plugin = ssn.plugins["proportion"]
+    return {name: [a.weight, a.priority, a.state, a.share, a.inv_any,
+                   *(getattr(a, f).tolist() for f in ("capability", "guarantee", "real_capability", "allocated",
+                                                        "request", "inqueue", "elastic", "deserved", "inv_deserved"))]
+            for name, a in plugin.attrs.items()}
+
+
+def test_a_remembered_proportion_opening_equals_a_fresh_one_and_hands_out_arrays_of_its_own() -> None:
+    snapshot = build_snapshot(_objects(RUNNING))
+    proportion._OPENED.clear()
+    fresh = open_session(snapshot, CONF, FixedClock())
+    assert len(proportion._OPENED) == 1
+    again = open_session(snapshot, CONF, FixedClock())
+    assert len(proportion._OPENED) == 1  # answered from the memo
+    assert _attrs(again) == _attrs(fresh)
+    a, b = fresh.plugins["proportion"].attrs["q1"], again.plugins["proportion"].attrs["q1"]
+    assert a.deserved is not b.deserved and b.deserved.flags.writeable and b.inv_deserved.flags.writeable
+    assert not np.shares_memory(a.allocated, b.allocated)
+    b.allocated += 1.0  # a placement's handler: the other session's queue does not move
+    assert _attrs(fresh) == _attrs(open_session(snapshot, CONF, FixedClock()))
+
+
+def test_a_proportion_opening_with_another_input_is_not_answered_from_the_memo() -> None:
+    objects = _objects(RUNNING)
+    proportion._OPENED.clear()
+    open_session(build_snapshot(copy.deepcopy(objects)), CONF, FixedClock())
+    pod = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Pending")
+    pod["spec"]["nodeName"], pod["status"] = "n00003", {"phase": "Running"}  # a queue's allocated moves
+    moved = build_snapshot(copy.deepcopy(objects))
+    got = open_session(moved, CONF, FixedClock())
+    assert len(proportion._OPENED) == 2
+    queue = next(o for o in objects if o["kind"] == "Queue" and o["metadata"]["name"] == "q2")
+    queue["spec"]["weight"] = 3  # another Queue spec, the sums as before
+    reweighted = open_session(build_snapshot(copy.deepcopy(objects)), CONF, FixedClock())
+    assert len(proportion._OPENED) == 3
+    proportion._OPENED.clear()
+    assert _attrs(got) == _attrs(open_session(moved, CONF, FixedClock()))
+    assert _attrs(reweighted)["q2"][0] == 3
+
+
+def test_overcommit_reads_the_used_sum_of_an_unchanged_table_and_sums_a_changed_session() -> None:
+    cache = _cache(_objects(RUNNING))
+    ssn = open_session(cache.snapshot(), CONF, FixedClock())
+    summed = overcommit._used(ssn)
+    np.testing.assert_array_equal(summed, ssn.used.sum(axis=0))
+    later = open_session(cache.snapshot(), CONF, FixedClock())  # the same table handed on
+    assert later.nodes is ssn.nodes and overcommit._used(later) is summed
+    later.used[0] += later.used[1]  # a row changed in the session, recorded as every change is
+    later.changes.append(0)
+    np.testing.assert_array_equal(overcommit._used(later), later.used.sum(axis=0))
+    assert not np.array_equal(overcommit._used(later), summed)
+    other = open_session(build_snapshot(_objects(RUNNING)), CONF, FixedClock())  # another table
+    assert overcommit._used(other) is not summed
+    np.testing.assert_array_equal(overcommit._used(other), summed)
+
+
+def test_drf_inverse_total_remembered_by_its_bytes() -> None:
+    total = np.array([8.0, 0.05, 4.0, 0.0])
+    counted = total >= 0.1
+    expected = np.zeros_like(total)
+    expected[counted] = 1.0 / total[counted]
+    any_dim, inverse = drf_shares._inverse(total)
+    assert any_dim and inverse.tolist() == expected.tolist() and not inverse.flags.writeable
+    assert drf_shares._inverse(total.copy())[1] is inverse
+    other = np.array([8.0, 0.05, 2.0, 0.0])
+    assert drf_shares._inverse(other)[1].tolist() == [0.125, 0.0, 0.5, 0.0]
+    assert drf_shares._inverse(np.zeros(3)) == (False, drf_shares._inverse(np.zeros(3))[1])
+
+
+def test_carried_sums_of_many_queues_equal_a_walk_and_stay_as_the_tally_keeps_them() -> None:
+    """Six queues (overcommit's total inqueue then adds them with one cumsum), jobs of the session
+    in two of them: the tally's arrays are not written, and the sums equal the walk."""
+    jobs = [(f"q{i % 2 + 1}", "Running", 1, ["Running", "Running"]) for i in range(6)]  # gangs ready: left out
+    objects = _objects([*jobs, ("q1", "Inqueue", 2, ["Pending"]), ("q2", "Pending", 1, ["Pending"])])
+    for i in range(3, 7):
+        objects.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": f"q{i}"},
+                        "spec": {"weight": 1}, "status": {"state": "Open"}})
+    for n, group in enumerate(o for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] in
+                              ("j0", "j1", "j2", "j3")):
+        group["spec"]["queue"] = f"q{n + 3}"
+    cache = _cache(objects)
+    snapshot = cache.snapshot()
+    ssn = open_session(snapshot, CONF, FixedClock())
+    assert ssn.left_out and len(ssn.job_queues()) == 6
+    tally = cache.ledger.tally("queue_terms", lambda: _CarriedTerms(ssn.dims.zeros()))
+    assert isinstance(tally, _CarriedTerms)
+    kept = {queue: block.copy() for queue, block in tally.sums.items()}
+    for full in (False, True):
+        walked = _walked_usage(ssn, full)
+        got = queue_usage(ssn, full_min_for_inqueue=full)
+        assert {q: [u.allocated.tolist(), u.request.tolist(), u.inqueue.tolist(), u.elastic.tolist()]
+                for q, u in got.items()} == \
+               {q: [u.allocated.tolist(), u.request.tolist(), u.inqueue.tolist(), u.elastic.tolist()]
+                for q, u in walked.items()}
+        looped = ssn.dims.zeros()
+        for usage in walked.values():
+            looped += usage.inqueue
+        assert total_inqueue(ssn, full_min_for_inqueue=full).tolist() == looped.tolist()
+    assert {q: b.tolist() for q, b in tally.sums.items()} == {q: b.tolist() for q, b in kept.items()}

@@ -5,7 +5,8 @@ plain computation gives, and must not answer when an input changed:
   until a pod's accounting or a device row changes;
 * the ledger of left-out jobs finds the jobs a session wraps without a pass over every job;
 * proportion's opening remembered by its inputs, overcommit's used sum per node table, drf's
-  inverse total per total, the carried queue sums copied only where a session's job adds.
+  inverse total per total, the carried queue sums copied only where a session's job adds, and
+  deviceshare's whole-number test of the carried rows read from the arrays' fractional rows.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from member_agent.scheduler.cycle import open_session
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.left_out import LeftOut, QuiescentLedger
+from member_agent.scheduler.framework.snapshot import DeviceArrays
 from member_agent.scheduler.plugins import drf_shares, overcommit, proportion
+from member_agent.scheduler.plugins.device_carry import _fractional_rows, _whole
 from member_agent.scheduler.plugins.queue_usage import _CarriedTerms, queue_usage, total_inqueue
 from member_agent.scheduler.scheduler_cache import ARRAYS, SchedulerCache
 from policies.scheduler_conf import parse_scheduler_conf
@@ -220,3 +224,21 @@ def test_carried_sums_of_many_queues_equal_a_walk_and_stay_as_the_tally_keeps_th
             looped += usage.inqueue
         assert total_inqueue(ssn, full_min_for_inqueue=full).tolist() == looped.tolist()
     assert {q: b.tolist() for q, b in tally.sums.items()} == {q: b.tolist() for q, b in kept.items()}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 0.5, 7.0, np.inf, np.nan]), st.sampled_from([0.0, 2.0, 0.25]),
+                          st.booleans()), min_size=1, max_size=8))
+def test_the_carried_rows_whole_test_reads_the_fractional_rows_as_the_masked_arrays_did(
+        cells: list[tuple[float, float, bool]]) -> None:
+    memory = np.array([[m, 1.0] for m, _c, _r in cells])
+    cores = np.array([[c, 3.0] for _m, c, _r in cells])
+    rows = np.array([r for _m, _c, r in cells])
+    base = DeviceArrays(np.full(len(cells), 2), np.full((len(cells), 2), 16.0), memory, cores,
+                        np.zeros((len(cells), 2)), np.zeros((len(cells), 2), dtype=bool))
+    expected = _whole(memory[rows]) and _whole(cores[rows])
+    fractional = _fractional_rows(base)
+    assert (not (len(fractional) and rows[fractional].any())) == expected
+    assert _fractional_rows(base) is fractional  # the same arrays: remembered
+    other = DeviceArrays(base.count, base.memory, np.full_like(memory, 0.5), cores, base.holders, base.exclusive)
+    assert len(_fractional_rows(other)) == len(cells)  # other arrays: tested again

@@ -179,11 +179,30 @@ def _whole(values: Any) -> bool:
     return bool((np.floor(values) == values).all())
 
 
+def _fractional_rows(base: DeviceArrays) -> np.ndarray:
+    """The rows of ``base`` with a GPU's memory or cores in use that is not a whole number: the
+    carried rows are whole exactly when none of them is among these. Kept for the last arrays
+    seen, compared by identity: the cache hands unchanged arrays to the next snapshot, where the
+    whole-number test of the carried rows was most of a session's deviceshare opening."""
+    kept = _FRACTIONAL.get("last")
+    if kept is not None and kept[0] is base:
+        return kept[1]
+    memory, cores = base.memory_used, base.cores_used
+    whole = (np.floor(memory) == memory).all(axis=1) & (np.floor(cores) == cores).all(axis=1)
+    fractional = np.flatnonzero(~whole)
+    _FRACTIONAL["last"] = (base, fractional)  # holds the arrays: compared by identity
+    return fractional
+
+
+_FRACTIONAL: dict[str, tuple[DeviceArrays, np.ndarray]] = {}
+
+
 def _commutes_on_carried_rows(ssn: Session, carried: CarriedDevices, occupants: dict[int, list[TaskInfo]]) -> bool:
     base = ssn.snapshot.device_arrays
     rows = carried.pods > 0
     if base is not None and len(base.count) == len(rows):
-        if not (_whole(base.memory_used[rows]) and _whole(base.cores_used[rows])):
+        fractional = _fractional_rows(base)
+        if len(fractional) and rows[fractional].any():
             return False
     else:
         for row in np.flatnonzero(rows).tolist():

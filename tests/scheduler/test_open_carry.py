@@ -6,7 +6,8 @@ plain computation gives, and must not answer when an input changed:
 * the ledger of left-out jobs finds the jobs a session wraps without a pass over every job;
 * proportion's opening remembered by its inputs, overcommit's used sum per node table, drf's
   inverse total per total, the carried queue sums copied only where a session's job adds, and
-  deviceshare's whole-number test of the carried rows read from the arrays' fractional rows.
+  deviceshare's whole-number test of the carried rows read from the arrays' fractional rows;
+* ``enqueue`` serving the one queue with pending jobs without the heap of every queue.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from member_agent.scheduler.actions.enqueue import Enqueue
 from member_agent.scheduler.cycle import open_session
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.left_out import LeftOut, QuiescentLedger
+from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.framework.snapshot import DeviceArrays
 from member_agent.scheduler.plugins import drf_shares, overcommit, proportion
 from member_agent.scheduler.plugins.device_carry import _fractional_rows, _whole
@@ -242,3 +245,33 @@ def test_the_carried_rows_whole_test_reads_the_fractional_rows_as_the_masked_arr
     assert _fractional_rows(base) is fractional  # the same arrays: remembered
     other = DeviceArrays(base.count, base.memory, np.full_like(memory, 0.5), cores, base.holders, base.exclusive)
     assert len(_fractional_rows(other)) == len(cells)  # other arrays: tested again
+
+
+class _HeapOnly(Enqueue):
+    """Every session through the heap of queues, as before the one-queue path."""
+
+    def _serve_one(self, ssn: Any, listed: list[str], jobs_by_queue: dict[str, Any]) -> None:
+        self._serve(ssn, listed, jobs_by_queue)
+
+
+def _enqueued(snapshot: Any, action: Enqueue) -> tuple[Any, ...]:
+    ssn = open_session(snapshot, CONF, FixedClock(), SessionOptions(verbosity=5))
+    action.execute(ssn)
+    out = ({uid: (job.phase, job.job_fit_error) for uid, job in ssn.jobs.items()}, list(ssn.logs),
+           {q: a.inqueue.tolist() for q, a in ssn.plugins["proportion"].attrs.items()},
+           ssn.plugins["overcommit"].inqueue.tolist())
+    ssn.dispose()
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["q1", "q2"]), st.integers(1, 12)), min_size=1, max_size=12),
+       st.booleans())
+def test_one_queue_with_pending_jobs_is_served_as_the_heap_of_queues_serves_it(
+        pending: list[tuple[str, int]], one_queue: bool) -> None:
+    """Pending jobs whose minimum may not fit (overcommit and proportion reject some), all in
+    one queue or in both; a job of each queue running, so both queues are listed."""
+    jobs = [("q1", "Running", 1, ["Running", "Running"]), ("q2", "Running", 1, ["Running", "Running"])]
+    jobs += [("q1" if one_queue else queue, "Pending", size, ["Pending"] * size) for queue, size in pending]
+    snapshot = build_snapshot(_objects(jobs))
+    assert _enqueued(snapshot, Enqueue()) == _enqueued(snapshot, _HeapOnly())

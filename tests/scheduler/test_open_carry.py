@@ -135,9 +135,14 @@ def _attrs(ssn: Any) -> dict[str, list[Any]]:
             for name, a in plugin.attrs.items()}
 
 
+def _forget() -> None:
+    proportion._OPENED.clear()
+    proportion._CAPABILITIES.clear()
+
+
 def test_a_remembered_proportion_opening_equals_a_fresh_one_and_hands_out_arrays_of_its_own() -> None:
     snapshot = build_snapshot(_objects(RUNNING))
-    proportion._OPENED.clear()
+    _forget()
     fresh = open_session(snapshot, CONF, FixedClock())
     assert len(proportion._OPENED) == 1
     again = open_session(snapshot, CONF, FixedClock())
@@ -152,20 +157,24 @@ def test_a_remembered_proportion_opening_equals_a_fresh_one_and_hands_out_arrays
 
 def test_a_proportion_opening_with_another_input_is_not_answered_from_the_memo() -> None:
     objects = _objects(RUNNING)
-    proportion._OPENED.clear()
-    open_session(build_snapshot(copy.deepcopy(objects)), CONF, FixedClock())
+    cache = _cache(objects)  # as an agent's: the queues' specs and the dims kept across snapshots
+    _forget()
+    open_session(cache.snapshot(), CONF, FixedClock())
     pod = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Pending")
     pod["spec"]["nodeName"], pod["status"] = "n00003", {"phase": "Running"}  # a queue's allocated moves
-    moved = build_snapshot(copy.deepcopy(objects))
+    cache.upsert(copy.deepcopy(pod))
+    moved = cache.snapshot()
     got = open_session(moved, CONF, FixedClock())
-    assert len(proportion._OPENED) == 2
+    assert len(proportion._OPENED) == 2 and len(proportion._CAPABILITIES) == 1  # the queues as before
     queue = next(o for o in objects if o["kind"] == "Queue" and o["metadata"]["name"] == "q2")
     queue["spec"]["weight"] = 3  # another Queue spec, the sums as before
-    reweighted = open_session(build_snapshot(copy.deepcopy(objects)), CONF, FixedClock())
-    assert len(proportion._OPENED) == 3
-    proportion._OPENED.clear()
-    assert _attrs(got) == _attrs(open_session(moved, CONF, FixedClock()))
+    cache.upsert(copy.deepcopy(queue))
+    reweighted = open_session(cache.snapshot(), CONF, FixedClock())
+    assert len(proportion._OPENED) == 3 and len(proportion._CAPABILITIES) == 2
     assert _attrs(reweighted)["q2"][0] == 3
+    _forget()
+    assert _attrs(got) == _attrs(open_session(moved, CONF, FixedClock()))
+    assert _attrs(reweighted) == _attrs(open_session(cache.snapshot(), CONF, FixedClock()))
 
 
 def test_overcommit_reads_the_used_sum_of_an_unchanged_table_and_sums_a_changed_session() -> None:

@@ -128,19 +128,8 @@ def _open(ssn: Session, usage: dict[str, Usage]) -> _Opening:
     """Each queue's real capability, then water filling (deserved and share) and the inverses
     of what it deserves; reads the queues, the total and each queue's allocated and request."""
     dims = ssn.dims
-    vectors = {name: queue_vectors(dims, queue) for name, queue in ssn.queues.items()}
-    total_guarantee = dims.zeros()
-    for guarantee, _capability in vectors.values():
-        total_guarantee += guarantee
     names = list(usage)
-    real = np.zeros((0, len(dims)))
-    if names:
-        # Each queue's real capability, all queues at once (the same operations per element):
-        # what the others' guarantees leave, plus its own, within its spec's capability.
-        real = np.maximum(ssn.total - total_guarantee, 0.0) + np.array([vectors[n][0] for n in names])
-        capped = [i for i, n in enumerate(names) if ssn.queues[n].capability]
-        if capped:
-            real[capped] = np.minimum(real[capped], np.array([vectors[names[i]][1] for i in capped]))
+    vectors, real = _capabilities(ssn, tuple(names))
     attrs = []
     for i, name in enumerate(names):
         queue, use = ssn.queues[name], usage[name]
@@ -155,10 +144,42 @@ def _open(ssn: Session, usage: dict[str, Usage]) -> _Opening:
     deserved = np.array([attr.deserved for attr in attrs]).reshape(len(attrs), len(dims))
     inverse = inverses(deserved)
     inv_any = tuple(count > 0 for count in np.count_nonzero(inverse, axis=1).tolist())
-    for array in (real, deserved, inverse):
+    for array in (deserved, inverse):
         array.setflags(write=False)
     return _Opening(dims, tuple(ssn.queues.values()), tuple(vectors[n] for n in names), real, deserved,
                     tuple(attr.share for attr in attrs), inverse, inv_any)
+
+
+def _capabilities(ssn: Session, names: tuple[str, ...]) -> tuple[dict[str, tuple[Vector, Vector]], np.ndarray]:
+    """Every queue's guarantee and capability vectors, and the real capability of each of
+    ``names`` (read-only rows), remembered by the queues, the total and ``names``: opening
+    misses ``_OPENED`` whenever a queue's sums moved, while these inputs seldom change."""
+    dims = ssn.dims
+    key = (id(dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes(), names)
+    found = _CAPABILITIES.get(key)
+    if found is None or found[0] is not dims:
+        vectors = {name: queue_vectors(dims, queue) for name, queue in ssn.queues.items()}
+        total_guarantee = dims.zeros()
+        for guarantee, _capability in vectors.values():
+            total_guarantee += guarantee
+        real = np.zeros((0, len(dims)))
+        if names:
+            # Each queue's real capability, all queues at once (the same operations per element):
+            # what the others' guarantees leave, plus its own, within its spec's capability.
+            real = np.maximum(ssn.total - total_guarantee, 0.0) + np.array([vectors[n][0] for n in names])
+            capped = [i for i, n in enumerate(names) if ssn.queues[n].capability]
+            if capped:
+                real[capped] = np.minimum(real[capped], np.array([vectors[names[i]][1] for i in capped]))
+        real.setflags(write=False)
+        if len(_CAPABILITIES) >= _OPENED_KEPT:
+            _CAPABILITIES.pop(next(iter(_CAPABILITIES)))
+        # the value holds the dims and the queue specs, so the ids in the key stay theirs
+        found = _CAPABILITIES[key] = (dims, tuple(ssn.queues.values()), vectors, real)
+    return found[2], found[3]
+
+
+_CAPABILITIES: dict[tuple[object, ...], tuple[Dimensions, tuple[QueueSpec, ...], dict[str, tuple[Vector, Vector]],
+                                              np.ndarray]] = {}
 
 
 class ProportionPlugin:

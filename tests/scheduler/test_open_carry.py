@@ -7,13 +7,15 @@ plain computation gives, and must not answer when an input changed:
 * proportion's opening remembered by its inputs, overcommit's used sum per node table, drf's
   inverse total per total, the carried queue sums copied only where a session's job adds, and
   deviceshare's whole-number test of the carried rows read from the arrays' fractional rows;
-* ``enqueue`` serving the one queue with pending jobs without the heap of every queue.
+* ``enqueue`` serving the one queue with pending jobs without the heap of every queue;
+* a quiescent fragment worked out in full only for a spec a session may leave out.
 """
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 from hypothesis import given, settings
@@ -284,3 +286,57 @@ def test_one_queue_with_pending_jobs_is_served_as_the_heap_of_queues_serves_it(
     jobs += [("q1" if one_queue else queue, "Pending", size, ["Pending"] * size) for queue, size in pending]
     snapshot = build_snapshot(_objects(jobs))
     assert _enqueued(snapshot, Enqueue()) == _enqueued(snapshot, _HeapOnly())
+
+
+def _full_fragment(spec: Any, node_names: tuple[str, ...], index: Any) -> Any:
+    """The fragment as worked out before round 8: every field, for every spec."""
+    from member_agent.scheduler.framework.infos import JobInfo
+    from member_agent.scheduler.framework.quiescent import SCHEDULED, SETTLED, Fragment
+    from member_agent.scheduler.framework.result import JobReport
+
+    eligible = (spec.phase == "Running" and bool(spec.tasks) and all(
+        t.status in SETTLED and t.node and t.node in index and not t.nominated_node and not t.pod_affinity
+        for t in spec.tasks))
+    report = None
+    kept = tuple(dict(c) for c in spec.conditions if c.get("type") != SCHEDULED[0])
+    if eligible:
+        probe = JobInfo.at_snapshot(spec)
+        eligible = probe.check_task_ready() and probe.is_ready()
+        message = next((str(c.get("message", "")) for c in kept if c.get("type") == "Unschedulable"), "")
+        report = JobReport(job=spec.uid, queue=spec.queue, phase="Running", min_available=spec.min_available,
+                           tasks=len(spec.tasks), bound=len(spec.tasks), pipelined=0, pending=0, reason="",
+                           message=message)
+    ids = frozenset(str(c.get("transitionID")) for c in spec.conditions
+                    if c.get("type") == "Unschedulable" and c.get("status") == "True")
+    kind, reason, message = SCHEDULED
+    last = spec.conditions[-1] if spec.conditions else {}
+    steady = (sum(1 for c in spec.conditions if c.get("type") == kind) == 1
+              and {k: v for k, v in last.items() if k != "transitionID"}
+              == {"type": kind, "status": "True", "reason": reason, "message": message})
+    return Fragment(node_names, spec.uid, eligible, any(t.pod_affinity for t in spec.tasks),
+                    {t.key: spec.uid for t in spec.tasks}, kept, ids, report, steady,
+                    any(t.pod_affinity.scored for t in spec.tasks))
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=jobs_strategy, changes=steps)
+def test_a_ledger_of_fragments_worked_out_for_eligible_specs_only_equals_one_of_full_fragments(
+        jobs: Any, changes: Any) -> None:
+    """Eligible specs' fragments are equal field by field; of the others the ledger reads the
+    same counts (inter-pod terms) and nothing else."""
+    from member_agent.scheduler.framework import left_out as left_out_module
+    from tests.scheduler.test_left_out_ledger import _ledger_view
+
+    objects = _objects(jobs)
+    cache = _cache(objects, ("example.com/share",))
+    for step in [("none", 0), *changes]:
+        _apply(step, objects, cache, None)
+        snapshot = cache.snapshot()
+        cache.ledger.update(snapshot)
+        full = QuiescentLedger()
+        with patch.object(left_out_module, "fragment", _full_fragment):
+            full.update(snapshot)
+        zeros = snapshot.dims.zeros()
+        assert _ledger_view(cache.ledger, zeros) == _ledger_view(full, zeros)
+        assert {f.uid: f.eligible for f in cache.ledger._found.values()} == \
+               {f.uid: bool(f.eligible) for f in full._found.values()}

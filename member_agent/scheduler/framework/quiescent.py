@@ -52,7 +52,9 @@ def conf_allows(conf: SchedulerConf) -> bool:
 
 @dataclass(frozen=True)
 class Fragment:
-    """What closing a quiescent job writes into the result."""
+    """What closing a quiescent job writes into the result. Of a spec that is not ``eligible``
+    only ``has_terms`` and ``scored`` are worked out (the ledger reads nothing else of it): the
+    other fields are then empty."""
 
     node_names: tuple[str, ...]  # the node table the check was made against
     uid: str
@@ -79,15 +81,19 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
     eligible = (spec.phase == "Running" and bool(spec.tasks) and all(
         t.status in SETTLED and t.node and t.node in index and not t.nominated_node and not t.pod_affinity
         for t in spec.tasks))
-    report = None
-    kept = tuple(dict(c) for c in spec.conditions if c.get("type") != SCHEDULED[0])
     if eligible:
         probe = JobInfo.at_snapshot(spec)
         eligible = probe.check_task_ready() and probe.is_ready()  # gang's JobReady
-        message = next((str(c.get("message", "")) for c in kept if c.get("type") == "Unschedulable"), "")
-        report = JobReport(job=spec.uid, queue=spec.queue, phase="Running", min_available=spec.min_available,
-                           tasks=len(spec.tasks), bound=len(spec.tasks), pipelined=0, pending=0, reason="",
-                           message=message)
+    has_terms, scored = any(t.pod_affinity for t in spec.tasks), any(t.pod_affinity.scored for t in spec.tasks)
+    if not eligible:
+        # The ledger reads only these of a spec no session leaves out (most new specs of a replay:
+        # its Pending and Inqueue jobs'), so what closing would write for it is not worked out.
+        return Fragment(node_names, spec.uid, False, has_terms, {}, (), frozenset(), None, False, scored)
+    kept = tuple(dict(c) for c in spec.conditions if c.get("type") != SCHEDULED[0])
+    message = next((str(c.get("message", "")) for c in kept if c.get("type") == "Unschedulable"), "")
+    report = JobReport(job=spec.uid, queue=spec.queue, phase="Running", min_available=spec.min_available,
+                       tasks=len(spec.tasks), bound=len(spec.tasks), pipelined=0, pending=0, reason="",
+                       message=message)
     ids = frozenset(str(c.get("transitionID")) for c in spec.conditions
                     if c.get("type") == "Unschedulable" and c.get("status") == "True")
     # Closing rewrites the conditions as kept + gang's Scheduled: the same list but for its
@@ -97,9 +103,8 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
     steady = (sum(1 for c in spec.conditions if c.get("type") == kind) == 1
               and {k: v for k, v in last.items() if k != "transitionID"}
               == {"type": kind, "status": "True", "reason": reason, "message": message})
-    return Fragment(node_names, spec.uid, eligible, any(t.pod_affinity for t in spec.tasks),
-                    {t.key: spec.uid for t in spec.tasks}, kept, ids, report, steady,
-                    any(t.pod_affinity.scored for t in spec.tasks))
+    return Fragment(node_names, spec.uid, True, has_terms, {t.key: spec.uid for t in spec.tasks}, kept, ids, report,
+                    steady, scored)
 
 
 def condition(kind: str, reason: str, message: str, session_uid: str) -> dict[str, str]:

@@ -340,3 +340,10 @@ def test_a_ledger_of_fragments_worked_out_for_eligible_specs_only_equals_one_of_
         assert _ledger_view(cache.ledger, zeros) == _ledger_view(full, zeros)
         assert {f.uid: f.eligible for f in cache.ledger._found.values()} == \
                {f.uid: bool(f.eligible) for f in full._found.values()}
+
+
+@given(st.lists(st.lists(st.sampled_from([0.0, -0.0, 1.0, 5e-324, np.inf, np.nan]), min_size=3, max_size=3),
+                max_size=5))
+def test_the_rows_with_a_nonzero_value_read_as_count_nonzero_does(rows: list[list[float]]) -> None:
+    array = np.array(rows).reshape(len(rows), 3)
+    assert proportion.has_nonzero(array) == tuple(bool(n > 0) for n in np.count_nonzero(array, axis=1))

@@ -77,6 +77,12 @@ def inverses(rows: np.ndarray) -> np.ndarray:
     return out
 
 
+def has_nonzero(rows: np.ndarray) -> tuple[bool, ...]:
+    """Per row, whether any value is not zero (``count_nonzero > 0``: a float is truthy exactly
+    when it is not zero, NaN included), over Python floats: numpy's per-axis count cost more."""
+    return tuple(map(any, rows.tolist()))
+
+
 def queue_vectors(dims: Dimensions, queue: QueueSpec) -> tuple[Vector, Vector]:
     """A queue's guarantee and :func:`capability_vector`, read-only, kept in its spec's memo (an
     unchanged Queue keeps its spec across the cache's snapshots: built once, not per session)."""
@@ -143,7 +149,7 @@ def _open(ssn: Session, usage: dict[str, Usage]) -> _Opening:
     water_fill(attrs, ssn.total, dims.always)
     deserved = np.array([attr.deserved for attr in attrs]).reshape(len(attrs), len(dims))
     inverse = inverses(deserved)
-    inv_any = tuple(count > 0 for count in np.count_nonzero(inverse, axis=1).tolist())
+    inv_any = has_nonzero(inverse)
     for array in (deserved, inverse):
         array.setflags(write=False)
     return _Opening(dims, tuple(ssn.queues.values()), tuple(vectors[n] for n in names), real, deserved,

@@ -176,9 +176,8 @@ class SchedulerCache:
         # the cluster's total, summed once per node table (each snapshot gets a copy)
         self._total = self._table.allocatable.sum(axis=0) if len(self._table) else self.dims.zeros()
         self._arrays = {name: getattr(self._table, name) for name in ARRAYS}
-        # The last frozen copies, handed to every snapshot until a pod's accounting or a device row
-        # changes: read-only and equal to a fresh copy, where a session that bound nothing and
-        # saw nothing end (about a third of a replay's) paid both copies again.
+        # The last frozen copies, handed to each snapshot until a pod's accounting or a device row changes
+        # (read-only, equal to a fresh copy): two replay sessions in five bound nothing and saw nothing end.
         self._frozen_nodes: NodeTable | None = None
         self._frozen_devices: DeviceArrays | None = None
         self._node_problems = tuple(builder.problems)
@@ -408,16 +407,13 @@ class SchedulerCache:
 
     def _frozen_arrays(self) -> DeviceArrays:
         if self._frozen_devices is None:
-            self._frozen_devices = self._copy_arrays()
+            copies = {}
+            for name in ("count", "memory", "memory_used", "cores_used", "holders", "exclusive"):
+                array = getattr(self._gpu_arrays, name).copy()
+                array.setflags(write=False)
+                copies[name] = array
+            self._frozen_devices = DeviceArrays(**copies)
         return self._frozen_devices
-
-    def _copy_arrays(self) -> DeviceArrays:
-        copies = {}
-        for name in ("count", "memory", "memory_used", "cores_used", "holders", "exclusive"):
-            array = getattr(self._gpu_arrays, name).copy()
-            array.setflags(write=False)
-            copies[name] = array
-        return DeviceArrays(**copies)
 
     def _frozen_table(self) -> NodeTable:
         if self._frozen_nodes is None:

@@ -19,14 +19,28 @@ way, with the same answer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
-    from member_agent.scheduler.framework.node_search import NodeSearch
+    from member_agent.scheduler.framework.session import Session
     from member_agent.scheduler.framework.shape_cache import ShapeCache
+
+
+class NodeSearch(Protocol):
+    """What a plan uses of ``node_search.NodeSearch`` (which imports this module)."""
+
+    ssn: Session
+    role_errors: dict[str, np.ndarray]
+
+    def _role_key(self, job: str, role: str) -> str: ...
+
+    def _mark_failed(self, role_key: str, role: np.ndarray | None, cache: ShapeCache, start: int,
+                     scanned: int) -> np.ndarray | None: ...
+
+    def best_feasible(self, task: TaskInfo, candidates: np.ndarray) -> tuple[int, bool]: ...
 
 
 class SearchPlan:

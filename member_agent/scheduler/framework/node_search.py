@@ -343,14 +343,15 @@ class NodeSearch:
         group = candidates[fit_idle[candidates]]
         if len(group) == 0:
             group = candidates
-        if len(group) == 1:
-            row = int(group[0])
-        else:
-            scores = cache.score[group]
-            for fn in self.ssn.batch_node_order_fns:
-                scores = scores + fn(task, group)
-            row = int(group[int(scores.argmax())])
+        row = int(group[0]) if len(group) == 1 else int(group[self.top(task, group, cache.score[group])])
         return row, bool(fit_idle[row])
+
+    def top(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray) -> int:
+        """The index in ``group`` (two rows or more) of the highest total score, the first on ties:
+        ``scores`` (the row-local ones) plus the batch scorers' on ``group``."""
+        for fn in self.ssn.batch_node_order_fns:
+            scores = scores + fn(task, group)
+        return int(scores.argmax())
 
     def fits_resources(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
         """Whether ``task``'s request fits the Idle and the FutureIdle of one node."""

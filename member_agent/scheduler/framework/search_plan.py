@@ -42,6 +42,8 @@ class NodeSearch(Protocol):
 
     def best_feasible(self, task: TaskInfo, candidates: np.ndarray) -> tuple[int, bool]: ...
 
+    def top(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray) -> int: ...
+
 
 class SearchPlan:
     """Up to ``count`` searches after the one that made the plan: search ``j`` takes the window
@@ -124,7 +126,8 @@ class StandingWindow:
     node it drops was feasible, so no row turns feasible and the window needs no check later.
     """
 
-    __slots__ = ("job", "role", "shape", "cache", "start", "order", "changes", "role_key")
+    __slots__ = ("job", "role", "shape", "cache", "start", "order", "changes", "role_key", "group", "scores", "at",
+                 "best")
 
     def __init__(self, job: str, role: str, shape: object, cache: ShapeCache, start: int, order: np.ndarray,
                  changes: int, role_key: str) -> None:
@@ -134,6 +137,11 @@ class StandingWindow:
         self.order = order  # the window: every feasible row, in visiting order from ``start``
         self.changes = changes  # ``len(ssn.changes)`` expected: one placement since the last search
         self.role_key = role_key
+        #: The last ranking (:meth:`_rank`): the window's rows that fit Idle (two or more), their
+        #: row-local scores, and the index and row of the best; None until a standing search ranked.
+        self.group: np.ndarray | None = None
+        self.scores: np.ndarray = order[:0]
+        self.at = self.best = -1
 
     def search(self, search: NodeSearch, task: TaskInfo) -> tuple[int, bool] | None:
         ssn = search.ssn
@@ -158,6 +166,30 @@ class StandingWindow:
                 return None
             self.order = order
         cache.density = max(len(order), 1) / len(cache.ok)  # as the search sets it (only its cost depends on it)
-        best, fit_idle = search.best_feasible(task, order)
+        best, fit_idle = self._rank(search, task, order, row)
         self.changes = len(changes) + 1
         return best, fit_idle
+
+    def _rank(self, search: NodeSearch, task: TaskInfo, order: np.ndarray, row: int) -> tuple[int, bool]:
+        """``search.best_feasible(task, order)``. When the last task went to the node this window
+        ranked best, only that row of the Idle group changed: its score is updated, or it leaves
+        the group, instead of gathering the group and its scores again."""
+        cache = self.cache
+        group = self.group
+        if group is not None and row == self.best:
+            at = self.at
+            if cache.ok[row] and cache.fit_idle[row]:
+                self.scores[at] = cache.score[row]
+            else:
+                group = np.delete(group, at)
+                self.scores = np.delete(self.scores, at)
+        elif len(order) >= 2:
+            group = order[cache.fit_idle[order]]
+            self.scores = cache.score[group]
+        if group is None or len(group) < 2 or len(order) < 2:  # best_feasible's other cases
+            self.group = None
+            return search.best_feasible(task, order)
+        self.at = at = search.top(task, group, self.scores)
+        self.group = group
+        self.best = int(group[at])
+        return self.best, True

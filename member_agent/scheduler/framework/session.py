@@ -372,8 +372,9 @@ class Session:
         if status == _PIPELINED:
             self.pipelined[row] += req
         else:
-            self.idle[row] -= req
-            self.used[row] += req
+            idle, used = self.idle[row], self.used[row]  # views: ``a[row] -= b`` also copies the row back
+            idle -= req
+            used += req
             self.pod_count[row] += 1
             cpu, memory = task.spec.nonzero  # two scalar adds: a tuple operand is converted to an array per call
             nonzero_used = self.nonzero_used

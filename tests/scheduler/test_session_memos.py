@@ -6,7 +6,9 @@ must give what the plain computation gives (issue 41, round 7):
 * plugin arguments remembered per arguments object: a changed object is parsed again, and each
   call gets a dict of its own;
 * ``is_empty`` on a list, ``LeftOut.kept_in`` in C, and the whole-number flag of a job's queue
-  terms read with ``float.is_integer``: each equal to the numpy reading it replaced.
+  terms read with ``float.is_integer``: each equal to the numpy reading it replaced;
+* drf's and proportion's shares as the largest product on Python floats (round 8), equal to
+  numpy's product and ``max`` over it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from member_agent.scheduler.framework.dims import TOLERANCE, Dimensions, is_empt
 from member_agent.scheduler.framework.left_out import LeftOut
 from member_agent.scheduler.plugins import REGISTRY
 from member_agent.scheduler.plugins import water_fill as water_fill_module
+from member_agent.scheduler.plugins.drf_shares import largest_product
 from member_agent.scheduler.plugins.queue_usage import whole_numbers
 from policies.scheduler_conf import parse_scheduler_conf
 from tests.scheduler.test_proportion_water_fill import ALWAYS, _attrs
@@ -124,3 +127,17 @@ def test_a_conf_built_again_reuses_its_parsed_arguments() -> None:
     assert (ACTIONS._parsed, REGISTRY._parsed) == kept  # nothing parsed afresh
     assert [type(a).__name__ for a in actions] == ["Enqueue", "Allocate", "Backfill"]
     assert [option.name for option, _ in tiers[0]] == ["gang", "binpack"]
+
+
+_FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e-300, 3.0]))
+
+
+@given(st.lists(st.tuples(_FLOATS, _FLOATS), min_size=1, max_size=6))
+def test_the_largest_product_on_floats_reads_as_the_arrays_did(pairs: list[tuple[float, float]]) -> None:
+    # drf's and proportion's shares (round 8): a plain loop on Python floats instead of numpy's
+    # multiply and max over the list; the same value, signed zeros and NaNs included
+    values, factors = (np.array(column) for column in zip(*pairs, strict=True))
+    with np.errstate(all="ignore"):
+        expected = float(max((values * factors).tolist()))
+    found = largest_product(values.tolist(), factors.tolist())
+    assert repr(found) == repr(expected)

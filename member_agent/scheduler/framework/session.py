@@ -429,7 +429,25 @@ class Session:
         """Send an Allocated task to the binder (status Binding; the node row is unchanged)."""
         task.job.set_status(task, S.BINDING)
         if self.options.verbosity >= 3:
-            self.log(3, f"Allocate task {task.key} to node {self.node_names[task.node or 0]}")
+            self._log_dispatch(task)
+
+    def _log_dispatch(self, task: TaskInfo) -> None:
+        self.log(3, f"Allocate task {task.key} to node {self.node_names[task.node or 0]}")
+
+    def dispatch_all(self, tasks: list[TaskInfo]) -> None:
+        """:meth:`dispatch` each of ``tasks`` in order; a run of one job's tasks changes the job's
+        counters once (``JobInfo.set_statuses``: a commit sends a whole gang)."""
+        at = 0
+        while at < len(tasks):
+            job = tasks[at].job
+            end = at + 1
+            while end < len(tasks) and tasks[end].job is job:
+                end += 1
+            job.set_statuses(tasks[at:end], S.BINDING)
+            if self.options.verbosity >= 3:
+                for task in tasks[at:end]:
+                    self._log_dispatch(task)
+            at = end
 
     def allocate_now(self, task: TaskInfo, row: int) -> None:
         """Non-transactional allocate (backfill): dispatch the whole job once it is ready."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from member_agent.scheduler.framework.dims import Dimensions, Vector, fits, le_on_requested
+from member_agent.scheduler.framework.dims import Dimensions, Vector, fits, fits_values, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
@@ -158,7 +158,7 @@ class ProportionPlugin:
         if attr is None:
             return False
         assert self.dims is not None
-        over = fits(attr.deserved, attr.allocated, self.dims.always)
+        over = fits_values(attr.deserved.tolist(), attr.allocated.tolist(), self.dims.always.tolist())
         if over and self.ssn.options.verbosity >= 3:
             self.ssn.log(3, f"Queue <{queue}> is overused: deserved <{self.dims.describe(attr.deserved)}>, "
                             f"allocated <{self.dims.describe(attr.allocated)}>, share <{attr.share:g}>")

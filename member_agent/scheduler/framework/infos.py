@@ -295,6 +295,8 @@ class JobInfo:
         return True
 
     def check_task_ready(self) -> bool:
+        if not self.spec.min_task_member:  # what _role_ready answers at once (gang asks after every placement)
+            return True
         return self._role_check(1, lambda: self._role_ready(False))
 
     def check_task_pipelined(self) -> bool:

@@ -44,7 +44,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics", "rises", "serial")
+                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "static_ok", "rises", "serial")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -74,7 +74,9 @@ class ShapeCache:
         #: Node group id -> (code, fits Idle, fits FutureIdle, score) of a row evaluated one by one
         #: where the static codes pass (``Session.rows_by_state``): the group's other rows take it.
         self.by_group: dict[int, tuple[int, bool, bool, float]] = {}
-        self.statics: list[np.ndarray] | None = None  # the predicates' static codes for this shape
+        #: Rows where every predicate's static code for this shape is 0 (built on first use): one
+        #: read per re-evaluated row instead of a generator over the static codes.
+        self.static_ok: np.ndarray | None = None
         #: Counts evaluations that turned a row's ``ok`` from False to True (a first evaluation
         #: included): while it stands still, a row found not ok is still not ok.
         self.rises = 0
@@ -284,10 +286,12 @@ class ShapeCache:
             self.by_group[group] = (code, fit_idle, fit_future, score)
 
     def _static_pass(self, ssn: Session, task: TaskInfo, row: int) -> bool:
-        statics = self.statics
-        if statics is None:
-            statics = self.statics = [static(task) for static in ssn.predicate_statics]
-        return all(not codes[row] for codes in statics)
+        static_ok = self.static_ok
+        if static_ok is None:
+            static_ok = self.static_ok = np.ones(len(self.codes), dtype=bool)
+            for static in ssn.predicate_statics:
+                static_ok &= static(task) == 0
+        return bool(static_ok[row])
 
     def _set_row(self, row: int, code: int, fit_idle: bool, fit_future: bool, score: float) -> None:
         self.fit_idle[row] = fit_idle

@@ -47,7 +47,8 @@ from member_agent.metrics import AgentMetrics
 from member_agent.pod_writes import EVICT_GRACE, PodWrites
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
-from member_agent.scheduler.scheduler_cache import ObjectSync, SchedulerCache
+from member_agent.scheduler.object_sync import ObjectSync
+from member_agent.scheduler.scheduler_cache import SchedulerCache
 from member_agent.topology_status import cluster_topology
 from member_agent.work_state import WorkState
 from member_agent.works import (

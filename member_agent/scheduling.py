@@ -45,7 +45,7 @@ def real_scheduler() -> Optional[tuple[RunCycle, Callable[..., Any]]]:
 
 def run_once(objects: Sequence[Obj], conf: SchedulerConf, clock: Any, use_real: bool = True,
              sync: Any = None, options: Optional[SessionOptions] = None) -> CycleResult:
-    """One session over ``objects``; with ``sync`` (a ``member_agent.scheduler.scheduler_cache.ObjectSync``) the
+    """One session over ``objects``; with ``sync`` (a ``member_agent.scheduler.object_sync.ObjectSync``) the
     snapshot comes from the incremental cache instead of a from-scratch build."""
     started = time.perf_counter()
     real = real_scheduler() if use_real else None

@@ -18,7 +18,6 @@ everything on the next snapshot (it changes every row or every task).
 from __future__ import annotations
 
 import bisect
-import copy
 import json
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
@@ -29,7 +28,9 @@ from member_agent.scheduler.framework.builder import (
     QUEUE_NAME,
     _Builder,
     _meta,
-    _plain,
+)
+from member_agent.scheduler.framework.builder import (
+    _plain as plain_object,
 )
 from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.hypernodes import topology_of
@@ -55,7 +56,8 @@ TERMINAL = (S.SUCCEEDED, S.FAILED)
 ARRAYS = ("idle", "used", "releasing", "pipelined", "pod_count", "nonzero_used")
 
 
-def _key(obj: Mapping[str, Any]) -> str:
+def object_key(obj: Mapping[str, Any]) -> str:
+    """The cache's key of an object within its kind: ``namespace/name`` for pods and PodGroups, else the name."""
     meta = _meta(obj)
     ns = meta.get("namespace")
     return f"{ns or 'default'}/{meta.get('name')}" if obj.get("kind") in ("Pod", "PodGroup") else str(meta.get("name"))
@@ -96,12 +98,12 @@ class SchedulerCache:
 
     # ------------------------------------------------------------------ events
     def upsert(self, raw: Any) -> None:
-        obj = _plain(raw)
+        obj = plain_object(raw)
         kind = str(obj.get("kind"))
         table = self._objects.get(kind)
         if table is None:
             return
-        key = _key(obj)
+        key = object_key(obj)
         if kind in ("Node", "HyperNode"):
             self._tree_dirty = True
         if kind == "Pod" and not self._stale:
@@ -113,9 +115,9 @@ class SchedulerCache:
             self._changed(kind, key, obj)
 
     def delete(self, raw: Any) -> None:
-        obj = _plain(raw)
+        obj = plain_object(raw)
         kind = str(obj.get("kind"))
-        key = _key(obj)
+        key = object_key(obj)
         table = self._objects.get(kind)
         if table is None or key not in table:
             return
@@ -134,7 +136,7 @@ class SchedulerCache:
         before this cache started: the history a long-running scheduler would have)."""
         if self._stale:
             self.snapshot()
-        obj = _plain(raw)
+        obj = plain_object(raw)
         request, nz = pod_request(obj.get("spec") or {})
         if any(name not in self.dims.index for name in request):
             return
@@ -456,41 +458,3 @@ class SchedulerCache:
 
     def describe(self) -> str:
         return json.dumps({k: len(v) for k, v in self._objects.items()}, sort_keys=True)
-
-
-class ObjectSync:
-    """Feeds a :class:`SchedulerCache` from the full list of objects a caller has each pass
-    (the agent's informer cache plus its in-flight writes): only objects that differ from
-    the previous pass become events, so the snapshot still costs what changed. Objects are
-    compared by content against a private copy (callers may change their dicts in place)."""
-
-    def __init__(self, cache: SchedulerCache) -> None:
-        self.cache = cache
-        self._last: dict[tuple[str, str], Mapping[str, Any]] = {}
-
-    def snapshot(self, objects: Iterable[Any]) -> Snapshot:
-        seen: dict[tuple[str, str], Mapping[str, Any]] = {}
-        for raw in objects:
-            if raw is None:
-                continue
-            obj = _plain(raw)
-            if obj.get("kind") == "List":
-                for item in obj.get("items") or ():
-                    self._one(_plain(item), seen)
-            else:
-                self._one(obj, seen)
-        for key, obj in self._last.items():
-            if key not in seen:
-                self.cache.delete(obj)
-        self._last = seen
-        return self.cache.snapshot()
-
-    def _one(self, obj: Mapping[str, Any], seen: dict[tuple[str, str], Mapping[str, Any]]) -> None:
-        key = (str(obj.get("kind")), _key(obj))
-        previous = self._last.get(key)
-        if previous is None or previous != obj:
-            obj = copy.deepcopy(obj)
-            self.cache.upsert(obj)
-        else:
-            obj = previous
-        seen[key] = obj

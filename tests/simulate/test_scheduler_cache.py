@@ -17,7 +17,8 @@ from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.snapshot import Snapshot
-from member_agent.scheduler.scheduler_cache import ObjectSync, SchedulerCache
+from member_agent.scheduler.object_sync import ObjectSync
+from member_agent.scheduler.scheduler_cache import SchedulerCache
 
 
 def queue(name: str, weight: int = 1) -> dict[str, Any]:

@@ -324,6 +324,7 @@ class JobRun:
                 self.seeded_pod_group_phase = None
             wire["status"] = observed or {"phase": "Pending"}
             self.pod_group = wire
+            self._group_model = _written_model(plan.pod_group, wire)
         for kind, name in plan.delete_objects:
             self.objects.pop((kind, name), None)
             out.delete_objects.append((kind, name))
@@ -398,6 +399,24 @@ def federation_event(run: JobRun, cluster: str, now: float, event_type: str, rea
         "reportingComponent": "caldera-agent", "reportingInstance": cluster,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
+
+
+def _written_model(model: PodGroup, wire: Obj) -> Optional[tuple[Obj, PodGroup]]:
+    """The next pass's PodGroup model, for ``_pod_group_model``, of the PodGroup the controller just
+    wrote: ``wire`` is ``model``'s own dump with the model's apiVersion and kind, a creation stamp
+    and the status kept from the observed PodGroup; that stamp and status (validated through
+    PodGroup's validator, as the status-only path does) put on ``model`` equal a validation of the
+    whole wire, which the next pass paid for every PodGroup the controller created or updated.
+    None (validated whole next pass, whose error then names the field) when the status is refused."""
+    stamp = wire["metadata"]["creationTimestamp"]
+    metadata = model.metadata
+    if metadata.creation_timestamp != stamp:
+        metadata = metadata.model_copy(update={"creation_timestamp": stamp})
+    try:
+        status = PodGroup.model_validate({"spec": {}, "status": wire["status"]}).status
+    except ValueError:
+        return None
+    return copy_wire(wire), model.model_copy(update={"metadata": metadata, "status": status})
 
 
 def _without_status(obj: Obj) -> Obj:

@@ -211,7 +211,10 @@ def test_ssh_secret_is_made_once_not_on_every_resync() -> None:
 
 def test_ssh_reuses_an_existing_secret() -> None:
     world = run({"ssh": []}, [worker_task("worker", 1)])
-    world.job.status.controlled_resources = {}  # status lost the mark, the Secret survived
+    # status lost the mark, the Secret survived (a new status model: the controller keeps a status's
+    # wire form by the model's identity, so models are replaced, never changed in place)
+    lost = world.job.status.model_copy(update={"controlled_resources": {}})
+    world.job = world.job.model_copy(update={"status": lost})
     world.objects[("Secret", "job-ssh")]["data"]["id_rsa.pub"] = base64.b64encode(b"ssh-rsa KEPT").decode()
     world.objects[("Secret", "job-ssh")]["data"]["id_rsa"] = base64.b64encode(b"PRIVATE KEPT").decode()
     world.step()

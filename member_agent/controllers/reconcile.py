@@ -268,6 +268,15 @@ def plan_settles(observation: JobObservation, plan: JobPlan) -> bool:
                     for obj in plan.apply_objects))
 
 
+def requests_matter(job: Job, deferred: Sequence[DeferredAction]) -> bool:
+    """Whether the requests the agent derives from what changed (``observe_*``: none carries an
+    action of its own) can change a pass's plan. They cannot when the Job has no lifecycle policy and
+    no action is deferred: each resolves to SyncJob, which :func:`reconcile` then runs once whatever
+    the requests were, and no deferred action reads them (``still_valid``); the agent derives none.
+    Raises as :func:`reconcile` does for a malformed share (``view_job``)."""
+    return bool(deferred) or not lifecycle.only_resyncs(view_job(job))
+
+
 def _only_resyncs(observation: JobObservation, job: JobView) -> bool:
     """Every action a pass over ``observation`` can take is the SyncJob: no deferred action, the
     Job not being deleted, and no lifecycle policy to resolve a request to anything else."""

@@ -197,22 +197,34 @@ class JobRun:
         cached = self._group_model
         if cached is not None and cached[0] == self.pod_group:
             return cached[1]
-        model = None
-        if cached is not None and _without_status(cached[0]) == _without_status(self.pod_group):
-            # Only the status moved (the scheduler's phase and conditions): validate that part and
-            # keep the rest of the model, its spec included (a stable spec lets the next
-            # comparison with the desired PodGroup short-cut).
-            status = self.pod_group.get("status")
-            try:
-                # through PodGroup's own validator (a PodGroupStatus one would be a second schema;
-                # "spec" given, so its default factory does not build PodGroupSpec's either)
-                model = cached[1].model_copy(update={
-                    "status": None if status is None else PodGroup.model_validate({"spec": {}, "status": status}).status})
-            except ValueError:
-                model = None  # validated whole below, so the error names the field from the root
-        if model is None:
-            model = PodGroup.model_validate(self.pod_group)
+        if cached is not None:
+            rest = _without_status(cached[0])
+            if rest == _without_status(self.pod_group):
+                model = self._status_moved(self.pod_group, cached[1], rest)
+                if model is not None:
+                    return model
+        model = PodGroup.model_validate(self.pod_group)
         self._group_model = (copy_wire(self.pod_group), model)
+        return model
+
+    def _status_moved(self, wire: Obj, kept: PodGroup, rest: Obj) -> Optional[PodGroup]:
+        """Only the status moved (the scheduler's phase and conditions): validate that part and keep
+        the rest of the model, its spec included (a stable spec lets the next comparison with the
+        desired PodGroup short-cut). None when the status is refused (validated whole then, so the
+        error names the field from the root)."""
+        status = wire.get("status")
+        try:
+            # through PodGroup's own validator (a PodGroupStatus one would be a second schema;
+            # "spec" given, so its default factory does not build PodGroupSpec's either)
+            model = kept.model_copy(update={
+                "status": None if status is None else PodGroup.model_validate({"spec": {}, "status": status}).status})
+        except ValueError:
+            return None
+        # ``rest``, the kept copy of the other parts, equals the wire's and is private (never
+        # changed): only the status is copied
+        if "status" in wire:
+            rest["status"] = copy_wire(status)
+        self._group_model = (rest, model)
         return model
 
     def fingerprint(self, pods: list[Obj], now: float) -> Any:

@@ -127,3 +127,17 @@ def test_a_refused_status_keeps_no_model() -> None:
     wire = {**model.to_wire(), "status": {"phase": "Pending", "running": "many"}}
     wire["metadata"]["creationTimestamp"] = "2023-11-14T22:13:20Z"
     assert _written_model(model, wire) is None
+
+
+def test_after_a_status_only_change_the_kept_copy_is_the_wire_and_private() -> None:
+    run = _run(copy.deepcopy(WIRE))
+    run._pod_group_model()
+    run.set_pod_group_phase("Inqueue", [{"type": "Scheduled", "status": "True"}])
+    second = run._pod_group_model()
+    assert run._group_model is not None and run._group_model[0] == run.pod_group
+    run.pod_group["status"]["conditions"][0]["status"] = "False"  # changed in place: the copy must not follow
+    third = run._pod_group_model()
+    assert third is not second and third == PodGroup.model_validate(run.pod_group)
+    del run.pod_group["status"]
+    assert run._pod_group_model() == PodGroup.model_validate(run.pod_group)
+    assert run._group_model is not None and "status" not in run._group_model[0]

@@ -44,12 +44,12 @@ from member_agent.controllers.reconcile import (
     requests_matter,
     resync_settled,
 )
+from member_agent.pod_group_models import observed_model, written_model
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
 from policies.models.volcano_scheduling import PodGroup
-from policies.wire_objects import copy_wire
 
 log = logging.getLogger("caldera.agent.jobs")
 
@@ -190,42 +190,12 @@ class JobRun:
         return model
 
     def _pod_group_model(self) -> Optional[PodGroup]:
-        """The PodGroup as a model, validated again only when its wire dict changed (the scheduler
-        writes its phase in place; most passes see the same PodGroup)."""
+        """The PodGroup as a model, validated again only where its wire dict changed
+        (:func:`~member_agent.pod_group_models.observed_model`)."""
         if self.pod_group is None:
             return None
-        cached = self._group_model
-        if cached is not None and cached[0] == self.pod_group:
-            return cached[1]
-        if cached is not None:
-            rest = _without_status(cached[0])
-            if rest == _without_status(self.pod_group):
-                model = self._status_moved(self.pod_group, cached[1], rest)
-                if model is not None:
-                    return model
-        model = PodGroup.model_validate(self.pod_group)
-        self._group_model = (copy_wire(self.pod_group), model)
-        return model
-
-    def _status_moved(self, wire: Obj, kept: PodGroup, rest: Obj) -> Optional[PodGroup]:
-        """Only the status moved (the scheduler's phase and conditions): validate that part and keep
-        the rest of the model, its spec included (a stable spec lets the next comparison with the
-        desired PodGroup short-cut). None when the status is refused (validated whole then, so the
-        error names the field from the root)."""
-        status = wire.get("status")
-        try:
-            # through PodGroup's own validator (a PodGroupStatus one would be a second schema;
-            # "spec" given, so its default factory does not build PodGroupSpec's either)
-            model = kept.model_copy(update={
-                "status": None if status is None else PodGroup.model_validate({"spec": {}, "status": status}).status})
-        except ValueError:
-            return None
-        # ``rest``, the kept copy of the other parts, equals the wire's and is private (never
-        # changed): only the status is copied
-        if "status" in wire:
-            rest["status"] = copy_wire(status)
-        self._group_model = (rest, model)
-        return model
+        self._group_model = observed_model(self.pod_group, self._group_model)
+        return self._group_model[1]
 
     def fingerprint(self, pods: list[Obj], now: float) -> Any:
         """Everything a pass depends on; equal fingerprints and nothing due ⇒ skip the pass."""
@@ -346,7 +316,7 @@ class JobRun:
                 self.seeded_pod_group_phase = None
             wire["status"] = observed or {"phase": "Pending"}
             self.pod_group = wire
-            self._group_model = _written_model(plan.pod_group, wire)
+            self._group_model = written_model(plan.pod_group, wire)
         for kind, name in plan.delete_objects:
             self.objects.pop((kind, name), None)
             out.delete_objects.append((kind, name))
@@ -421,25 +391,3 @@ def federation_event(run: JobRun, cluster: str, now: float, event_type: str, rea
         "reportingComponent": "caldera-agent", "reportingInstance": cluster,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
-
-
-def _written_model(model: PodGroup, wire: Obj) -> Optional[tuple[Obj, PodGroup]]:
-    """The next pass's PodGroup model, for ``_pod_group_model``, of the PodGroup the controller just
-    wrote: ``wire`` is ``model``'s own dump with the model's apiVersion and kind, a creation stamp
-    and the status kept from the observed PodGroup; that stamp and status (validated through
-    PodGroup's validator, as the status-only path does) put on ``model`` equal a validation of the
-    whole wire, which the next pass paid for every PodGroup the controller created or updated.
-    None (validated whole next pass, whose error then names the field) when the status is refused."""
-    stamp = wire["metadata"]["creationTimestamp"]
-    metadata = model.metadata
-    if metadata.creation_timestamp != stamp:
-        metadata = metadata.model_copy(update={"creation_timestamp": stamp})
-    try:
-        status = PodGroup.model_validate({"spec": {}, "status": wire["status"]}).status
-    except ValueError:
-        return None
-    return copy_wire(wire), model.model_copy(update={"metadata": metadata, "status": status})
-
-
-def _without_status(obj: Obj) -> Obj:
-    return {key: value for key, value in obj.items() if key != "status"}

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from member_agent.controllers import ControllerConfig
-from member_agent.job_runner import JobRun, _written_model
+from member_agent.job_runner import JobRun
+from member_agent.pod_group_models import written_model
 from member_agent.works import Placement, WorkRecord
 from policies.models.volcano_scheduling import PodGroup
 
@@ -126,7 +127,7 @@ def test_a_refused_status_keeps_no_model() -> None:
     model = PodGroup.model_validate(copy.deepcopy(WIRE))
     wire = {**model.to_wire(), "status": {"phase": "Pending", "running": "many"}}
     wire["metadata"]["creationTimestamp"] = "2023-11-14T22:13:20Z"
-    assert _written_model(model, wire) is None
+    assert written_model(model, wire) is None
 
 
 def test_after_a_status_only_change_the_kept_copy_is_the_wire_and_private() -> None:

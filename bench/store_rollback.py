@@ -59,7 +59,7 @@ async def one_round(pending: int) -> tuple[float, float]:
         with contextlib.suppress(StoreFailed):
             await store.wait_durable()
         undone = time.perf_counter() - started
-        assert store.count("configmaps") == 0 and not registry._dependents
+        assert store.count("configmaps") == 0 and not registry.owners.by_owner
         full[0] = False
         started = time.perf_counter()
         assert await store.probe()

@@ -59,7 +59,8 @@ from member_agent.works import (
     pod_generation,
     work_status,
 )
-from policies.capacity import NodeState, cluster_status, pod_request
+from policies.capacity import NodeState, pod_request
+from policies.capacity_summary import cluster_status
 from policies.errors import InvalidConfiguration
 from policies.scheduler_conf import DEFAULT_CONF, SchedulerConf, parse_scheduler_conf
 

@@ -1,7 +1,7 @@
 """The Cluster object a member agent registers and reports, built from its nodes and pods.
 
 The agent (``member_agent/sync.py``) registers :func:`cluster_registration` and patches the
-status :func:`policies.capacity.cluster_status` computes plus :func:`ready_condition`
+status :func:`policies.capacity_summary.cluster_status` computes plus :func:`ready_condition`
 (docs/protocol.md, "Cluster status"). ``caldera place`` accepts the agent's cluster layout files
 (``examples/clusters/*.yaml``) by calling :func:`idle_cluster`: the same registration and the
 same status, for the layout's nodes with no pods on them, which is what ``caldera agent --sim
@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from policies.capacity import NodeState, cluster_status
+from policies.capacity import NodeState
+from policies.capacity_summary import cluster_status
 from policies.cluster_layout import ClusterFile
 from policies.errors import InvalidConfiguration
 from policies.topology_report import single_domain_report

@@ -29,7 +29,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from pydantic import ValidationError
 
-from policies.capacity import NodeState, node_shapes
+from policies.capacity import NodeState
+from policies.capacity_summary import node_shapes
 from policies.errors import InvalidConfiguration
 from policies.models.karmada_cluster import ClusterTopology
 

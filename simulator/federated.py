@@ -1,7 +1,7 @@
 """Several member clusters: each job divided by the federation's own placement, gangs started in two phases.
 
 What runs is the federation's code: each member's ``Cluster.status`` is what its agent would
-report (:func:`policies.capacity.cluster_status` over its nodes and the pods bound or
+report (:func:`policies.capacity_summary.cluster_status` over its nodes and the pods bound or
 reserved there); a job becomes a placement request (:func:`~federation.placement.adapters.build_request`
 with the ``--policy`` PropagationPolicy) that :meth:`~federation.placement.place.Placer.place`
 divides; each cluster's share is rendered as dispatch renders a Work
@@ -30,7 +30,8 @@ from federation.placement.place import Placer
 from federation.placement.request import ClusterState
 from member_agent.pod_writes import with_placement
 from member_agent.topology_status import cluster_topology
-from policies.capacity import NodeState, cluster_status, pod_request
+from policies.capacity import NodeState, pod_request
+from policies.capacity_summary import cluster_status
 from policies.errors import InvalidConfiguration
 from simulator.clock import VirtualClock
 from simulator.member import Member, Obj

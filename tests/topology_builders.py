@@ -11,7 +11,8 @@ from typing import Any, Sequence
 from federation.placement.adapters import cluster_state
 from federation.placement.request import ClusterState
 from member_agent.topology_status import cluster_topology
-from policies.capacity import NodeState, cluster_status
+from policies.capacity import NodeState
+from policies.capacity_summary import cluster_status
 from policies.cluster_layout import parse_cluster_text
 from policies.cluster_report import ready_condition
 

@@ -2,10 +2,9 @@
 
 uid, creationTimestamp, generation (bumped on spec changes only), optimistic concurrency
 on resourceVersion, the ``/status`` subresource (spec and status written separately),
-graceful deletion with finalizers (deleting sets deletionTimestamp; removing the last
-finalizer deletes), garbage collection of dependents through ownerReferences, namespaces
-(objects need an existing namespace; deleting one deletes its contents), pod binding and
-eviction. Admission runs on every create and update of the main resource.
+namespaces (objects need an existing namespace), pod binding and eviction. Admission runs on
+every create and update of the main resource. Deletion (finalizers, namespaces, garbage
+collection through ownerReferences) is in :mod:`federation.apiserver.deletion`.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from typing import Any
 from federation.apiserver import apply as field_managers
 from federation.apiserver import conversion
 from federation.apiserver import status as st
+from federation.apiserver.deletion import OwnerIndex, delete_object, remove
 from federation.apiserver.objects import copy_obj, label_namespace, resource_key, timestamp
 from federation.apiserver.patch import STRATEGIC, apply_patch
 from federation.apiserver.selectors import Predicate
@@ -58,42 +58,13 @@ class Registry:
         self.store = store
         self.clock = clock
         self.scheduler_name = scheduler_name
-        #: owner uid -> dependents (resource, namespace, name), for garbage collection.
-        self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        #: owner uid -> dependents, for garbage collection (deletion.py)
+        self.owners = OwnerIndex(store)
         #: checks every create/update passes (new object, old or None) before it is stored or
         #: answered as a dry run: RBAC escalation prevention (federation/apiserver/rbac).
         self.write_checks: list[Callable[[KindInfo, Obj, Obj | None], None]] = []
-        for resource, obj in store.iter_all():
-            self._index_owners(resource, obj, None)
-        store.add_listener(lambda _type, resource, obj, previous: self._index_owners(
-            resource, obj if _type != "DELETED" else None, previous))
-        store.add_rollback_listener(self._rolled_back)
 
     # -- helpers -------------------------------------------------------------------------
-
-    def _index_owners(self, resource: str, obj: Obj | None, previous: Obj | None) -> None:
-        for source, add in ((previous, False), (obj, True)):
-            if source is None:
-                continue
-            meta = source["metadata"]
-            key = (resource, meta.get("namespace") or "", meta["name"])
-            for ref in meta.get("ownerReferences") or ():
-                uid = ref.get("uid")
-                if not uid:
-                    continue
-                if add:
-                    self._dependents.setdefault(uid, set()).add(key)
-                else:
-                    deps = self._dependents.get(uid)
-                    if deps is not None:
-                        deps.discard(key)
-                        if not deps:
-                            del self._dependents[uid]
-
-    def _rolled_back(self, _durable_rv: int, changes: list[tuple[str, Obj | None, Obj | None]]) -> None:
-        """A failed commit undid ``changes`` (newest first): index the restored objects again."""
-        for resource, restored, undone in changes:
-            self._index_owners(resource, restored, undone)
 
     def context(self) -> AdmissionContext:
         def get(kind: str, namespace: str | None, name: str) -> Obj | None:
@@ -332,7 +303,7 @@ class Registry:
         if dry_run:
             return new
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
-            return await self._remove(info, new, "Background", int(old_rv))
+            return await remove(self, info, new, "Background", int(old_rv))
         converted = conversion.converts(info) and subresource != "status" and not new["metadata"].get(
             "deletionTimestamp")
         if converted:
@@ -377,87 +348,9 @@ class Registry:
 
         async def attempt() -> Obj:
             obj = await self._fresh(info, namespace, name, wanted)
-            return await self._delete_from(info, obj, options, dry_run)
+            return await delete_object(self, info, obj, options, dry_run)
 
         return await self._retrying(attempt, bool(wanted), info, name)
-
-    async def _delete_from(self, info: KindInfo, obj: Obj, options: Obj, dry_run: bool) -> Obj:
-        name = obj["metadata"]["name"]
-        pre = options.get("preconditions") or {}
-        if pre.get("uid") and pre["uid"] != obj["metadata"].get("uid"):
-            raise st.conflict(info, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
-                                          f"UID in object meta: {obj['metadata'].get('uid')}")
-        if pre.get("resourceVersion") and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]:
-            raise st.stale(info, name)
-        if info.kind == "Queue" and info.group == "scheduling.volcano.sh":
-            from policies.admission.volcano_queue import validate_queue_delete
-
-            errors = validate_queue_delete(name, self.context())
-            if errors:
-                raise st.invalid(info, name, [(e.path, e.message) for e in errors])
-        if dry_run:
-            return obj
-        policy = options.get("propagationPolicy") or ("Orphan" if options.get("orphanDependents") else "Background")
-        read_rv = int(obj["metadata"]["resourceVersion"])
-        if obj["metadata"].get("finalizers") or info.kind == "Namespace":
-            if obj["metadata"].get("deletionTimestamp"):
-                return obj
-            marked = copy_obj(obj)
-            marked["metadata"]["deletionTimestamp"] = timestamp(self.clock())
-            if info.kind == "Namespace":
-                marked.setdefault("status", {})["phase"] = "Terminating"
-                marked = await self.store.update(resource_key(info), marked, read_rv)
-                await self._empty_namespace(name)
-                if marked["metadata"].get("finalizers"):
-                    return marked
-                return await self._remove(info, marked, policy, int(marked["metadata"]["resourceVersion"]))
-            return await self.store.update(resource_key(info), marked, read_rv)
-        return await self._remove(info, obj, policy, read_rv)
-
-    async def _remove(self, info: KindInfo, obj: Obj, policy: str, read_rv: int) -> Obj:
-        gone = await self.store.remove(resource_key(info), obj, read_rv)
-        uid = obj["metadata"].get("uid")
-        if policy != "Orphan" and uid:
-            await self._collect(uid)
-        return gone
-
-    async def _collect(self, owner_uid: str) -> None:
-        """Delete dependents whose every owner is gone (kube's garbage collector, synchronously)."""
-        for resource, namespace, name in sorted(self._dependents.get(owner_uid, ())):
-            info = self._info(resource)
-            dependent = self.store.get(resource, namespace, name)
-            if info is None or dependent is None:
-                continue
-            refs = dependent["metadata"].get("ownerReferences") or []
-            if any(r.get("uid") != owner_uid and self._uid_alive(r) for r in refs):
-                continue
-            try:
-                await self.delete(info, namespace, name, {"propagationPolicy": "Background"})
-            except st.ApiError:
-                continue
-
-    def _uid_alive(self, ref: Obj) -> bool:
-        try:
-            info = lookup(ref.get("apiVersion", ""), ref.get("kind", ""))
-        except Exception:  # an owner of a kind we don't serve: assume it is alive
-            return True
-        return any(o["metadata"].get("uid") == ref.get("uid") for o in self.store.list(resource_key(info)))
-
-    def _info(self, resource: str) -> KindInfo | None:
-        for info in KINDS:
-            if resource_key(info) == resource:
-                return info
-        return None
-
-    async def _empty_namespace(self, namespace: str) -> None:
-        for info in KINDS:
-            if not info.namespaced:
-                continue
-            for obj in list(self.store.list(resource_key(info), namespace)):
-                try:
-                    await self.delete(info, namespace, obj["metadata"]["name"])
-                except st.ApiError:
-                    continue
 
     # -- pods ----------------------------------------------------------------------------
 

@@ -7,7 +7,6 @@ merge, JSON or strategic-merge patches. Every error is a ``Status`` (:mod:`statu
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import orjson
@@ -22,9 +21,9 @@ from federation.apiserver import (
     member_routes,
     params,
     paths,
-    protobuf,
     reviews,
     table,
+    watch_stream,
 )
 from federation.apiserver import status as st
 from federation.apiserver.apply import FIELD_MANAGER, FORCE, manager_for
@@ -36,12 +35,10 @@ from federation.apiserver.rbac.authorizer import CURRENT_USER, attributes
 from federation.apiserver.registry import PODS, resource_key
 from federation.apiserver.selectors import combine, parse_field_selector, parse_label_selector
 from federation.apiserver.state import ApiServerState
-from federation.apiserver.status import expired
 from federation.apiserver.storage import Expired, StorageUnavailable, StoreFailed
 from policies.kinds import KindInfo
 
 Obj = dict[str, Any]
-DEFAULT_WATCH_TIMEOUT = 1800.0
 
 
 def _flag(value: str | None) -> bool:
@@ -315,150 +312,5 @@ class Handlers:
     async def _watch(self, request: web.Request, info: KindInfo, ns: str | None, lister: Any = None,
                      resource: str | None = None) -> web.StreamResponse:
         """With ``lister`` and ``resource``: a view's watch (its own hub key; no store history)."""
-        predicate = self._predicate(request, info)
-        rv_text = request.query.get("resourceVersion") or ""
-        initial = rv_text in ("", "0") or _flag(request.query.get("sendInitialEvents"))
-        since: int | None = None
-        if rv_text not in ("", "0"):
-            try:
-                since = int(rv_text)
-            except ValueError:
-                raise st.bad_request(f"invalid resourceVersion {rv_text!r}") from None
-        timeout = params.watch_timeout(request.query.get("timeoutSeconds"))
-        bookmarks = _flag(request.query.get("allowWatchBookmarks"))
-        as_table = table.wants_table(request.headers.get("Accept", ""))
-        # a typed client (client-go) watches built-in kinds as length-prefixed protobuf frames
-        as_protobuf = (not as_table and preference(request.headers.get("Accept", "")).protobuf_first
-                       and protobuf.message_for(info.api_version, info.kind) is not None)
-        hub = self.state.hub
-        view = resource is not None
-        resource = resource or resource_key(info)
-        media = protobuf.WATCH_MEDIA_TYPE if as_protobuf else "application/json"
-        response = web.StreamResponse(status=200, headers={"Content-Type": media})
-        try:
-            since_rv = None if initial else since
-            watcher = (hub.subscribe(resource, ns, predicate, since_rv) if view
-                       else await self._subscribe(resource, ns, predicate, since_rv))
-        except st.ApiError as exc:
-            # kubernetes-asyncio reads watch errors as one-line ERROR events on a 200 stream
-            await response.prepare(request)
-            await response.write(self._watch_event(as_protobuf, "ERROR", exc.to_status()))
-            return response
-        self.state.metrics.watch_started(info.plural)
-        try:
-            await response.prepare(request)
-            now = self.state.registry.clock
-            include = request.query.get("includeObject", "PartialObjectMetadata")
-
-            def encode(type_: str, obj: Obj, shared: bytes | None = None) -> bytes:
-                if as_protobuf:
-                    return self._watch_event(True, type_, obj)
-                if as_table:
-                    doc = table.table(info, [obj], now(), self._lookup, include,
-                                      {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
-                    return orjson.dumps({"type": type_, "object": doc}) + b"\n"
-                return shared if shared is not None else orjson.dumps({"type": type_, "object": obj}) + b"\n"
-
-            if initial:
-                current = (lister or self.state.registry.list)(info, ns, predicate)
-                await self.state.store.wait_durable(self.state.store.rv)
-                if current:
-                    await response.write(b"".join(encode("ADDED", o) for o in current))
-                if _flag(request.query.get("sendInitialEvents")) or bookmarks:
-                    await response.write(self._bookmark(info, initial_end=True, as_protobuf=as_protobuf))
-            await self._pump(response, watcher, encode, timeout, bookmarks, info, as_protobuf)
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
-        except StoreFailed:
-            pass  # the initial state it was about to send was undone by a failed commit: the client lists again
-        finally:
-            hub.unsubscribe(watcher)
-            self.state.metrics.watch_ended(info.plural)
-        return response
-
-    async def _subscribe(self, resource: str, ns: str | None, predicate: Any, since: int | None) -> Any:
-        """A hub watcher; one older than the hub's history is fed from the store's own history (etcd's
-        watch from that revision), and 410 Expired once the backend compacted it."""
-        hub = self.state.hub
-        if since is None or since >= hub.floor:
-            return hub.subscribe(resource, ns, predicate, since)
-        watcher = hub.detached(resource, ns, predicate)
-        try:
-            feeder = await self.state.store.history(resource, ns, since, watcher.offer_change)
-        except Expired:
-            feeder = None
-        if feeder is None:
-            raise expired(since, hub.floor)
-        feeder.add_done_callback(lambda _task: watcher.put(None))
-        watcher.feeder = feeder
-        return watcher
-
-    def _bookmark(self, info: KindInfo, initial_end: bool = False, as_protobuf: bool = False,
-                  rv: int | None = None) -> bytes:
-        meta: Obj = {"resourceVersion": str(self.state.store.rv if rv is None else rv)}
-        if initial_end:
-            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return self._watch_event(as_protobuf, "BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version,
-                                                           "metadata": meta})
-
-    @staticmethod
-    def _watch_event(as_protobuf: bool, type_: str, obj: Obj) -> bytes:
-        if as_protobuf:
-            frame = protobuf.watch_frame(type_, obj)
-            if frame is None:  # a stored object its message cannot hold: end the stream, the client relists
-                raise ConnectionResetError(f"{obj.get('kind')} {type_} has no protobuf form")
-            return frame
-        return orjson.dumps({"type": type_, "object": obj}) + b"\n"
-
-    async def _pump(self, response: web.StreamResponse, watcher: Any, encode: Any, timeout: float,
-                    bookmarks: bool, info: KindInfo, as_protobuf: bool = False) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        queue = watcher.queue
-        interval = self.state.bookmark_interval
-        sent = self.state.metrics.watch_sent.labels(info.plural)  # looked up once, not per write
-        newest = 0
-        last_write = 0.0
-        coalesce = self.state.store.watch_coalesce_s
-        while not self.state.stopping:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return
-            if not await watcher.wait(min(remaining, interval)):
-                if bookmarks and (watcher.feeder is None or newest):
-                    await self.state.store.wait_durable()
-                    # a watcher fed from etcd's history may lag the cache: it bookmarks what it sent
-                    await response.write(self._bookmark(info, as_protobuf=as_protobuf,
-                                                        rv=newest if watcher.feeder else None))
-                continue
-            if coalesce and loop.time() - last_write < coalesce:
-                await asyncio.sleep(coalesce)  # a busy stream: let the next events join this write
-            item = queue.get_nowait()
-            chunks: list[bytes] = []
-            events: list[Any] = []
-            done = False
-            while True:
-                if item is None:
-                    done = True
-                    break
-                type_, event = item
-                if as_protobuf:  # a protobuf frame per event, shared by the kind's protobuf watchers
-                    chunks.append(event.frame(type_, lambda t, o: self._watch_event(True, t, o)))
-                else:
-                    chunks.append(encode(type_, event.obj, event.line(type_)))
-                events.append(event)
-                newest = event.rv
-                if queue.empty() or len(chunks) >= 512:
-                    break
-                item = queue.get_nowait()
-            if chunks:
-                try:
-                    await self.state.store.wait_durable(newest)  # events are sent once committed
-                except StoreFailed:  # a failed commit undid some of them (SQLite): send the rest only
-                    chunks = [chunk for chunk, event in zip(chunks, events, strict=True) if not event.undone]
-            if chunks:
-                await response.write(b"".join(chunks))
-                last_write = loop.time()
-                sent.inc(len(chunks))
-            if done:
-                return
+        return await watch_stream.serve(self.state, request, info, ns, self._predicate(request, info),
+                                        lister, resource)

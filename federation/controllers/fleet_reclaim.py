@@ -33,7 +33,7 @@ from federation.controllers.matching import match_policy
 from federation.fleet_queues import FleetQueues
 from federation.fleet_queues.reclaim import Placed, Reclaimer, ReclaimPlan, may_preempt, plan_reclaim
 from federation.placement.adapters import job_demand
-from policies.capacity import PREEMPTABLE_KEY
+from policies.capacity_summary import PREEMPTABLE_KEY
 
 log = logging.getLogger("caldera.controllers.fleet_reclaim")
 Obj = dict[str, Any]

@@ -23,7 +23,8 @@ from federation.client import ResourceClient, api_client_from_dict
 from federation.controllers.poison import PoisonGuard, describe
 from federation.controllers.runner import Informer, obj_key
 from federation.controllers.runner import ObjKey as Key
-from federation.controllers.status_aggregate import Aggregate, aggregate, condition
+from federation.controllers.share_views import condition
+from federation.controllers.status_aggregate import Aggregate, aggregate
 from federation.events import record_event
 from policies.kinds import lookup
 from policies.models.karmada_work import JOB_LABEL

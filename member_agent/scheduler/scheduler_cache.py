@@ -30,12 +30,11 @@ from member_agent.scheduler.framework.builder import (
     _Builder,
     _meta,
     _plain,
-    pod_request,
-    resource_list,
 )
 from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.hypernodes import topology_of
 from member_agent.scheduler.framework.left_out import QuiescentLedger
+from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
 from member_agent.scheduler.framework.snapshot import (
     DeviceArrays,
     DeviceUsage,

@@ -7,7 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.capacity import NodeState, PodShape, cluster_status
+from policies.capacity import NodeState, PodShape
+from policies.capacity_summary import cluster_status
 from policies.cluster_layout import parse_cluster_text, pool_nodes
 
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu")

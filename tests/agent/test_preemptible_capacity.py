@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from policies.capacity import MAX_PREEMPTION_THRESHOLDS, NodeState, cluster_status, preemptible_shapes
+from policies.capacity import NodeState
+from policies.capacity_summary import MAX_PREEMPTION_THRESHOLDS, cluster_status, preemptible_shapes
 from policies.models.karmada_cluster import ClusterStatus
 
 

@@ -66,14 +66,14 @@ async def test_a_failed_commit_is_undone_in_memory_and_its_writers_hear_the_caus
     store.put(RES, _obj("child", owner="owner"), "ADDED")
     store.delete(RES, _obj("owner", n=1))
     high = store.rv
-    assert registry._dependents.get("uid-owner"), "indexed while pending"
+    assert registry.owners.by_owner.get("uid-owner"), "indexed while pending"
     with pytest.raises(StoreFailed, match=FULL) as failed:
         await store.wait_durable(high)
     assert isinstance(failed.value.cause, sqlite3.OperationalError)
 
     assert store.get(RES, "default", "owner") == kept and store.get(RES, "default", "child") is None
     assert [o["metadata"]["name"] for o in store.list(RES)] == ["owner"]
-    assert not registry._dependents.get("uid-owner"), "the owner index forgot the undone child"
+    assert not registry.owners.by_owner.get("uid-owner"), "the owner index forgot the undone child"
     assert watcher.queue.empty(), "no undone event stays queued"
     assert all(e.rv <= durable for e in hub._history)
     assert store.failed_commits == 1 and store.failure is not None

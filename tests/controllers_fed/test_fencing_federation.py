@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from federation.controllers import fence_check, post_release, triggers
-from federation.controllers.status_aggregate import PlannedShare, ShareView, gang_started_condition
+from federation.controllers.share_views import PlannedShare, ShareView
+from federation.controllers.status_aggregate import gang_started_condition
 from federation.controllers.teardown import pinned_by_policy, unknown_clusters
 
 PUBLISHED = fence_check.timing(10, 10, 3)

@@ -17,7 +17,6 @@ import json
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ import numpy as np
 from member_agent.scheduler.framework.dims import Dimensions, empty_values
 from member_agent.scheduler.framework.hypernodes import topology_of
 from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
+from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
 from member_agent.scheduler.framework.snapshot import (
     JobSpec,
     NodeAffinity,
@@ -39,7 +39,6 @@ from member_agent.scheduler.framework.topology import node_topology, pod_extras,
 from policies.k8s import node_selector
 from policies.k8s import tolerations as k8s_tolerations
 from policies.k8s.object_view import ObjectMetaView, meta_of
-from policies.resources import to_internal
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 TASK_SPEC = "volcano.sh/task-spec"
@@ -47,8 +46,6 @@ TASK_PRIORITY = "volcano.sh/task-priority"
 PREEMPTABLE = "volcano.sh/preemptable"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 DEFAULT_MAX_PODS = 110
-NONZERO_CPU = 100.0  # milli, kube-scheduler's default for a container without a request
-NONZERO_MEMORY = 200.0 * 1024 * 1024
 
 
 def _plain(obj: Any) -> Mapping[str, Any]:
@@ -83,63 +80,6 @@ def parse_time(text: Any) -> float:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
-
-
-@lru_cache(maxsize=4096)
-def _amount(name: str, text: str | int | float) -> float:
-    return to_internal(name, text)
-
-
-def resource_list(values: Mapping[str, Any] | None) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for name, text in (values or {}).items():
-        if str(name).startswith("count/"):
-            continue
-        out[str(name)] = _amount(str(name), text if isinstance(text, (int, float)) else str(text))
-    return out
-
-
-def _container_request(container: Mapping[str, Any]) -> dict[str, float]:
-    resources = container.get("resources") or {}
-    # Kubernetes defaults an unset request to the limit of the same resource.
-    merged = dict(resource_list(resources.get("limits")))
-    merged.update(resource_list(resources.get("requests")))
-    return merged
-
-
-def _add(into: dict[str, float], other: Mapping[str, float]) -> None:
-    for k, v in other.items():
-        into[k] = into.get(k, 0.0) + v
-
-
-def _max(left: Mapping[str, float], right: Mapping[str, float]) -> dict[str, float]:
-    return {k: max(left.get(k, 0.0), right.get(k, 0.0)) for k in set(left) | set(right)}
-
-
-def pod_request(spec: Mapping[str, Any]) -> tuple[dict[str, float], tuple[float, float]]:
-    """Volcano's ``InitResreq`` (volcano.md §1.2) and the kube-scheduler non-zero cpu/memory."""
-    total: dict[str, float] = {}
-    nz_cpu = nz_mem = 0.0
-    for container in spec.get("containers") or []:
-        req = _container_request(container)
-        _add(total, req)
-        nz_cpu += req.get("cpu") or NONZERO_CPU
-        nz_mem += req.get("memory") or NONZERO_MEMORY
-    sidecars: dict[str, float] = {}
-    max_init: dict[str, float] = {}
-    for container in spec.get("initContainers") or []:
-        req = _container_request(container)
-        if container.get("restartPolicy") == "Always":
-            _add(sidecars, req)
-            _add(total, req)
-        else:
-            step = dict(req)
-            _add(step, sidecars)
-            max_init = _max(max_init, step)
-    result = _max(total, max_init)
-    result["pods"] = result.get("pods", 0.0) + 1
-    _add(result, resource_list(spec.get("overhead")))
-    return result, (max(nz_cpu, max_init.get("cpu", 0.0)), max(nz_mem, max_init.get("memory", 0.0)))
 
 
 def _node_affinity(spec: Mapping[str, Any]) -> NodeAffinity:

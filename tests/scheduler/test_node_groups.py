@@ -92,3 +92,36 @@ def test_group_answers_are_used_when_states_repeat(monkeypatch: pytest.MonkeyPat
     result = run_cycle(build_snapshot(objects), CONF, FixedClock(), options=SessionOptions(percentage_nodes_to_find=10))
     assert len(result.bindings) == 240
     assert looked and sum(looked) > len(looked) / 2
+
+
+def test_a_shapes_static_pass_is_every_static_code_zero() -> None:
+    # round 8: one read of a per-shape mask instead of a generator over the plugins' static codes
+    objects = nodes(60, pools=3)
+    objects[4]["spec"] = {"unschedulable": True}  # a static failure in the pool the pinned shape may use
+    objects += job("pinned", 2, cpu="2", pool="p1") + job("free", 2, cpu="2")
+    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions())
+    for job_info in ssn.jobs.values():
+        task = job_info.tasks[0]
+        cache = node_search.shape_cache(ssn, task)
+        statics = [static(task) for static in ssn.predicate_statics]
+        assert statics
+        expected = [all(not codes[row] for codes in statics) for row in range(60)]
+        assert [cache._static_pass(ssn, task, row) for row in range(60)] == expected
+        assert not all(expected) and any(expected)
+
+
+def test_the_scalar_resource_score_of_a_row_equals_the_vectorised_one() -> None:
+    # nodeorder's row scorer (cpu and memory written out in round 8) against its span scorer, on rows
+    # in many states: allocated and pipelined pods of several requests
+    ssn = open_session(build_snapshot(mixed_cluster()), CONF, FixedClock(), SessionOptions())
+    plugin = ssn.plugins["nodeorder"]
+    rng = random.Random(3)
+    tasks = [t for j in ssn.jobs.values() for t in j.tasks]
+    for task in rng.sample(tasks, 60):
+        ssn.place(task, rng.randrange(600), rng.choice((TaskStatus.ALLOCATED, TaskStatus.PIPELINED)))
+    rows = np.arange(600)
+    for job_info in list(ssn.jobs.values())[:12]:
+        task = job_info.tasks[-1]
+        vectorised = plugin._resource_scores(task, rows)
+        assert [plugin._resource_score_row(task, row) for row in range(600)] == vectorised.tolist()
+        assert len(set(vectorised.tolist())) > 1

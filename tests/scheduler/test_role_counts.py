@@ -76,3 +76,26 @@ def test_a_role_short_of_its_min_task_member_is_invalid_until_a_pod_is_pending_a
     assert not job.check_task_ready()
     job.set_status(job.tasks[1], S.PIPELINED)
     assert job.check_task_pipelined() and not job.check_task_ready()
+
+
+def _counters(job: JobInfo) -> tuple[Any, ...]:
+    return (list(job.counts.items()), {r: list(c.items()) for r, c in job.role_counts.items()}, job.role_valid,
+            job.role_ready, job.role_pending_best_effort, job.pending_best_effort, job.ready_num, job.valid_num,
+            job.scheduled_num, job.status_changes, [t.status for t in job.tasks])
+
+
+@settings(max_examples=200, deadline=None)
+@given(tasks=tasks, picked=st.lists(st.integers(0, 7), unique=True, max_size=8), status=statuses,
+       uniform=st.sampled_from([None, S.ALLOCATED, S.PIPELINED, S.PENDING]))
+def test_statuses_set_together_count_as_set_one_by_one(tasks: list[tuple[str, bool, TaskStatus]], picked: list[int],
+                                                       status: TaskStatus, uniform: TaskStatus | None) -> None:
+    # round 8: a commit moves a gang Allocated -> Binding in one call (JobInfo.set_statuses); any mix
+    # of statuses before, Pending included, must count (and order the counters' keys) as one by one
+    if uniform is not None:
+        tasks = [(role, best_effort, uniform) for role, best_effort, _ in tasks]
+    together, one_by_one = _job(2, {}, tasks), _job(2, {}, tasks)
+    chosen = sorted({i % len(tasks) for i in picked})
+    together.set_statuses([together.tasks[i] for i in chosen], status)
+    for i in chosen:
+        one_by_one.set_status(one_by_one.tasks[i], status)
+    assert _counters(together) == _counters(one_by_one)

@@ -81,3 +81,53 @@ def test_rows_freed_after_a_mark_stay_skipped_by_the_roles_siblings(trusted: boo
     second, errors = search.feasible(b.tasks[1])
     assert cache.rises > rises
     assert errors is None and len(second) == 15 and not set(second.tolist()) & set(range(5))
+
+
+def per_job_shapes() -> list[dict[str, Any]]:
+    """600 nodes in 3 pools, a fifth of them taken by a filler gang first, then jobs with their own
+    cpu request (a fresh shape each, evaluated a chunk at a time) and some pinned to a pool."""
+    objects = nodes(600, pools=3) + job("filler", 120, cpu="15")
+    for j in range(40):
+        objects += job(f"j{j:02d}", 3 + j % 7, cpu=f"{1000 + 37 * j}m", gpus=j % 3,
+                       pool=f"p{j % 3}" if j % 2 else None)
+    return objects
+
+
+def test_a_fresh_shape_evaluated_by_chunks_keeps_its_role_marks_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A row's first evaluation cannot turn a marked row feasible (marks are only on evaluated rows), so
+    # it does not move the rises counter: later windows of the job skip the sibling check, and decide
+    # as the check (TRUST_ROLE_MARKS off) does.
+    options = SessionOptions(percentage_nodes_to_find=10, minimum_feasible_nodes=10)
+    skipped: list[bool] = []
+    by_index = node_search.NodeSearch._by_index
+
+    def spy(cache: Any, start: int, want: int, role: Any) -> Any:
+        skipped.append(role is None)
+        return by_index(cache, start, want, role)
+
+    monkeypatch.setattr(node_search.NodeSearch, "_by_index", staticmethod(spy))
+    fast = run_cycle(build_snapshot(per_job_shapes()), CONF, FixedClock(), options=options)
+    trusted = skipped[:]
+    monkeypatch.setattr(node_search, "TRUST_ROLE_MARKS", False)
+    slow = run_cycle(build_snapshot(per_job_shapes()), CONF, FixedClock(), options=options)
+    assert _decisions(fast) == _decisions(slow)
+    assert len(fast.bindings) > 200
+    # every window trusted here; counting first evaluations as rises left about 30 % of them untrusted
+    assert len(trusted) > 100 and sum(trusted) >= 0.95 * len(trusted)
+
+
+def test_first_evaluations_do_not_move_rises_and_a_freed_row_does() -> None:
+    objects = nodes(20) + job("fill", 5, cpu="16") + job("b", 4, cpu="8")
+    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions(percentage_nodes_to_find=100))
+    fill = next(j for j in ssn.jobs.values() if j.uid.endswith("fill"))
+    b = next(j for j in ssn.jobs.values() if j.uid.endswith("/b"))
+    stmt = Statement(ssn)
+    for row, task in enumerate(fill.tasks):
+        stmt.allocate(task, row)
+    cache = node_search.shape_cache(ssn, b.tasks[0], lazy=True)
+    cache.ensure_span(ssn, b.tasks[0], 0, 10)  # rows 0-4 full, 5-9 feasible: first evaluations
+    cache.ensure_span(ssn, b.tasks[0], 10, 20)
+    assert cache.rises == 0 and cache.ok.tolist() == [False] * 5 + [True] * 15
+    stmt.discard()  # rows 0-4 free again: evaluated again, they rise
+    cache = node_search.shape_cache(ssn, b.tasks[0])
+    assert cache.rises > 0 and cache.ok.all()

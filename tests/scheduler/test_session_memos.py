@@ -6,7 +6,9 @@ must give what the plain computation gives (issue 41, round 7):
 * plugin arguments remembered per arguments object: a changed object is parsed again, and each
   call gets a dict of its own;
 * ``is_empty`` on a list, ``LeftOut.kept_in`` in C, and the whole-number flag of a job's queue
-  terms read with ``float.is_integer``: each equal to the numpy reading it replaced.
+  terms read with ``float.is_integer``: each equal to the numpy reading it replaced;
+* drf's and proportion's shares as the largest product on Python floats, and proportion's
+  overused check as ``fits`` on Python values (round 8): equal to the numpy readings.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from hypothesis import strategies as st
 from member_agent.scheduler.actions import REGISTRY as ACTIONS
 from member_agent.scheduler.cycle import build_actions, build_plugins
 from member_agent.scheduler.framework import registry as registry_module
-from member_agent.scheduler.framework.dims import TOLERANCE, Dimensions, is_empty
+from member_agent.scheduler.framework.dims import TOLERANCE, Dimensions, fits, fits_values, is_empty
 from member_agent.scheduler.framework.left_out import LeftOut
 from member_agent.scheduler.plugins import REGISTRY
 from member_agent.scheduler.plugins import water_fill as water_fill_module
+from member_agent.scheduler.plugins.drf_shares import largest_product
 from member_agent.scheduler.plugins.queue_usage import whole_numbers
 from policies.scheduler_conf import parse_scheduler_conf
 from tests.scheduler.test_proportion_water_fill import ALWAYS, _attrs
@@ -124,3 +127,30 @@ def test_a_conf_built_again_reuses_its_parsed_arguments() -> None:
     assert (ACTIONS._parsed, REGISTRY._parsed) == kept  # nothing parsed afresh
     assert [type(a).__name__ for a in actions] == ["Enqueue", "Allocate", "Backfill"]
     assert [option.name for option, _ in tiers[0]] == ["gang", "binpack"]
+
+
+_FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e-300, 3.0]))
+
+
+@given(st.lists(st.tuples(_FLOATS, _FLOATS), min_size=1, max_size=6))
+def test_the_largest_product_on_floats_reads_as_the_arrays_did(pairs: list[tuple[float, float]]) -> None:
+    # drf's and proportion's shares (round 8): a plain loop on Python floats instead of numpy's
+    # multiply and max over the list; the same value, signed zeros and NaNs included
+    values, factors = (np.array(column) for column in zip(*pairs, strict=True))
+    with np.errstate(all="ignore"):
+        expected = float(max((values * factors).tolist()))
+    found = largest_product(values.tolist(), factors.tolist())
+    assert repr(found) == repr(expected)
+
+
+_DIM = st.sampled_from([0.0, -0.0, TOLERANCE / 2, TOLERANCE, 1.0, 1.05, 2.0, -1.0, np.inf, -np.inf, np.nan])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_DIM, _DIM, st.booleans()), min_size=1, max_size=6))
+def test_fits_on_values_reads_as_fits_on_vectors(dims: list[tuple[float, float, bool]]) -> None:
+    # proportion's overused check per queue pop (round 8) reads the vectors' tolist()
+    request, available, always = (np.array(column) for column in zip(*dims, strict=True))
+    with np.errstate(all="ignore"):
+        expected = fits(request, available, always.astype(bool))
+    assert fits_values(request.tolist(), available.tolist(), always.astype(bool).tolist()) == expected

@@ -163,6 +163,44 @@ class JobInfo:
             self.pending_best_effort += delta
             self.role_pending_best_effort[name] = self.role_pending_best_effort.get(name, 0) + delta
 
+    def set_statuses(self, tasks: list[TaskInfo], status: TaskStatus) -> None:
+        """:meth:`set_status` for each of ``tasks`` (this job's), the counters changed once per role
+        when every task moves from one status other than Pending (a commit's Allocated -> Binding):
+        the same integer sums, and counters' keys met in the same order (one role after another,
+        as each role's first task comes). Any other mix goes task by task."""
+        old = tasks[0].status if tasks else status
+        if old == status or old == S.PENDING or status == S.PENDING or any(t.status != old for t in tasks):
+            for task in tasks:
+                self.set_status(task, status)
+            return
+        if self._shared_counters:
+            self._unshare()
+        per_role: dict[str, int] = {}
+        for task in tasks:
+            task.status = status
+            name = task.spec.role
+            per_role[name] = per_role.get(name, 0) + 1
+        moved = len(tasks)
+        self.status_changes += moved
+        counts = self.counts
+        counts[old] -= moved
+        counts[status] += moved
+        ready0, valid0, scheduled0 = _FLAGS[old]
+        ready1, valid1, scheduled1 = _FLAGS[status]
+        for name, k in per_role.items():
+            role = self.role_counts.get(name)
+            if role is None:
+                role = self.role_counts[name] = Counter()
+            role[old] -= k
+            role[status] += k
+            if ready0 != ready1:
+                self.role_ready[name] = self.role_ready.get(name, 0) + (ready1 - ready0) * k
+            if valid0 != valid1:
+                self.role_valid[name] = self.role_valid.get(name, 0) + (valid1 - valid0) * k
+        self.ready_num += (ready1 - ready0) * moved
+        self.valid_num += (valid1 - valid0) * moved
+        self.scheduled_num += (scheduled1 - scheduled0) * moved
+
     def _unshare(self) -> None:
         """Own copies of the counters shared with the spec's tally, before the first change."""
         self.counts = Counter(self.counts)
@@ -257,6 +295,8 @@ class JobInfo:
         return True
 
     def check_task_ready(self) -> bool:
+        if not self.spec.min_task_member:  # what _role_ready answers at once (gang asks after every placement)
+            return True
         return self._role_check(1, lambda: self._role_ready(False))
 
     def check_task_pipelined(self) -> bool:

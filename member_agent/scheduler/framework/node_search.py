@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from member_agent.scheduler.framework.search_plan import SearchPlan, plan_span
+from member_agent.scheduler.framework.search_plan import SearchPlan, StandingWindow, plan_span
 
 # Re-exported: the actions and the benches reach the shape caches through this module.
 from member_agent.scheduler.framework.shape_cache import MAX_SHAPES as MAX_SHAPES
@@ -121,7 +121,7 @@ class NodeSearch:
         self.role_marked: dict[str, tuple[int, int]] = {}
         self._wants: dict[int, int] = {}  # nodes -> numNodesToFind (the options are the session's)
         #: The searches of the current task's siblings, decided with its own (:mod:`search_plan`).
-        self.plan: SearchPlan | None = None
+        self.plan: SearchPlan | StandingWindow | None = None
 
     @property
     def start(self) -> int:
@@ -160,8 +160,8 @@ class NodeSearch:
             trusted = unchanged or role is None
             order, scanned = self._by_index(cache, start, want, None if trusted else role)
             role = self._mark_failed(role_key, role, cache, start, scanned)
-            if plan and PLAN_SEARCHES and trusted and len(order) == want and scanned < n:
-                self._plan(task, cache, start, want)
+            if plan and PLAN_SEARCHES and trusted and task.job.counts[TaskStatus.PENDING] > 1:
+                self._plan(task, cache, start, want, order, scanned)
         else:
             had = role is not None
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
@@ -181,14 +181,21 @@ class NodeSearch:
         """The predicate cache's key of a job's role ("" when failures are not cached)."""
         return f"{job}/{role}" if self.cache_errors and role else ""
 
-    def _plan(self, task: TaskInfo, cache: ShapeCache, start: int, want: int) -> None:
-        siblings = task.job.counts[TaskStatus.PENDING] - 1  # an upper bound on the searches to come
-        if siblings < 1:
+    def _plan(self, task: TaskInfo, cache: ShapeCache, start: int, want: int, order: np.ndarray,
+              scanned: int) -> None:
+        spec = task.spec
+        if scanned == len(cache.ok):  # every feasible row in the window (a trusted search): search_plan.py
+            if len(order):
+                self.plan = StandingWindow(task.job.uid, spec.role, spec.shape, cache, start, order,
+                                           len(self.ssn.changes) + 1, self._role_key(task.job.uid, spec.role))
             return
+        if len(order) != want:
+            return
+        siblings = task.job.counts[TaskStatus.PENDING] - 1  # an upper bound on the searches to come
         planned = plan_span(cache, int(cache.ok_rows.searchsorted(start)), want, siblings)
         if planned is not None:
             span, count = planned
-            self.plan = SearchPlan(task.job.uid, task.spec.role, task.spec.shape, cache, span, want, count,
+            self.plan = SearchPlan(task.job.uid, spec.role, spec.shape, cache, span, want, count,
                                    len(self.ssn.changes) + 1)
 
     def planned(self, task: TaskInfo) -> tuple[int, bool] | None:
@@ -198,29 +205,10 @@ class NodeSearch:
         plan = self.plan
         if plan is None:
             return None
-        ssn = self.ssn
-        j = plan.next
-        changes = ssn.changes
-        if (j >= plan.count or len(changes) != plan.changes or (plan.last >= 0 and changes[-1] != plan.last)
-                or task.spec.shape != plan.shape or task.job.uid != plan.job or task.spec.role != plan.role
-                or ssn.node_cursor != plan.start(j) or ssn.shape_caches.get(task.spec.shape) is not plan.cache):
+        answer = plan.search(self, task)
+        if answer is None:
             self.plan = None
-            return None
-        want = plan.want
-        lo = j * want
-        start, end = ssn.node_cursor, int(plan.span[lo + want])  # the cursor is the window's start (checked)
-        n = len(ssn.node_names)
-        scanned = (end - start) % n
-        role_key = self._role_key(plan.job, plan.role)
-        if role_key:
-            self._mark_failed(role_key, self.role_errors.get(role_key), plan.cache, start, scanned)
-        plan.cache.density = max(want / scanned, 1 / n)  # as the search sets it (only its cost depends on it)
-        ssn.node_cursor = end
-        row, fit_idle = self.best_feasible(task, plan.span[lo:lo + want])
-        plan.next = j + 1
-        plan.changes = len(changes) + 1
-        plan.last = row
-        return row, fit_idle
+        return answer
 
     @staticmethod
     def _by_index(cache: ShapeCache, start: int, want: int, role: np.ndarray | None) -> tuple[np.ndarray, int]:
@@ -355,14 +343,15 @@ class NodeSearch:
         group = candidates[fit_idle[candidates]]
         if len(group) == 0:
             group = candidates
-        if len(group) == 1:
-            row = int(group[0])
-        else:
-            scores = cache.score[group]
-            for fn in self.ssn.batch_node_order_fns:
-                scores = scores + fn(task, group)
-            row = int(group[int(scores.argmax())])
+        row = int(group[0]) if len(group) == 1 else int(group[self.top(task, group, cache.score[group])])
         return row, bool(fit_idle[row])
+
+    def top(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray) -> int:
+        """The index in ``group`` (two rows or more) of the highest total score, the first on ties:
+        ``scores`` (the row-local ones) plus the batch scorers' on ``group``."""
+        for fn in self.ssn.batch_node_order_fns:
+            scores = scores + fn(task, group)
+        return int(scores.argmax())
 
     def fits_resources(self, task: TaskInfo, row: int) -> tuple[bool, bool]:
         """Whether ``task``'s request fits the Idle and the FutureIdle of one node."""

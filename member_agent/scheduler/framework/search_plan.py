@@ -19,12 +19,30 @@ way, with the same answer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from member_agent.scheduler.framework.infos import TaskInfo
+    from member_agent.scheduler.framework.session import Session
     from member_agent.scheduler.framework.shape_cache import ShapeCache
+
+
+class NodeSearch(Protocol):
+    """What a plan uses of ``node_search.NodeSearch`` (which imports this module)."""
+
+    ssn: Session
+    role_errors: dict[str, np.ndarray]
+
+    def _role_key(self, job: str, role: str) -> str: ...
+
+    def _mark_failed(self, role_key: str, role: np.ndarray | None, cache: ShapeCache, start: int,
+                     scanned: int) -> np.ndarray | None: ...
+
+    def best_feasible(self, task: TaskInfo, candidates: np.ndarray) -> tuple[int, bool]: ...
+
+    def top(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray) -> int: ...
 
 
 class SearchPlan:
@@ -49,6 +67,32 @@ class SearchPlan:
     def start(self, j: int) -> int:
         return int(self.span[j * self.want])
 
+    def search(self, search: NodeSearch, task: TaskInfo) -> tuple[int, bool] | None:
+        """The next planned search's node for ``task`` and whether it fits the node's Idle, with the
+        start moved and the failures marked; None when the session is not as the plan assumed."""
+        ssn = search.ssn
+        j = self.next
+        changes = ssn.changes
+        if (j >= self.count or len(changes) != self.changes or (self.last >= 0 and changes[-1] != self.last)
+                or task.spec.shape != self.shape or task.job.uid != self.job or task.spec.role != self.role
+                or ssn.node_cursor != self.start(j) or ssn.shape_caches.get(task.spec.shape) is not self.cache):
+            return None
+        want = self.want
+        lo = j * want
+        start, end = ssn.node_cursor, int(self.span[lo + want])  # the cursor is the window's start (checked)
+        n = len(ssn.node_names)
+        scanned = (end - start) % n
+        role_key = search._role_key(self.job, self.role)
+        if role_key:
+            search._mark_failed(role_key, search.role_errors.get(role_key), self.cache, start, scanned)
+        self.cache.density = max(want / scanned, 1 / n)  # as the search sets it (only its cost depends on it)
+        ssn.node_cursor = end
+        row, fit_idle = search.best_feasible(task, self.span[lo:lo + want])
+        self.next = j + 1
+        self.changes = len(changes) + 1
+        self.last = row
+        return row, fit_idle
+
 
 def plan_span(cache: ShapeCache, at: int, want: int, searches: int) -> tuple[np.ndarray, int] | None:
     """The sorted feasible rows of up to ``searches`` searches after the one whose window began
@@ -66,3 +110,86 @@ def plan_span(cache: ShapeCache, at: int, want: int, searches: int) -> tuple[np.
         return None
     first = at + want
     return ok_rows.take(np.arange(first, first + count * want + 1), mode="wrap"), count
+
+
+class StandingWindow:
+    """The searches after one whose window held every feasible row of the shape (a shape with at
+    most ``numNodesToFind`` of them, e.g. a small pool): such a search visits every row, so the
+    start stays where it was and the window is the shape's sorted feasible rows from it, wrapping.
+
+    Placing the task changes only its own node, a row of that window. So the next sibling's
+    search (same job, role and shape cache, the cursor unchanged, nothing else changed since)
+    takes the same window less that node if it is no longer feasible, once the node is evaluated
+    again; the role's failure marks gain at most that node. The ordinary search would locate the
+    start in the sorted rows, slice and rotate them and mark every row again, for the same answer.
+    Made only after a search that checked no sibling failures on the window (``trusted``): the
+    node it drops was feasible, so no row turns feasible and the window needs no check later.
+    """
+
+    __slots__ = ("job", "role", "shape", "cache", "start", "order", "changes", "role_key", "group", "scores", "at",
+                 "best")
+
+    def __init__(self, job: str, role: str, shape: object, cache: ShapeCache, start: int, order: np.ndarray,
+                 changes: int, role_key: str) -> None:
+        self.job, self.role, self.shape = job, role, shape
+        self.cache = cache
+        self.start = start
+        self.order = order  # the window: every feasible row, in visiting order from ``start``
+        self.changes = changes  # ``len(ssn.changes)`` expected: one placement since the last search
+        self.role_key = role_key
+        #: The last ranking (:meth:`_rank`): the window's rows that fit Idle (two or more), their
+        #: row-local scores, and the index and row of the best; None until a standing search ranked.
+        self.group: np.ndarray | None = None
+        self.scores: np.ndarray = order[:0]
+        self.at = self.best = -1
+
+    def search(self, search: NodeSearch, task: TaskInfo) -> tuple[int, bool] | None:
+        ssn = search.ssn
+        changes = ssn.changes
+        cache = self.cache
+        if (len(changes) != self.changes or task.spec.shape != self.shape or task.job.uid != self.job
+                or task.spec.role != self.role or ssn.node_cursor != self.start
+                or ssn.shape_caches.get(self.shape) is not cache or cache.missing):
+            return None
+        row = changes[-1]
+        if not cache.ok[row]:  # not a row of the window: the ordinary search answers
+            return None
+        cache.refresh(ssn, task)  # the one change: the row marked stale, evaluated next
+        cache.ensure_span(ssn, task, row, row + 1)
+        order = self.order
+        if not cache.ok[row]:  # the node is full for the shape now: out of the window, a failure for siblings
+            order = order[order != row]
+            if self.role_key:
+                search._mark_failed(self.role_key, search.role_errors.get(self.role_key), cache, self.start,
+                                    len(cache.ok))
+            if not len(order):  # nothing left: the ordinary search reports why (the same marks)
+                return None
+            self.order = order
+        cache.density = max(len(order), 1) / len(cache.ok)  # as the search sets it (only its cost depends on it)
+        best, fit_idle = self._rank(search, task, order, row)
+        self.changes = len(changes) + 1
+        return best, fit_idle
+
+    def _rank(self, search: NodeSearch, task: TaskInfo, order: np.ndarray, row: int) -> tuple[int, bool]:
+        """``search.best_feasible(task, order)``. When the last task went to the node this window
+        ranked best, only that row of the Idle group changed: its score is updated, or it leaves
+        the group, instead of gathering the group and its scores again."""
+        cache = self.cache
+        group = self.group
+        if group is not None and row == self.best:
+            at = self.at
+            if cache.ok[row] and cache.fit_idle[row]:
+                self.scores[at] = cache.score[row]
+            else:
+                group = np.concatenate((group[:at], group[at + 1:]))  # slices joined: np.delete costs more
+                self.scores = np.concatenate((self.scores[:at], self.scores[at + 1:]))
+        elif len(order) >= 2:
+            group = order[cache.fit_idle[order]]
+            self.scores = cache.score[group]
+        if group is None or len(group) < 2 or len(order) < 2:  # best_feasible's other cases
+            self.group = None
+            return search.best_feasible(task, order)
+        self.at = at = search.top(task, group, self.scores)
+        self.group = group
+        self.best = int(group[at])
+        return self.best, True

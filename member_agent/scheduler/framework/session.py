@@ -372,8 +372,9 @@ class Session:
         if status == _PIPELINED:
             self.pipelined[row] += req
         else:
-            self.idle[row] -= req
-            self.used[row] += req
+            idle, used = self.idle[row], self.used[row]  # views: ``a[row] -= b`` also copies the row back
+            idle -= req
+            used += req
             self.pod_count[row] += 1
             cpu, memory = task.spec.nonzero  # two scalar adds: a tuple operand is converted to an array per call
             nonzero_used = self.nonzero_used
@@ -428,7 +429,25 @@ class Session:
         """Send an Allocated task to the binder (status Binding; the node row is unchanged)."""
         task.job.set_status(task, S.BINDING)
         if self.options.verbosity >= 3:
-            self.log(3, f"Allocate task {task.key} to node {self.node_names[task.node or 0]}")
+            self._log_dispatch(task)
+
+    def _log_dispatch(self, task: TaskInfo) -> None:
+        self.log(3, f"Allocate task {task.key} to node {self.node_names[task.node or 0]}")
+
+    def dispatch_all(self, tasks: list[TaskInfo]) -> None:
+        """:meth:`dispatch` each of ``tasks`` in order; a run of one job's tasks changes the job's
+        counters once (``JobInfo.set_statuses``: a commit sends a whole gang)."""
+        at = 0
+        while at < len(tasks):
+            job = tasks[at].job
+            end = at + 1
+            while end < len(tasks) and tasks[end].job is job:
+                end += 1
+            job.set_statuses(tasks[at:end], S.BINDING)
+            if self.options.verbosity >= 3:
+                for task in tasks[at:end]:
+                    self._log_dispatch(task)
+            at = end
 
     def allocate_now(self, task: TaskInfo, row: int) -> None:
         """Non-transactional allocate (backfill): dispatch the whole job once it is ready."""

@@ -44,7 +44,7 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "statics", "rises", "serial")
+                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "static_ok", "rises", "serial", "seen")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -74,10 +74,16 @@ class ShapeCache:
         #: Node group id -> (code, fits Idle, fits FutureIdle, score) of a row evaluated one by one
         #: where the static codes pass (``Session.rows_by_state``): the group's other rows take it.
         self.by_group: dict[int, tuple[int, bool, bool, float]] = {}
-        self.statics: list[np.ndarray] | None = None  # the predicates' static codes for this shape
-        #: Counts evaluations that turned a row's ``ok`` from False to True (a first evaluation
-        #: included): while it stands still, a row found not ok is still not ok.
+        #: Rows where every predicate's static code for this shape is 0 (built on first use): one
+        #: read per re-evaluated row instead of a generator over the static codes.
+        self.static_ok: np.ndarray | None = None
+        #: Counts evaluations that turned a row's ``ok`` from False to True: while it stands still,
+        #: a row found not ok is still not ok. A row's first evaluation does not count: a search's
+        #: sibling-failure marks are only ever on rows it evaluated (node_search.py), so a row seen
+        #: for the first time cannot be one of them, and a fresh shape evaluated a chunk at a time
+        #: keeps its marks trusted (each new chunk used to move the counter).
         self.rises = 0
+        self.seen = np.zeros(n, dtype=bool)  # rows evaluated at least once
         #: Names this cache object without holding it (a dropped cache is rebuilt with a new one).
         self.serial = next(_SERIALS)
 
@@ -190,8 +196,10 @@ class ShapeCache:
             codes = np.zeros(len(rows), dtype=np.int32)
         self.codes[sel] = codes
         ok = (codes == 0) & fit_future
-        if (ok > self.ok[sel]).any():
+        rose = ok > self.ok[sel]
+        if rose.any() and (rose & self.seen[sel]).any():  # a first evaluation is no rise (see ``seen``)
             self.rises += 1
+        self.seen[sel] = True
         self.ok[sel] = ok
         self._ok_rows = None
         self.scored[sel] = False
@@ -284,10 +292,12 @@ class ShapeCache:
             self.by_group[group] = (code, fit_idle, fit_future, score)
 
     def _static_pass(self, ssn: Session, task: TaskInfo, row: int) -> bool:
-        statics = self.statics
-        if statics is None:
-            statics = self.statics = [static(task) for static in ssn.predicate_statics]
-        return all(not codes[row] for codes in statics)
+        static_ok = self.static_ok
+        if static_ok is None:
+            static_ok = self.static_ok = np.ones(len(self.codes), dtype=bool)
+            for static in ssn.predicate_statics:
+                static_ok &= static(task) == 0
+        return bool(static_ok[row])
 
     def _set_row(self, row: int, code: int, fit_idle: bool, fit_future: bool, score: float) -> None:
         self.fit_idle[row] = fit_idle
@@ -296,7 +306,8 @@ class ShapeCache:
         ok = code == 0 and fit_future
         if ok != bool(self.ok[row]):  # a numpy bool compared costs ~15x its conversion
             self.ok[row] = ok
-            self.rises += ok
+            if ok and self.seen[row]:  # a first evaluation is no rise (see ``seen``)
+                self.rises += 1
             rows = self._ok_rows
             if rows is not None:  # slices joined: np.insert/np.delete cost several times more
                 at = int(rows.searchsorted(row))
@@ -304,6 +315,7 @@ class ShapeCache:
         if ok:
             self.score[row] = score
         self.scored[row] = ok
+        self.seen[row] = True
 
     def insufficient_reasons(self, ssn: Session, rows: np.ndarray) -> np.ndarray:
         """Reason codes ("Insufficient <resource>") for rows whose FutureIdle is short."""

@@ -73,13 +73,16 @@ class Statement:
     def commit(self) -> None:
         if self.ops:
             self.ssn.log(3, "Committing operations ...")
+        allocated = []
         for op, task, reason in self.ops:
             task.last_tx = None
             if op is Op.EVICT:
                 self.ssn.evictions.append((task, reason))
             elif op is Op.ALLOCATE:
-                self.ssn.dispatch(task)
+                allocated.append(task)
             # A pipeline is in-session only; the pod is considered again next session.
+        # Dispatched together, in order (a status change reads nothing an eviction record writes).
+        self.ssn.dispatch_all(allocated)
         self.ops.clear()
 
     def merge(self, *others: Statement) -> None:

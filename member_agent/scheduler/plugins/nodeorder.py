@@ -145,17 +145,21 @@ class NodeOrderPlugin:
         """:meth:`_resource_scores` for one node, in scalar (integer) arithmetic."""
         ssn = self.ssn
         alloc_row = self.alloc_rows[row]
-        nz_used = ssn.nonzero_used[row]
+        used0, used1 = ssn.nonzero_used[row].tolist()[:2]  # Python floats: no numpy scalar per read
         nz = task.spec.nonzero
         total = 0.0
-        allocs = self.alloc2_rows[row]
-        requested = (int(float(nz_used[0]) + nz[0]), int(float(nz_used[1]) + nz[1]))
+        a0, a1 = self.alloc2_rows[row]
+        r0, r1 = int(used0 + nz[0]), int(used1 + nz[1])
+        # cpu and memory written out (the per-resource formula twice): comprehensions over two
+        # pairs cost more than the integer arithmetic, once per re-evaluated row and shape
         if self.least:
-            per = [0 if a == 0 or r > a else ((a - r) * MAX) // a for a, r in zip(allocs, requested, strict=True)]
-            total += ((per[0] * 50 + per[1] * 50) // 100) * self.least
+            p0 = 0 if a0 == 0 or r0 > a0 else ((a0 - r0) * MAX) // a0
+            p1 = 0 if a1 == 0 or r1 > a1 else ((a1 - r1) * MAX) // a1
+            total += ((p0 * 50 + p1 * 50) // 100) * self.least
         if self.most:
-            per = [0 if a == 0 else (min(r, a) * MAX) // a for a, r in zip(allocs, requested, strict=True)]
-            total += ((per[0] + per[1]) // 2) * self.most
+            p0 = 0 if a0 == 0 else (min(r0, a0) * MAX) // a0
+            p1 = 0 if a1 == 0 else (min(r1, a1) * MAX) // a1
+            total += ((p0 + p1) // 2) * self.most
         if self.balanced:
             cols = self.balanced_cols_list
             req = task.spec.request_list

@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from member_agent.scheduler.framework.dims import Dimensions, Vector, fits, le_on_requested
+from member_agent.scheduler.framework.dims import Dimensions, Vector, fits, fits_values, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import QueueSpec
 from member_agent.scheduler.framework.status import Vote
+from member_agent.scheduler.plugins.drf_shares import largest_product
 from member_agent.scheduler.plugins.queue_usage import deduct_gated, queue_usage
 from member_agent.scheduler.plugins.water_fill import water_fill as water_fill  # re-exported for tests
 
@@ -157,7 +158,7 @@ class ProportionPlugin:
         if attr is None:
             return False
         assert self.dims is not None
-        over = fits(attr.deserved, attr.allocated, self.dims.always)
+        over = fits_values(attr.deserved.tolist(), attr.allocated.tolist(), self.dims.always.tolist())
         if over and self.ssn.options.verbosity >= 3:
             self.ssn.log(3, f"Queue <{queue}> is overused: deserved <{self.dims.describe(attr.deserved)}>, "
                             f"allocated <{self.dims.describe(attr.allocated)}>, share <{attr.share:g}>")
@@ -169,9 +170,10 @@ class ProportionPlugin:
             return True
         if attr.state != "Open":
             return False
-        # Strict allocated + request <= deserved on the requested dims, in scalar arithmetic.
-        allocated = attr.allocated
-        deserved = attr.deserved
+        # Strict allocated + request <= deserved on the requested dims, in scalar arithmetic on
+        # Python floats (the same IEEE sums as numpy's scalars, without a numpy scalar per read).
+        allocated = attr.allocated.tolist()
+        deserved = attr.deserved.tolist()
         req = task.spec.request_list
         return all(allocated[d] + req[d] <= deserved[d] for d in task.spec.requested_dims)
 
@@ -238,8 +240,7 @@ class ProportionPlugin:
     @staticmethod
     def _reshare(attr: QueueAttr) -> None:
         inv = attr.inv_deserved
-        # max() over a Python list: numpy's ``.max()`` costs more than the product on a few dims
-        attr.share = float(max((attr.allocated * inv).tolist())) if inv is not None and attr.inv_any else 0.0
+        attr.share = largest_product(attr.allocated.tolist(), inv.tolist()) if inv is not None and attr.inv_any else 0.0
 
     def on_session_close(self, ssn: Session) -> None:
         pass

@@ -30,6 +30,7 @@ from member_agent.controllers import (
     DeferredAction,
     JobObservation,
     JobPlan,
+    JobRequest,
     observe_job,
     observe_pod_group,
     observe_pods,
@@ -40,14 +41,15 @@ from member_agent.controllers.reconcile import (
     pod_group_resync_stable,
     pod_group_resync_view,
     pod_resync_view,
+    requests_matter,
     resync_settled,
 )
+from member_agent.pod_group_models import observed_model, written_model
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
 from policies.models.volcano_scheduling import PodGroup
-from policies.wire_objects import copy_wire
 
 log = logging.getLogger("caldera.agent.jobs")
 
@@ -188,30 +190,12 @@ class JobRun:
         return model
 
     def _pod_group_model(self) -> Optional[PodGroup]:
-        """The PodGroup as a model, validated again only when its wire dict changed (the scheduler
-        writes its phase in place; most passes see the same PodGroup)."""
+        """The PodGroup as a model, validated again only where its wire dict changed
+        (:func:`~member_agent.pod_group_models.observed_model`)."""
         if self.pod_group is None:
             return None
-        cached = self._group_model
-        if cached is not None and cached[0] == self.pod_group:
-            return cached[1]
-        model = None
-        if cached is not None and _without_status(cached[0]) == _without_status(self.pod_group):
-            # Only the status moved (the scheduler's phase and conditions): validate that part and
-            # keep the rest of the model, its spec included (a stable spec lets the next
-            # comparison with the desired PodGroup short-cut).
-            status = self.pod_group.get("status")
-            try:
-                # through PodGroup's own validator (a PodGroupStatus one would be a second schema;
-                # "spec" given, so its default factory does not build PodGroupSpec's either)
-                model = cached[1].model_copy(update={
-                    "status": None if status is None else PodGroup.model_validate({"spec": {}, "status": status}).status})
-            except ValueError:
-                model = None  # validated whole below, so the error names the field from the root
-        if model is None:
-            model = PodGroup.model_validate(self.pod_group)
-        self._group_model = (copy_wire(self.pod_group), model)
-        return model
+        self._group_model = observed_model(self.pod_group, self._group_model)
+        return self._group_model[1]
 
     def fingerprint(self, pods: list[Obj], now: float) -> Any:
         """Everything a pass depends on; equal fingerprints and nothing due ⇒ skip the pass."""
@@ -256,9 +240,7 @@ class JobRun:
             when = to_datetime(now)
             pod_labels = {WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
                           FENCE_LABEL: record.fence_class}
-            requests = observe_job(self._last_job, self.job, when)
-            requests += observe_pods(self.job, self._last_pods.values(), live, when, self.deleted_by_us)
-            requests += observe_pod_group(self._last_pod_group, pod_group, when)
+            requests = self._requests(live, pod_group, when)
             observation = JobObservation(
                 job=self.job, pod_group=pod_group, pods=live, requests=requests, deferred=self.deferred,
                 priority_classes=priority_classes, existing_objects=self.objects, pod_labels=pod_labels,
@@ -289,6 +271,16 @@ class JobRun:
         observation = JobObservation(job=self.job, pod_group=pod_group, pods=live, deferred=self.deferred,
                                      priority_classes=priority_classes, existing_objects=self.objects)
         return resync_settled(observation, to_datetime(now), config)
+
+    def _requests(self, live: list[Pod], pod_group: Optional[PodGroup], when: datetime) -> list[JobRequest]:
+        """The requests from what changed since the last pass; none where they cannot change the plan
+        (``requests_matter``: a fifth of a pass that changes something, for a Job without policies)."""
+        return self._derive(live, pod_group, when) if requests_matter(self.job, self.deferred) else []
+
+    def _derive(self, live: list[Pod], pod_group: Optional[PodGroup], when: datetime) -> list[JobRequest]:
+        requests = observe_job(self._last_job, self.job, when)
+        requests += observe_pods(self.job, self._last_pods.values(), live, when, self.deleted_by_us)
+        return requests + observe_pod_group(self._last_pod_group, pod_group, when)
 
     def _observed(self, live: list[Pod], pod_group: Optional[PodGroup]) -> None:
         """Keep what this pass observed: the next one derives its requests from the difference."""
@@ -324,6 +316,7 @@ class JobRun:
                 self.seeded_pod_group_phase = None
             wire["status"] = observed or {"phase": "Pending"}
             self.pod_group = wire
+            self._group_model = written_model(plan.pod_group, wire)
         for kind, name in plan.delete_objects:
             self.objects.pop((kind, name), None)
             out.delete_objects.append((kind, name))
@@ -398,7 +391,3 @@ def federation_event(run: JobRun, cluster: str, now: float, event_type: str, rea
         "reportingComponent": "caldera-agent", "reportingInstance": cluster,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
-
-
-def _without_status(obj: Obj) -> Obj:
-    return {key: value for key, value in obj.items() if key != "status"}

@@ -125,12 +125,15 @@ class JobView:
                 return total
         return 0
 
-    def desired_pod_names(self) -> dict[str, tuple[TaskView, int]]:
-        """Pod name -> (task, local index) for every replica this controller must run."""
-        names: dict[str, tuple[TaskView, int]] = {}
-        for task in self.tasks:
-            for local in task.local_indices():
-                names[naming.pod_name(self.name, task.name, task.global_index(local))] = (task, local)
+    def desired_pod_names(self) -> Mapping[str, tuple[TaskView, int]]:
+        """Pod name -> (task, local index) for every replica this controller must run: read from the
+        spec and metadata alone, so made once per spec (``derived``; every SyncJob asks). Read only."""
+        names: Optional[dict[str, tuple[TaskView, int]]] = self.derived.get("desired_pod_names")
+        if names is None:
+            names = self.derived["desired_pod_names"] = {}
+            for task in self.tasks:
+                for local in task.local_indices():
+                    names[naming.pod_name(self.name, task.name, task.global_index(local))] = (task, local)
         return names
 
 

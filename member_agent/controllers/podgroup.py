@@ -118,26 +118,24 @@ def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGro
 #: objects), so every pass of an unchanged Job asks the same question: building and validating
 #: the PodGroup again was half of a pass in a trace replay. Entries hold the objects they are
 #: keyed by, so an id cannot be reused while its entry lives.
-_DESIRED: OrderedDict[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, PodGroup, dict[str, Any]]] = OrderedDict()
+_DESIRED: OrderedDict[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, PodGroup]] = OrderedDict()
 #: Entries kept (least recently used go first): a Job's passes come in bursts, and each entry holds
 #: a PodGroup model, which a long-running agent should not keep for every Job it ever ran.
 _DESIRED_SIZE = 256
 
 
-def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[PodGroup, dict[str, Any]]:
+def _desired(job: JobView, priority_classes: Mapping[str, int]) -> PodGroup:
     spec, metadata = job.job.spec, job.job.metadata
     key = (id(spec), id(metadata), tuple(sorted(priority_classes.items())))
     hit = _DESIRED.get(key)
     if hit is not None and hit[0] is spec and hit[1] is metadata:
         _DESIRED.move_to_end(key)
-        return hit[2], hit[3]
+        return hit[2]
     desired = build_pod_group(job, priority_classes)
-    # the spec's wire form through the PodGroup's own serializer: PodGroupSpec's own would be a
-    # second schema built in every agent (memory)
-    _DESIRED[key] = (spec, metadata, desired, desired.to_wire().get("spec"))
+    _DESIRED[key] = (spec, metadata, desired)
     while len(_DESIRED) > _DESIRED_SIZE:
         _DESIRED.popitem(last=False)
-    return desired, _DESIRED[key][3]
+    return desired
 
 
 #: Whether an observed PodGroup spec matches a desired one, by the identity of both (the observed
@@ -145,14 +143,17 @@ def _desired(job: JobView, priority_classes: Mapping[str, int]) -> tuple[PodGrou
 _SAME: OrderedDict[tuple[int, int], tuple[Any, Any, bool]] = OrderedDict()
 
 
-def _same_spec(observed: PodGroup, desired: PodGroup, desired_wire: dict[str, Any]) -> bool:
+def _same_spec(observed: PodGroup, desired: PodGroup) -> bool:
     key = (id(observed.spec), id(desired.spec))
     hit = _SAME.get(key)
     if hit is not None and hit[0] is observed.spec and hit[1] is desired.spec:
         _SAME.move_to_end(key)
         return hit[2]
-    # Model equality first (same field values, no serialising); the wire form decides otherwise.
-    same = observed.spec == desired.spec or observed.to_wire().get("spec") == desired_wire
+    # Model equality first (same field values, no serialising; the PodGroup the controller wrote
+    # keeps the desired spec itself); the wire forms decide otherwise, both through the PodGroup's
+    # own serializer (PodGroupSpec's would be a second schema built in every agent: memory), the
+    # desired one only then (it was dumped for every Job, and the models are nearly always equal).
+    same = observed.spec == desired.spec or observed.to_wire().get("spec") == desired.to_wire().get("spec")
     _SAME[key] = (observed.spec, desired.spec, same)
     while len(_SAME) > _DESIRED_SIZE:
         _SAME.popitem(last=False)
@@ -162,10 +163,10 @@ def _same_spec(observed: PodGroup, desired: PodGroup, desired_wire: dict[str, An
 def reconcile_pod_group(job: JobView, observed: Optional[PodGroup],
                         priority_classes: Mapping[str, int]) -> tuple[Optional[str], PodGroup]:
     """``("create" | "update" | None, desired PodGroup)``; an update keeps the observed status."""
-    desired, desired_wire = _desired(job, priority_classes)
+    desired = _desired(job, priority_classes)
     if observed is None:
         return "create", desired
-    if _same_spec(observed, desired, desired_wire):
+    if _same_spec(observed, desired):
         return None, observed
     updated = observed.model_copy(update={"spec": desired.spec})
     return "update", updated

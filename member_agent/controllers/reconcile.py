@@ -124,10 +124,27 @@ def _status_wire(status: JobStatus) -> dict[str, Any]:
         _STATUS_WIRES.move_to_end(id(status))
         return hit[1]
     wire = status.to_wire()
+    _remember_wire(status, wire)
+    return wire
+
+
+def _remember_wire(status: JobStatus, wire: dict[str, Any]) -> None:
     _STATUS_WIRES[id(status)] = (status, wire)
     while len(_STATUS_WIRES) > _STATUS_WIRES_SIZE:
         _STATUS_WIRES.popitem(last=False)
-    return wire
+
+
+def _validated_status(wire: dict[str, Any]) -> JobStatus:
+    """The model of a status a pass wrote, its wire form remembered as the dict it came from: the
+    next pass reads it (``_status_wire``), and dumping the new model again was a tenth of a
+    follow-up pass. Exact because that dict is the model's own dump: it holds only what a pass
+    writes (JobStatus fields by their wire names, none of them None; ints, strings, and dicts and
+    lists of those, over the nested values of a dumped status, ``initial_status``) and no JobStatus
+    field has a validator that changes a value (``tests/controllers/harness.py`` compares the two
+    after every pass of every scenario)."""
+    model = JobStatus.model_validate(wire)
+    _remember_wire(model, wire)
+    return model
 
 
 def _new_pass(observation: JobObservation, job: JobView, old_status: Mapping[str, Any], now: datetime,
@@ -194,7 +211,7 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
         plan.actions.append(JobAction.SYNC_JOB)
 
     plan.status_changed = p.status != old_status
-    plan.status = JobStatus.model_validate(p.status) if plan.status_changed else unchanged
+    plan.status = _validated_status(p.status) if plan.status_changed else unchanged
     plan.create_pods = p.create_pods
     plan.delete_pods = list(p.delete_pods.values())
     plan.pod_group_action, plan.pod_group = p.pod_group_action, p.pod_group_out
@@ -249,6 +266,15 @@ def plan_settles(observation: JobObservation, plan: JobPlan) -> bool:
             and not plan.deferred and plan.requeue_at is None and not plan.delete_job
             and all(observation.existing_objects.get((str(obj["kind"]), str(obj["metadata"]["name"]))) == obj
                     for obj in plan.apply_objects))
+
+
+def requests_matter(job: Job, deferred: Sequence[DeferredAction]) -> bool:
+    """Whether the requests the agent derives from what changed (``observe_*``: none carries an
+    action of its own) can change a pass's plan. They cannot when the Job has no lifecycle policy and
+    no action is deferred: each resolves to SyncJob, which :func:`reconcile` then runs once whatever
+    the requests were, and no deferred action reads them (``still_valid``); the agent derives none.
+    Raises as :func:`reconcile` does for a malformed share (``view_job``)."""
+    return bool(deferred) or not lifecycle.only_resyncs(view_job(job))
 
 
 def _only_resyncs(observation: JobObservation, job: JobView) -> bool:

@@ -83,6 +83,9 @@ class World:
         # keeps for the next pass: the pass must not have changed it
         old = self.job.status
         assert old is None or status_wire(old) == old.to_wire(), "a pass changed the previous status in place"
+        # a status the pass wrote is remembered with the dict it was validated from: that dict must
+        # be the model's own dump
+        assert status_wire(plan.status) == plan.status.to_wire(), "a pass wrote a status its model dumps otherwise"
         self.apply(plan)
         self.plans.append(plan)
         return plan

@@ -425,3 +425,21 @@ def test_agent_labels_reach_created_pods() -> None:
                                     pod_labels={"caldera.io/work-uid": "w1"}), T0, CONFIG)
     labels = plan.create_pods[0].metadata.labels or {}
     assert labels["caldera.io/work-uid"] == "w1" and labels[naming.JOB_NAME] == "job"
+
+
+def test_desired_pod_names_are_made_once_per_spec() -> None:
+    """Kept in the view's ``derived`` (shared by the views of one spec and metadata): every later
+    status of the Job gets the same names; a Job with another spec gets its own."""
+    job = make_job({"minAvailable": 1, "tasks": [worker_task("master", 1), worker_task("worker", 2)]},
+                   annotations={naming.TASK_OFFSETS: '{"worker": 4}'})
+    view = view_job(job)
+    names = view.desired_pod_names()
+    assert dict(names) == {naming.pod_name("job", "master", 0): (view.tasks[0], 0),
+                           naming.pod_name("job", "worker", 4): (view.tasks[1], 0),
+                           naming.pod_name("job", "worker", 5): (view.tasks[1], 1)}
+    later = view_job(job.model_copy(update={"status": None}))
+    assert later is not view and later.desired_pod_names() is names
+    wider = job.model_copy(update={"spec": job.spec.model_copy(update={"tasks": [
+        job.spec.tasks[0], job.spec.tasks[1].model_copy(update={"replicas": 3})]})})
+    assert naming.pod_name("job", "worker", 6) in view_job(wider).desired_pod_names()
+    assert naming.pod_name("job", "worker", 6) not in names

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from typing import Any, Optional
 
@@ -211,7 +212,10 @@ def test_ssh_secret_is_made_once_not_on_every_resync() -> None:
 
 def test_ssh_reuses_an_existing_secret() -> None:
     world = run({"ssh": []}, [worker_task("worker", 1)])
-    world.job.status.controlled_resources = {}  # status lost the mark, the Secret survived
+    # status lost the mark, the Secret survived (a new status model: the controller keeps a status's
+    # wire form by the model's identity, so models are replaced, never changed in place)
+    lost = world.job.status.model_copy(update={"controlled_resources": {}})
+    world.job = world.job.model_copy(update={"status": lost})
     world.objects[("Secret", "job-ssh")]["data"]["id_rsa.pub"] = base64.b64encode(b"ssh-rsa KEPT").decode()
     world.objects[("Secret", "job-ssh")]["data"]["id_rsa"] = base64.b64encode(b"PRIVATE KEPT").decode()
     world.step()
@@ -299,3 +303,22 @@ def test_the_svc_config_map_follows_the_master_task_of_the_same_spec() -> None:
     assert second["data"][MASTER_HOST_ENV].startswith("job-worker-0")
     again = svc.on_job_update(PluginContext(job=job, master_task="master"))[0]
     assert again == first and again is not first and again["data"] is not first["data"]
+
+
+def test_the_svc_config_map_equal_to_the_existing_one_is_that_one() -> None:
+    """A resync hands out the pass's own copy of the existing ConfigMap when it is the one the
+    plugin makes; any other existing one (stale hosts) gets a fresh copy of the made one."""
+    from member_agent.controllers.job_view import view_job
+    from member_agent.controllers.plugins.base import PluginContext
+    from member_agent.controllers.plugins.svc import SvcPlugin
+
+    job = view_job(make_job({"tasks": [worker_task("worker", 2)], "minAvailable": 1}))
+    svc = SvcPlugin([])
+    made = svc.on_job_update(PluginContext(job=job, master_task="worker"))[0]
+    key = ("ConfigMap", made["metadata"]["name"])
+    equal = copy.deepcopy(made)
+    assert svc.on_job_update(PluginContext(job=job, existing={key: equal}, master_task="worker"))[0] is equal
+    stale = copy.deepcopy(made)
+    stale["data"]["VC_WORKER_NUM"] = "1"
+    fresh = svc.on_job_update(PluginContext(job=job, existing={key: stale}, master_task="worker"))[0]
+    assert fresh == made and fresh is not stale and fresh["data"] is not made["data"]

@@ -109,6 +109,11 @@ class SvcPlugin(JobPlugin):
                 _CONFIG_MAPS.popitem(last=False)
         else:
             _CONFIG_MAPS.move_to_end(key)
+        # A resync's ConfigMap equals the existing one (``ctx.existing``: the pass's own copies): that
+        # one is handed out, an equal object, instead of copying the kept one on every pass.
+        existing = ctx.existing.get(("ConfigMap", made["metadata"]["name"]))
+        if type(existing) is dict and existing == made:
+            return existing
         copied: WireObject = copy_wire(made)
         return copied
 

@@ -74,8 +74,10 @@ async def stop_fenced(agent: Agent, state: WorkState, pods: list[Obj], now: floa
     await agent.writes.delete_all(live, state.fenced_reason, grace)
     job_status = run.job.status
     if job_status is not None and job_status.state is not None:
-        job_status.state.reason = FENCED_CONDITION
-        job_status.state.message = state.fenced_reason
+        # a new status, never an edit in place: a status model's wire form is remembered by the
+        # model (controllers/reconcile.py), so an edited one would be read back without the reason
+        fenced = job_status.state.model_copy(update={"reason": FENCED_CONDITION, "message": state.fenced_reason})
+        run.job.status = job_status.model_copy(update={"state": fenced})
     agent.update_status(state, now)
 
 

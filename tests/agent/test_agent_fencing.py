@@ -108,6 +108,10 @@ async def test_cut_off_agent_stops_a_replaceable_share_and_keeps_it_stopped(harn
     assert fenced["message"].startswith("fenced: federation unreachable since ")
     state = h.status("solo")["manifestStatuses"][0]["status"]["state"]
     assert state["reason"] == "Fenced" and state["message"] == fenced["message"]
+    for _ in range(4):  # still cut off: the pods go, the Job's status changes, and still says why
+        await h.step()
+        state = h.status("solo")["manifestStatuses"][0]["status"]["state"]
+        assert state["reason"] == "Fenced" and state["message"] == fenced["message"], state
     # reaching the federation again does not bring generation 1 back to life
     for _ in range(8):
         _renew(h)

@@ -38,10 +38,8 @@ def over_full() -> list[dict[str, Any]]:
     return objects
 
 
-@pytest.mark.parametrize("percentage", [0, 100])
-def test_trusted_role_marks_and_group_transitions_decide_as_without(percentage: int,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    options = SessionOptions(percentage_nodes_to_find=percentage, minimum_feasible_nodes=10)
+def _count_trusted_windows(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each indexed search skipped the sibling-failure check (its window trusted), in order."""
     skipped: list[bool] = []
     by_index = node_search.NodeSearch._by_index
 
@@ -50,6 +48,14 @@ def test_trusted_role_marks_and_group_transitions_decide_as_without(percentage: 
         return by_index(cache, start, want, role)
 
     monkeypatch.setattr(node_search.NodeSearch, "_by_index", staticmethod(spy))
+    return skipped
+
+
+@pytest.mark.parametrize("percentage", [0, 100])
+def test_trusted_role_marks_and_group_transitions_decide_as_without(percentage: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    options = SessionOptions(percentage_nodes_to_find=percentage, minimum_feasible_nodes=10)
+    skipped = _count_trusted_windows(monkeypatch)
     fast = run_cycle(build_snapshot(over_full()), CONF, FixedClock(), options=options)
     assert any(skipped)  # the shortcut was taken
     monkeypatch.setattr(node_search, "TRUST_ROLE_MARKS", False)
@@ -98,14 +104,7 @@ def test_a_fresh_shape_evaluated_by_chunks_keeps_its_role_marks_trusted(monkeypa
     # it does not move the rises counter: later windows of the job skip the sibling check, and decide
     # as the check (TRUST_ROLE_MARKS off) does.
     options = SessionOptions(percentage_nodes_to_find=10, minimum_feasible_nodes=10)
-    skipped: list[bool] = []
-    by_index = node_search.NodeSearch._by_index
-
-    def spy(cache: Any, start: int, want: int, role: Any) -> Any:
-        skipped.append(role is None)
-        return by_index(cache, start, want, role)
-
-    monkeypatch.setattr(node_search.NodeSearch, "_by_index", staticmethod(spy))
+    skipped = _count_trusted_windows(monkeypatch)
     fast = run_cycle(build_snapshot(per_job_shapes()), CONF, FixedClock(), options=options)
     trusted = skipped[:]
     monkeypatch.setattr(node_search, "TRUST_ROLE_MARKS", False)

@@ -34,7 +34,7 @@ from member_agent import cycle_apply
 from member_agent.changes import Changes, SessionGate, first_of
 from member_agent.cluster.cache import ClusterCache
 from member_agent.cluster.clock import Clock, rfc3339
-from member_agent.cluster.gateway import ClusterGateway, GatewayError, Obj, pod_node, pod_terminating
+from member_agent.cluster.gateway import ClusterGateway, Obj, pod_node, pod_terminating
 from member_agent.controllers import ControllerConfig
 from member_agent.controllers.naming import pod_group_name
 from member_agent.fence_store import FenceStore
@@ -42,8 +42,9 @@ from member_agent.fenced_works import fence_applies, fence_unknown_shares, stop_
 from member_agent.fencing import Fence
 from member_agent.gang import GangTracker
 from member_agent.hypernode_book import HyperNodeBook
-from member_agent.job_runner import JobRun, RunPlan, federation_event, job_phase
+from member_agent.job_runner import JobRun, job_phase
 from member_agent.metrics import AgentMetrics
+from member_agent.plan_apply import carry_out, gateway_call
 from member_agent.pod_writes import EVICT_GRACE, PodWrites
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
@@ -52,7 +53,6 @@ from member_agent.scheduler.scheduler_cache import SchedulerCache
 from member_agent.topology_status import cluster_topology
 from member_agent.work_state import WorkState
 from member_agent.works import (
-    JOB_API_VERSION,
     WORK_UID_LABEL,
     WorkRecord,
     comparable,
@@ -312,7 +312,7 @@ class Agent:
             if run is not None and run.objects:
                 namespace = run.job.metadata.namespace or "default"
                 for kind, name in sorted(run.objects):
-                    await self._gateway_call(f"delete {kind} {namespace}/{name}",
+                    await gateway_call(f"delete {kind} {namespace}/{name}",
                                              self.gateway.delete_object(kind, namespace, name))
                 run.objects.clear()
             if not [p for p in self.pods_of(record) if not pod_terminating(p)]:
@@ -342,7 +342,7 @@ class Agent:
         had_group = run.pod_group is not None
         plan = run.plan(record, [p for p in pods if p not in stale], now, self.controller_config, priorities)
         if plan is not None:
-            await self._carry_out(state, plan)
+            await carry_out(self, state, plan, self.options.cluster)
             if not had_group and run.pod_group is not None:
                 self.changes.bump()  # a PodGroup to enqueue: the next session need not wait for a period
             if run.pending_followup:
@@ -357,42 +357,6 @@ class Agent:
                == (name, namespace) for s in self.works.values()):
             return  # deleted and created again under the same name: the series are the new one's
         self.metrics.forget_job(name, namespace, pod_group_name(name, md.uid or ""))
-
-    async def _carry_out(self, state: WorkState, plan: RunPlan) -> None:
-        run, record = state.run, state.record
-        assert run is not None
-        if plan.error:
-            if state.controller_error != plan.error:
-                log.warning("Work %s: the job controller refused the Job: %s", record.key, plan.error)
-            state.controller_error = plan.error
-            return
-        state.controller_error = None
-        namespace = run.job.metadata.namespace or "default"
-        for kind, name in plan.delete_objects:
-            await self._gateway_call(f"delete {kind} {namespace}/{name}", self.gateway.delete_object(kind, namespace, name))
-        for obj in plan.apply_objects:
-            md = obj.get("metadata") or {}
-            await self._gateway_call(f"apply {obj.get('kind')} {namespace}/{md.get('name')}",
-                                     self.gateway.apply_object(dict(obj, metadata=dict(md, namespace=namespace))))
-        for name in plan.delete_pods:
-            await self.writes.delete(namespace, name)
-        for pod in plan.create_pods:
-            await self.writes.create(pod)
-        now = self.clock.now()
-        if plan.create_pods and not state.first_pod_reported:
-            state.first_pod_reported = True
-            self.metrics.observe_first_pod(max(0.0, now - state.first_seen))
-        if run.phase != state.reported_phase:
-            state.reported_phase = run.phase
-            self.metrics.set_job_phase(run.job.metadata.name or "", namespace, run.job.spec.queue or "default",
-                                       run.phase)
-        if plan.events:
-            involved = dict(run.job.to_wire(), apiVersion=JOB_API_VERSION, kind="Job")
-            involved.pop("status", None)
-            for event_type, reason, message in plan.events:
-                await self.gateway.record_event(involved, event_type, reason, message)
-                self.federation_events.append(federation_event(run, self.options.cluster, self.clock.now(),
-                                                                event_type, reason, message))
 
     def evaluate_gang(self, state: WorkState, reason: str, now: float) -> None:
         min_member = int(((state.podgroup or {}).get("spec") or {}).get("minMember", 0) or 0)
@@ -428,13 +392,6 @@ class Agent:
     def take_federation_events(self) -> list[Obj]:
         events, self.federation_events = self.federation_events[:MAX_QUEUED_EVENTS], []
         return events
-
-    async def _gateway_call(self, what: str, call: Any) -> None:
-        """A best-effort write of a plugin object: logged, never fatal to the pass."""
-        try:
-            await call
-        except GatewayError as exc:
-            log.warning("%s: %s", what, exc)
 
     # ------------------------------------------------------------------ scheduling pass
     async def schedule_pass(self) -> Optional[CycleResult]:

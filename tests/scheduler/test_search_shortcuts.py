@@ -65,12 +65,9 @@ def test_trusted_role_marks_and_group_transitions_decide_as_without(percentage: 
     assert _decisions(fast) == _decisions(slow)
 
 
-@pytest.mark.parametrize("trusted", [True, False])
-def test_rows_freed_after_a_mark_stay_skipped_by_the_roles_siblings(trusted: bool,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    # rows 0-4 full when the role's first search marks them; freed (a discarded gang) before the
-    # sibling's search: the shape's rises counter moved, so the check runs and still skips them
-    monkeypatch.setattr(node_search, "TRUST_ROLE_MARKS", trusted)
+def _rows_0_to_4_filled() -> tuple[Any, Any, Statement]:
+    """A session of 20 nodes whose rows 0-4 a statement fills (a gang it may discard), and job ``b``
+    of 4 tasks that fit any free node."""
     objects = nodes(20) + job("fill", 5, cpu="16") + job("b", 4, cpu="8")
     ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions(percentage_nodes_to_find=100))
     fill = next(j for j in ssn.jobs.values() if j.uid.endswith("fill"))
@@ -78,6 +75,16 @@ def test_rows_freed_after_a_mark_stay_skipped_by_the_roles_siblings(trusted: boo
     stmt = Statement(ssn)
     for row, task in enumerate(fill.tasks):
         stmt.allocate(task, row)
+    return ssn, b, stmt
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_rows_freed_after_a_mark_stay_skipped_by_the_roles_siblings(trusted: bool,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows 0-4 full when the role's first search marks them; freed (a discarded gang) before the
+    # sibling's search: the shape's rises counter moved, so the check runs and still skips them
+    monkeypatch.setattr(node_search, "TRUST_ROLE_MARKS", trusted)
+    ssn, b, stmt = _rows_0_to_4_filled()
     search = node_search.NodeSearch(ssn)
     first, errors = search.feasible(b.tasks[0])
     assert errors is None and not set(first.tolist()) & set(range(5))
@@ -116,13 +123,7 @@ def test_a_fresh_shape_evaluated_by_chunks_keeps_its_role_marks_trusted(monkeypa
 
 
 def test_first_evaluations_do_not_move_rises_and_a_freed_row_does() -> None:
-    objects = nodes(20) + job("fill", 5, cpu="16") + job("b", 4, cpu="8")
-    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions(percentage_nodes_to_find=100))
-    fill = next(j for j in ssn.jobs.values() if j.uid.endswith("fill"))
-    b = next(j for j in ssn.jobs.values() if j.uid.endswith("/b"))
-    stmt = Statement(ssn)
-    for row, task in enumerate(fill.tasks):
-        stmt.allocate(task, row)
+    ssn, b, stmt = _rows_0_to_4_filled()
     cache = node_search.shape_cache(ssn, b.tasks[0], lazy=True)
     cache.ensure_span(ssn, b.tasks[0], 0, 10)  # rows 0-4 full, 5-9 feasible: first evaluations
     cache.ensure_span(ssn, b.tasks[0], 10, 20)

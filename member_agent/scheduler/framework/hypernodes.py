@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from member_agent.scheduler.framework.memo import remember
 from policies.k8s import label_selector
 
 TOP = "<cluster-top-hypernode>"
@@ -254,8 +255,5 @@ def topology_of(hypernodes: Sequence[Mapping[str, Any]], node_names: tuple[str, 
     key = (text + (json.dumps([dict(lab) for lab in node_labels], sort_keys=True) if labelled else ""), node_names)
     found = _MEMO.get(key)
     if found is None:
-        found = build_tree(hypernodes, node_names, node_labels)
-        if len(_MEMO) >= 4:
-            _MEMO.pop(next(iter(_MEMO)))
-        _MEMO[key] = found
+        found = remember(_MEMO, key, build_tree(hypernodes, node_names, node_labels), 4)
     return found

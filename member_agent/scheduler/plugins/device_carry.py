@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from member_agent.scheduler.framework.infos import TaskInfo
+from member_agent.scheduler.framework.memo import LastOf
 from member_agent.scheduler.framework.snapshot import DeviceArrays, DeviceUsage, JobSpec, TaskSpec
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.framework.topology import GPU_INDEX_ANNOTATION, NodeTopology
@@ -184,17 +185,16 @@ def _fractional_rows(base: DeviceArrays) -> np.ndarray:
     carried rows are whole exactly when none of them is among these. Kept for the last arrays
     seen, compared by identity: the cache hands unchanged arrays to the next snapshot, where the
     whole-number test of the carried rows was most of a session's deviceshare opening."""
-    kept = _FRACTIONAL.get("last")
-    if kept is not None and kept[0] is base:
-        return kept[1]
+    return _FRACTIONAL.get(base, _find_fractional_rows)
+
+
+def _find_fractional_rows(base: DeviceArrays) -> np.ndarray:
     memory, cores = base.memory_used, base.cores_used
     whole = (np.floor(memory) == memory).all(axis=1) & (np.floor(cores) == cores).all(axis=1)
-    fractional = np.flatnonzero(~whole)
-    _FRACTIONAL["last"] = (base, fractional)  # holds the arrays: compared by identity
-    return fractional
+    return np.flatnonzero(~whole)
 
 
-_FRACTIONAL: dict[str, tuple[DeviceArrays, np.ndarray]] = {}
+_FRACTIONAL: LastOf[DeviceArrays, np.ndarray] = LastOf()
 
 
 def _commutes_on_carried_rows(ssn: Session, carried: CarriedDevices, occupants: dict[int, list[TaskInfo]]) -> bool:

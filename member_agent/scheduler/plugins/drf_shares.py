@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Vector
+from member_agent.scheduler.framework.memo import remember
 
 
 def _inverse(total: Vector) -> tuple[bool, Vector]:
@@ -22,10 +23,7 @@ def _inverse(total: Vector) -> tuple[bool, Vector]:
         inverse = np.zeros_like(total)
         inverse[counted] = 1.0 / total[counted]
         inverse.setflags(write=False)
-        found = (bool(counted.any()), inverse)
-        if len(_INVERSES) >= 8:
-            _INVERSES.pop(next(iter(_INVERSES)))
-        _INVERSES[key] = found
+        found = remember(_INVERSES, key, (bool(counted.any()), inverse), 8)
     return found
 
 

@@ -15,6 +15,7 @@ from member_agent.scheduler.framework.arguments import Argument
 from member_agent.scheduler.framework.dims import Vector, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.memo import LastOf
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import NodeTable
 from member_agent.scheduler.framework.status import Vote
@@ -69,17 +70,16 @@ def _used(ssn: Session) -> Vector:
     if ssn.changes:
         summed: Vector = ssn.used.sum(axis=0)
         return summed
-    kept = _USED.get("last")
-    if kept is not None and kept[0] is ssn.nodes:
-        return kept[1]
-    summed = ssn.used.sum(axis=0)
-    summed.setflags(write=False)
-    _USED["last"] = (ssn.nodes, summed)  # holds the table: it is compared by identity
-    return summed
+    return _USED.get(ssn.nodes, lambda _nodes: _frozen(ssn.used.sum(axis=0)))
+
+
+def _frozen(values: Vector) -> Vector:
+    values.setflags(write=False)
+    return values
 
 
 #: The last node table summed and its ``used`` total.
-_USED: dict[str, tuple[NodeTable, Vector]] = {}
+_USED: LastOf[NodeTable, Vector] = LastOf()
 
 
 def new(args: dict[str, Any]) -> OvercommitPlugin:

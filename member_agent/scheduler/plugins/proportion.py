@@ -19,6 +19,7 @@ import numpy as np
 from member_agent.scheduler.framework.dims import Dimensions, Vector, fits, fits_values, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
+from member_agent.scheduler.framework.memo import remember
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import QueueSpec
 from member_agent.scheduler.framework.status import Vote
@@ -111,18 +112,22 @@ class _Opening:
     inv_any: tuple[bool, ...]
 
 
+def _queues_key(ssn: Session) -> tuple[object, ...]:
+    """The part of both memos' keys that names the session's dims, Queue specs (by identity: each
+    memo's value holds them) and cluster total."""
+    return id(ssn.dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes()
+
+
 def _opened(ssn: Session, usage: dict[str, Usage]) -> _Opening:
     """:func:`_open`'s answer, remembered by its inputs (``_OPENED``): a replay's session opens
     with the queues' sums as some earlier session did about two times in five."""
     dims = ssn.dims
-    key = (id(dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes(), tuple(usage),
+    queues = _queues_key(ssn)
+    key = (*queues, tuple(usage),
            b"".join([b for use in usage.values() for b in (use.allocated.tobytes(), use.request.tobytes())]))
     found = _OPENED.get(key)
     if found is None or found.dims is not dims:
-        found = _open(ssn, usage)
-        if len(_OPENED) >= _OPENED_KEPT:
-            _OPENED.pop(next(iter(_OPENED)))
-        _OPENED[key] = found
+        found = remember(_OPENED, key, _open(ssn, usage, queues), _OPENED_KEPT)
     return found
 
 
@@ -131,12 +136,12 @@ _OPENED: dict[tuple[object, ...], _Opening] = {}
 _OPENED_KEPT = 32
 
 
-def _open(ssn: Session, usage: dict[str, Usage]) -> _Opening:
+def _open(ssn: Session, usage: dict[str, Usage], queues: tuple[object, ...]) -> _Opening:
     """Each queue's real capability, then water filling (deserved and share) and the inverses
     of what it deserves; reads the queues, the total and each queue's allocated and request."""
     dims = ssn.dims
     names = list(usage)
-    vectors, real = _capabilities(ssn, tuple(names))
+    vectors, real = _capabilities(ssn, tuple(names), queues)
     attrs = []
     for i, name in enumerate(names):
         queue, use = ssn.queues[name], usage[name]
@@ -157,12 +162,13 @@ def _open(ssn: Session, usage: dict[str, Usage]) -> _Opening:
                     tuple(attr.share for attr in attrs), inverse, inv_any)
 
 
-def _capabilities(ssn: Session, names: tuple[str, ...]) -> tuple[dict[str, tuple[Vector, Vector]], np.ndarray]:
+def _capabilities(ssn: Session, names: tuple[str, ...],
+                  queues: tuple[object, ...]) -> tuple[dict[str, tuple[Vector, Vector]], np.ndarray]:
     """Every queue's guarantee and capability vectors, and the real capability of each of
     ``names`` (read-only rows), remembered by the queues, the total and ``names``: opening
     misses ``_OPENED`` whenever a queue's sums moved, while these inputs seldom change."""
     dims = ssn.dims
-    key = (id(dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes(), names)
+    key = (*queues, names)
     found = _CAPABILITIES.get(key)
     if found is None or found[0] is not dims:
         vectors = {name: queue_vectors(dims, queue) for name, queue in ssn.queues.items()}
@@ -178,10 +184,8 @@ def _capabilities(ssn: Session, names: tuple[str, ...]) -> tuple[dict[str, tuple
             if capped:
                 real[capped] = np.minimum(real[capped], np.array([vectors[names[i]][1] for i in capped]))
         real.setflags(write=False)
-        if len(_CAPABILITIES) >= _OPENED_KEPT:
-            _CAPABILITIES.pop(next(iter(_CAPABILITIES)))
         # the value holds the dims and the queue specs, so the ids in the key stay theirs
-        found = _CAPABILITIES[key] = (dims, tuple(ssn.queues.values()), vectors, real)
+        found = remember(_CAPABILITIES, key, (dims, tuple(ssn.queues.values()), vectors, real), _OPENED_KEPT)
     return found[2], found[3]
 
 

@@ -23,6 +23,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from member_agent.scheduler.framework.dims import TOLERANCE, Dimensions, Vector, is_empty
+from member_agent.scheduler.framework.memo import remember
 
 
 class QueueAttr(Protocol):
@@ -56,10 +57,8 @@ def _fill_floats(attrs: Sequence[QueueAttr], total: Vector, always: np.ndarray) 
     key = (block.shape, block.tobytes(), total.tobytes(), always.tobytes(), tuple(weights), tuple(shares))
     filled = _FILLED.get(key)
     if filled is None:
-        filled = _fill_rows(block.tolist(), weights, shares, always.tolist(), total.tolist())
-        if len(_FILLED) >= _FILLED_KEPT:
-            _FILLED.pop(next(iter(_FILLED)))
-        _FILLED[key] = filled
+        filled = remember(_FILLED, key, _fill_rows(block.tolist(), weights, shares, always.tolist(), total.tolist()),
+                          _FILLED_KEPT)
     deserved, shares = filled
     out = np.array(deserved, dtype=float)  # a fresh array per call: callers own what they are given
     for i, attr in enumerate(attrs):

@@ -8,6 +8,7 @@ question (ready? pipelined? starving?) is O(1) per job.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Callable
 
 from member_agent.scheduler.framework.status import (
@@ -141,23 +142,7 @@ class JobInfo:
         counts[old] -= 1
         counts[status] += 1
         name = task.spec.role
-        role = self.role_counts.get(name)
-        if role is None:
-            role = self.role_counts[name] = Counter()
-        role[old] -= 1
-        role[status] += 1
-        ready0, valid0, scheduled0 = _FLAGS[old]
-        ready1, valid1, scheduled1 = _FLAGS[status]
-        if ready0 != ready1:
-            delta = ready1 - ready0
-            self.ready_num += delta
-            self.role_ready[name] = self.role_ready.get(name, 0) + delta
-        if valid0 != valid1:
-            delta = valid1 - valid0
-            self.valid_num += delta
-            self.role_valid[name] = self.role_valid.get(name, 0) + delta
-        if scheduled0 != scheduled1:
-            self.scheduled_num += scheduled1 - scheduled0
+        self._move(old, status, ((name, 1),), 1)
         if task.spec.best_effort and (old == S.PENDING or status == S.PENDING):
             delta = 1 if status == S.PENDING else -1
             self.pending_best_effort += delta
@@ -185,9 +170,15 @@ class JobInfo:
         counts = self.counts
         counts[old] -= moved
         counts[status] += moved
+        self._move(old, status, per_role.items(), moved)
+
+    def _move(self, old: TaskStatus, status: TaskStatus, per_role: Iterable[tuple[str, int]], moved: int) -> None:
+        """``moved`` tasks going from ``old`` to ``status``, ``k`` of them in each role of ``per_role``
+        (in the order the roles' first tasks come): the role counters and the ready, valid and
+        scheduled numbers, each skipped where both statuses count in it alike."""
         ready0, valid0, scheduled0 = _FLAGS[old]
         ready1, valid1, scheduled1 = _FLAGS[status]
-        for name, k in per_role.items():
+        for name, k in per_role:
             role = self.role_counts.get(name)
             if role is None:
                 role = self.role_counts[name] = Counter()
@@ -197,9 +188,12 @@ class JobInfo:
                 self.role_ready[name] = self.role_ready.get(name, 0) + (ready1 - ready0) * k
             if valid0 != valid1:
                 self.role_valid[name] = self.role_valid.get(name, 0) + (valid1 - valid0) * k
-        self.ready_num += (ready1 - ready0) * moved
-        self.valid_num += (valid1 - valid0) * moved
-        self.scheduled_num += (scheduled1 - scheduled0) * moved
+        if ready0 != ready1:
+            self.ready_num += (ready1 - ready0) * moved
+        if valid0 != valid1:
+            self.valid_num += (valid1 - valid0) * moved
+        if scheduled0 != scheduled1:
+            self.scheduled_num += (scheduled1 - scheduled0) * moved
 
     def _unshare(self) -> None:
         """Own copies of the counters shared with the spec's tally, before the first change."""

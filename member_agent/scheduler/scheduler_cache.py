@@ -28,9 +28,7 @@ from member_agent.scheduler.framework.builder import (
     QUEUE_NAME,
     _Builder,
     _meta,
-)
-from member_agent.scheduler.framework.builder import (
-    _plain as plain_object,
+    plain_object,
 )
 from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.hypernodes import topology_of

@@ -48,7 +48,8 @@ QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 DEFAULT_MAX_PODS = 110
 
 
-def _plain(obj: Any) -> Mapping[str, Any]:
+def plain_object(obj: Any) -> Mapping[str, Any]:
+    """A Kubernetes object as a mapping: a wire dict as it is, a pydantic model dumped by alias."""
     if type(obj) is dict or isinstance(obj, Mapping):  # a dict first: the ABC check costs more, per event
         return obj
     dump = getattr(obj, "model_dump", None)
@@ -139,7 +140,7 @@ class _Builder:
         return found
 
     def add(self, raw: Any) -> None:
-        obj = _plain(raw)
+        obj = plain_object(raw)
         kind = obj.get("kind")
         meta = _meta(obj)
         if kind == "Node":

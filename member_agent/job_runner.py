@@ -234,8 +234,7 @@ class JobRun:
                 # what the pass's empty plan would leave: no deferred action (there is none), no wait
                 self._observed(live, pod_group)
                 self.requeue_at, self._fingerprint = None, fingerprint
-                self._settled = Settled(self.job, config, dict(priority_classes), resync_views(live),
-                                        pod_group_resync_view(pod_group))
+                self._settled = Settled.of(self.job, live, pod_group, config, priority_classes)
                 return RunPlan()
             when = to_datetime(now)
             pod_labels = {WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
@@ -255,8 +254,8 @@ class JobRun:
         # A pass that changed something is followed by another (its effects are new input).
         self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
                                                 or plan.pod_group_action) else None
-        self._settled = Settled(self.job, config, dict(priority_classes), resync_views(live),
-                                pod_group_resync_view(pod_group)) if plan_settles(observation, plan) else None
+        self._settled = Settled.of(self.job, live, pod_group, config, priority_classes) \
+            if plan_settles(observation, plan) else None
         return out
 
     def _idle(self, live: list[Pod], pod_group: Optional[PodGroup], now: float, config: ControllerConfig,
@@ -365,6 +364,13 @@ class Settled:
     priority_classes: dict[str, int]
     pods: dict[str, tuple[bool, str, str, bool]]
     pod_group: Optional[tuple[bool, tuple[str, ...]]]
+
+    @classmethod
+    def of(cls, job: Job, live: list[Pod], pod_group: Optional[PodGroup], config: ControllerConfig,
+           priority_classes: Mapping[str, int]) -> Settled:
+        """The settled observation of a pass over ``job``, ``live`` and ``pod_group``, as :meth:`holds`
+        compares a later one with it."""
+        return cls(job, config, dict(priority_classes), resync_views(live), pod_group_resync_view(pod_group))
 
     def holds(self, job: Job, live: list[Pod], pod_group: Optional[PodGroup], config: ControllerConfig,
               priority_classes: Mapping[str, int]) -> bool:

@@ -37,9 +37,9 @@ def counting() -> Iterator[RowCounts]:
         counts.evaluated += len(rows)
         evaluate(self, ssn, task, rows)
 
-    def counted_feasible(self: Any, task: Any, check_resources: bool = True) -> Any:
+    def counted_feasible(self: Any, task: Any, check_resources: bool = True, plan: bool = False) -> Any:
         n, before = len(self.ssn.node_names), self.start
-        result = feasible(self, task, check_resources)
+        result = feasible(self, task, check_resources, plan)
         counts.searches += 1
         # The cursor moves past the visited rows; a search that visits every row leaves it.
         counts.visited += ((self.start - before) % n or n) if n else 0

@@ -141,9 +141,25 @@ class JobInfo:
         counts = self.counts
         counts[old] -= 1
         counts[status] += 1
-        name = task.spec.role
-        self._move(old, status, ((name, 1),), 1)
-        if task.spec.best_effort and (old == S.PENDING or status == S.PENDING):
+        spec = task.spec
+        name = spec.role
+        # ``_move`` for one task, written out (a placement per task made the call and its loop
+        # over one role a fifth of this method): the same counters changed by the same deltas.
+        role = self.role_counts.get(name)
+        if role is None:
+            role = self.role_counts[name] = Counter()
+        role[old] -= 1
+        role[status] += 1
+        d_ready, d_valid, d_scheduled = _DELTAS[old, status]
+        if d_ready:
+            self.role_ready[name] = self.role_ready.get(name, 0) + d_ready
+            self.ready_num += d_ready
+        if d_valid:
+            self.role_valid[name] = self.role_valid.get(name, 0) + d_valid
+            self.valid_num += d_valid
+        if d_scheduled:
+            self.scheduled_num += d_scheduled
+        if spec.best_effort and (old == S.PENDING or status == S.PENDING):
             delta = 1 if status == S.PENDING else -1
             self.pending_best_effort += delta
             self.role_pending_best_effort[name] = self.role_pending_best_effort.get(name, 0) + delta
@@ -369,6 +385,8 @@ def _empty_tally() -> _Tally:
 
 #: Per status: whether it counts as ready, valid and scheduled (``JobInfo.set_status``).
 _FLAGS = {s: (int(s in READY_STATUSES), int(s in VALID_STATUSES), int(s in SCHEDULED_STATUSES)) for s in TaskStatus}
+#: Per (old, new) status: the change to the ready, valid and scheduled numbers of one task's move.
+_DELTAS = {(a, b): tuple(y - x for x, y in zip(_FLAGS[a], _FLAGS[b], strict=True)) for a in TaskStatus for b in TaskStatus}
 
 #: The counters of a job with no task: every JobInfo starts sharing them.
 _EMPTY = _empty_tally()

@@ -120,6 +120,10 @@ class Session:
         self.reasons = Reasons()
         self.callbacks: dict[Point, list[list[tuple[str, Callable[..., Any]]]]] = {p: [] for p in _POINTS}
         self.handlers: list[tuple[str, Callable[[TaskInfo], None], Callable[[TaskInfo], None]]] = []
+        self._on_allocate: tuple[Callable[[TaskInfo], None], ...] = ()  # the handlers' first halves, for place
+        #: The JOB_READY and ALLOCATABLE callbacks of every tier in order (None: not flattened yet).
+        self._job_ready: tuple[Callable[..., Any], ...] | None = None
+        self._allocatable: tuple[Callable[..., Any], ...] | None = None
         self.plugins: dict[str, Any] = {}
         #: Per-session state several plugins share (e.g. the device ledger of deviceshare and
         #: numa-aware). Kept on the session so it dies with it; a module-level map keyed by the
@@ -203,6 +207,7 @@ class Session:
         if option is not None and switch is not None and not option.enabled(switch):
             return
         self.callbacks[point][-1].append((plugin_name, fn))
+        self._job_ready = self._allocatable = None  # flattened again on the next vote
         if row is not None:
             self.row_fns[fn] = row
         if by_resources:
@@ -230,6 +235,15 @@ class Session:
     def add_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
                           on_deallocate: Callable[[TaskInfo], None]) -> None:
         self.handlers.append((plugin_name, on_allocate, on_deallocate))
+        self._on_allocate = tuple(on for _name, on, _off in self.handlers)
+
+    def remove_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
+                             on_deallocate: Callable[[TaskInfo], None]) -> None:
+        """Undo :meth:`add_event_handler` (an action's index that follows the session while it runs)."""
+        entry = (plugin_name, on_allocate, on_deallocate)
+        if entry in self.handlers:
+            self.handlers.remove(entry)
+        self._on_allocate = tuple(on for _name, on, _off in self.handlers)
 
     def has(self, point: Point) -> bool:
         return any(self.callbacks[point])
@@ -252,6 +266,7 @@ class Session:
         self.plugins.clear()
         self.callbacks.clear()
         self.handlers.clear()
+        self._on_allocate, self._job_ready, self._allocatable = (), (), ()
         self.shared.clear()
         self.shape_caches.clear()
         self.row_fns.clear()
@@ -311,7 +326,15 @@ class Session:
         return ""
 
     def job_ready(self, job: JobInfo) -> bool:
-        return votes.all_true(self.callbacks[Point.JOB_READY], job)
+        # ``votes.all_true`` over the tiers is an AND over their callbacks in order: the flat tuple
+        # (asked after every placement, where reading the point's table cost as much as the vote).
+        fns = self._job_ready
+        if fns is None:
+            fns = self._job_ready = self._flat(Point.JOB_READY)
+        for fn in fns:
+            if not fn(job):
+                return False
+        return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return votes.tier_vote(self.callbacks[Point.JOB_PIPELINED], job)
@@ -331,7 +354,16 @@ class Session:
         return votes.any_true(self.callbacks[Point.OVERUSED], queue)
 
     def allocatable(self, queue: str, task: TaskInfo) -> bool:
-        return votes.all_true(self.callbacks[Point.ALLOCATABLE], queue, task)
+        fns = self._allocatable  # as in job_ready: the AND of every tier's callbacks in order
+        if fns is None:
+            fns = self._allocatable = self._flat(Point.ALLOCATABLE)
+        for fn in fns:
+            if not fn(queue, task):
+                return False
+        return True
+
+    def _flat(self, point: Point) -> tuple[Callable[..., Any], ...]:
+        return tuple(fn for tier in self.callbacks[point] for _name, fn in tier)
 
     def preemptive(self, queue: str, tasks: list[TaskInfo]) -> bool:
         return votes.all_true(self.callbacks[Point.PREEMPTIVE], queue, tasks)
@@ -366,7 +398,8 @@ class Session:
 
     def place(self, task: TaskInfo, row: int, status: TaskStatus) -> None:
         """Put a pending task on a node as Allocated or Pipelined and tell the handlers."""
-        req = task.spec.request
+        spec = task.spec
+        req = spec.request
         task.node = row
         task.job.set_status(task, status)
         if status == _PIPELINED:
@@ -376,15 +409,16 @@ class Session:
             idle -= req
             used += req
             self.pod_count[row] += 1
-            cpu, memory = task.spec.nonzero  # two scalar adds: a tuple operand is converted to an array per call
+            cpu, memory = spec.nonzero  # two scalar adds: a tuple operand is converted to an array per call
             nonzero_used = self.nonzero_used
             nonzero_used[row, 0] += cpu
             nonzero_used[row, 1] += memory
-        self.node_tasks[row][task.spec.key] = task
+        self.node_tasks[row][spec.key] = task
         self.changes.append(row)
-        if self.node_classes is not None:
-            self.node_classes.placed(row, (task.spec.request.tobytes(), task.spec.nonzero, status))
-        for _name, on_allocate, _ in self.handlers:
+        groups = self.node_classes
+        if groups is not None:
+            groups.placed(row, (req.tobytes(), spec.nonzero, status))
+        for on_allocate in self._on_allocate:
             on_allocate(task)
 
     def unplace(self, task: TaskInfo) -> None:

@@ -35,6 +35,7 @@ from policies.scheduler_conf import PluginOption, SchedulerConf
 
 S = TaskStatus
 _PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read through its class costs ~0.5 us
+_JOB_ORDER, _QUEUE_ORDER, _JOB_READY, _ALLOCATABLE = Point.JOB_ORDER, Point.QUEUE_ORDER, Point.JOB_READY, Point.ALLOCATABLE
 LOG = logging.getLogger("caldera.scheduler")
 _POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
 #: Each point's switch, read once: ``Point.switch`` goes through two properties, per registration.
@@ -121,9 +122,9 @@ class Session:
         self.callbacks: dict[Point, list[list[tuple[str, Callable[..., Any]]]]] = {p: [] for p in _POINTS}
         self.handlers: list[tuple[str, Callable[[TaskInfo], None], Callable[[TaskInfo], None]]] = []
         self._on_allocate: tuple[Callable[[TaskInfo], None], ...] = ()  # the handlers' first halves, for place
-        #: The JOB_READY and ALLOCATABLE callbacks of every tier in order (None: not flattened yet).
-        self._job_ready: tuple[Callable[..., Any], ...] | None = None
-        self._allocatable: tuple[Callable[..., Any], ...] | None = None
+        #: Point -> its callbacks of every tier in order (``_flat``), for the votes asked per task or per
+        #: comparison, where reading the point's table and walking its tiers cost as much as the vote.
+        self._flat_fns: dict[Point, tuple[Callable[..., Any], ...]] = {}
         self.plugins: dict[str, Any] = {}
         #: Per-session state several plugins share (e.g. the device ledger of deviceshare and
         #: numa-aware). Kept on the session so it dies with it; a module-level map keyed by the
@@ -207,7 +208,7 @@ class Session:
         if option is not None and switch is not None and not option.enabled(switch):
             return
         self.callbacks[point][-1].append((plugin_name, fn))
-        self._job_ready = self._allocatable = None  # flattened again on the next vote
+        self._flat_fns.clear()  # flattened again on the next vote
         if row is not None:
             self.row_fns[fn] = row
         if by_resources:
@@ -266,7 +267,8 @@ class Session:
         self.plugins.clear()
         self.callbacks.clear()
         self.handlers.clear()
-        self._on_allocate, self._job_ready, self._allocatable = (), (), ()
+        self._on_allocate = ()
+        self._flat_fns.clear()
         self.shared.clear()
         self.shape_caches.clear()
         self.row_fns.clear()
@@ -277,17 +279,20 @@ class Session:
 
     # ------------------------------------------------------------------ ordering
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        result = votes.first_nonzero(self.callbacks[Point.JOB_ORDER], left, right)
-        if result:
-            return result
+        # ``votes.first_nonzero`` over the flat callbacks: the first non-zero answer, in tier order
+        for fn in self._flat(_JOB_ORDER):
+            result = fn(left, right)
+            if result != 0:
+                return int(result)
         if left.spec.creation != right.spec.creation:
             return -1 if left.spec.creation < right.spec.creation else 1
         return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
 
     def queue_order(self, left: str, right: str) -> int:
-        result = votes.first_nonzero(self.callbacks[Point.QUEUE_ORDER], left, right)
-        if result:
-            return result
+        for fn in self._flat(_QUEUE_ORDER):  # as job_order
+            result = fn(left, right)
+            if result != 0:
+                return int(result)
         lq, rq = self.queues[left], self.queues[right]
         if lq.creation != rq.creation:
             return -1 if lq.creation < rq.creation else 1
@@ -306,12 +311,15 @@ class Session:
         items = list(tasks)
         fns = [fn for tier in self.callbacks[Point.TASK_ORDER] for _name, fn in tier]
         keys = [getattr(fn, "sort_key", None) for fn in fns]
-        indices = [_name_index(t.spec.name) for t in items]
-        if all(k is not None for k in keys) and all(i is not None for i in indices):
-            decorated = [
-                (tuple(k(t) for k in keys), idx, t.spec.creation, t.spec.uid, pos)  # type: ignore[misc]
-                for pos, (t, idx) in enumerate(zip(items, indices, strict=True))
-            ]
+        specs = [t.spec for t in items]
+        indices = [_name_index(spec.name) for spec in specs]
+        if all(k is not None for k in keys) and None not in indices:
+            # Each task's (callback keys, name index, creation, uid, position), built a column at a
+            # time (a generator per task for its key tuple cost more than the sort): the same tuples.
+            n = len(items)
+            key_tuples = list(zip(*[list(map(k, items)) for k in keys])) if keys else [()] * n  # type: ignore[misc]
+            decorated = list(zip(key_tuples, indices, [spec.creation for spec in specs], [spec.uid for spec in specs],
+                                 range(n)))
             decorated.sort()
             return [items[d[-1]] for d in decorated]
         return sorted(items, key=cmp_to_key(self.task_order))
@@ -326,12 +334,8 @@ class Session:
         return ""
 
     def job_ready(self, job: JobInfo) -> bool:
-        # ``votes.all_true`` over the tiers is an AND over their callbacks in order: the flat tuple
-        # (asked after every placement, where reading the point's table cost as much as the vote).
-        fns = self._job_ready
-        if fns is None:
-            fns = self._job_ready = self._flat(Point.JOB_READY)
-        for fn in fns:
+        # ``votes.all_true`` over the tiers: an AND of the flat callbacks in order (asked per placement)
+        for fn in self._flat(_JOB_READY):
             if not fn(job):
                 return False
         return True
@@ -354,16 +358,17 @@ class Session:
         return votes.any_true(self.callbacks[Point.OVERUSED], queue)
 
     def allocatable(self, queue: str, task: TaskInfo) -> bool:
-        fns = self._allocatable  # as in job_ready: the AND of every tier's callbacks in order
-        if fns is None:
-            fns = self._allocatable = self._flat(Point.ALLOCATABLE)
-        for fn in fns:
+        for fn in self._flat(_ALLOCATABLE):  # as job_ready
             if not fn(queue, task):
                 return False
         return True
 
     def _flat(self, point: Point) -> tuple[Callable[..., Any], ...]:
-        return tuple(fn for tier in self.callbacks[point] for _name, fn in tier)
+        """Every tier's callbacks on ``point`` in order, kept until the next registration."""
+        fns = self._flat_fns.get(point)
+        if fns is None:
+            fns = self._flat_fns[point] = tuple(fn for tier in self.callbacks[point] for _name, fn in tier)
+        return fns
 
     def preemptive(self, queue: str, tasks: list[TaskInfo]) -> bool:
         return votes.all_true(self.callbacks[Point.PREEMPTIVE], queue, tasks)

@@ -36,6 +36,7 @@ from policies.scheduler_conf import PluginOption, SchedulerConf
 S = TaskStatus
 _PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read through its class costs ~0.5 us
 _JOB_ORDER, _QUEUE_ORDER, _JOB_READY, _ALLOCATABLE = Point.JOB_ORDER, Point.QUEUE_ORDER, Point.JOB_READY, Point.ALLOCATABLE
+_PRE_PREDICATE = Point.PRE_PREDICATE
 LOG = logging.getLogger("caldera.scheduler")
 _POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
 #: Each point's switch, read once: ``Point.switch`` goes through two properties, per registration.
@@ -384,11 +385,10 @@ class Session:
         return result if result else -self.queue_order(left, right)
 
     def pre_predicate(self, task: TaskInfo) -> str:
-        for tier in self.callbacks[Point.PRE_PREDICATE]:
-            for _name, fn in tier:
-                error = fn(task)
-                if error:
-                    return str(error)
+        for fn in self._flat(_PRE_PREDICATE):  # asked per task: the flat callbacks, in tier order
+            error = fn(task)
+            if error:
+                return str(error)
         return ""
 
     # ------------------------------------------------------------------ node accounting

@@ -336,9 +336,10 @@ class JobInfo:
 
 
 def _copy(counter: Counter[TaskStatus]) -> Counter[TaskStatus]:
-    """A copy of ``counter`` (the same items in the same order): ``Counter(c)`` goes through
-    ``Counter.update``'s Python code and an ABC check, several times the C copy, per job placed on."""
-    out: Counter[TaskStatus] = Counter()
+    """A copy of ``counter`` (the same items in the same order). ``Counter(c)`` runs ``__init__`` and
+    ``Counter.update``'s Python code with an ABC check, several times the C copy, per job placed on;
+    a Counter needs nothing of its ``__init__`` but the empty dict ``__new__`` gives."""
+    out: Counter[TaskStatus] = Counter.__new__(Counter)
     dict.update(out, counter)
     return out
 

@@ -37,6 +37,7 @@ S = TaskStatus
 _PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read through its class costs ~0.5 us
 _JOB_ORDER, _QUEUE_ORDER, _JOB_READY, _ALLOCATABLE = Point.JOB_ORDER, Point.QUEUE_ORDER, Point.JOB_READY, Point.ALLOCATABLE
 _PRE_PREDICATE = Point.PRE_PREDICATE
+_ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 LOG = logging.getLogger("caldera.scheduler")
 _POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
 #: Each point's switch, read once: ``Point.switch`` goes through two properties, per registration.
@@ -109,13 +110,13 @@ class Session:
         self.left_out: LeftOut = left_out(conf, snapshot, uid)
         for spec in self.left_out.kept_in(snapshot.jobs):
             job = JobInfo(spec)
-            tasks = []
-            for i, tspec in enumerate(spec.tasks):
-                row = index.get(tspec.node) if tspec.node else None
-                task = TaskInfo(tspec, job, row, i)
-                tasks.append(task)
-                if row is not None and tspec.status not in (S.SUCCEEDED, S.FAILED):
-                    self.node_tasks[row][tspec.key] = task
+            # a comprehension (a pending task has no node), then the placed ones on their nodes
+            tasks = [TaskInfo(tspec, job, index.get(tspec.node) if tspec.node else None, i)
+                     for i, tspec in enumerate(spec.tasks)]
+            for task in tasks:
+                row = task.node
+                if row is not None and task.status not in _ENDED:
+                    self.node_tasks[row][task.spec.key] = task
             job.adopt(tasks)
             self.jobs[spec.uid] = job
         affinity_shapes([t for j in self.jobs.values() for t in j.tasks], snapshot.residents)

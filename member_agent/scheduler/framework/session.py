@@ -312,16 +312,16 @@ class Session:
         Python comparisons); otherwise by the comparator."""
         items = list(tasks)
         fns = [fn for tier in self.callbacks[Point.TASK_ORDER] for _name, fn in tier]
-        keys = [getattr(fn, "sort_key", None) for fn in fns]
+        keys: list[Callable[[TaskInfo], Any]] = [k for fn in fns if (k := getattr(fn, "sort_key", None)) is not None]
         specs = [t.spec for t in items]
         indices = [_name_index(spec.name) for spec in specs]
-        if all(k is not None for k in keys) and None not in indices:
+        if len(keys) == len(fns) and None not in indices:
             # Each task's (callback keys, name index, creation, uid, position), built a column at a
             # time (a generator per task for its key tuple cost more than the sort): the same tuples.
             n = len(items)
-            key_tuples = list(zip(*[list(map(k, items)) for k in keys])) if keys else [()] * n  # type: ignore[misc]
+            key_tuples = list(zip(*[list(map(k, items)) for k in keys], strict=True)) if keys else [()] * n
             decorated = list(zip(key_tuples, indices, [spec.creation for spec in specs], [spec.uid for spec in specs],
-                                 range(n)))
+                                 range(n), strict=True))
             decorated.sort()
             return [items[d[-1]] for d in decorated]
         return sorted(items, key=cmp_to_key(self.task_order))
@@ -337,7 +337,7 @@ class Session:
 
     def job_ready(self, job: JobInfo) -> bool:
         # ``votes.all_true`` over the tiers: an AND of the flat callbacks in order (asked per placement)
-        for fn in self._flat(_JOB_READY):
+        for fn in self._flat(_JOB_READY):  # noqa: SIM110 (``all`` over a generator: a frame per call)
             if not fn(job):
                 return False
         return True
@@ -360,7 +360,7 @@ class Session:
         return votes.any_true(self.callbacks[Point.OVERUSED], queue)
 
     def allocatable(self, queue: str, task: TaskInfo) -> bool:
-        for fn in self._flat(_ALLOCATABLE):  # as job_ready
+        for fn in self._flat(_ALLOCATABLE):  # noqa: SIM110 (as job_ready)
             if not fn(queue, task):
                 return False
         return True

@@ -280,7 +280,7 @@ class ProportionPlugin:
         deserved = attr.deserved.tolist()
         spec = task.spec
         req = spec.request_list
-        for d in spec.requested_dims:  # a loop: ``all`` over a generator cost more than the comparisons
+        for d in spec.requested_dims:  # noqa: SIM110 (``all`` over a generator cost more than the comparisons)
             if not allocated[d] + req[d] <= deserved[d]:
                 return False
         return True

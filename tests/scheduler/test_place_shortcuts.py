@@ -255,3 +255,19 @@ def test_decisions_unchanged_with_every_share_worked_out_per_placement(monkeypat
     monkeypatch.setattr(proportion.QueueAttr, "share", property(always, share.fset))
     eager = run_cycle(build_snapshot(queued_over_full()), CONF, FixedClock())
     assert _decisions(lazy) == _decisions(eager)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_tally_counted_at_once_equals_adding_the_tasks_one_by_one(seed: int) -> None:
+    import random
+
+    from member_agent.scheduler.framework.infos import _Tally
+
+    rng = random.Random(seed)
+    roles = [(rng.choice(["ps", "worker", "chief", ""]), rng.random() < 0.3, rng.choice(list(TaskStatus)))
+             for _ in range(rng.randint(1, 40))]
+    added = _job(roles)  # JobInfo.add per task: _count, the walk the tally replaced
+    probe = _job([])
+    tally = _Tally.counted([TaskInfo(t.spec, probe, None, i) for i, t in enumerate(added.tasks)])
+    tally.share_with(probe)
+    assert _counters(probe) == _counters(added)

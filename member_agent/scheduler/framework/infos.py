@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Callable
 
 from member_agent.scheduler.framework.status import (
@@ -116,10 +117,7 @@ class JobInfo:
         self.tasks = tasks
         tally: _Tally | None = self.spec.memo.get("tally")
         if tally is None:
-            probe = JobInfo(self.spec)
-            for task in tasks:
-                probe.add(task)
-            tally = self.spec.memo["tally"] = _Tally.of(probe)
+            tally = self.spec.memo["tally"] = _Tally.counted(tasks)
         tally.share_with(self)
         self._tally_answers = tally.answers
 
@@ -362,10 +360,38 @@ class _Tally:
     answers: list[bool | None]
 
     @classmethod
-    def of(cls, job: JobInfo) -> _Tally:
+    def counted(cls, tasks: list[TaskInfo]) -> _Tally:
+        """The counters :meth:`JobInfo.add` of each of ``tasks`` in turn leaves, from one count (in C)
+        of each distinct (role, status, best effort): the triples come in the order each first
+        appears, so every counter meets its keys in the tasks' order, and gets the same sums. A
+        session's first opening walked every task of every job through ``_count``."""
+        counts: Counter[TaskStatus] = Counter.__new__(Counter)
+        role_counts: dict[str, Counter[TaskStatus]] = {}
+        role_valid: dict[str, int] = {}
+        role_ready: dict[str, int] = {}
+        role_pending_best_effort: dict[str, int] = {}
+        ready = valid = scheduled = pending_best_effort = 0
+        for (name, status, best_effort), n in Counter(map(_TRIPLE, tasks)).items():
+            counts[status] += n
+            is_ready, is_valid, is_scheduled = _FLAGS[status]
+            ready += is_ready * n
+            valid += is_valid * n
+            scheduled += is_scheduled * n
+            role = role_counts.get(name)
+            if role is None:
+                role = role_counts[name] = Counter.__new__(Counter)
+            role[status] += n
+            if is_valid:
+                role_valid[name] = role_valid.get(name, 0) + n
+            if is_ready:
+                role_ready[name] = role_ready.get(name, 0) + n
+            if status == S.PENDING and best_effort:
+                pending_best_effort += n
+                role_pending_best_effort[name] = role_pending_best_effort.get(name, 0) + n
         tally = cls()
-        for name in cls.COUNTERS:
-            setattr(tally, name, getattr(job, name))
+        tally.counts, tally.role_counts, tally.role_valid, tally.role_ready = counts, role_counts, role_valid, role_ready
+        tally.role_pending_best_effort, tally.pending_best_effort = role_pending_best_effort, pending_best_effort
+        tally.ready_num, tally.valid_num, tally.scheduled_num = ready, valid, scheduled
         tally.answers = [None, None, None]
         return tally
 
@@ -394,6 +420,8 @@ def _empty_tally() -> _Tally:
 
 #: Per status: whether it counts as ready, valid and scheduled (``JobInfo.set_status``).
 _FLAGS = {s: (int(s in READY_STATUSES), int(s in VALID_STATUSES), int(s in SCHEDULED_STATUSES)) for s in TaskStatus}
+#: A task's (role, status, best effort): what ``JobInfo._count`` reads of it.
+_TRIPLE = attrgetter("spec.role", "status", "spec.best_effort")
 #: Per (old, new) status: the change to the ready, valid and scheduled numbers of one task's move.
 _DELTAS = {(a, b): tuple(y - x for x, y in zip(_FLAGS[a], _FLAGS[b], strict=True)) for a in TaskStatus for b in TaskStatus}
 

@@ -46,7 +46,12 @@ class DrfPlugin:
             ssn.add(Point.RECLAIMABLE, NAME, self.hierarchy.reclaimable)
 
     def _job_order(self, left: JobInfo, right: JobInfo) -> int:
-        ls, rs = self.shares.current(left.uid), self.shares.current(right.uid)
+        shares = self.shares  # known shares read straight from the table (a comparison per heap step)
+        ls, rs = shares.share[left.uid], shares.share[right.uid]
+        if ls is None:
+            ls = shares.current(left.uid)
+        if rs is None:
+            rs = shares.current(right.uid)
         if ls == rs:
             return 0
         return -1 if ls < rs else 1

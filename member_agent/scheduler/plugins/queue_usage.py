@@ -62,6 +62,9 @@ def allocated_count(job: JobInfo) -> int:
     return job.count(ALLOCATED_STATUSES)
 
 
+_PENDING = TaskStatus.PENDING  # read per task: a member read through its enum class costs ~0.3 us
+
+
 @dataclass(frozen=True)
 class _TaskSums:
     """A job's task sums at some statuses: the same additions, in the same order, as a walk."""
@@ -78,7 +81,7 @@ class _TaskSums:
 
     @classmethod
     def of(cls, job: JobInfo, zeros: Vector) -> _TaskSums:
-        pending = tuple(t.spec.request for t in job.tasks if t.status == TaskStatus.PENDING)
+        pending = tuple(t.spec.request for t in job.tasks if t.status == _PENDING)
         allocated = job_allocated(job, zeros)
         request = [allocated, *pending]
         return cls(allocated, pending, allocated_count(job), gated_request(job, zeros), _in_order(zeros, request),

@@ -118,7 +118,7 @@ class Allocate:
                 if job.need_continue_allocating():
                     continue
                 break
-            row = self._nominated(ssn, search, task)
+            row = self._nominated(ssn, search, task) if task.spec.nominated_node else None  # most have none: no call
             if row is not None and domain is not None and not _inside(domain, row):
                 row = None
             if row is None and domain is not None:

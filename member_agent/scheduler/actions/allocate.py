@@ -108,7 +108,7 @@ class Allocate:
                 ssn.log(3, f"Queue <{job.queue}> is overused when considering task <{task.name}>, ignore it.")
                 task.fit_error = f"queue {job.queue} overused"
                 continue
-            if job.has_role_fit_error(task):
+            if job.roles_with_fit_errors and job.has_role_fit_error(task):  # no call while no role failed
                 task.fit_error = f"Task {task.key} with role spec {task.spec.role} has already predicated failed, skip"
                 continue
             error = ssn.pre_predicate(task)

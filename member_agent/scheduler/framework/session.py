@@ -282,7 +282,8 @@ class Session:
     # ------------------------------------------------------------------ ordering
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         # ``votes.first_nonzero`` over the flat callbacks: the first non-zero answer, in tier order
-        for fn in self._flat(_JOB_ORDER):
+        fns = self._flat_fns.get(_JOB_ORDER)  # the kept tuple without a call; built once
+        for fn in fns if fns is not None else self._flat(_JOB_ORDER):
             result = fn(left, right)
             if result != 0:
                 return int(result)
@@ -291,7 +292,8 @@ class Session:
         return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
 
     def queue_order(self, left: str, right: str) -> int:
-        for fn in self._flat(_QUEUE_ORDER):  # as job_order
+        fns = self._flat_fns.get(_QUEUE_ORDER)
+        for fn in fns if fns is not None else self._flat(_QUEUE_ORDER):  # as job_order
             result = fn(left, right)
             if result != 0:
                 return int(result)
@@ -337,7 +339,8 @@ class Session:
 
     def job_ready(self, job: JobInfo) -> bool:
         # ``votes.all_true`` over the tiers: an AND of the flat callbacks in order (asked per placement)
-        for fn in self._flat(_JOB_READY):  # noqa: SIM110 (``all`` over a generator: a frame per call)
+        fns = self._flat_fns.get(_JOB_READY)
+        for fn in fns if fns is not None else self._flat(_JOB_READY):  # noqa: SIM110 (``all`` over a generator: a frame per call)
             if not fn(job):
                 return False
         return True
@@ -360,7 +363,8 @@ class Session:
         return votes.any_true(self.callbacks[Point.OVERUSED], queue)
 
     def allocatable(self, queue: str, task: TaskInfo) -> bool:
-        for fn in self._flat(_ALLOCATABLE):  # noqa: SIM110 (as job_ready)
+        fns = self._flat_fns.get(_ALLOCATABLE)
+        for fn in fns if fns is not None else self._flat(_ALLOCATABLE):  # noqa: SIM110 (as job_ready)
             if not fn(queue, task):
                 return False
         return True
@@ -386,7 +390,8 @@ class Session:
         return result if result else -self.queue_order(left, right)
 
     def pre_predicate(self, task: TaskInfo) -> str:
-        for fn in self._flat(_PRE_PREDICATE):  # asked per task: the flat callbacks, in tier order
+        fns = self._flat_fns.get(_PRE_PREDICATE)
+        for fn in fns if fns is not None else self._flat(_PRE_PREDICATE):  # asked per task: the flat callbacks, in tier order
             error = fn(task)
             if error:
                 return str(error)

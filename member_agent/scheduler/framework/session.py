@@ -17,26 +17,23 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import cmp_to_key
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from member_agent.scheduler.framework import tiers as votes
 from member_agent.scheduler.framework.affinity_shapes import affinity_shapes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.left_out import NOTHING, LeftOut, left_out
 from member_agent.scheduler.framework.points import Point
+from member_agent.scheduler.framework.session_votes import SessionVotes
 from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.scheduler_conf import PluginOption, SchedulerConf
 
 S = TaskStatus
 _PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read through its class costs ~0.5 us
-_JOB_ORDER, _QUEUE_ORDER, _JOB_READY, _ALLOCATABLE = Point.JOB_ORDER, Point.QUEUE_ORDER, Point.JOB_READY, Point.ALLOCATABLE
-_PRE_PREDICATE = Point.PRE_PREDICATE
 _ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 LOG = logging.getLogger("caldera.scheduler")
 _POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
@@ -82,7 +79,7 @@ class Reasons:
         return found
 
 
-class Session:
+class Session(SessionVotes):
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, uid: str, options: SessionOptions) -> None:
         self.snapshot = snapshot
         self.conf = conf
@@ -279,124 +276,6 @@ class Session:
         self.predicate_fns, self.node_order_fns, self.batch_node_order_fns, self.predicate_statics = [], [], [], []
         self.evictions.clear()
 
-    # ------------------------------------------------------------------ ordering
-    def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        # ``votes.first_nonzero`` over the flat callbacks: the first non-zero answer, in tier order
-        fns = self._flat_fns.get(_JOB_ORDER)  # the kept tuple without a call; built once
-        for fn in fns if fns is not None else self._flat(_JOB_ORDER):
-            result = fn(left, right)
-            if result != 0:
-                return int(result)
-        if left.spec.creation != right.spec.creation:
-            return -1 if left.spec.creation < right.spec.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
-
-    def queue_order(self, left: str, right: str) -> int:
-        fns = self._flat_fns.get(_QUEUE_ORDER)
-        for fn in fns if fns is not None else self._flat(_QUEUE_ORDER):  # as job_order
-            result = fn(left, right)
-            if result != 0:
-                return int(result)
-        lq, rq = self.queues[left], self.queues[right]
-        if lq.creation != rq.creation:
-            return -1 if lq.creation < rq.creation else 1
-        return -1 if left < right else (1 if left > right else 0)
-
-    def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
-        result = votes.first_nonzero(self.callbacks[Point.TASK_ORDER], left, right)
-        if result:
-            return result
-        return compare_task(left, right)
-
-    def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
-        """Tasks in TaskOrder. When every task-order callback also offers an equivalent
-        ``sort_key`` and every pod name carries an index, sort by keys (same order, fewer
-        Python comparisons); otherwise by the comparator."""
-        items = list(tasks)
-        fns = [fn for tier in self.callbacks[Point.TASK_ORDER] for _name, fn in tier]
-        keys: list[Callable[[TaskInfo], Any]] = [k for fn in fns if (k := getattr(fn, "sort_key", None)) is not None]
-        specs = [t.spec for t in items]
-        indices = [_name_index(spec.name) for spec in specs]
-        if len(keys) == len(fns) and None not in indices:
-            # Each task's (callback keys, name index, creation, uid, position), built a column at a
-            # time (a generator per task for its key tuple cost more than the sort): the same tuples.
-            n = len(items)
-            key_tuples = list(zip(*[list(map(k, items)) for k in keys], strict=True)) if keys else [()] * n
-            decorated = list(zip(key_tuples, indices, [spec.creation for spec in specs], [spec.uid for spec in specs],
-                                 range(n), strict=True))
-            decorated.sort()
-            return [items[d[-1]] for d in decorated]
-        return sorted(items, key=cmp_to_key(self.task_order))
-
-    # ------------------------------------------------------------------ job and queue votes
-    def job_valid(self, job: JobInfo) -> str:
-        for tier in self.callbacks[Point.JOB_VALID]:
-            for _name, fn in tier:
-                reason = fn(job)
-                if reason:
-                    return str(reason)
-        return ""
-
-    def job_ready(self, job: JobInfo) -> bool:
-        # ``votes.all_true`` over the tiers: an AND of the flat callbacks in order (asked per placement)
-        fns = self._flat_fns.get(_JOB_READY)
-        for fn in fns if fns is not None else self._flat(_JOB_READY):  # noqa: SIM110 (``all`` over a generator: a frame per call)
-            if not fn(job):
-                return False
-        return True
-
-    def job_pipelined(self, job: JobInfo) -> bool:
-        return votes.tier_vote(self.callbacks[Point.JOB_PIPELINED], job)
-
-    def job_enqueueable(self, job: JobInfo) -> tuple[bool, str]:
-        return votes.tier_vote_reasons(self.callbacks[Point.JOB_ENQUEUEABLE], job)
-
-    def job_enqueued(self, job: JobInfo) -> None:
-        for tier in self.callbacks[Point.JOB_ENQUEUED]:
-            for _name, fn in tier:
-                fn(job)
-
-    def job_starving(self, job: JobInfo) -> bool:
-        return votes.starving(self.callbacks[Point.JOB_STARVING], job)
-
-    def overused(self, queue: str) -> bool:
-        return votes.any_true(self.callbacks[Point.OVERUSED], queue)
-
-    def allocatable(self, queue: str, task: TaskInfo) -> bool:
-        fns = self._flat_fns.get(_ALLOCATABLE)
-        for fn in fns if fns is not None else self._flat(_ALLOCATABLE):  # noqa: SIM110 (as job_ready)
-            if not fn(queue, task):
-                return False
-        return True
-
-    def _flat(self, point: Point) -> tuple[Callable[..., Any], ...]:
-        """Every tier's callbacks on ``point`` in order, kept until the next registration."""
-        fns = self._flat_fns.get(point)
-        if fns is None:
-            fns = self._flat_fns[point] = tuple(fn for tier in self.callbacks[point] for _name, fn in tier)
-        return fns
-
-    def preemptive(self, queue: str, tasks: list[TaskInfo]) -> bool:
-        return votes.all_true(self.callbacks[Point.PREEMPTIVE], queue, tasks)
-
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        return votes.tiered_victims(self.callbacks[Point.PREEMPTABLE], _uid, preemptor, candidates)
-
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        return votes.tiered_victims(self.callbacks[Point.RECLAIMABLE], _uid, reclaimer, candidates)
-
-    def victim_queue_order(self, left: str, right: str, preemptor_queue: str) -> int:
-        result = votes.first_nonzero(self.callbacks[Point.VICTIM_QUEUE_ORDER], left, right, preemptor_queue)
-        return result if result else -self.queue_order(left, right)
-
-    def pre_predicate(self, task: TaskInfo) -> str:
-        fns = self._flat_fns.get(_PRE_PREDICATE)
-        for fn in fns if fns is not None else self._flat(_PRE_PREDICATE):  # asked per task: the flat callbacks, in tier order
-            error = fn(task)
-            if error:
-                return str(error)
-        return ""
-
     # ------------------------------------------------------------------ node accounting
     def future_idle(self, row: int) -> Vector:
         future: Vector = self.idle[row] + self.releasing[row] - self.pipelined[row]
@@ -507,31 +386,6 @@ class Session:
     # ------------------------------------------------------------------ queue helpers
     def queue_jobs(self, queue: str) -> list[JobInfo]:
         return [j for j in self.jobs.values() if j.queue == queue]
-
-
-def _uid(task: TaskInfo) -> str:
-    return task.spec.uid
-
-
-def _name_index(name: str) -> int | None:
-    parts = name.split("-")
-    if len(parts) < 3:
-        return None
-    try:
-        return int(parts[-1])
-    except ValueError:
-        return None
-
-
-def compare_task(left: TaskInfo, right: TaskInfo) -> int:
-    """Volcano's fallback task order: pod index, then creation time, then UID."""
-    li, ri = _name_index(left.spec.name), _name_index(right.spec.name)
-    if li is not None and ri is not None and li != ri:
-        return -1 if li < ri else 1
-    if left.spec.creation != right.spec.creation:
-        return -1 if left.spec.creation < right.spec.creation else 1
-    lu, ru = left.spec.uid, right.spec.uid
-    return -1 if lu < ru else (1 if lu > ru else 0)
 
 
 def full_mask(n: int) -> np.ndarray:

@@ -15,6 +15,7 @@ import pytest
 
 from member_agent.scheduler.cycle import open_session
 from member_agent.scheduler.framework import node_classes, shape_cache
+from member_agent.scheduler.framework import rows as rows_module
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.session import Session, SessionOptions
@@ -112,14 +113,14 @@ def test_the_memo_lookup_scores_rows_past_it_one_by_one(monkeypatch: pytest.Monk
 
 def test_scattered_rows_are_split_into_long_runs() -> None:
     rows = np.concatenate((np.arange(3, 5), np.arange(100, 300), [400], np.arange(500, 565)))
-    parts = shape_cache._runs(rows)
+    parts = rows_module.runs(rows)
     spans = [sel for _, sel in parts if isinstance(sel, slice)]
     assert spans == [slice(100, 300), slice(500, 565)]
     assert sorted(np.concatenate([part for part, _ in parts]).tolist()) == rows.tolist()
     rest = [part for part, sel in parts if not isinstance(sel, slice)]
     assert len(rest) == 1 and rest[0].tolist() == [3, 4, 400]
     few = np.array([1, 2, 50, 51])
-    assert [p.tolist() for p, _ in shape_cache._runs(few)] == [few.tolist()]
+    assert [p.tolist() for p, _ in rows_module.runs(few)] == [few.tolist()]
 
 
 def _entries(cache: Any) -> tuple[Any, ...]:

@@ -19,7 +19,9 @@ import numpy as np
 
 from member_agent.scheduler.framework.node_classes import masks, new_memo, score_rows
 from member_agent.scheduler.framework.node_groups import node_groups
-from member_agent.scheduler.framework.rows import selector, take, unique_rows
+from member_agent.scheduler.framework.resource_columns import ResourceColumns as ResourceColumns
+from member_agent.scheduler.framework.resource_columns import resource_columns
+from member_agent.scheduler.framework.rows import runs, selector, take, unique_rows
 from policies.resources import TOLERANCE
 
 if TYPE_CHECKING:
@@ -174,7 +176,7 @@ class ShapeCache:
             rose = self._evaluate_part(ssn, task, rows, sel)
         else:  # long runs as spans (a search's span around the rows it evaluated before), the rest gathered
             rose = False
-            for part, part_sel in _runs(rows):
+            for part, part_sel in runs(rows):
                 rose = self._evaluate_part(ssn, task, part, part_sel) or rose
         if rose:  # once per call, as one pass over all the rows counts it
             self.rises += 1
@@ -357,61 +359,6 @@ class ShapeCache:
         first = np.argmax(~(future > self.limit), axis=1)
         codes: np.ndarray = dim_reason_codes(ssn)[first]
         return codes
-
-
-#: A run of consecutive rows at least this long is evaluated as a span (slices and views).
-MIN_RUN = 64
-
-
-def _runs(rows: np.ndarray) -> list[tuple[np.ndarray, slice | np.ndarray]]:
-    """``rows`` (sorted, unique, not one run) in parts with their selectors: each run of ``MIN_RUN``
-    consecutive rows or more as a slice, the other rows together as one gathered part."""
-    bounds = np.concatenate(((0,), np.flatnonzero(np.diff(rows) != 1) + 1, (len(rows),)))
-    lengths = np.diff(bounds)
-    long = lengths >= MIN_RUN
-    if not long.any():
-        return [(rows, rows)]
-    parts: list[tuple[np.ndarray, slice | np.ndarray]] = []
-    for a, b in zip(bounds[:-1][long].tolist(), bounds[1:][long].tolist(), strict=True):
-        parts.append((rows[a:b], slice(int(rows[a]), int(rows[b - 1]) + 1)))
-    if not long.all():
-        rest = rows[~np.repeat(long, lengths)]
-        parts.append((rest, selector(rest)))
-    return parts
-
-
-class ResourceColumns:
-    """Idle and FutureIdle (idle + releasing - pipelined) of every node, one contiguous row
-    per dimension, shared by every shape's cache.
-
-    A fresh shape compares a whole span of nodes against its request; reading a dimension of
-    the row-major session arrays is a strided gather and FutureIdle would be summed again per
-    shape. Every change to those arrays goes through :meth:`Session.touch`, so the columns are
-    kept current by copying the rows touched since the last read.
-    """
-
-    __slots__ = ("idle", "future", "pos")
-
-    def __init__(self, ssn: Session) -> None:
-        self.idle = np.ascontiguousarray(ssn.idle.T)
-        self.future = np.ascontiguousarray((ssn.idle + ssn.releasing - ssn.pipelined).T)
-        self.pos = len(ssn.changes)
-
-    def current(self, ssn: Session) -> tuple[np.ndarray, np.ndarray]:
-        changes = ssn.changes
-        if self.pos < len(changes):
-            rows = unique_rows(changes[self.pos:], self.idle.shape[1])
-            self.pos = len(changes)
-            self.idle[:, rows] = ssn.idle[rows].T
-            self.future[:, rows] = (ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]).T
-        return self.idle, self.future
-
-
-def resource_columns(ssn: Session) -> ResourceColumns:
-    columns: ResourceColumns | None = ssn.resource_columns
-    if columns is None or columns.idle.shape[1] != len(ssn.idle):
-        columns = ssn.resource_columns = ResourceColumns(ssn)
-    return columns
 
 
 def dim_reason_codes(ssn: Session) -> np.ndarray:

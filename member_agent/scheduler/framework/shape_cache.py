@@ -21,7 +21,7 @@ from member_agent.scheduler.framework.node_classes import masks, new_memo, score
 from member_agent.scheduler.framework.node_groups import node_groups
 from member_agent.scheduler.framework.resource_columns import ResourceColumns as ResourceColumns
 from member_agent.scheduler.framework.resource_columns import resource_columns
-from member_agent.scheduler.framework.rows import runs, selector, take, unique_rows
+from member_agent.scheduler.framework.rows import MIN_RUN, runs, selector, take, unique_rows
 from policies.resources import TOLERANCE
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class ShapeCache:
         if self.stale:
             evaluated = self.evaluated
             self.stale = {row for row in self.stale if not evaluated[row]}
-        if isinstance(sel, slice):
+        if isinstance(sel, slice) or len(rows) < MIN_RUN:  # a span, or too few rows to hold a long run
             rose = self._evaluate_part(ssn, task, rows, sel)
         else:  # long runs as spans (a search's span around the rows it evaluated before), the rest gathered
             rose = False

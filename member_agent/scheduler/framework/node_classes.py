@@ -99,6 +99,9 @@ def _shared(memo: list[np.ndarray], i: int, size: int, rows: np.ndarray, ids: np
     at = np.flatnonzero(missing)
     at_ids = ids[at]
     inside = at_ids < capacity
+    if not inside.any():  # every row without a value is past the memo (a state per placement): its own
+        values[at] = compute(rows[at])
+        return values
     if inside.all():
         picked = at[_representatives(capacity, at_ids)]
     else:  # rows past the memo are their own representatives

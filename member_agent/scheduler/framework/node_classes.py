@@ -157,6 +157,10 @@ def _total(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
 
 
 def _score_by_call(ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    if len(rows) <= ROW_BY_ROW and all(row_fn is not None for _, row_fn in ssn.node_order_fns):
+        # A few rows (usually the one feasible row of a refreshed span): the row functions, as
+        # ``_evaluate_row`` scores, added in the same order (a vectorised call per scorer costs more)
+        return _total(ssn, task, rows)
     total: np.ndarray | float = 0.0
     classes: ClassScorer | None = None
     for (fn, _), by_resources in zip(ssn.node_order_fns, ssn.node_order_by_resources, strict=True):

@@ -344,10 +344,15 @@ class NodeSearch:
         if len(candidates) == 1:
             row = int(candidates[0])
             return row, bool(fit_idle[row])
-        group = candidates[fit_idle[candidates]]
-        if len(group) == 0:
+        fits = fit_idle[candidates]
+        if fits[fits.argmin()]:  # every candidate fits Idle (the usual case): no boolean selection
             group = candidates
-        row = int(group[0]) if len(group) == 1 else int(group[self.top(task, group, cache.score[group])])
+        else:
+            group = candidates[fits]
+            if len(group) == 0:
+                group = candidates
+        # ``take``: the same values as ``score[group]``, without fancy indexing's per-call cost
+        row = int(group[0]) if len(group) == 1 else int(group[self.top(task, group, cache.score.take(group))])
         return row, bool(fit_idle[row])
 
     def top(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray) -> int:

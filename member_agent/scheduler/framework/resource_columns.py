@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from member_agent.scheduler.framework.session import Session
 
 
+#: Up to this many changed rows are copied without removing repeats.
+FEW = 64
+
+
 class ResourceColumns:
     """Idle and FutureIdle (idle + releasing - pipelined) of every node, one contiguous row
     per dimension, shared by every shape's cache.
@@ -32,7 +36,10 @@ class ResourceColumns:
     def current(self, ssn: Session) -> tuple[np.ndarray, np.ndarray]:
         changes = ssn.changes
         if self.pos < len(changes):
-            rows = unique_rows(changes[self.pos:], self.idle.shape[1])
+            changed = changes[self.pos:]
+            # A few rows (the last placements) are copied as listed: a repeated row is written twice
+            # with the same value, cheaper than sorting the repeats out.
+            rows = np.array(changed, dtype=np.int64) if len(changed) <= FEW else unique_rows(changed, self.idle.shape[1])
             self.pos = len(changes)
             self.idle[:, rows] = ssn.idle[rows].T
             self.future[:, rows] = (ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]).T

@@ -148,10 +148,11 @@ def test_a_rise_is_counted_once_per_evaluation_and_never_on_a_first_one() -> Non
     cache = shape_cache.ShapeCache(ssn, task)
     cache._evaluate(ssn, task, np.arange(0, 300))  # first evaluations: no rise
     assert cache.rises == 0 and cache.seen_any
-    cache.ok[10:20] = False  # as if these rows had been full when last evaluated
-    cache.evaluated[10:20] = False
-    cache.missing += 10
-    cache._evaluate(ssn, task, np.arange(10, 20))
+    end = 10 + shape_cache.SMALL_ROWS + 10  # more rows than go one by one: a vectorised pass
+    cache.ok[10:end] = False  # as if these rows had been full when last evaluated
+    cache.evaluated[10:end] = False
+    cache.missing += end - 10
+    cache._evaluate(ssn, task, np.arange(10, end))
     assert cache.rises == 1  # seen rows turned ok: one rise for the pass
     cache._evaluate(ssn, task, np.arange(300, 600))  # rows never seen: still no rise
     assert cache.rises == 1

@@ -34,6 +34,7 @@ from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.hypernodes import topology_of
 from member_agent.scheduler.framework.left_out import QuiescentLedger
 from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
+from member_agent.scheduler.framework.pod_versions import task_again
 from member_agent.scheduler.framework.snapshot import (
     DeviceArrays,
     DeviceUsage,
@@ -62,10 +63,11 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 
 class _PodEntry:
-    __slots__ = ("obj", "task", "request", "role", "job", "folded")
+    __slots__ = ("obj", "built", "task", "request", "role", "job", "folded")
 
     def __init__(self, obj: Mapping[str, Any], task: TaskSpec, request: dict[str, float]) -> None:
         self.obj = obj
+        self.built = task  # as the builder made it from ``obj`` (``task`` may name a shadow job)
         self.task = task
         self.request = request
         self.role = ""  # "", "job", "plain", "resident" or "folded"
@@ -105,7 +107,11 @@ class SchedulerCache:
         if kind in ("Node", "HyperNode"):
             self._tree_dirty = True
         if kind == "Pod" and not self._stale:
+            previous = self._pods.get(key)
             self._remove_pod(key)
+            table[key] = obj
+            self._add_pod(key, obj, previous=previous)
+            return
         table[key] = obj
         if kind in ("Node", "PriorityClass"):
             self._stale = True
@@ -143,9 +149,7 @@ class SchedulerCache:
         self._workload_tuple = None
 
     def _changed(self, kind: str, key: str, obj: Mapping[str, Any] | None) -> None:
-        if kind == "Pod" and obj is not None:
-            self._add_pod(key, obj)
-        elif kind == "PodGroup":
+        if kind == "PodGroup":
             self._dirty_jobs.add(key)
         elif kind == "Queue":
             self._queue_specs = self._build_queues()
@@ -212,12 +216,19 @@ class SchedulerCache:
         return queues
 
     # ------------------------------------------------------------------ pods
-    def _add_pod(self, key: str, pod: Mapping[str, Any], computed: Any = None) -> None:
-        request, nz = computed if computed is not None else pod_request(pod.get("spec") or {})
-        if any(name not in self.dims.index for name in request):
-            self._stale = True  # a resource no row has a column for: every vector changes
-            return
-        task = self._builder.task(pod, self.dims, request, nz)
+    def _add_pod(self, key: str, pod: Mapping[str, Any], computed: Any = None, previous: _PodEntry | None = None) -> None:
+        # a new version of a pod the cache holds: its TaskSpec carried where only the status, the node
+        # or the annotations moved (pod_versions.py); the same builder and dims made the previous one
+        task = None
+        if previous is not None:
+            task = task_again(self._builder, previous.obj, previous.built, pod)
+            request = previous.request  # the same spec but for nodeName: the same requests
+        if task is None:
+            request, nz = computed if computed is not None else pod_request(pod.get("spec") or {})
+            if any(name not in self.dims.index for name in request):
+                self._stale = True  # a resource no row has a column for: every vector changes
+                return
+            task = self._builder.task(pod, self.dims, request, nz)
         entry = self._pods[key] = _PodEntry(pod, task, request)
         if task.uid not in self._seen:
             self._seen.add(task.uid)

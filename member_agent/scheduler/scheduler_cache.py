@@ -196,6 +196,9 @@ class SchedulerCache:
         #: kept as jobs come and go, so a snapshot's job tuple is one C-level pass, not a sort.
         self._order: list[str] = []
         self._specs: dict[str, JobSpec] = {}
+        #: ``_order``'s specs, kept beside it: the snapshot's tuple is one copy of this list (a lookup
+        #: per job every snapshot was most of deriving a replay's one or two changed jobs)
+        self._order_specs: list[JobSpec] = []
         self._job_tuple: tuple[JobSpec, ...] = ()
         self._queue_jobs: dict[str, list[str]] = {}  # queue -> its jobs' keys, sorted
         self._queue_order: tuple[str, ...] = ()  # queues by their first job (Snapshot.queue_order)
@@ -386,7 +389,7 @@ class SchedulerCache:
         previous = self._job_tuple
         removed: list[JobSpec] = []
         added: list[JobSpec] = []
-        order, specs = self._order, self._specs
+        order, specs, listed = self._order, self._specs, self._order_specs
         for job in sorted(self._dirty_jobs):
             derived = self._jobs[job] = self._derive_job(job)
             if derived == (None, ()):  # gone: no PodGroup and no pods
@@ -404,13 +407,18 @@ class SchedulerCache:
             if new is not None:
                 added.append(new)
                 bisect.insort(self._queue_jobs.setdefault(new.queue, []), job)
+                at = bisect.bisect_left(order, job)
                 if old is None:
-                    bisect.insort(order, job)
+                    order.insert(at, job)
+                    listed.insert(at, new)
+                else:
+                    listed[at] = new
                 specs[job] = new
             elif old is not None:
-                del order[bisect.bisect_left(order, job)], specs[job]
+                at = bisect.bisect_left(order, job)
+                del order[at], listed[at], specs[job]
         self._dirty_jobs.clear()
-        self._job_tuple = tuple(map(specs.__getitem__, order))
+        self._job_tuple = tuple(listed)
         firsts = {queue: members[0] for queue, members in self._queue_jobs.items() if members}
         self._queue_order = tuple(sorted(firsts, key=firsts.__getitem__))
         self.ledger.note(previous, self._job_tuple, removed, added)

@@ -1,10 +1,16 @@
-"""A pod's TaskSpec carried from its previous version (``framework/pod_versions.py``, issue 41 round 9)
-equals the one the builder makes from the new version, and is not carried when more than the status,
-the node, the annotations or the resourceVersion moved."""
+"""What the scheduler cache keeps from one event to the next (issue 41, round 9) equals what it replaces:
+
+* a pod's TaskSpec carried from its previous version (``framework/pod_versions.py``) equals the one the
+  builder makes from the new version, and is not carried when more than the status, the node, the
+  annotations or the resourceVersion moved;
+* the snapshot's job tuple, kept as a list beside the sorted job keys, equals the specs in key order
+  as jobs come, change and go.
+"""
 
 from __future__ import annotations
 
 import copy
+import random
 from dataclasses import fields
 from typing import Any, Callable
 
@@ -139,3 +145,28 @@ def test_the_cache_over_pod_versions_equals_a_fresh_cache() -> None:
         assert [t.uid for s in a.jobs for t in s.tasks] == [t.uid for s in b.jobs for t in s.tasks] != []
         assert all(_same(x, y) for s, t in zip(a.jobs, b.jobs, strict=True) for x, y in zip(s.tasks, t.tasks, strict=True))
         assert (a.nodes.used == b.nodes.used).all() and (a.nodes.idle == b.nodes.idle).all()
+
+
+def _group(name: str, queue: str, min_member: int) -> Obj:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "sim"}, "spec": {"minMember": min_member, "queue": queue}}
+
+
+def test_the_job_tuple_follows_jobs_that_come_change_and_go() -> None:
+    rng = random.Random(7)
+    cache = SchedulerCache()
+    for queue in ("q1", "q2"):
+        cache.upsert({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": queue},
+                      "spec": {"weight": 1}})
+    live: dict[str, Obj] = {}
+    for step in range(300):
+        name = f"job-{rng.randrange(40):02d}"
+        if name in live and rng.random() < 0.4:
+            cache.delete(live.pop(name))
+        else:
+            live[name] = _group(name, rng.choice(["q1", "q2", "default"]), rng.randrange(1, 4))
+            cache.upsert(copy.deepcopy(live[name]))
+        if step % 3 == 0:
+            jobs = cache.snapshot().jobs
+            assert [j.uid for j in jobs] == sorted(f"sim/{n}" for n in live)
+            assert [j.min_available for j in jobs] == [live[n]["spec"]["minMember"] for n in sorted(live)]

@@ -170,3 +170,34 @@ def test_the_job_tuple_follows_jobs_that_come_change_and_go() -> None:
             jobs = cache.snapshot().jobs
             assert [j.uid for j in jobs] == sorted(f"sim/{n}" for n in live)
             assert [j.min_available for j in jobs] == [live[n]["spec"]["minMember"] for n in sorted(live)]
+
+
+def test_node_index_statics_follow_the_label_and_taint_tuples() -> None:
+    """Label columns and taint groups are shared by indexes over tables with the same label and taint
+    tuples (the cache's snapshots until a Node changes), equal to a fresh index's, and not shared when
+    the tuples are others (an index over another table)."""
+    from dataclasses import replace as with_fields
+
+    from member_agent.scheduler.framework import node_index as ni
+    from member_agent.scheduler.framework.snapshot import Taint
+
+    builder = _builder()
+    for i, pool in enumerate(["a", "b", "a", "c"]):
+        builder.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}", "labels": {"pool": pool}},
+                     "spec": {"taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}] if i % 2 else []},
+                     "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}})
+    table = builder.node_table(DIMS)
+    first = ni.NodeIndex(table)
+    assert first.label_equals("pool", "a").tolist() == [True, False, True, False]
+    assert [rows.tolist() for _t, rows in first.taint_groups()] == [[1, 3]]
+    copied = with_fields(table, idle=table.idle.copy())  # a later snapshot: new arrays, the same tuples
+    second = ni.NodeIndex(copied)
+    assert second.column("pool")[0] is first.column("pool")[0]
+    assert second.taint_groups() is first.taint_groups()
+    relabelled = with_fields(table, labels=tuple({"pool": "z"} for _ in table.labels),
+                             taints=tuple(() if i else (Taint("x", "y", "NoSchedule"),) for i in range(len(table))))
+    third = ni.NodeIndex(relabelled)
+    assert third.label_equals("pool", "a").tolist() == [False] * 4
+    assert [rows.tolist() for _t, rows in third.taint_groups()] == [[0]]
+    with pytest.raises(ValueError):
+        third.column("pool")[0][0] = 1  # shared arrays are read-only

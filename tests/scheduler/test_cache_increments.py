@@ -201,3 +201,21 @@ def test_node_index_statics_follow_the_label_and_taint_tuples() -> None:
     assert [rows.tolist() for _t, rows in third.taint_groups()] == [[0]]
     with pytest.raises(ValueError):
         third.column("pool")[0][0] = 1  # shared arrays are read-only
+
+
+def test_opening_classes_are_taken_only_from_an_equal_state() -> None:
+    from member_agent.scheduler.framework import node_groups as ng
+
+    rng = np.random.default_rng(3)
+    state = rng.integers(0, 3, size=(200, 6)).astype(np.float64)
+    first = ng._opening_classes(state.copy())
+    assert np.array_equal(first, ng.state_classes(state))
+    first[:] = -1  # a session moves its own ids: the memo's stay
+    again = ng._opening_classes(state.copy())
+    assert np.array_equal(again, ng.state_classes(state))
+    moved = state.copy()
+    moved[17, 2] += 0.5  # one row in a new state: classified again
+    assert np.array_equal(ng._opening_classes(moved), ng.state_classes(moved))
+    assert not np.array_equal(ng.state_classes(moved), ng.state_classes(state))
+    wider = np.hstack([state, state[:, :1]])
+    assert np.array_equal(ng._opening_classes(wider), ng.state_classes(wider))

@@ -390,27 +390,17 @@ class Member:
                 self.cache.upsert(shown)  # held: resources taken in every later snapshot, nothing bound
             else:
                 self._bind(share, key.split("/", 1)[1], node, annotations)
-        self._note_phases(result)
+        steady = result.steady_pod_groups
+        for key, phase in result.pod_groups.items():  # each PodGroup on its own: no order needed
+            if key in steady:
+                continue  # only gang's transitionID moved: not written, as Volcano's job updater skips it
+            job = self._by_group.get(key)
+            if job is not None and self.shares[job].run.set_pod_group_phase(phase, result.conditions.get(key)):
+                self._dirty.add(job)
         if self._gang_jobs:  # only two-phase shares keep a gang tracker
             self._evaluate_gangs(result)
         self.reconcile()
         return result
-
-    def _note_phases(self, result: CycleResult) -> None:
-        """The session's PodGroup phases go to the runs; a run whose phase moved gets a pass.
-
-        A session reports every PodGroup of the cluster and most are steady (only gang's transitionID
-        moved: not written, as Volcano's job updater skips it): the others are found by one set
-        difference in C instead of a walk over every PodGroup. Each goes to its own share, so their
-        order does not matter; two of one share (never: one PodGroup name per Work) would be taken in
-        the result's order, as the walk took them."""
-        phases = result.pod_groups
-        moved = phases.keys() - result.steady_pod_groups
-        owners = [job for job in map(self._by_group.get, moved) if job is not None]
-        for key in moved if len(set(owners)) == len(owners) else [key for key in phases if key in moved]:
-            job = self._by_group.get(key)
-            if job is not None and self.shares[job].run.set_pod_group_phase(phases[key], result.conditions.get(key)):
-                self._dirty.add(job)
 
     def _slow_down(self, bindings: dict[str, str]) -> None:
         """Each share binding now (not held) runs ``on_bind``'s factor longer: the tier its pods span."""

@@ -1,7 +1,7 @@
 """The etcd v3 store: objects under ``--etcd-prefix``, resourceVersion = etcd revision.
 
-Keys are ``PREFIX/RESOURCE/NAMESPACE/NAME`` (NAMESPACE empty for cluster-scoped objects); the
-value is the object's JSON without ``metadata.resourceVersion``, which is the key's mod revision.
+Keys and values are laid out by :mod:`etcd_keys`; watches older than the cache are answered from
+etcd's history by :mod:`etcd_history`.
 
 Every replica keeps the whole prefix in memory (kube-apiserver's watch cache): loaded by one
 range read at start, then kept current by one etcd watch from the next revision. Every change
@@ -30,9 +30,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import grpc
 import grpc.aio
-import orjson
 
 from federation.apiserver.etcd_client import (
     EtcdConfig,
@@ -44,6 +42,8 @@ from federation.apiserver.etcd_client import (
     op_put,
     prefix_end,
 )
+from federation.apiserver.etcd_history import follow_history, why
+from federation.apiserver.etcd_keys import KeyLayout, decode, deleted_at, encode
 from federation.apiserver.storage import (
     Expired,
     HistorySink,
@@ -61,19 +61,6 @@ log = logging.getLogger("caldera.apiserver.etcd")
 PUT, DELETE = 0, 1  # mvccpb.Event.EventType
 
 
-def encode(obj: Obj) -> bytes:
-    meta = obj["metadata"]
-    if "resourceVersion" not in meta:
-        return orjson.dumps(obj)
-    return orjson.dumps(dict(obj, metadata={k: v for k, v in meta.items() if k != "resourceVersion"}))
-
-
-def decode(value: bytes, revision: int) -> Obj:
-    obj: Obj = orjson.loads(value)
-    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
-    return obj
-
-
 class EtcdStore:
     """:class:`federation.apiserver.storage.Storage` on etcd (call :meth:`start` first)."""
 
@@ -85,7 +72,8 @@ class EtcdStore:
     def __init__(self, config: EtcdConfig) -> None:
         self.config = config
         self.conn = EtcdConnection(config)  # checks the flags now: EtcdConfigError
-        self.prefix = config.prefix.rstrip("/").encode() + b"/"
+        self.keys = KeyLayout(config.prefix)
+        self.prefix = self.keys.prefix
         self._objects: dict[str, dict[ObjKey, Obj]] = {}
         self._listeners: list[Listener] = []
         self.rv = 0
@@ -113,7 +101,7 @@ class EtcdStore:
         await self.conn.connect()
         response = await self.conn.range(self.prefix, prefix_end(self.prefix))
         for kv in response.kvs:
-            parsed = self._parse(kv.key)
+            parsed = self.keys.parse(kv.key)
             if parsed is not None:
                 resource, key = parsed
                 self._objects.setdefault(resource, {})[key] = decode(kv.value, kv.mod_revision)
@@ -201,7 +189,7 @@ class EtcdStore:
     async def list_at(self, resource: str, namespace: str | None, rv: int) -> list[Obj]:
         if rv == self.rv:
             return self.list(resource, namespace)
-        start = self._resource_prefix(resource, namespace)
+        start = self.keys.resource_prefix(resource, namespace)
         try:
             response = await self.conn.range(start, prefix_end(start), revision=rv)
         except StorageUnavailable as exc:
@@ -210,7 +198,7 @@ class EtcdStore:
             raise
         items = []
         for kv in response.kvs:
-            if self._parse(kv.key) is not None:
+            if self.keys.parse(kv.key) is not None:
                 items.append(decode(kv.value, kv.mod_revision))
         items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
         return items
@@ -218,21 +206,21 @@ class EtcdStore:
     # -- writes --------------------------------------------------------------------------
 
     async def create(self, resource: str, obj: Obj) -> Obj:
-        key = self._key(resource, obj)
+        key = self.keys.key(resource, obj)
         response = await self._txn([compare_absent(key)], [op_put(key, encode(obj)), self._mark()], [])
         if not response.succeeded:
             raise KeyExists(obj["metadata"]["name"])
         return await self._written(obj, int(response.header.revision))
 
     async def update(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
-        key = self._key(resource, obj)
+        key = self.keys.key(resource, obj)
         response = await self._txn([compare_mod(key, expect_rv)], [op_put(key, encode(obj)), self._mark()], [op_get(key)])
         if not response.succeeded:
             raise StaleWrite(self._current(response))
         return await self._written(obj, int(response.header.revision))
 
     async def remove(self, resource: str, obj: Obj, expect_rv: int) -> Obj:
-        key = self._key(resource, obj)
+        key = self.keys.key(resource, obj)
         response = await self._txn([compare_mod(key, expect_rv)], [op_delete(key), self._mark()], [op_get(key)])
         if not response.succeeded:
             raise StaleWrite(self._current(response))
@@ -268,24 +256,6 @@ class EtcdStore:
                 return decode(kv.value, kv.mod_revision)
         return None
 
-    # -- keys ----------------------------------------------------------------------------
-
-    def _resource_prefix(self, resource: str, namespace: str | None) -> bytes:
-        base = self.prefix + resource.encode() + b"/"
-        return base if namespace is None else base + namespace.encode() + b"/"
-
-    def _key(self, resource: str, obj: Obj) -> bytes:
-        meta = obj["metadata"]
-        return self._resource_prefix(resource, meta.get("namespace") or "") + meta["name"].encode()
-
-    def _parse(self, key: bytes) -> tuple[str, ObjKey] | None:
-        if not key.startswith(self.prefix):
-            return None
-        parts = key[len(self.prefix):].decode().rsplit("/", 2)
-        if len(parts) != 3:
-            return None  # e.g. the compactor's bookkeeping key
-        return parts[0], (parts[1], parts[2])
-
     # -- the cache watch -----------------------------------------------------------------
 
     async def _wait_applied(self, revision: int, what: str) -> None:
@@ -320,7 +290,7 @@ class EtcdStore:
             except asyncio.CancelledError:
                 raise
             except (grpc.aio.AioRpcError, StorageUnavailable) as exc:
-                log.warning("etcd watch interrupted (%s); resuming from revision %d", _why(exc), self.rv + 1)
+                log.warning("etcd watch interrupted (%s); resuming from revision %d", why(exc), self.rv + 1)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 2.0)
 
@@ -343,7 +313,7 @@ class EtcdStore:
         revision = int(kv.mod_revision)
         if revision < self.rv:
             return  # already applied (a resumed stream repeats nothing, but be safe); == rv: the same txn
-        parsed = self._parse(kv.key)
+        parsed = self.keys.parse(kv.key)
         if parsed is not None:
             resource, key = parsed
             items = self._objects.setdefault(resource, {})
@@ -351,9 +321,8 @@ class EtcdStore:
             if event.type == DELETE:
                 items.pop(key, None)
                 if previous is not None:
-                    gone = dict(previous, metadata=dict(previous["metadata"], resourceVersion=str(revision)))
                     self.rv = revision
-                    self._notify("DELETED", resource, gone, previous)
+                    self._notify("DELETED", resource, deleted_at(previous, revision), previous)
             else:
                 obj = decode(kv.value, revision)
                 items[key] = obj
@@ -368,7 +337,7 @@ class EtcdStore:
         revision = int(response.header.revision)
         fresh: dict[str, dict[ObjKey, Obj]] = {}
         for kv in response.kvs:
-            parsed = self._parse(kv.key)
+            parsed = self.keys.parse(kv.key)
             if parsed is not None:
                 fresh.setdefault(parsed[0], {})[parsed[1]] = decode(kv.value, kv.mod_revision)
         old, self._objects = self._objects, fresh
@@ -378,8 +347,7 @@ class EtcdStore:
             for key in sorted(set(before) | set(after)):
                 prev, now = before.get(key), after.get(key)
                 if now is None and prev is not None:
-                    self._notify("DELETED", resource, dict(prev, metadata=dict(prev["metadata"],
-                                                                            resourceVersion=str(revision))), prev)
+                    self._notify("DELETED", resource, deleted_at(prev, revision), prev)
                 elif now is not None and prev != now:
                     self._notify("ADDED" if prev is None else "MODIFIED", resource, now, prev)
         log.warning("etcd history was compacted past this replica's watch; reloaded at revision %d", revision)
@@ -394,40 +362,4 @@ class EtcdStore:
     async def history(self, resource: str, namespace: str | None, since: int,
                       sink: HistorySink) -> asyncio.Task[None] | None:
         """Replay and follow ``resource`` from etcd itself, from revision ``since + 1``."""
-        start = self._resource_prefix(resource, namespace)
-        try:
-            await self.conn.range(start, prefix_end(start), revision=since + 1, count_only=True)
-        except StorageUnavailable as exc:
-            if "compacted" in str(exc):
-                raise Expired(since, 0) from None
-            raise
-        return asyncio.create_task(self._replay(resource, start, since, sink), name="etcd-history-watch")
-
-    async def _replay(self, resource: str, start: bytes, since: int, sink: HistorySink) -> None:
-        stream = self.conn.watch_stream(start, prefix_end(start), since + 1, True)
-        try:
-            async for response in stream:
-                if response.compact_revision or response.canceled:
-                    return  # the client re-watches and then hears 410 (or resumes elsewhere)
-                for event in response.events:
-                    if self._parse(event.kv.key) is None:
-                        continue
-                    revision = int(event.kv.mod_revision)
-                    prev = decode(event.prev_kv.value, event.prev_kv.mod_revision) if event.prev_kv.key else None
-                    if event.type == DELETE:
-                        if prev is not None:
-                            gone = dict(prev, metadata=dict(prev["metadata"], resourceVersion=str(revision)))
-                            sink("DELETED", resource, gone, prev)
-                    else:
-                        sink("MODIFIED" if prev is not None else "ADDED", resource,
-                             decode(event.kv.value, revision), prev)
-        except grpc.aio.AioRpcError as exc:
-            log.info("etcd history watch ended: %s", _why(exc))
-        finally:
-            stream.cancel()
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, grpc.aio.AioRpcError):
-        return f"{exc.code().name}: {exc.details()}"
-    return str(exc)
+        return await follow_history(self.conn, self.keys, resource, namespace, since, sink)

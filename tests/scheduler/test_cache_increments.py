@@ -219,3 +219,26 @@ def test_opening_classes_are_taken_only_from_an_equal_state() -> None:
     assert not np.array_equal(ng.state_classes(moved), ng.state_classes(state))
     wider = np.hstack([state, state[:, :1]])
     assert np.array_equal(ng._opening_classes(wider), ng.state_classes(wider))
+
+
+def test_a_lone_pods_versions_keep_its_shadow_job() -> None:
+    """A pod of no PodGroup gets a group of one while Pending; its carried TaskSpec is the one built
+    from the wire (the entry's shadow copy is not carried), so a fresh cache agrees at every version."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-3", "labels": {"pool": "a"}},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "8", "pods": "110"}}}
+    lone = _pod()
+    del lone["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+    pending_again = copy.deepcopy(lone)
+    pending_again["metadata"]["resourceVersion"] = "5"
+    for versions in ([lone, pending_again], [lone, _bound(lone)], [lone, _bound(lone), _ended(_bound(lone))]):
+        kept = SchedulerCache()
+        for obj in (node, *versions):
+            kept.upsert(copy.deepcopy(obj))
+            kept.snapshot()
+        fresh = SchedulerCache()
+        for obj in (node, versions[-1]):
+            fresh.upsert(copy.deepcopy(obj))
+        a, b = kept.snapshot(), fresh.snapshot()
+        assert [j.uid for j in a.jobs] == [j.uid for j in b.jobs]
+        assert all(_same(x, y) for s, t in zip(a.jobs, b.jobs, strict=True) for x, y in zip(s.tasks, t.tasks, strict=True))
+        assert (a.nodes.used == b.nodes.used).all()

@@ -21,6 +21,7 @@ import pytest
 from member_agent import node_search_flags, schedule_cmd
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework import node_classes, node_search
+from member_agent.scheduler.framework import shape_cache as shape_cache_module
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.session import Session, SessionOptions
@@ -207,22 +208,32 @@ def test_scores_per_node_state_equal_scores_per_row(memo: bool, monkeypatch: pyt
     options = SessionOptions(percentage_nodes_to_find=100)
     scored: list[int] = []
     plugin_rows: list[int] = []
-    score_rows = node_search.ShapeCache._score_rows
+    score_rows = shape_cache_module.score_rows
     resource_scores = nodeorder.NodeOrderPlugin._resource_scores
+    total = node_classes._total
+    computed: list[int] = []  # rows the memo's scorers ran on (vectorised or row by row)
 
-    def spy_cache(self: Any, ssn: Session, task: Any, rows: np.ndarray) -> None:
-        scored.append(len(rows))
-        score_rows(self, ssn, task, rows)
+    def spy_cache(ssn: Session, task: Any, rows: np.ndarray, memo: Any, sel: Any = None, want: Any = None,
+                  out: Any = None) -> Any:
+        scored.append(len(rows) if want is None else int(want.sum()))  # a span's ok rows need a score
+        return score_rows(ssn, task, rows, memo, sel, want, out)
 
     def spy_plugin(self: Any, task: Any, rows: np.ndarray) -> Any:
         plugin_rows.append(len(rows))
         return resource_scores(self, task, rows)
 
-    monkeypatch.setattr(node_search.ShapeCache, "_score_rows", spy_cache)
+    def spy_total(ssn: Session, task: Any, rows: np.ndarray) -> np.ndarray:
+        computed.append(len(rows))
+        return total(ssn, task, rows)
+
+    monkeypatch.setattr(shape_cache_module, "score_rows", spy_cache)
     monkeypatch.setattr(nodeorder.NodeOrderPlugin, "_resource_scores", spy_plugin)
+    monkeypatch.setattr(node_classes, "_total", spy_total)
     shared = run_cycle(build_snapshot(mixed_cluster()), CONF, FixedClock(), options=options)
     # 3 pools of identical nodes: most rows are scored through one representative of their state
     assert sum(plugin_rows) < sum(scored) / 2
+    if memo:
+        assert 0 < sum(computed) < sum(scored) / 2
     monkeypatch.setattr(node_classes, "MIN_ROWS", 10**9)  # every row scored by itself
     monkeypatch.setattr(node_classes, "MEMO_MIN_ROWS", 10**9)
     plugin_rows.clear()

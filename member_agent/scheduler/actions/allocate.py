@@ -30,6 +30,7 @@ from member_agent.scheduler.framework.status import TaskStatus
 NAME = "allocate"
 ARGUMENTS = (Argument("predicateErrorCacheEnable", bool, True),)
 S = TaskStatus
+_PENDING = TaskStatus.PENDING  # a module constant: an enum member read through its class costs ~0.3 us, per task here
 
 
 class Allocate:
@@ -56,7 +57,7 @@ class Allocate:
                 continue
             if job.queue not in ssn.queues:
                 continue
-            tasks = [t for t in job.tasks if t.status == S.PENDING and not t.spec.gated and not t.spec.best_effort]
+            tasks = [t for t in job.tasks if t.status == _PENDING and not t.spec.gated and not t.spec.best_effort]
             if not tasks:
                 continue
             worksheets[job.uid] = deque(ssn.sorted_tasks(tasks))
@@ -107,7 +108,7 @@ class Allocate:
                 ssn.log(3, f"Queue <{job.queue}> is overused when considering task <{task.name}>, ignore it.")
                 task.fit_error = f"queue {job.queue} overused"
                 continue
-            if job.has_role_fit_error(task):
+            if job.roles_with_fit_errors and job.has_role_fit_error(task):  # no call while no role failed
                 task.fit_error = f"Task {task.key} with role spec {task.spec.role} has already predicated failed, skip"
                 continue
             error = ssn.pre_predicate(task)
@@ -117,7 +118,7 @@ class Allocate:
                 if job.need_continue_allocating():
                     continue
                 break
-            row = self._nominated(ssn, search, task)
+            row = self._nominated(ssn, search, task) if task.spec.nominated_node else None  # most have none: no call
             if row is not None and domain is not None and not _inside(domain, row):
                 row = None
             if row is None and domain is not None:

@@ -126,7 +126,7 @@ class EvictableIndex:
             for task in job.tasks:
                 self._track(task)
         self.handler = (name, self.update, self.update)
-        ssn.handlers.append(self.handler)
+        ssn.add_event_handler(*self.handler)
 
     def __enter__(self) -> "EvictableIndex":
         return self
@@ -136,8 +136,7 @@ class EvictableIndex:
 
     def close(self) -> None:
         """Stop following the session (the action is over)."""
-        if self.handler in self.ssn.handlers:
-            self.ssn.handlers.remove(self.handler)
+        self.ssn.remove_event_handler(*self.handler)
 
     def update(self, task: TaskInfo) -> None:
         self._track(task)

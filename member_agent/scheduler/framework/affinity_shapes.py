@@ -8,9 +8,10 @@ shape still see the same predicate results. With no term anywhere nothing change
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Iterable
 
-from member_agent.scheduler.framework.pod_affinity import PodAffinityTerm
+from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY, PodAffinityTerm
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
@@ -22,9 +23,11 @@ def distinct_terms(specs: Iterable[TaskSpec]) -> tuple[list[PodAffinityTerm], li
     affinity: dict[PodAffinityTerm, None] = {}
     anti: dict[PodAffinityTerm, None] = {}
     for spec in specs:
-        if spec.pod_affinity:
-            affinity.update(dict.fromkeys(spec.pod_affinity.affinity))
-            anti.update(dict.fromkeys(spec.pod_affinity.anti_affinity))
+        terms = spec.pod_affinity
+        # the shared empty value (most pods) is falsy: an identity test spares its Python __bool__
+        if terms is not NO_POD_AFFINITY and terms:
+            affinity.update(dict.fromkeys(terms.affinity))
+            anti.update(dict.fromkeys(terms.anti_affinity))
     return list(affinity), list(anti)
 
 
@@ -33,7 +36,7 @@ def affinity_shapes(tasks: list[TaskInfo], residents: Iterable[TaskSpec]) -> Non
 
     The new key is (builder shape, the set of snapshot terms that select the task): tasks of one
     template in one namespace share it, so per-shape work stays per template."""
-    affinity, anti = distinct_terms([*(t.spec for t in tasks), *residents])
+    affinity, anti = distinct_terms(chain([t.spec for t in tasks], residents))
     terms = affinity + anti
     if not terms:
         return

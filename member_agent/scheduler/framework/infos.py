@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Callable
 
 from member_agent.scheduler.framework.status import (
@@ -116,10 +117,7 @@ class JobInfo:
         self.tasks = tasks
         tally: _Tally | None = self.spec.memo.get("tally")
         if tally is None:
-            probe = JobInfo(self.spec)
-            for task in tasks:
-                probe.add(task)
-            tally = self.spec.memo["tally"] = _Tally.of(probe)
+            tally = self.spec.memo["tally"] = _Tally.counted(tasks)
         tally.share_with(self)
         self._tally_answers = tally.answers
 
@@ -141,9 +139,25 @@ class JobInfo:
         counts = self.counts
         counts[old] -= 1
         counts[status] += 1
-        name = task.spec.role
-        self._move(old, status, ((name, 1),), 1)
-        if task.spec.best_effort and (old == S.PENDING or status == S.PENDING):
+        spec = task.spec
+        name = spec.role
+        # ``_move`` for one task, written out (a placement per task made the call and its loop
+        # over one role a fifth of this method): the same counters changed by the same deltas.
+        role = self.role_counts.get(name)
+        if role is None:
+            role = self.role_counts[name] = Counter()
+        role[old] -= 1
+        role[status] += 1
+        d_ready, d_valid, d_scheduled = _DELTAS[old, status]
+        if d_ready:
+            self.role_ready[name] = self.role_ready.get(name, 0) + d_ready
+            self.ready_num += d_ready
+        if d_valid:
+            self.role_valid[name] = self.role_valid.get(name, 0) + d_valid
+            self.valid_num += d_valid
+        if d_scheduled:
+            self.scheduled_num += d_scheduled
+        if spec.best_effort and (old == S.PENDING or status == S.PENDING):
             delta = 1 if status == S.PENDING else -1
             self.pending_best_effort += delta
             self.role_pending_best_effort[name] = self.role_pending_best_effort.get(name, 0) + delta
@@ -197,8 +211,8 @@ class JobInfo:
 
     def _unshare(self) -> None:
         """Own copies of the counters shared with the spec's tally, before the first change."""
-        self.counts = Counter(self.counts)
-        self.role_counts = {role: Counter(c) for role, c in self.role_counts.items()}
+        self.counts = _copy(self.counts)
+        self.role_counts = {role: _copy(c) for role, c in self.role_counts.items()}
         self.role_valid = dict(self.role_valid)
         self.role_ready = dict(self.role_ready)
         self.role_pending_best_effort = dict(self.role_pending_best_effort)
@@ -319,6 +333,15 @@ class JobInfo:
         return bool(task.spec.role) and task.spec.role in self.roles_with_fit_errors
 
 
+def _copy(counter: Counter[TaskStatus]) -> Counter[TaskStatus]:
+    """A copy of ``counter`` (the same items in the same order). ``Counter(c)`` runs ``__init__`` and
+    ``Counter.update``'s Python code with an ABC check, several times the C copy, per job placed on;
+    a Counter needs nothing of its ``__init__`` but the empty dict ``__new__`` gives."""
+    out: Counter[TaskStatus] = Counter.__new__(Counter)
+    dict.update(out, counter)
+    return out
+
+
 class _Tally:
     """A job's counters with every task at its snapshot status (kept in ``JobSpec.memo``)."""
 
@@ -337,10 +360,38 @@ class _Tally:
     answers: list[bool | None]
 
     @classmethod
-    def of(cls, job: JobInfo) -> _Tally:
+    def counted(cls, tasks: list[TaskInfo]) -> _Tally:
+        """The counters :meth:`JobInfo.add` of each of ``tasks`` in turn leaves, from one count (in C)
+        of each distinct (role, status, best effort): the triples come in the order each first
+        appears, so every counter meets its keys in the tasks' order, and gets the same sums. A
+        session's first opening walked every task of every job through ``_count``."""
+        counts: Counter[TaskStatus] = Counter.__new__(Counter)
+        role_counts: dict[str, Counter[TaskStatus]] = {}
+        role_valid: dict[str, int] = {}
+        role_ready: dict[str, int] = {}
+        role_pending_best_effort: dict[str, int] = {}
+        ready = valid = scheduled = pending_best_effort = 0
+        for (name, status, best_effort), n in Counter(map(_TRIPLE, tasks)).items():
+            counts[status] += n
+            is_ready, is_valid, is_scheduled = _FLAGS[status]
+            ready += is_ready * n
+            valid += is_valid * n
+            scheduled += is_scheduled * n
+            role = role_counts.get(name)
+            if role is None:
+                role = role_counts[name] = Counter.__new__(Counter)
+            role[status] += n
+            if is_valid:
+                role_valid[name] = role_valid.get(name, 0) + n
+            if is_ready:
+                role_ready[name] = role_ready.get(name, 0) + n
+            if status == S.PENDING and best_effort:
+                pending_best_effort += n
+                role_pending_best_effort[name] = role_pending_best_effort.get(name, 0) + n
         tally = cls()
-        for name in cls.COUNTERS:
-            setattr(tally, name, getattr(job, name))
+        tally.counts, tally.role_counts, tally.role_valid, tally.role_ready = counts, role_counts, role_valid, role_ready
+        tally.role_pending_best_effort, tally.pending_best_effort = role_pending_best_effort, pending_best_effort
+        tally.ready_num, tally.valid_num, tally.scheduled_num = ready, valid, scheduled
         tally.answers = [None, None, None]
         return tally
 
@@ -369,6 +420,10 @@ def _empty_tally() -> _Tally:
 
 #: Per status: whether it counts as ready, valid and scheduled (``JobInfo.set_status``).
 _FLAGS = {s: (int(s in READY_STATUSES), int(s in VALID_STATUSES), int(s in SCHEDULED_STATUSES)) for s in TaskStatus}
+#: A task's (role, status, best effort): what ``JobInfo._count`` reads of it.
+_TRIPLE = attrgetter("spec.role", "status", "spec.best_effort")
+#: Per (old, new) status: the change to the ready, valid and scheduled numbers of one task's move.
+_DELTAS = {(a, b): tuple(y - x for x, y in zip(_FLAGS[a], _FLAGS[b], strict=True)) for a in TaskStatus for b in TaskStatus}
 
 #: The counters of a job with no task: every JobInfo starts sharing them.
 _EMPTY = _empty_tally()

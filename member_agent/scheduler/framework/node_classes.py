@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from member_agent.scheduler.framework.node_groups import node_groups
+from member_agent.scheduler.framework.rows import selector, take
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
@@ -32,17 +33,27 @@ ROW_BY_ROW = 8
 MAX_MEMO_CLASSES = 1024
 
 
-def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.ndarray] | None) -> np.ndarray:
+def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.ndarray] | None,
+               sel: slice | np.ndarray | None = None, want: np.ndarray | None = None,
+               out: np.ndarray | None = None) -> np.ndarray:
     """The summed NODE_ORDER scores of ``rows`` (sorted, unique), each scorer added in
     registration order as a row-by-row evaluation adds them. ``memo`` (from :func:`new_memo`)
-    keeps one shape's by-resources values per group id."""
+    keeps one shape's by-resources values per group id. ``sel`` is ``selector(rows)`` when the
+    caller has it. ``want`` (with a memo of the scorers' sum only, see :func:`masks`): the rows
+    that need a score; the others get any value (a memo value or NaN); ``out``: where to write
+    them (a view of the shape's scores)."""
+    if want is not None and (len(rows) < MEMO_MIN_ROWS or not masks(ssn, memo)):
+        values = np.full(len(rows), np.nan) if out is None else out
+        values[want] = score_rows(ssn, task, rows[want], memo)
+        return values
+    assert out is None or want is not None, "out is written only with want"
     if memo is None or len(rows) < MEMO_MIN_ROWS:
         return _score_by_call(ssn, task, rows)
     groups = node_groups(ssn)
-    ids = groups.current()[rows]
+    ids = take(groups.current(), selector(rows) if sel is None else sel)  # a view for a span
     size = min(groups.next_id, MAX_MEMO_CLASSES)
-    if len(memo) == 1 and all(ssn.node_order_by_resources):
-        return _shared(memo, 0, size, rows, ids, lambda some: _total(ssn, task, some))
+    if masks(ssn, memo):
+        return _shared(memo, 0, size, rows, ids, lambda some: _total(ssn, task, some), want, out)
     total: np.ndarray | float = 0.0
     for i, ((fn, row_fn), by_resources) in enumerate(zip(ssn.node_order_fns, ssn.node_order_by_resources,
                                                           strict=True)):
@@ -53,32 +64,56 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
     return total if isinstance(total, np.ndarray) else np.full(len(rows), total)
 
 
+def masks(ssn: Session, memo: list[np.ndarray] | None) -> bool:
+    """Whether :func:`score_rows` takes ``want``: every scorer is by-resources, one memo of their sum."""
+    return memo is not None and len(memo) == 1 and all(ssn.node_order_by_resources)
+
+
 def _shared(memo: list[np.ndarray], i: int, size: int, rows: np.ndarray, ids: np.ndarray,
-            compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """One value per row of ``rows`` (group ``ids``), ``compute`` called on one row per group
-    whose value ``memo[i]`` does not hold (grown to ``size`` ids first)."""
+            compute: Callable[[np.ndarray], np.ndarray], want: np.ndarray | None = None,
+            out: np.ndarray | None = None) -> np.ndarray:
+    """One value per row of ``rows`` (group ``ids``; where ``want``, if given; written into ``out``
+    if given), ``compute`` called
+    once, on one row per group whose value ``memo[i]`` does not hold (grown to ``size`` ids first)
+    and on every row of a group past the memo.
+
+    A memo array holds its ids' values and one more slot, always NaN, that ids past the memo read
+    (clipped to it): one lookup finds every row without a value, in or past the memo, and one call
+    computes them all (rows past the memo, new states that rarely repeat, used to take a second
+    pass over the rows and a second call)."""
     known = memo[i]
-    if len(known) < size:  # grown by doubling: a session making a state per placement adds ids all along
-        grown = np.full(min(MAX_MEMO_CLASSES, max(size, 2 * len(known), 64)), np.nan)
-        grown[:len(known)] = known
+    capacity = len(known) - 1
+    if capacity < size:  # grown by doubling: a session making a state per placement adds ids all along
+        grown = np.full(min(MAX_MEMO_CLASSES, max(size, 2 * capacity, 64)) + 1, np.nan)
+        if capacity > 0:
+            grown[:capacity] = known[:capacity]
         known = memo[i] = grown
-    size = len(known)
-    if size and int(ids.max()) < size:  # every group within the memo (the common case)
-        values = known[ids]
-        missing = np.isnan(values)
-        if missing.any():
-            picked = _representatives(size, ids[missing])
-            some = rows[missing][picked]
-            known[ids[missing][picked]] = compute(some)
-            values = known[ids]
-        result: np.ndarray = values
-        return result
-    values = np.empty(len(rows))
-    inside = ids < size
-    if inside.any():
-        values[inside] = _shared(memo, i, size, rows[inside], ids[inside], compute)
-    outside = ~inside  # groups past the memo: new states that rarely repeat (a state per placement)
-    values[outside] = compute(rows[outside])
+        capacity = len(known) - 1
+    # ids past the memo read its last slot (NaN): a clipped take, no pass to find or clip them
+    values: np.ndarray = np.take(known, ids, mode="clip", out=out)
+    missing = np.isnan(values)
+    if want is not None:
+        missing &= want
+    if not missing.any():
+        return values
+    at = np.flatnonzero(missing)
+    at_ids = ids[at]
+    inside = at_ids < capacity
+    if not inside.any():  # every row without a value is past the memo (a state per placement): its own
+        values[at] = compute(rows[at])
+        return values
+    if inside.all():
+        picked = at[_representatives(capacity, at_ids)]
+    else:  # rows past the memo are their own representatives
+        picked = np.concatenate((at[inside][_representatives(capacity, at_ids[inside])], at[~inside]))
+        picked.sort()
+    computed = compute(rows[picked])
+    picked_ids = ids[picked]
+    kept = picked_ids < capacity
+    known[picked_ids[kept]] = computed[kept]
+    values[at] = np.take(known, at_ids, mode="clip")  # the memo's new values; NaN past it
+    if not kept.all():
+        values[picked[~kept]] = computed[~kept]
     return values
 
 
@@ -138,9 +173,10 @@ def new_memo(ssn: Session) -> list[np.ndarray] | None:
     ids); None when the session has no such scorer."""
     if not any(ssn.node_order_by_resources) or MAX_MEMO_CLASSES <= 0:
         return None
+    # Empty: one NaN slot, the value of every id past the memo (:func:`_shared`).
     if all(ssn.node_order_by_resources):  # one memo of their sum
-        return [np.zeros(0)]
-    return [np.zeros(0) for _ in ssn.node_order_by_resources]
+        return [np.full(1, np.nan)]
+    return [np.full(1, np.nan) for _ in ssn.node_order_by_resources]
 
 
 class ClassScorer:

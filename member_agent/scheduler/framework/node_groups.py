@@ -100,7 +100,7 @@ class NodeGroups:
             del self._moves[row]
             self._unknown.add(row)
             return
-        self._moves[row] = (int(self.ids[row]), effect)
+        self._moves[row] = (self.ids.item(row), effect)  # ``item``: the Python int without a numpy scalar
 
     def current(self) -> np.ndarray:
         """Every row's id, the touched rows looked up again first."""

@@ -245,9 +245,13 @@ class NodeSearch:
             lo = (start + scanned) % n
             hi = min(lo + chunk, n, lo + n - scanned)
             if cache.missing and scanned + hi - lo > ensured:
-                end = min(lo + max(ahead, hi - lo), n, lo + n - scanned)
-                cache.ensure_span(ssn, task, lo, end)
-                ensured = scanned + end - lo
+                if ahead >= n - scanned:  # ahead covers the rest of the ring: every row in one pass
+                    cache.ensure_span(ssn, task, 0, n)  # (not one to the end and one after the wrap)
+                    ensured = n
+                else:
+                    end = min(lo + max(ahead, hi - lo), n, lo + n - scanned)
+                    cache.ensure_span(ssn, task, lo, end)
+                    ensured = scanned + end - lo
             ok = cache.ok[lo:hi] if check_resources else cache.codes[lo:hi] == 0
             rows = (np.greater(ok, role[lo:hi]) if role is not None else ok).nonzero()[0]  # ok and not role
             take = len(rows)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY
 from member_agent.scheduler.framework.result import JobReport
 from member_agent.scheduler.framework.status import TaskStatus
 
@@ -84,7 +85,10 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
     if eligible:
         probe = JobInfo.at_snapshot(spec)
         eligible = probe.check_task_ready() and probe.is_ready()  # gang's JobReady
-    has_terms, scored = any(t.pod_affinity for t in spec.tasks), any(t.pod_affinity.scored for t in spec.tasks)
+    # the shared empty value (most pods) has no terms and scores nothing: left out before the
+    # Python-level __bool__ and ``scored`` run per pod
+    terms = [t.pod_affinity for t in spec.tasks if t.pod_affinity is not NO_POD_AFFINITY]
+    has_terms, scored = any(terms), any(t.scored for t in terms)
     if not eligible:
         # The ledger reads only these of a spec no session leaves out (most new specs of a replay:
         # its Pending and Inqueue jobs'), so what closing would write for it is not worked out.

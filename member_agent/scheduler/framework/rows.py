@@ -38,3 +38,25 @@ def unique_rows(changed: list[int], n: int) -> np.ndarray:
     mark = np.zeros(n, dtype=bool)
     mark[rows] = True
     return np.flatnonzero(mark)
+
+
+#: A run of consecutive rows at least this long is evaluated as a span (slices and views).
+MIN_RUN = 64
+
+
+def runs(rows: np.ndarray) -> list[tuple[np.ndarray, slice | np.ndarray]]:
+    """``rows`` (sorted, unique, not one run) in parts with their selectors: each run of ``MIN_RUN``
+    consecutive rows or more as a slice, the other rows together as one gathered part (a shape
+    evaluates a span around rows it evaluated before as spans, not as one gather)."""
+    bounds = np.concatenate(((0,), np.flatnonzero(np.diff(rows) != 1) + 1, (len(rows),)))
+    lengths = np.diff(bounds)
+    long = lengths >= MIN_RUN
+    if not long.any():
+        return [(rows, rows)]
+    parts: list[tuple[np.ndarray, slice | np.ndarray]] = []
+    for a, b in zip(bounds[:-1][long].tolist(), bounds[1:][long].tolist(), strict=True):
+        parts.append((rows[a:b], slice(int(rows[a]), int(rows[b - 1]) + 1)))
+    if not long.all():
+        rest = rows[~np.repeat(long, lengths)]
+        parts.append((rest, selector(rest)))
+    return parts

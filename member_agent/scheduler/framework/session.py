@@ -17,24 +17,24 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import cmp_to_key
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from member_agent.scheduler.framework import tiers as votes
 from member_agent.scheduler.framework.affinity_shapes import affinity_shapes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.left_out import NOTHING, LeftOut, left_out
 from member_agent.scheduler.framework.points import Point
+from member_agent.scheduler.framework.session_votes import SessionVotes
 from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
 from member_agent.scheduler.framework.status import Code, TaskStatus
 from policies.scheduler_conf import PluginOption, SchedulerConf
 
 S = TaskStatus
 _PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read through its class costs ~0.5 us
+_ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 LOG = logging.getLogger("caldera.scheduler")
 _POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
 #: Each point's switch, read once: ``Point.switch`` goes through two properties, per registration.
@@ -79,7 +79,7 @@ class Reasons:
         return found
 
 
-class Session:
+class Session(SessionVotes):
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, uid: str, options: SessionOptions) -> None:
         self.snapshot = snapshot
         self.conf = conf
@@ -107,19 +107,23 @@ class Session:
         self.left_out: LeftOut = left_out(conf, snapshot, uid)
         for spec in self.left_out.kept_in(snapshot.jobs):
             job = JobInfo(spec)
-            tasks = []
-            for i, tspec in enumerate(spec.tasks):
-                row = index.get(tspec.node) if tspec.node else None
-                task = TaskInfo(tspec, job, row, i)
-                tasks.append(task)
-                if row is not None and tspec.status not in (S.SUCCEEDED, S.FAILED):
-                    self.node_tasks[row][tspec.key] = task
+            # a comprehension (a pending task has no node), then the placed ones on their nodes
+            tasks = [TaskInfo(tspec, job, index.get(tspec.node) if tspec.node else None, i)
+                     for i, tspec in enumerate(spec.tasks)]
+            for task in tasks:
+                row = task.node
+                if row is not None and task.status not in _ENDED:
+                    self.node_tasks[row][task.spec.key] = task
             job.adopt(tasks)
             self.jobs[spec.uid] = job
         affinity_shapes([t for j in self.jobs.values() for t in j.tasks], snapshot.residents)
         self.reasons = Reasons()
         self.callbacks: dict[Point, list[list[tuple[str, Callable[..., Any]]]]] = {p: [] for p in _POINTS}
         self.handlers: list[tuple[str, Callable[[TaskInfo], None], Callable[[TaskInfo], None]]] = []
+        self._on_allocate: tuple[Callable[[TaskInfo], None], ...] = ()  # the handlers' first halves, for place
+        #: Point -> its callbacks of every tier in order (``_flat``), for the votes asked per task or per
+        #: comparison, where reading the point's table and walking its tiers cost as much as the vote.
+        self._flat_fns: dict[Point, tuple[Callable[..., Any], ...]] = {}
         self.plugins: dict[str, Any] = {}
         #: Per-session state several plugins share (e.g. the device ledger of deviceshare and
         #: numa-aware). Kept on the session so it dies with it; a module-level map keyed by the
@@ -203,6 +207,7 @@ class Session:
         if option is not None and switch is not None and not option.enabled(switch):
             return
         self.callbacks[point][-1].append((plugin_name, fn))
+        self._flat_fns.clear()  # flattened again on the next vote
         if row is not None:
             self.row_fns[fn] = row
         if by_resources:
@@ -230,6 +235,15 @@ class Session:
     def add_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
                           on_deallocate: Callable[[TaskInfo], None]) -> None:
         self.handlers.append((plugin_name, on_allocate, on_deallocate))
+        self._on_allocate = tuple(on for _name, on, _off in self.handlers)
+
+    def remove_event_handler(self, plugin_name: str, on_allocate: Callable[[TaskInfo], None],
+                             on_deallocate: Callable[[TaskInfo], None]) -> None:
+        """Undo :meth:`add_event_handler` (an action's index that follows the session while it runs)."""
+        entry = (plugin_name, on_allocate, on_deallocate)
+        if entry in self.handlers:
+            self.handlers.remove(entry)
+        self._on_allocate = tuple(on for _name, on, _off in self.handlers)
 
     def has(self, point: Point) -> bool:
         return any(self.callbacks[point])
@@ -252,6 +266,8 @@ class Session:
         self.plugins.clear()
         self.callbacks.clear()
         self.handlers.clear()
+        self._on_allocate = ()
+        self._flat_fns.clear()
         self.shared.clear()
         self.shape_caches.clear()
         self.row_fns.clear()
@@ -259,100 +275,6 @@ class Session:
         self.by_state.clear()
         self.predicate_fns, self.node_order_fns, self.batch_node_order_fns, self.predicate_statics = [], [], [], []
         self.evictions.clear()
-
-    # ------------------------------------------------------------------ ordering
-    def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        result = votes.first_nonzero(self.callbacks[Point.JOB_ORDER], left, right)
-        if result:
-            return result
-        if left.spec.creation != right.spec.creation:
-            return -1 if left.spec.creation < right.spec.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
-
-    def queue_order(self, left: str, right: str) -> int:
-        result = votes.first_nonzero(self.callbacks[Point.QUEUE_ORDER], left, right)
-        if result:
-            return result
-        lq, rq = self.queues[left], self.queues[right]
-        if lq.creation != rq.creation:
-            return -1 if lq.creation < rq.creation else 1
-        return -1 if left < right else (1 if left > right else 0)
-
-    def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
-        result = votes.first_nonzero(self.callbacks[Point.TASK_ORDER], left, right)
-        if result:
-            return result
-        return compare_task(left, right)
-
-    def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
-        """Tasks in TaskOrder. When every task-order callback also offers an equivalent
-        ``sort_key`` and every pod name carries an index, sort by keys (same order, fewer
-        Python comparisons); otherwise by the comparator."""
-        items = list(tasks)
-        fns = [fn for tier in self.callbacks[Point.TASK_ORDER] for _name, fn in tier]
-        keys = [getattr(fn, "sort_key", None) for fn in fns]
-        indices = [_name_index(t.spec.name) for t in items]
-        if all(k is not None for k in keys) and all(i is not None for i in indices):
-            decorated = [
-                (tuple(k(t) for k in keys), idx, t.spec.creation, t.spec.uid, pos)  # type: ignore[misc]
-                for pos, (t, idx) in enumerate(zip(items, indices, strict=True))
-            ]
-            decorated.sort()
-            return [items[d[-1]] for d in decorated]
-        return sorted(items, key=cmp_to_key(self.task_order))
-
-    # ------------------------------------------------------------------ job and queue votes
-    def job_valid(self, job: JobInfo) -> str:
-        for tier in self.callbacks[Point.JOB_VALID]:
-            for _name, fn in tier:
-                reason = fn(job)
-                if reason:
-                    return str(reason)
-        return ""
-
-    def job_ready(self, job: JobInfo) -> bool:
-        return votes.all_true(self.callbacks[Point.JOB_READY], job)
-
-    def job_pipelined(self, job: JobInfo) -> bool:
-        return votes.tier_vote(self.callbacks[Point.JOB_PIPELINED], job)
-
-    def job_enqueueable(self, job: JobInfo) -> tuple[bool, str]:
-        return votes.tier_vote_reasons(self.callbacks[Point.JOB_ENQUEUEABLE], job)
-
-    def job_enqueued(self, job: JobInfo) -> None:
-        for tier in self.callbacks[Point.JOB_ENQUEUED]:
-            for _name, fn in tier:
-                fn(job)
-
-    def job_starving(self, job: JobInfo) -> bool:
-        return votes.starving(self.callbacks[Point.JOB_STARVING], job)
-
-    def overused(self, queue: str) -> bool:
-        return votes.any_true(self.callbacks[Point.OVERUSED], queue)
-
-    def allocatable(self, queue: str, task: TaskInfo) -> bool:
-        return votes.all_true(self.callbacks[Point.ALLOCATABLE], queue, task)
-
-    def preemptive(self, queue: str, tasks: list[TaskInfo]) -> bool:
-        return votes.all_true(self.callbacks[Point.PREEMPTIVE], queue, tasks)
-
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        return votes.tiered_victims(self.callbacks[Point.PREEMPTABLE], _uid, preemptor, candidates)
-
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        return votes.tiered_victims(self.callbacks[Point.RECLAIMABLE], _uid, reclaimer, candidates)
-
-    def victim_queue_order(self, left: str, right: str, preemptor_queue: str) -> int:
-        result = votes.first_nonzero(self.callbacks[Point.VICTIM_QUEUE_ORDER], left, right, preemptor_queue)
-        return result if result else -self.queue_order(left, right)
-
-    def pre_predicate(self, task: TaskInfo) -> str:
-        for tier in self.callbacks[Point.PRE_PREDICATE]:
-            for _name, fn in tier:
-                error = fn(task)
-                if error:
-                    return str(error)
-        return ""
 
     # ------------------------------------------------------------------ node accounting
     def future_idle(self, row: int) -> Vector:
@@ -366,7 +288,8 @@ class Session:
 
     def place(self, task: TaskInfo, row: int, status: TaskStatus) -> None:
         """Put a pending task on a node as Allocated or Pipelined and tell the handlers."""
-        req = task.spec.request
+        spec = task.spec
+        req = spec.request
         task.node = row
         task.job.set_status(task, status)
         if status == _PIPELINED:
@@ -376,15 +299,16 @@ class Session:
             idle -= req
             used += req
             self.pod_count[row] += 1
-            cpu, memory = task.spec.nonzero  # two scalar adds: a tuple operand is converted to an array per call
+            cpu, memory = spec.nonzero  # two scalar adds: a tuple operand is converted to an array per call
             nonzero_used = self.nonzero_used
             nonzero_used[row, 0] += cpu
             nonzero_used[row, 1] += memory
-        self.node_tasks[row][task.spec.key] = task
+        self.node_tasks[row][spec.key] = task
         self.changes.append(row)
-        if self.node_classes is not None:
-            self.node_classes.placed(row, (task.spec.request.tobytes(), task.spec.nonzero, status))
-        for _name, on_allocate, _ in self.handlers:
+        groups = self.node_classes
+        if groups is not None:
+            groups.placed(row, (req.tobytes(), spec.nonzero, status))
+        for on_allocate in self._on_allocate:
             on_allocate(task)
 
     def unplace(self, task: TaskInfo) -> None:
@@ -462,31 +386,6 @@ class Session:
     # ------------------------------------------------------------------ queue helpers
     def queue_jobs(self, queue: str) -> list[JobInfo]:
         return [j for j in self.jobs.values() if j.queue == queue]
-
-
-def _uid(task: TaskInfo) -> str:
-    return task.spec.uid
-
-
-def _name_index(name: str) -> int | None:
-    parts = name.split("-")
-    if len(parts) < 3:
-        return None
-    try:
-        return int(parts[-1])
-    except ValueError:
-        return None
-
-
-def compare_task(left: TaskInfo, right: TaskInfo) -> int:
-    """Volcano's fallback task order: pod index, then creation time, then UID."""
-    li, ri = _name_index(left.spec.name), _name_index(right.spec.name)
-    if li is not None and ri is not None and li != ri:
-        return -1 if li < ri else 1
-    if left.spec.creation != right.spec.creation:
-        return -1 if left.spec.creation < right.spec.creation else 1
-    lu, ru = left.spec.uid, right.spec.uid
-    return -1 if lu < ru else (1 if lu > ru else 0)
 
 
 def full_mask(n: int) -> np.ndarray:

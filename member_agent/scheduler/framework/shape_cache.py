@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from member_agent.scheduler.framework.node_classes import new_memo, score_rows
+from member_agent.scheduler.framework.node_classes import masks, new_memo, score_rows
 from member_agent.scheduler.framework.node_groups import node_groups
-from member_agent.scheduler.framework.rows import selector, take, unique_rows
+from member_agent.scheduler.framework.resource_columns import ResourceColumns as ResourceColumns
+from member_agent.scheduler.framework.resource_columns import resource_columns
+from member_agent.scheduler.framework.rows import MIN_RUN, runs, selector, take, unique_rows
 from policies.resources import TOLERANCE
 
 if TYPE_CHECKING:
@@ -44,7 +46,8 @@ class ShapeCache:
     """
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
-                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "static_ok", "rises", "serial", "seen")
+                 "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "static_ok", "rises", "serial", "seen",
+                 "seen_any")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -84,6 +87,7 @@ class ShapeCache:
         #: keeps its marks trusted (each new chunk used to move the counter).
         self.rises = 0
         self.seen = np.zeros(n, dtype=bool)  # rows evaluated at least once
+        self.seen_any = False  # whether ``seen`` holds a row
         #: Names this cache object without holding it (a dropped cache is rebuilt with a new one).
         self.serial = next(_SERIALS)
 
@@ -168,11 +172,24 @@ class ShapeCache:
         if self.stale:
             evaluated = self.evaluated
             self.stale = {row for row in self.stale if not evaluated[row]}
+        if isinstance(sel, slice) or len(rows) < MIN_RUN:  # a span, or too few rows to hold a long run
+            rose = self._evaluate_part(ssn, task, rows, sel)
+        else:  # long runs as spans (a search's span around the rows it evaluated before), the rest gathered
+            rose = False
+            for part, part_sel in runs(rows):
+                rose = self._evaluate_part(ssn, task, part, part_sel) or rose
+        if rose:  # once per call, as one pass over all the rows counts it
+            self.rises += 1
+        self._ok_rows = None
+
+    def _evaluate_part(self, ssn: Session, task: TaskInfo, rows: np.ndarray, sel: slice | np.ndarray) -> bool:
+        """Fits, predicate codes, ``ok`` and scores of ``rows`` (``sel``: their selector); whether a
+        row seen before turned ok (a rise, see ``rises``)."""
         # Checked dims one contiguous column at a time (ResourceColumns): 1-D comparisons
         # are much cheaper than ``all(axis=1)`` over a short second axis or strided reads.
         fit_idle: np.ndarray | bool = True
         fit_future: np.ndarray | bool = True
-        if isinstance(sel, slice):  # a span (a fresh shape's pass): slices of the shared columns
+        if isinstance(sel, slice):  # a span (a fresh shape's pass): slices of the shared columns, into place
             fit_idle, fit_future = self._fit_span(resource_columns(ssn).current(ssn), sel)
         else:  # scattered touched rows: one gather of each array is cheaper than refreshing columns
             idle, releasing, pipelined = take(ssn.idle, sel), take(ssn.releasing, sel), take(ssn.pipelined, sel)
@@ -180,12 +197,13 @@ class ShapeCache:
                 column = idle[:, d]
                 fit_idle = fit_idle & (column > lim)
                 fit_future = fit_future & ((column + releasing[:, d] - pipelined[:, d]) > lim)
-        self.fit_idle[sel] = fit_idle
-        self.fit_future[sel] = fit_future
+            self.fit_idle[sel] = fit_idle
+            self.fit_future[sel] = fit_future
         codes: np.ndarray | None = None
+        single = len(ssn.predicate_fns) == 1  # codes only read: no copy of the plugin's answer
         for fn, _ in ssn.predicate_fns:
             if codes is None:
-                codes = np.array(fn(task, rows), dtype=np.int32)
+                codes = np.asarray(fn(task, rows), dtype=np.int32) if single else np.array(fn(task, rows), dtype=np.int32)
                 continue
             pending = codes == 0
             if pending.all():
@@ -196,17 +214,26 @@ class ShapeCache:
             codes = np.zeros(len(rows), dtype=np.int32)
         self.codes[sel] = codes
         ok = (codes == 0) & fit_future
-        rose = ok > self.ok[sel]
-        if rose.any() and (rose & self.seen[sel]).any():  # a first evaluation is no rise (see ``seen``)
-            self.rises += 1
+        risen = False
+        if self.seen_any:  # a fresh shape's first pass sees no row again (skip the two passes)
+            rose = ok > self.ok[sel]
+            risen = bool(rose.any() and (rose & self.seen[sel]).any())  # a first evaluation is no rise (see ``seen``)
+        self.seen_any = True
         self.seen[sel] = True
         self.ok[sel] = ok
-        self._ok_rows = None
-        self.scored[sel] = False
         if ok.all():
-            self._score_rows(ssn, task, rows)
-        elif ok.any():
+            self._score_rows(ssn, task, rows, sel)
+        elif not ok.any():
+            self.scored[sel] = False
+        elif isinstance(sel, slice) and self._masks(ssn):
+            # A span scored in place where ok: no gather of its ok rows and their group ids, no
+            # scatter of their scores (rows not ok get a value or NaN, and are not ``scored``).
+            score_rows(ssn, task, rows, self.memo, sel, ok, out=self.score[sel])
+            self.scored[sel] = ok
+        else:
+            self.scored[sel] = False
             self._score_rows(ssn, task, rows[ok])
+        return risen
 
     def _evaluate_few(self, ssn: Session, task: TaskInfo, rows: list[int]) -> None:
         """:meth:`_evaluate` of a few sorted rows, one by one in scalar code."""
@@ -218,15 +245,17 @@ class ShapeCache:
             self._evaluate_row(ssn, task, row)
 
     def _fit_span(self, columns: tuple[np.ndarray, np.ndarray], sel: slice) -> tuple[np.ndarray | bool, ...]:
-        """Idle and FutureIdle fit over a span, comparing into one scratch buffer and AND-ing
-        in place: every fresh shape passes over most of the cluster (jobs x nodes rows in a
+        """Idle and FutureIdle fit over a span, written into ``fit_idle`` and ``fit_future`` (and
+        returned as views of them), comparing into one scratch buffer and AND-ing in place: every fresh shape passes over most of the cluster (jobs x nodes rows in a
         session), so temporaries per dimension were a third of this pass's cost."""
+        fit_idle, fit_future = self.fit_idle[sel], self.fit_future[sel]  # views: the results go in place
         if not self.checked:
+            fit_idle[:] = fit_future[:] = True
             return True, True
         idle_t, future_t = columns
         (d, lim), rest = self.checked[0], self.checked[1:]
-        fit_idle = idle_t[d][sel] > lim
-        fit_future = future_t[d][sel] > lim
+        np.greater(idle_t[d][sel], lim, out=fit_idle)
+        np.greater(future_t[d][sel], lim, out=fit_future)
         if rest:
             scratch = np.empty(len(fit_idle), dtype=bool)
             for d, lim in rest:
@@ -234,12 +263,18 @@ class ShapeCache:
                 fit_future &= np.greater(future_t[d][sel], lim, out=scratch)
         return fit_idle, fit_future
 
-    def _score_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> None:
+    def _masks(self, ssn: Session) -> bool:
+        """Whether the shape's scores can be computed for a mask of a span (node_classes.masks)."""
         if self.memo is None:
             self.memo = new_memo(ssn) or []
-        score = score_rows(ssn, task, rows, self.memo or None)
-        sel = selector(rows)
-        self.score[sel] = score
+        return masks(ssn, self.memo)
+
+    def _score_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray, sel: slice | np.ndarray | None = None) -> None:
+        if self.memo is None:
+            self.memo = new_memo(ssn) or []
+        if sel is None:
+            sel = selector(rows)
+        self.score[sel] = score_rows(ssn, task, rows, self.memo or None, sel)
         self.scored[sel] = True
 
     def scores(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
@@ -316,6 +351,7 @@ class ShapeCache:
             self.score[row] = score
         self.scored[row] = ok
         self.seen[row] = True
+        self.seen_any = True
 
     def insufficient_reasons(self, ssn: Session, rows: np.ndarray) -> np.ndarray:
         """Reason codes ("Insufficient <resource>") for rows whose FutureIdle is short."""
@@ -323,40 +359,6 @@ class ShapeCache:
         first = np.argmax(~(future > self.limit), axis=1)
         codes: np.ndarray = dim_reason_codes(ssn)[first]
         return codes
-
-
-class ResourceColumns:
-    """Idle and FutureIdle (idle + releasing - pipelined) of every node, one contiguous row
-    per dimension, shared by every shape's cache.
-
-    A fresh shape compares a whole span of nodes against its request; reading a dimension of
-    the row-major session arrays is a strided gather and FutureIdle would be summed again per
-    shape. Every change to those arrays goes through :meth:`Session.touch`, so the columns are
-    kept current by copying the rows touched since the last read.
-    """
-
-    __slots__ = ("idle", "future", "pos")
-
-    def __init__(self, ssn: Session) -> None:
-        self.idle = np.ascontiguousarray(ssn.idle.T)
-        self.future = np.ascontiguousarray((ssn.idle + ssn.releasing - ssn.pipelined).T)
-        self.pos = len(ssn.changes)
-
-    def current(self, ssn: Session) -> tuple[np.ndarray, np.ndarray]:
-        changes = ssn.changes
-        if self.pos < len(changes):
-            rows = unique_rows(changes[self.pos:], self.idle.shape[1])
-            self.pos = len(changes)
-            self.idle[:, rows] = ssn.idle[rows].T
-            self.future[:, rows] = (ssn.idle[rows] + ssn.releasing[rows] - ssn.pipelined[rows]).T
-        return self.idle, self.future
-
-
-def resource_columns(ssn: Session) -> ResourceColumns:
-    columns: ResourceColumns | None = ssn.resource_columns
-    if columns is None or columns.idle.shape[1] != len(ssn.idle):
-        columns = ssn.resource_columns = ResourceColumns(ssn)
-    return columns
 
 
 def dim_reason_codes(ssn: Session) -> np.ndarray:

@@ -26,6 +26,9 @@ class Op(Enum):
     ALLOCATE = "allocate"
 
 
+_ALLOCATE, _EVICT = Op.ALLOCATE, Op.EVICT  # read per placement: module constants (see _ALLOCATED)
+
+
 class Statement:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -52,10 +55,11 @@ class Statement:
         self.ops.append((Op.PIPELINE, task, ""))
 
     def allocate(self, task: TaskInfo, row: int) -> None:
-        self.ssn.place(task, row, _ALLOCATED)
-        if self.ssn.options.verbosity >= 3:
-            self.ssn.log(3, f"Binding Task {task.key} to node {self.ssn.node_names[row]}")
-        self.ops.append((Op.ALLOCATE, task, ""))
+        ssn = self.ssn
+        ssn.place(task, row, _ALLOCATED)
+        if ssn.options.verbosity >= 3:
+            ssn.log(3, f"Binding Task {task.key} to node {ssn.node_names[row]}")
+        self.ops.append((_ALLOCATE, task, ""))
 
     # ------------------------------------------------------------------ closing
     def discard(self) -> None:
@@ -76,9 +80,9 @@ class Statement:
         allocated = []
         for op, task, reason in self.ops:
             task.last_tx = None
-            if op is Op.EVICT:
+            if op is _EVICT:
                 self.ssn.evictions.append((task, reason))
-            elif op is Op.ALLOCATE:
+            elif op is _ALLOCATE:
                 allocated.append(task)
             # A pipeline is in-session only; the pod is considered again next session.
         # Dispatched together, in order (a status change reads nothing an eviction record writes).

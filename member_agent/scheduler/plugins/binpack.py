@@ -27,6 +27,8 @@ ARGUMENTS = (
 )
 PREFIXED = {"binpack.resources.": int}
 MAX_NODE_SCORE = 100.0
+#: Requests whose counted dims :meth:`BinpackPlugin._terms` keeps (a session has one per task shape or fewer).
+MAX_TERMS = 4096
 
 
 class BinpackPlugin:
@@ -54,6 +56,7 @@ class BinpackPlugin:
                 self.weights[i] = weight
                 self.configured[i] = True
         self.weights_list = self.weights.tolist()
+        self.terms: dict[tuple[float, ...], tuple[tuple[tuple[int, float, float], ...], float]] = {}
         self.configured_list = self.configured.tolist()
         if self.weight != 0:
             ssn.add(Point.NODE_ORDER, NAME, self._score, row=self._score_row, by_resources=True)
@@ -77,24 +80,43 @@ class BinpackPlugin:
         return score
 
     def _score_row(self, task: TaskInfo, row: int) -> float:
-        """The same formula for one node, in scalar arithmetic."""
-        total = weight_sum = 0.0
+        """The same formula for one node, in scalar arithmetic, over the task's counted dims
+        (:meth:`_terms`)."""
+        terms, factor = self._terms(task.spec.request_list)
+        if factor == 0.0:
+            return 0.0
+        total = 0.0
         alloc = self.ssn.node_allocatable[row].tolist()
         used = self.ssn.used[row].tolist()
-        for d, request in enumerate(task.spec.request_list):
-            if request < 0.1 or not self.configured_list[d]:
-                continue
-            weight = self.weights_list[d]
-            weight_sum += weight
-            if alloc[d] == 0 or weight == 0:
+        for d, request, weight in terms:
+            if alloc[d] == 0:
                 continue
             after = used[d] + request
             if after > alloc[d]:
                 return 0.0
             total += after * weight / alloc[d]
-        if weight_sum == 0:
-            return 0.0
-        return total * (MAX_NODE_SCORE * self.weight / weight_sum)
+        return total * factor
+
+    def _terms(self, request: tuple[float, ...]) -> tuple[tuple[tuple[int, float, float], ...], float]:
+        """A request's counted dims with a weight (dim, request, weight) and the score's factor
+        ``100 * binpack.weight / sum of the counted weights`` (0.0: the score is 0). They depend on
+        the request alone: kept per request instead of walking every dim for every row."""
+        found = self.terms.get(request)
+        if found is None:
+            weight_sum = 0.0
+            terms = []
+            for d, value in enumerate(request):
+                if value < 0.1 or not self.configured_list[d]:
+                    continue
+                weight = self.weights_list[d]
+                weight_sum += weight
+                if weight != 0:
+                    terms.append((d, value, weight))
+            factor = MAX_NODE_SCORE * self.weight / weight_sum if weight_sum != 0 else 0.0
+            if len(self.terms) >= MAX_TERMS:
+                self.terms.clear()
+            found = self.terms[request] = (tuple(terms), factor)
+        return found
 
     def on_session_close(self, ssn: Session) -> None:
         pass

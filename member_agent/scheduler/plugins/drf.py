@@ -46,7 +46,12 @@ class DrfPlugin:
             ssn.add(Point.RECLAIMABLE, NAME, self.hierarchy.reclaimable)
 
     def _job_order(self, left: JobInfo, right: JobInfo) -> int:
-        ls, rs = self.shares.share[left.uid], self.shares.share[right.uid]
+        shares = self.shares  # known shares read straight from the table (a comparison per heap step)
+        ls, rs = shares.share[left.uid], shares.share[right.uid]
+        if ls is None:
+            ls = shares.current(left.uid)
+        if rs is None:
+            rs = shares.current(right.uid)
         if ls == rs:
             return 0
         return -1 if ls < rs else 1
@@ -73,7 +78,14 @@ class DrfPlugin:
             self.hierarchy.update_job(task.job, alloc)
 
     def _on_allocate(self, task: TaskInfo) -> None:
-        self._update(task, 1.0)
+        # ``_update(task, 1.0)`` written out: a handler runs for every placement.
+        uid = task.job.uid
+        shares = self.shares
+        alloc = shares.allocated[uid]
+        alloc += task.spec.request
+        shares.share[uid] = None
+        if self.hierarchy is not None:
+            self.hierarchy.update_job(task.job, alloc)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         self._update(task, -1.0)

@@ -31,14 +31,20 @@ _INVERSES: dict[bytes, tuple[bool, Vector]] = {}
 
 
 class DominantShares:
-    """Each job's allocated vector and dominant share, kept current as tasks come and go."""
+    """Each job's allocated vector and dominant share, kept current as tasks come and go.
+
+    A share is worked out when it is read (:meth:`current`), not on every change: it is a function
+    of the allocated vector alone, so the value read is the one an update per change would have
+    left, and a job's shares are read by the job order a few times per job while its placements
+    change them once per task."""
 
     def __init__(self, total: Vector) -> None:
         self.total = total
         self.any_dim, self.inv_total = _inverse(total)
         self._inv = self.inv_total.tolist()
         self.allocated: dict[str, Vector] = {}
-        self.share: dict[str, float] = {}
+        #: uid -> the share of ``allocated[uid]``, or None when it changed since last read.
+        self.share: dict[str, float | None] = {}
 
     def share_of(self, allocated: Vector) -> float:
         """max over the counted dimensions of allocated / total (0 when none counts)."""
@@ -48,7 +54,14 @@ class DominantShares:
 
     def track(self, uid: str, allocated: Vector) -> None:
         self.allocated[uid] = allocated
-        self.share[uid] = self.share_of(allocated)
+        self.share[uid] = None
+
+    def current(self, uid: str) -> float:
+        """The job's dominant share (of its allocation as it is now)."""
+        share = self.share[uid]
+        if share is None:
+            share = self.share[uid] = self.share_of(self.allocated[uid])
+        return share
 
     def add(self, uid: str, request: Vector, sign: float = 1.0) -> Vector:
         """Add ``request`` (``sign`` -1: take it away) to the job's allocation, in place (no
@@ -58,7 +71,7 @@ class DominantShares:
             allocated += request
         else:
             allocated -= request
-        self.share[uid] = self.share_of(allocated)
+        self.share[uid] = None
         return allocated
 
 

@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from member_agent.scheduler.framework.infos import TaskInfo
+from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import JobSpec, TaskSpec
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
@@ -54,7 +55,8 @@ def placed_pods(ssn: Session) -> list[tuple[TaskSpec, int]]:
 
 
 def scored(spec: TaskSpec) -> bool:
-    return spec.pod_affinity.scored
+    terms = spec.pod_affinity  # the shared empty value scores nothing (an identity test spares the property)
+    return terms is not NO_POD_AFFINITY and terms.scored
 
 
 def job_has(job: JobSpec, key: str, test: Callable[[TaskSpec], bool]) -> bool:

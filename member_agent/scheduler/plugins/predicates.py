@@ -123,8 +123,11 @@ class PredicatesPlugin:
 
     def _on_allocate(self, task: TaskInfo) -> None:
         # Pipelined: counts on the node (Allocated is in ``pod_count`` already); an undone
-        # eviction (Releasing -> Running) counts again.
-        if not self._unshift(task) and task.status == _PIPELINED and task.node is not None:
+        # eviction (Releasing -> Running) counts again. ``_unshift`` written out when the task has
+        # no entry (every placement of a pending task): a lookup instead of a call.
+        if task.spec.key in self.delta_of:
+            self._unshift(task)
+        elif task.status == _PIPELINED and task.node is not None:
             self._shift(task, task.node, 1)
 
     def _on_deallocate(self, task: TaskInfo) -> None:

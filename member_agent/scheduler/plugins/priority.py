@@ -24,12 +24,18 @@ def task_order(left: TaskInfo, right: TaskInfo) -> int:
 task_order.sort_key = lambda t: -t.spec.priority  # type: ignore[attr-defined]
 
 
+def _job_order(left: JobInfo, right: JobInfo) -> int:
+    """``_desc`` of the jobs' priorities, written out: the job queues compare at every heap step."""
+    lp, rp = left.priority, right.priority
+    return 0 if lp == rp else (-1 if lp > rp else 1)
+
+
 class PriorityPlugin:
     name = NAME
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add(Point.TASK_ORDER, NAME, task_order)
-        ssn.add(Point.JOB_ORDER, NAME, lambda left, right: _desc(left.priority, right.priority))
+        ssn.add(Point.JOB_ORDER, NAME, _job_order)
         ssn.add(Point.PREEMPTABLE, NAME, self._preemptable)
         ssn.add(Point.JOB_STARVING, NAME, lambda j: j.ready_num + j.waiting_num < len(j.tasks))
 

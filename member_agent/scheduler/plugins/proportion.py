@@ -45,9 +45,26 @@ class QueueAttr:
     inqueue: Vector
     elastic: Vector
     deserved: Vector
-    share: float = 0.0
     inv_deserved: Vector | None = None
     inv_any: bool = False  # inv_deserved has a non-zero entry (read on every allocation)
+    _share: float = 0.0
+    #: ``allocated`` changed since the share was last worked out. The share is a function of
+    #: ``allocated`` and the inverses alone, so working it out when read gives what an update per
+    #: placement gave, while placements change it once per task and the queue order reads it per pop.
+    stale: bool = False
+
+    @property
+    def share(self) -> float:
+        if self.stale:
+            inv = self.inv_deserved
+            self._share = largest_product(self.allocated.tolist(), inv.tolist()) if inv is not None and self.inv_any else 0.0
+            self.stale = False
+        return self._share
+
+    @share.setter
+    def share(self, value: float) -> None:
+        self._share = value
+        self.stale = False
 
 
 def capability_vector(dims: Dimensions, queue: QueueSpec) -> Vector:
@@ -212,7 +229,7 @@ class ProportionPlugin:
                 name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
                 capability=capability, guarantee=guarantee, real_capability=opened.real[i],
                 allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
-                deserved=deserved[i], share=opened.shares[i], inv_deserved=inverse[i], inv_any=opened.inv_any[i],
+                deserved=deserved[i], inv_deserved=inverse[i], inv_any=opened.inv_any[i], _share=opened.shares[i],
             )
         attrs = list(self.attrs.values())
         for attr in attrs if ssn.options.verbosity >= 4 else ():
@@ -261,8 +278,12 @@ class ProportionPlugin:
         # Python floats (the same IEEE sums as numpy's scalars, without a numpy scalar per read).
         allocated = attr.allocated.tolist()
         deserved = attr.deserved.tolist()
-        req = task.spec.request_list
-        return all(allocated[d] + req[d] <= deserved[d] for d in task.spec.requested_dims)
+        spec = task.spec
+        req = spec.request_list
+        for d in spec.requested_dims:  # noqa: SIM110 (``all`` over a generator cost more than the comparisons)
+            if not allocated[d] + req[d] <= deserved[d]:
+                return False
+        return True
 
     def _preemptive(self, queue: str, tasks: list[TaskInfo]) -> bool:
         attr = self.attrs.get(queue)
@@ -316,18 +337,13 @@ class ProportionPlugin:
         attr = self.attrs.get(task.job.queue)
         if attr is not None:
             attr.allocated += task.spec.request
-            self._reshare(attr)
+            attr.stale = True
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         attr = self.attrs.get(task.job.queue)
         if attr is not None:
             attr.allocated -= task.spec.request
-            self._reshare(attr)
-
-    @staticmethod
-    def _reshare(attr: QueueAttr) -> None:
-        inv = attr.inv_deserved
-        attr.share = largest_product(attr.allocated.tolist(), inv.tolist()) if inv is not None and attr.inv_any else 0.0
+            attr.stale = True
 
     def on_session_close(self, ssn: Session) -> None:
         pass

@@ -39,10 +39,17 @@ def soft_constraints(spec: TaskSpec) -> tuple[SpreadConstraint, ...]:
     return tuple(c for c in spec.extras.spread if c.when_unsatisfiable == "ScheduleAnyway")
 
 
+def _has_soft(spec: TaskSpec) -> bool:
+    """``bool(soft_constraints(spec))`` without building the tuple (most pods have no constraint:
+    asked of every pod of every job at a session's first opening)."""
+    spread = spec.extras.spread
+    return bool(spread) and any(c.when_unsatisfiable == "ScheduleAnyway" for c in spread)
+
+
 class SpreadScore:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.active = any(job_has(job.spec, "soft_spread", lambda t: bool(soft_constraints(t))) for job in ssn.jobs.values())
+        self.active = any(job_has(job.spec, "soft_spread", _has_soft) for job in ssn.jobs.values())
         self._seen = -1  # len(ssn.changes) when the placed pods were last collected
         self._placed: list[tuple[TaskSpec, int]] = []
 

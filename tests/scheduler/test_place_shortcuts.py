@@ -261,13 +261,13 @@ def test_decisions_unchanged_with_every_share_worked_out_per_placement(monkeypat
 def test_a_tally_counted_at_once_equals_adding_the_tasks_one_by_one(seed: int) -> None:
     import random
 
-    from member_agent.scheduler.framework.infos import _Tally
+    from member_agent.scheduler.framework.job_tally import Tally
 
     rng = random.Random(seed)
     roles = [(rng.choice(["ps", "worker", "chief", ""]), rng.random() < 0.3, rng.choice(list(TaskStatus)))
              for _ in range(rng.randint(1, 40))]
     added = _job(roles)  # JobInfo.add per task: _count, the walk the tally replaced
     probe = _job([])
-    tally = _Tally.counted([TaskInfo(t.spec, probe, None, i) for i, t in enumerate(added.tasks)])
-    tally.share_with(probe)
+    tally = Tally.counted([TaskInfo(t.spec, probe, None, i) for i, t in enumerate(added.tasks)])
+    probe._share(tally)
     assert _counters(probe) == _counters(added)

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from operator import attrgetter
 from typing import TYPE_CHECKING, Callable
 
+from member_agent.scheduler.framework.job_tally import (
+    EMPTY_TALLY,
+    STATUS_DELTAS,
+    STATUS_FLAGS,
+    Tally,
+    copy_counter,
+)
 from member_agent.scheduler.framework.status import (
     READY_STATUSES,
     SCHEDULED_STATUSES,
@@ -86,7 +92,7 @@ class JobInfo:
         self.ready_num: int  # ReadyTaskNum, kept incrementally
         self.valid_num: int  # ValidTaskNum
         self.scheduled_num: int  # ScheduledTaskNum
-        _EMPTY.share_with(self)
+        self._share(EMPTY_TALLY)
         #: The counters are a tally's own objects (read-only) until the first change.
         self._shared_counters = True
         #: The tally's memo of the role checks (valid, ready, pipelined), None for a job built by add().
@@ -115,11 +121,24 @@ class JobInfo:
         """Take ``tasks``, one per spec task in order and still at its snapshot status; the
         counters come from the spec's memo (the same numbers :meth:`add` would count)."""
         self.tasks = tasks
-        tally: _Tally | None = self.spec.memo.get("tally")
+        tally: Tally | None = self.spec.memo.get("tally")
         if tally is None:
-            tally = self.spec.memo["tally"] = _Tally.counted(tasks)
-        tally.share_with(self)
+            tally = self.spec.memo["tally"] = Tally.counted(tasks)
+        self._share(tally)
         self._tally_answers = tally.answers
+
+    def _share(self, tally: Tally) -> None:
+        # Shared, not copied: most jobs of a session never change, and copying their counters was
+        # dearer than counting them. ``JobInfo._unshare`` copies them before the first change.
+        self.counts = tally.counts
+        self.role_counts = tally.role_counts
+        self.role_valid = tally.role_valid
+        self.role_ready = tally.role_ready
+        self.role_pending_best_effort = tally.role_pending_best_effort
+        self.pending_best_effort = tally.pending_best_effort
+        self.ready_num = tally.ready_num
+        self.valid_num = tally.valid_num
+        self.scheduled_num = tally.scheduled_num
 
     def add(self, task: TaskInfo) -> None:
         self.tasks.append(task)
@@ -148,7 +167,7 @@ class JobInfo:
             role = self.role_counts[name] = Counter()
         role[old] -= 1
         role[status] += 1
-        d_ready, d_valid, d_scheduled = _DELTAS[old, status]
+        d_ready, d_valid, d_scheduled = STATUS_DELTAS[old, status]
         if d_ready:
             self.role_ready[name] = self.role_ready.get(name, 0) + d_ready
             self.ready_num += d_ready
@@ -190,8 +209,8 @@ class JobInfo:
         """``moved`` tasks going from ``old`` to ``status``, ``k`` of them in each role of ``per_role``
         (in the order the roles' first tasks come): the role counters and the ready, valid and
         scheduled numbers, each skipped where both statuses count in it alike."""
-        ready0, valid0, scheduled0 = _FLAGS[old]
-        ready1, valid1, scheduled1 = _FLAGS[status]
+        ready0, valid0, scheduled0 = STATUS_FLAGS[old]
+        ready1, valid1, scheduled1 = STATUS_FLAGS[status]
         for name, k in per_role:
             role = self.role_counts.get(name)
             if role is None:
@@ -211,8 +230,8 @@ class JobInfo:
 
     def _unshare(self) -> None:
         """Own copies of the counters shared with the spec's tally, before the first change."""
-        self.counts = _copy(self.counts)
-        self.role_counts = {role: _copy(c) for role, c in self.role_counts.items()}
+        self.counts = copy_counter(self.counts)
+        self.role_counts = {role: copy_counter(c) for role, c in self.role_counts.items()}
         self.role_valid = dict(self.role_valid)
         self.role_ready = dict(self.role_ready)
         self.role_pending_best_effort = dict(self.role_pending_best_effort)
@@ -331,99 +350,3 @@ class JobInfo:
     def has_role_fit_error(self, task: TaskInfo) -> bool:
         """``TaskHasFitErrors``: a sibling with the same role already found no node."""
         return bool(task.spec.role) and task.spec.role in self.roles_with_fit_errors
-
-
-def _copy(counter: Counter[TaskStatus]) -> Counter[TaskStatus]:
-    """A copy of ``counter`` (the same items in the same order). ``Counter(c)`` runs ``__init__`` and
-    ``Counter.update``'s Python code with an ABC check, several times the C copy, per job placed on;
-    a Counter needs nothing of its ``__init__`` but the empty dict ``__new__`` gives."""
-    out: Counter[TaskStatus] = Counter.__new__(Counter)
-    dict.update(out, counter)
-    return out
-
-
-class _Tally:
-    """A job's counters with every task at its snapshot status (kept in ``JobSpec.memo``)."""
-
-    COUNTERS = ("counts", "role_counts", "role_valid", "role_ready", "role_pending_best_effort",
-                "pending_best_effort", "ready_num", "valid_num", "scheduled_num")
-    __slots__ = (*COUNTERS, "answers")
-    counts: Counter[TaskStatus]
-    role_counts: dict[str, Counter[TaskStatus]]
-    role_valid: dict[str, int]
-    role_ready: dict[str, int]
-    role_pending_best_effort: dict[str, int]
-    pending_best_effort: int
-    ready_num: int
-    valid_num: int
-    scheduled_num: int
-    answers: list[bool | None]
-
-    @classmethod
-    def counted(cls, tasks: list[TaskInfo]) -> _Tally:
-        """The counters :meth:`JobInfo.add` of each of ``tasks`` in turn leaves, from one count (in C)
-        of each distinct (role, status, best effort): the triples come in the order each first
-        appears, so every counter meets its keys in the tasks' order, and gets the same sums. A
-        session's first opening walked every task of every job through ``_count``."""
-        counts: Counter[TaskStatus] = Counter.__new__(Counter)
-        role_counts: dict[str, Counter[TaskStatus]] = {}
-        role_valid: dict[str, int] = {}
-        role_ready: dict[str, int] = {}
-        role_pending_best_effort: dict[str, int] = {}
-        ready = valid = scheduled = pending_best_effort = 0
-        for (name, status, best_effort), n in Counter(map(_TRIPLE, tasks)).items():
-            counts[status] += n
-            is_ready, is_valid, is_scheduled = _FLAGS[status]
-            ready += is_ready * n
-            valid += is_valid * n
-            scheduled += is_scheduled * n
-            role = role_counts.get(name)
-            if role is None:
-                role = role_counts[name] = Counter.__new__(Counter)
-            role[status] += n
-            if is_valid:
-                role_valid[name] = role_valid.get(name, 0) + n
-            if is_ready:
-                role_ready[name] = role_ready.get(name, 0) + n
-            if status == S.PENDING and best_effort:
-                pending_best_effort += n
-                role_pending_best_effort[name] = role_pending_best_effort.get(name, 0) + n
-        tally = cls()
-        tally.counts, tally.role_counts, tally.role_valid, tally.role_ready = counts, role_counts, role_valid, role_ready
-        tally.role_pending_best_effort, tally.pending_best_effort = role_pending_best_effort, pending_best_effort
-        tally.ready_num, tally.valid_num, tally.scheduled_num = ready, valid, scheduled
-        tally.answers = [None, None, None]
-        return tally
-
-    def share_with(self, job: JobInfo) -> None:
-        # Shared, not copied: most jobs of a session never change, and copying their counters was
-        # dearer than counting them. ``JobInfo._count`` copies them before the first change.
-        job.counts = self.counts
-        job.role_counts = self.role_counts
-        job.role_valid = self.role_valid
-        job.role_ready = self.role_ready
-        job.role_pending_best_effort = self.role_pending_best_effort
-        job.pending_best_effort = self.pending_best_effort
-        job.ready_num = self.ready_num
-        job.valid_num = self.valid_num
-        job.scheduled_num = self.scheduled_num
-
-
-def _empty_tally() -> _Tally:
-    tally = _Tally()
-    tally.counts, tally.role_counts = Counter(), {}
-    tally.role_valid, tally.role_ready, tally.role_pending_best_effort = {}, {}, {}
-    tally.pending_best_effort = tally.ready_num = tally.valid_num = tally.scheduled_num = 0
-    tally.answers = [None, None, None]
-    return tally
-
-
-#: Per status: whether it counts as ready, valid and scheduled (``JobInfo.set_status``).
-_FLAGS = {s: (int(s in READY_STATUSES), int(s in VALID_STATUSES), int(s in SCHEDULED_STATUSES)) for s in TaskStatus}
-#: A task's (role, status, best effort): what ``JobInfo._count`` reads of it.
-_TRIPLE = attrgetter("spec.role", "status", "spec.best_effort")
-#: Per (old, new) status: the change to the ready, valid and scheduled numbers of one task's move.
-_DELTAS = {(a, b): tuple(y - x for x, y in zip(_FLAGS[a], _FLAGS[b], strict=True)) for a in TaskStatus for b in TaskStatus}
-
-#: The counters of a job with no task: every JobInfo starts sharing them.
-_EMPTY = _empty_tally()

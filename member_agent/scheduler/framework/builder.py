@@ -23,7 +23,7 @@ import numpy as np
 
 from member_agent.scheduler.framework.dims import Dimensions, empty_values
 from member_agent.scheduler.framework.hypernodes import topology_of
-from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
+from member_agent.scheduler.framework.pod_affinity import PodAffinity, parse_pod_affinity
 from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
 from member_agent.scheduler.framework.snapshot import (
     JobSpec,
@@ -35,7 +35,7 @@ from member_agent.scheduler.framework.snapshot import (
     TaskSpec,
 )
 from member_agent.scheduler.framework.status import TaskStatus
-from member_agent.scheduler.framework.topology import node_topology, pod_extras, shape_extra
+from member_agent.scheduler.framework.topology import PodExtras, node_topology, pod_extras, shape_extra
 from policies.k8s import node_selector
 from policies.k8s import tolerations as k8s_tolerations
 from policies.k8s.object_view import ObjectMetaView, meta_of
@@ -210,18 +210,9 @@ class _Builder:
     def task(self, pod: Mapping[str, Any], dims: Dimensions, request: dict[str, float], nz: tuple[float, float]) -> TaskSpec:
         meta = _meta(pod)
         spec = pod.get("spec") or {}
-        ann = meta.get("annotations") or {}
         labels = meta.get("labels") or {}
         ns = str(meta.get("namespace") or "default")
         name = str(meta.get("name"))
-        group = ann.get(GROUP_NAME)
-        priority = spec.get("priority")
-        if priority is None:  # what the Priority admission plugin would have set
-            pc = spec.get("priorityClassName")
-            priority = self.priority_classes.get(pc, 1) if pc else 1
-        if TASK_PRIORITY in ann:
-            with suppress(ValueError):
-                priority = int(ann[TASK_PRIORITY])
         vec = dims.vector(request)
         vec.setflags(write=False)
         values = vec.tolist()
@@ -231,22 +222,45 @@ class _Builder:
         status = _task_status(pod)
         extras = pod_extras(pod)
         pod_affinity = parse_pod_affinity(spec, ns)
+        annotated = self.annotated(pod, extras, (vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations),
+                                   pod_affinity)
         return TaskSpec(
             uid=str(meta.get("uid") or f"{ns}-{name}"), name=name, namespace=ns,
-            job=f"{ns}/{group}" if group else "", role=str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
-            status=status, priority=int(priority), request=vec, nonzero=nz, node=spec.get("nodeName") or None,
+            status=status, request=vec, nonzero=nz, node=spec.get("nodeName") or None,
             node_selector=selector, affinity=affinity, tolerations=tolerations,
             creation=parse_time(meta.get("creationTimestamp")),
             nominated_node=str((pod.get("status") or {}).get("nominatedNodeName") or ""),
             best_effort=empty_values(values), priority_class_name=str(spec.get("priorityClassName") or ""),
-            preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
             gated=bool(spec.get("schedulingGates")),
-            shape=self.shape_id((vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations,
-                                 shape_extra(extras), pod_affinity)),
             request_list=tuple(values),
             requested_dims=tuple(d for d, v in enumerate(values) if v > 0 and d != Dimensions.PODS),
-            extras=extras, labels={str(k): str(v) for k, v in labels.items()}, pod_affinity=pod_affinity,
+            labels={str(k): str(v) for k, v in labels.items()}, pod_affinity=pod_affinity, **annotated,
         )
+
+    def annotated(self, pod: Mapping[str, Any], extras: PodExtras, shape_base: tuple[Any, ...],
+                  pod_affinity: PodAffinity) -> dict[str, Any]:
+        """The TaskSpec fields that read the pod's annotations (job, role, priority, preemptable, the
+        ``extras`` and the shape, whose key ends with the extras' part): :meth:`task`'s, and what
+        ``pod_versions.task_again`` computes again when only the annotations moved.
+        ``shape_base``: the shape key's request bytes, sorted selector, affinity and tolerations."""
+        meta = _meta(pod)
+        spec = pod.get("spec") or {}
+        ann = meta.get("annotations") or {}
+        labels = meta.get("labels") or {}
+        ns = str(meta.get("namespace") or "default")
+        group = ann.get(GROUP_NAME)
+        priority = spec.get("priority")
+        if priority is None:  # what the Priority admission plugin would have set
+            pc = spec.get("priorityClassName")
+            priority = self.priority_classes.get(pc, 1) if pc else 1
+        if TASK_PRIORITY in ann:
+            with suppress(ValueError):
+                priority = int(ann[TASK_PRIORITY])
+        return {
+            "job": f"{ns}/{group}" if group else "", "role": str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
+            "priority": int(priority), "preemptable": _bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
+            "extras": extras, "shape": self.shape_id((*shape_base, shape_extra(extras), pod_affinity)),
+        }
 
     # ------------------------------------------------------------------ queues and jobs
     def queue(self, name: str, obj: Mapping[str, Any] | None) -> QueueSpec:

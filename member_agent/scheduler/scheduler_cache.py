@@ -24,15 +24,11 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from member_agent.scheduler.framework.builder import (
-    QUEUE_NAME,
-    _Builder,
-    _meta,
-    plain_object,
-)
+from member_agent.scheduler.framework.builder import QUEUE_NAME, _Builder
 from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.hypernodes import topology_of
 from member_agent.scheduler.framework.left_out import QuiescentLedger
+from member_agent.scheduler.framework.object_fields import plain_object
 from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
 from member_agent.scheduler.framework.pod_versions import task_again
 from member_agent.scheduler.framework.snapshot import (
@@ -47,6 +43,7 @@ from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.job_roster import JobRoster
 from member_agent.scheduler.plugins.device_ledger import Assignment
 from member_agent.scheduler.resident_devices import ResidentDevices, read_only_copies
+from policies.k8s.object_view import meta_of
 
 S = TaskStatus
 TERMINAL = (S.SUCCEEDED, S.FAILED)
@@ -55,7 +52,7 @@ ARRAYS = ("idle", "used", "releasing", "pipelined", "pod_count", "nonzero_used")
 
 def object_key(obj: Mapping[str, Any]) -> str:
     """The cache's key of an object within its kind: ``namespace/name`` for pods and PodGroups, else the name."""
-    meta = _meta(obj)
+    meta = meta_of(obj)
     ns = meta.get("namespace")
     return f"{ns or 'default'}/{meta.get('name')}" if obj.get("kind") in ("Pod", "PodGroup") else str(meta.get("name"))
 
@@ -231,10 +228,10 @@ class SchedulerCache:
         elif ours and task.status == S.PENDING:
             group = f"podgroup-{task.uid}"
             job = f"{task.namespace}/{group}"
-            queue = str(((_meta(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
+            queue = str(((meta_of(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
             self._shadow[job] = {
                 "metadata": {"name": group, "namespace": task.namespace,
-                             "creationTimestamp": _meta(pod).get("creationTimestamp")},
+                             "creationTimestamp": meta_of(pod).get("creationTimestamp")},
                 "spec": {"minMember": 1, "queue": queue, "priorityClassName": task.priority_class_name},
                 "_minResources": request,
             }

@@ -8,14 +8,15 @@ tolerations, extras, inter-pod terms, the shape key). :func:`task_again` takes t
 version's TaskSpec instead when the new version's metadata equals the old one's but for
 ``resourceVersion`` and the annotations, and its spec the old one's but for ``nodeName``: then
 every field is the previous one's except those the status, the node and the annotations decide,
-which are computed by the builder's own code (``_task_status``, :meth:`_Builder.annotated`).
+which are computed by the builder's own code (``task_status``, :meth:`_Builder.annotated`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from member_agent.scheduler.framework.builder import _Builder, _task_status
+from member_agent.scheduler.framework.builder import _Builder
+from member_agent.scheduler.framework.object_fields import task_status
 from member_agent.scheduler.framework.snapshot import TaskSpec
 from member_agent.scheduler.framework.topology import pod_extras
 
@@ -32,7 +33,7 @@ def task_again(builder: _Builder, old: Mapping[str, Any], task: TaskSpec, pod: M
     if not (_same_but(old_spec, spec, _MOVING_SPEC) and _same_but(old_meta, meta, _MOVING_META)):
         return None
     moved: dict[str, Any] = {
-        "status": _task_status(pod), "node": spec.get("nodeName") or None,
+        "status": task_status(pod), "node": spec.get("nodeName") or None,
         "nominated_node": str((pod.get("status") or {}).get("nominatedNodeName") or ""),
     }
     if (old_meta.get("annotations") or {}) != (meta.get("annotations") or {}):

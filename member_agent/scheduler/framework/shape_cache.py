@@ -32,10 +32,8 @@ _SERIALS = itertools.count()
 
 #: Group answers a shape keeps from its row-by-row evaluations (``ShapeCache.by_group``).
 MAX_GROUPS = 512
-#: Up to this many changed rows are re-evaluated with scalar code (numpy's per-call
-#: overhead dominates for a handful of rows); more rows go through the vectorised path. A gathered
-#: vectorised pass costs about 40 scalar rows that take their node group's answer (a shape back
-#: after other jobs' placements), so up to 32 rows go one by one (8 before: ~4 % more CPU per-job).
+#: Up to this many changed rows are re-evaluated with scalar code: a gathered vectorised pass costs
+#: about 40 rows that take their node group's answer one by one (8 before: ~4 % more CPU per-job).
 SMALL_ROWS = 32
 
 

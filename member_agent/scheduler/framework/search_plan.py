@@ -112,6 +112,89 @@ def plan_span(cache: ShapeCache, at: int, want: int, searches: int) -> tuple[np.
     return ok_rows.take(np.arange(first, first + count * want + 1), mode="wrap"), count
 
 
+class RingPlan:
+    """The searches after one whose window took ``want`` of a shape's T sorted feasible rows when
+    ``want`` < T <= 2 * ``want`` (:func:`plan_span` plans none: the second window already wraps onto
+    the first). Each window is the next ``want`` rows of those sorted rows round the ring, with the
+    sentinel after them, as long as every row this plan's tasks were placed on that lies in a window
+    or on its sentinel is still feasible: rows nobody touched keep their entries, so the ordinary
+    search (which evaluates every placed row again, locates the start and slices) finds the same
+    window, start and marks. A placed row is evaluated again only when a window reaches it (or its
+    sentinel); one that left the feasible rows there leaves the plan's rows too, and the window
+    reaches one row further, as the ordinary search's does over the shape's sorted feasible rows.
+    """
+
+    __slots__ = ("job", "role", "shape", "cache", "rows", "at", "want", "count", "next", "changes", "last",
+                 "placed", "rises")
+
+    def __init__(self, job: str, role: str, shape: object, cache: ShapeCache, at: int, want: int, count: int,
+                 changes: int) -> None:
+        self.job, self.role, self.shape = job, role, shape
+        self.cache = cache
+        self.rows = cache.ok_rows  # the sorted feasible rows the plan was made on (never changed in place)
+        self.at = (at + want) % len(self.rows)  # where the next window starts, in ``rows``
+        self.want = want
+        self.count = count
+        self.next = 0
+        self.changes = changes  # ``len(ssn.changes)`` expected: the previous search's placement only
+        self.last = -1  # the row the previous planned search answered (-1: the search that made the plan)
+        self.placed: list[int] = []  # indices in ``rows`` of the nodes this job's searches were placed on
+        self.rises = cache.rises  # unchanged: the role's marks stay trusted (no row turned feasible)
+
+    def search(self, search: NodeSearch, task: TaskInfo) -> tuple[int, bool] | None:
+        ssn = search.ssn
+        changes = ssn.changes
+        cache, rows, at, want = self.cache, self.rows, self.at, self.want
+        if (self.next >= self.count or len(changes) != self.changes or (self.last >= 0 and changes[-1] != self.last)
+                or task.spec.shape != self.shape or task.job.uid != self.job or task.spec.role != self.role
+                or ssn.node_cursor != rows[at] or ssn.shape_caches.get(self.shape) is not cache
+                or cache.rises != self.rises):
+            return None
+        total = len(rows)
+        row = changes[-1]
+        index = int(rows.searchsorted(row))
+        if index == total or rows[index] != row:  # placed off the planned rows: the ordinary search answers
+            return None
+        self.placed.append(index)
+        cache.refresh(ssn, task)  # the placed row marked stale, evaluated when a window reaches it
+        evaluated, ok = cache.evaluated, cache.ok
+        placed = self.placed
+        i = 0
+        while i < len(placed):
+            if (placed[i] - at) % total <= want:  # in this window or on its sentinel
+                row = int(rows[placed[i]])
+                if not evaluated[row]:
+                    cache.ensure_span(ssn, task, row, row + 1)
+                if not ok[row]:  # full for the shape now: out of the rows, the window reaches one row further
+                    gone = placed[i]
+                    rows = np.concatenate((rows[:gone], rows[gone + 1:]))
+                    total -= 1
+                    if total <= want:  # the window holds every feasible row: the ordinary search (standing)
+                        return None
+                    at = (at - 1 if gone < at else at) % total
+                    placed = [j - (j > gone) for j in placed if j != gone]
+                    i = 0  # the span moved: check the placed rows again
+                    continue
+            i += 1
+        self.rows, self.placed = rows, placed
+        start = ssn.node_cursor
+        end = int(rows[(at + want) % total])
+        n = len(ok)
+        scanned = (end - start) % n
+        role_key = search._role_key(self.job, self.role)
+        if role_key:
+            search._mark_failed(role_key, search.role_errors.get(role_key), cache, start, scanned)
+        cache.density = max(want / scanned, 1 / n)  # as the search sets it (only its cost depends on it)
+        ssn.node_cursor = end
+        window = rows[at:at + want] if at + want <= total else np.concatenate((rows[at:], rows[:at + want - total]))
+        best, fit_idle = search.best_feasible(task, window)
+        self.at = (at + want) % total
+        self.next += 1
+        self.changes = len(changes) + 1
+        self.last = best
+        return best, fit_idle
+
+
 class StandingWindow:
     """The searches after one whose window held every feasible row of the shape (a shape with at
     most ``numNodesToFind`` of them, e.g. a small pool): such a search visits every row, so the

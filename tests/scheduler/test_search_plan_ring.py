@@ -1,0 +1,135 @@
+"""Searches whose windows wrap onto the nodes their job was placed on (framework/search_plan.RingPlan:
+a shape with more than ``numNodesToFind`` feasible rows but at most twice as many) decide as one
+search per task does: the same node, start and sibling-failure marks, placed nodes filling and
+leaving the rows; and a plan is dropped as soon as the session is not as it assumed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from member_agent.scheduler.cycle import open_session, run_cycle
+from member_agent.scheduler.framework import node_search
+from member_agent.scheduler.framework.builder import build_snapshot
+from member_agent.scheduler.framework.clock import FixedClock
+from member_agent.scheduler.framework.search_plan import RingPlan
+from member_agent.scheduler.framework.session import Session, SessionOptions
+from member_agent.scheduler.framework.shape_cache import shape_cache
+from member_agent.scheduler.framework.statement import Statement
+from tests.scheduler.test_node_search_bound import CONF, job, nodes
+from tests.scheduler.test_search_shortcuts import _decisions
+
+#: numNodesToFind 15 of 60 nodes: a pool (20 nodes, one of three) holds more than one window, less than two.
+OPTIONS = SessionOptions(percentage_nodes_to_find=25, minimum_feasible_nodes=5)
+
+
+def pooled_gangs() -> list[dict[str, Any]]:
+    """60 nodes in 3 pools; gangs (minMember = size) pinned to one pool, more than fit: windows wrap
+    onto placed nodes, nodes fill and leave the rows, and the last gangs fail and are discarded."""
+    objects = nodes(60, pools=3)
+    for j in range(24):
+        size = (5, 12, 30)[j % 3]
+        pods = job(f"g{j:02d}", size, cpu=("3", "5", "8")[j % 3], gpus=j % 2, pool=f"p{j % 3}")
+        pods[0]["spec"]["minMember"] = size
+        objects += pods
+    return objects
+
+
+def test_ring_plans_decide_as_one_search_per_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    answered: list[bool] = []
+    search = RingPlan.search
+
+    def spy(self: RingPlan, searcher: Any, task: Any) -> Any:
+        answer = search(self, searcher, task)
+        answered.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(RingPlan, "search", spy)
+    planned = run_cycle(build_snapshot(pooled_gangs()), CONF, FixedClock(), options=OPTIONS)
+    assert sum(answered) > 50  # ring plans answered searches
+    monkeypatch.setattr(node_search, "PLAN_SEARCHES", False)
+    answered.clear()
+    searched = run_cycle(build_snapshot(pooled_gangs()), CONF, FixedClock(), options=OPTIONS)
+    assert not answered
+    total = sum(1 for o in pooled_gangs() if o["kind"] == "Pod")
+    assert 100 < len(searched.bindings) < total  # some gangs bound, some discarded
+    assert _decisions(planned) == _decisions(searched)
+
+
+def _pool_session(fill: bool = False) -> tuple[Session, Any]:
+    """60 nodes, gang ``g`` of 36 pods of 8 cpu pinned to pool p0 (20 nodes of 16 cpu: nodes fill
+    and leave the rows from the second round on), and job ``h`` of the same shape. ``fill``: three
+    nodes of the pool start with 8 cpu less Idle (they fill at their first pod)."""
+    objects = nodes(60, pools=3) + job("g", 36, cpu="8", pool="p0") + job("h", 1, cpu="8", pool="p0")
+    objects[60]["spec"]["minMember"] = 36
+    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), OPTIONS)
+    if fill:
+        cpu = ssn.dims.index["cpu"]
+        for row in (0, 27, 42):
+            ssn.idle[row, cpu] -= 8000  # millicores
+            ssn.touch(row)
+    gang = next(j for j in ssn.jobs.values() if j.uid.endswith("/g"))
+    shape_cache(ssn, gang.tasks[0])  # current on every row, as after an earlier job of the shape: plans need it
+    return ssn, gang
+
+
+def _search(search: node_search.NodeSearch, task: Any, plan: bool) -> tuple[int, bool]:
+    rows, errors = search.feasible(task, plan=plan)
+    assert errors is None
+    return search.best_feasible(task, rows)
+
+
+@pytest.mark.parametrize("fill", [False, True])
+def test_a_ring_planned_search_answers_and_marks_as_the_search(fill: bool) -> None:
+    (ring_ssn, ring_job), (plain_ssn, plain_job) = _pool_session(fill), _pool_session(fill)
+    ring, plain = node_search.NodeSearch(ring_ssn), node_search.NodeSearch(plain_ssn)
+    ring_stmt, plain_stmt = Statement(ring_ssn), Statement(plain_ssn)
+    planned = 0
+    for k, (task, twin) in enumerate(zip(ring_job.tasks, plain_job.tasks, strict=True)):
+        answer = ring.planned(task) if k else None
+        if answer is None:  # the first search, or a plan that ended (its count, or the rows too few)
+            answer = _search(ring, task, plan=True)
+            if k == 0:
+                assert isinstance(ring.plan, RingPlan)
+        else:
+            planned += 1
+        expected = _search(plain, twin, plan=False)
+        assert answer == expected, k
+        assert ring_ssn.node_cursor == plain_ssn.node_cursor, k
+        key = f"{ring_job.uid}/{task.spec.role}"
+        assert (ring.role_errors.get(key) is None) == (plain.role_errors.get(key) is None)
+        if key in plain.role_errors:
+            assert np.array_equal(ring.role_errors[key], plain.role_errors[key]), k
+        ring_stmt.allocate(task, answer[0])
+        plain_stmt.allocate(twin, expected[0])
+    assert planned >= 25  # planned on while nodes filled and left the rows
+    key = f"{ring_job.uid}/{ring_job.tasks[0].spec.role}"
+    assert plain.role_errors[key][::3].sum() >= 10  # nodes of the pool filled: marked for the role
+
+
+@pytest.mark.parametrize("change", ["another row touched", "placement undone", "cursor moved", "other job",
+                                    "off the rows"])
+def test_a_ring_plan_is_dropped_when_the_session_is_not_as_it_assumed(change: str) -> None:
+    ssn, gang = _pool_session()
+    search, stmt = node_search.NodeSearch(ssn), Statement(ssn)
+    first, _ = _search(search, gang.tasks[0], plan=True)
+    task = gang.tasks[1]
+    if change == "off the rows":  # placed on a node the shape cannot use (pool p1)
+        stmt.allocate(gang.tasks[0], 1)
+    else:
+        stmt.allocate(gang.tasks[0], first)
+    if change == "another row touched":
+        ssn.touch((first + 3) % 60)
+    elif change == "placement undone":
+        stmt.discard()
+        task = gang.tasks[0]
+    elif change == "cursor moved":
+        ssn.node_cursor = (ssn.node_cursor + 3) % 60
+    elif change == "other job":  # the same shape, another job
+        task = next(j for j in ssn.jobs.values() if j.uid.endswith("/h")).tasks[0]
+        assert task.spec.shape == gang.tasks[1].spec.shape
+    assert isinstance(search.plan, RingPlan)
+    assert search.planned(task) is None
+    assert search.plan is None

@@ -58,18 +58,17 @@ def test_ring_plans_decide_as_one_search_per_task(monkeypatch: pytest.MonkeyPatc
     assert _decisions(planned) == _decisions(searched)
 
 
-def _pool_session(fill: bool = False) -> tuple[Session, Any]:
+def _pool_session(fill: tuple[int, ...] = (), cpu: str = "8", pods: int = 36) -> tuple[Session, Any]:
     """60 nodes, gang ``g`` of 36 pods of 8 cpu pinned to pool p0 (20 nodes of 16 cpu: nodes fill
-    and leave the rows from the second round on), and job ``h`` of the same shape. ``fill``: three
-    nodes of the pool start with 8 cpu less Idle (they fill at their first pod)."""
-    objects = nodes(60, pools=3) + job("g", 36, cpu="8", pool="p0") + job("h", 1, cpu="8", pool="p0")
-    objects[60]["spec"]["minMember"] = 36
+    and leave the rows from the second round on), and job ``h`` of the same shape. ``fill``: rows of
+    the pool that start with 8 cpu less Idle (the fullest: binpack picks them, and they fill). ``cpu``, ``pods``:
+    another gang (16 cpu: every node fills at its pod, placed rows leave windows and sentinels)."""
+    objects = nodes(60, pools=3) + job("g", pods, cpu=cpu, pool="p0") + job("h", 1, cpu=cpu, pool="p0")
+    objects[60]["spec"]["minMember"] = pods
     ssn = open_session(build_snapshot(objects), CONF, FixedClock(), OPTIONS)
-    if fill:
-        cpu = ssn.dims.index["cpu"]
-        for row in (0, 27, 42):
-            ssn.idle[row, cpu] -= 8000  # millicores
-            ssn.touch(row)
+    for row in fill:
+        ssn.idle[row, ssn.dims.index["cpu"]] -= 8000  # millicores
+        ssn.touch(row)
     gang = next(j for j in ssn.jobs.values() if j.uid.endswith("/g"))
     shape_cache(ssn, gang.tasks[0])  # current on every row, as after an earlier job of the shape: plans need it
     return ssn, gang
@@ -81,11 +80,27 @@ def _search(search: node_search.NodeSearch, task: Any, plan: bool) -> tuple[int,
     return search.best_feasible(task, rows)
 
 
-@pytest.mark.parametrize("fill", [False, True])
-def test_a_ring_planned_search_answers_and_marks_as_the_search(fill: bool) -> None:
-    (ring_ssn, ring_job), (plain_ssn, plain_job) = _pool_session(fill), _pool_session(fill)
+#: (fill, cpu, pods, planned searches at least). The last two, found by a random search over fills: a
+#: placed node that filled lies on a window's sentinel; a node that filled moves the sentinel onto
+#: another placed node that filled (checked again after the first leaves the rows).
+FILLS = [((), "8", 36, 25), ((0, 27, 42), "8", 36, 25), ((), "16", 20, 10), ((0, 27, 42), "12", 17, 8),
+         ((3, 15, 21, 24, 54), "6", 23, 10), ((6, 12, 51, 57), "6", 33, 15)]
+
+
+@pytest.mark.parametrize(("fill", "cpu", "pods", "least"), FILLS)
+def test_a_ring_planned_search_answers_and_marks_as_the_search(fill: tuple[int, ...], cpu: str, pods: int,
+                                                              least: int) -> None:
+    (ring_ssn, ring_job), (plain_ssn, plain_job) = _pool_session(fill, cpu, pods), _pool_session(fill, cpu, pods)
     ring, plain = node_search.NodeSearch(ring_ssn), node_search.NodeSearch(plain_ssn)
     ring_stmt, plain_stmt = Statement(ring_ssn), Statement(plain_ssn)
+    planned = _step(ring, plain, ring_job, plain_job, ring_stmt, plain_stmt)
+    assert planned >= least  # planned on while nodes filled and left the rows
+    key = f"{ring_job.uid}/{ring_job.tasks[0].spec.role}"
+    assert plain.role_errors[key][::3].sum() >= 5  # nodes of the pool filled: marked for the role
+
+
+def _step(ring: Any, plain: Any, ring_job: Any, plain_job: Any, ring_stmt: Any, plain_stmt: Any) -> int:
+    ring_ssn, plain_ssn = ring.ssn, plain.ssn
     planned = 0
     for k, (task, twin) in enumerate(zip(ring_job.tasks, plain_job.tasks, strict=True)):
         answer = ring.planned(task) if k else None
@@ -104,9 +119,7 @@ def test_a_ring_planned_search_answers_and_marks_as_the_search(fill: bool) -> No
             assert np.array_equal(ring.role_errors[key], plain.role_errors[key]), k
         ring_stmt.allocate(task, answer[0])
         plain_stmt.allocate(twin, expected[0])
-    assert planned >= 25  # planned on while nodes filled and left the rows
-    key = f"{ring_job.uid}/{ring_job.tasks[0].spec.role}"
-    assert plain.role_errors[key][::3].sum() >= 10  # nodes of the pool filled: marked for the role
+    return planned
 
 
 @pytest.mark.parametrize("change", ["another row touched", "placement undone", "cursor moved", "other job",

@@ -122,10 +122,13 @@ class RingPlan:
     window, start and marks. A placed row is evaluated again only when a window reaches it (or its
     sentinel); one that left the feasible rows there leaves the plan's rows too, and the window
     reaches one row further, as the ordinary search's does over the shape's sorted feasible rows.
+    Made only after a trusted search; the rows evaluated again were feasible when their tasks were
+    placed, so none turns feasible (``rises`` stands) and the role's marks stay trusted, as the
+    ordinary search would find them.
     """
 
     __slots__ = ("job", "role", "shape", "cache", "rows", "at", "want", "count", "next", "changes", "last",
-                 "placed", "rises")
+                 "placed")
 
     def __init__(self, job: str, role: str, shape: object, cache: ShapeCache, at: int, want: int, count: int,
                  changes: int) -> None:
@@ -139,7 +142,6 @@ class RingPlan:
         self.changes = changes  # ``len(ssn.changes)`` expected: the previous search's placement only
         self.last = -1  # the row the previous planned search answered (-1: the search that made the plan)
         self.placed: list[int] = []  # indices in ``rows`` of the nodes this job's searches were placed on
-        self.rises = cache.rises  # unchanged: the role's marks stay trusted (no row turned feasible)
 
     def search(self, search: NodeSearch, task: TaskInfo) -> tuple[int, bool] | None:
         ssn = search.ssn
@@ -147,8 +149,7 @@ class RingPlan:
         cache, rows, at, want = self.cache, self.rows, self.at, self.want
         if (self.next >= self.count or len(changes) != self.changes or (self.last >= 0 and changes[-1] != self.last)
                 or task.spec.shape != self.shape or task.job.uid != self.job or task.spec.role != self.role
-                or ssn.node_cursor != rows[at] or ssn.shape_caches.get(self.shape) is not cache
-                or cache.rises != self.rises):
+                or ssn.node_cursor != rows[at] or ssn.shape_caches.get(self.shape) is not cache):
             return None
         total = len(rows)
         row = changes[-1]

@@ -58,14 +58,16 @@ def test_ring_plans_decide_as_one_search_per_task(monkeypatch: pytest.MonkeyPatc
     assert _decisions(planned) == _decisions(searched)
 
 
-def _pool_session(fill: tuple[int, ...] = (), cpu: str = "8", pods: int = 36) -> tuple[Session, Any]:
+def _pool_session(fill: tuple[int, ...] = (), cpu: str = "8", pods: int = 36, pools: int = 3,
+                  options: SessionOptions = OPTIONS) -> tuple[Session, Any]:
     """60 nodes, gang ``g`` of 36 pods of 8 cpu pinned to pool p0 (20 nodes of 16 cpu: nodes fill
     and leave the rows from the second round on), and job ``h`` of the same shape. ``fill``: rows of
     the pool that start with 8 cpu less Idle (the fullest: binpack picks them, and they fill). ``cpu``, ``pods``:
-    another gang (16 cpu: every node fills at its pod, placed rows leave windows and sentinels)."""
-    objects = nodes(60, pools=3) + job("g", pods, cpu=cpu, pool="p0") + job("h", 1, cpu=cpu, pool="p0")
+    another gang (16 cpu: every node fills at its pod, placed rows leave windows and sentinels).
+    ``pools``, ``options``: the pool's size and ``numNodesToFind``."""
+    objects = nodes(60, pools=pools) + job("g", pods, cpu=cpu, pool="p0") + job("h", 1, cpu=cpu, pool="p0")
     objects[60]["spec"]["minMember"] = pods
-    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), OPTIONS)
+    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), options)
     for row in fill:
         ssn.idle[row, ssn.dims.index["cpu"]] -= 8000  # millicores
         ssn.touch(row)
@@ -97,6 +99,21 @@ def test_a_ring_planned_search_answers_and_marks_as_the_search(fill: tuple[int, 
     assert planned >= least  # planned on while nodes filled and left the rows
     key = f"{ring_job.uid}/{ring_job.tasks[0].spec.role}"
     assert plain.role_errors[key][::3].sum() >= 5  # nodes of the pool filled: marked for the role
+
+
+@pytest.mark.parametrize(("pools", "percentage"), [(3, 17), (1, 50)])
+def test_ring_plans_mark_as_the_search_before_and_after_going_round(pools: int, percentage: int) -> None:
+    # 20 feasible rows and numNodesToFind 10: two windows' spans fall short of the ring, so the third
+    # search still marks rows never visited; one pool: every node feasible, no failure marked until
+    # nodes fill (after the searches went round the ring)
+    options = SessionOptions(percentage_nodes_to_find=percentage, minimum_feasible_nodes=5)
+    pods = 40 if pools == 3 else 120
+    (ring_ssn, ring_job), (plain_ssn, plain_job) = (_pool_session((), "8", pods, pools, options) for _ in "ab")
+    ring, plain = node_search.NodeSearch(ring_ssn), node_search.NodeSearch(plain_ssn)
+    planned = _step(ring, plain, ring_job, plain_job, Statement(ring_ssn), Statement(plain_ssn))
+    assert planned >= pods // 2
+    key = f"{ring_job.uid}/{ring_job.tasks[0].spec.role}"
+    assert plain.role_errors[key].sum() >= 10  # marked: other pools' rows, or the nodes that filled
 
 
 def _step(ring: Any, plain: Any, ring_job: Any, plain_job: Any, ring_stmt: Any, plain_stmt: Any) -> int:

@@ -160,6 +160,7 @@ class RingPlan:
         cache.refresh(ssn, task)  # the placed row marked stale, evaluated when a window reaches it
         evaluated, ok = cache.evaluated, cache.ok
         placed = self.placed
+        gone_rows: list[int] = []
         i = 0
         while i < len(placed):
             if (placed[i] - at) % total <= want:  # in this window or on its sentinel
@@ -168,6 +169,7 @@ class RingPlan:
                     cache.ensure_span(ssn, task, row, row + 1)
                 if not ok[row]:  # full for the shape now: out of the rows, the window reaches one row further
                     gone = placed[i]
+                    gone_rows.append(row)
                     rows = np.concatenate((rows[:gone], rows[gone + 1:]))
                     total -= 1
                     if total <= want:  # the window holds every feasible row: the ordinary search (standing)
@@ -184,7 +186,14 @@ class RingPlan:
         scanned = (end - start) % n
         role_key = search._role_key(self.job, self.role)
         if role_key:
-            search._mark_failed(role_key, search.role_errors.get(role_key), cache, start, scanned)
+            role = search.role_errors.get(role_key)
+            # The first search's window and this one's took 2 * want >= T feasible rows: together their
+            # spans went round the ring. After them every row's failure is marked but those of the
+            # placed rows, which only this loop finds (each once, then out of the rows).
+            if self.next == 0 or role is None:
+                search._mark_failed(role_key, role, cache, start, scanned)
+            elif gone_rows:
+                role[gone_rows] = True
         cache.density = max(want / scanned, 1 / n)  # as the search sets it (only its cost depends on it)
         ssn.node_cursor = end
         window = rows[at:at + want] if at + want <= total else np.concatenate((rows[at:], rows[:at + want - total]))

@@ -141,7 +141,8 @@ class RingPlan:
         self.next = 0
         self.changes = changes  # ``len(ssn.changes)`` expected: the previous search's placement only
         self.last = -1  # the row the previous planned search answered (-1: the search that made the plan)
-        self.placed: list[int] = []  # indices in ``rows`` of the nodes this job's searches were placed on
+        #: Indices in ``rows`` of the nodes this job's searches were placed on that no window reached since.
+        self.placed: list[int] = []
 
     def search(self, search: NodeSearch, task: TaskInfo) -> tuple[int, bool] | None:
         ssn = search.ssn
@@ -156,29 +157,30 @@ class RingPlan:
         index = int(rows.searchsorted(row))
         if index == total or rows[index] != row:  # placed off the planned rows: the ordinary search answers
             return None
-        self.placed.append(index)
-        cache.refresh(ssn, task)  # the placed row marked stale, evaluated when a window reaches it
-        evaluated, ok = cache.evaluated, cache.ok
         placed = self.placed
+        placed.append(index)
+        cache.refresh(ssn, task)  # the placed row marked stale, evaluated when a window reaches it
+        ok = cache.ok
         gone_rows: list[int] = []
         i = 0
         while i < len(placed):
-            if (placed[i] - at) % total <= want:  # in this window or on its sentinel
-                row = int(rows[placed[i]])
-                if not evaluated[row]:
-                    cache.ensure_span(ssn, task, row, row + 1)
-                if not ok[row]:  # full for the shape now: out of the rows, the window reaches one row further
-                    gone = placed[i]
-                    gone_rows.append(row)
-                    rows = np.concatenate((rows[:gone], rows[gone + 1:]))
-                    total -= 1
-                    if total <= want:  # the window holds every feasible row: the ordinary search (standing)
-                        return None
-                    at = (at - 1 if gone < at else at) % total
-                    placed = [j - (j > gone) for j in placed if j != gone]
-                    i = 0  # the span moved: check the placed rows again
-                    continue
-            i += 1
+            if (placed[i] - at) % total > want:  # beyond this window and its sentinel: left stale
+                i += 1
+                continue
+            gone = placed.pop(i)
+            row = int(rows[gone])
+            cache.ensure_span(ssn, task, row, row + 1)  # (nothing to do for a node placed on twice)
+            if ok[row]:  # current and feasible, until placed on again
+                continue
+            # Full for the shape now: out of the rows, and the window reaches one row further.
+            gone_rows.append(row)
+            rows = np.concatenate((rows[:gone], rows[gone + 1:]))
+            total -= 1
+            if total <= want:  # the window holds every feasible row: the ordinary search (standing)
+                return None
+            at = (at - 1 if gone < at else at) % total
+            placed = [j - (j > gone) for j in placed if j != gone]
+            i = 0  # the span moved: check the placed rows again
         self.rows, self.placed = rows, placed
         start = ssn.node_cursor
         end = int(rows[(at + want) % total])

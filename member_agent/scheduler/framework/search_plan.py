@@ -14,7 +14,9 @@ A :class:`SearchPlan` is used only while the session is exactly as it assumed: t
 role and shape cache, the cursor where the previous planned search left it, and nothing changed
 since but one placement on each node picked. Anything else (another job's search, a handler
 touching other nodes, a discarded statement) drops it, and the next task searches the ordinary
-way, with the same answer.
+way, with the same answer. A shape with at most twice ``numNodesToFind`` feasible rows wraps at
+once: :class:`RingPlan` plans its windows round the ring, evaluating a placed node again when a
+window reaches it; :class:`StandingWindow` covers a shape whose window holds every feasible row.
 """
 
 from __future__ import annotations

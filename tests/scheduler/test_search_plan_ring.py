@@ -14,7 +14,7 @@ from member_agent.scheduler.cycle import open_session, run_cycle
 from member_agent.scheduler.framework import node_search
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
-from member_agent.scheduler.framework.search_plan import RingPlan
+from member_agent.scheduler.framework.search_plan import RingPlan, SearchPlan
 from member_agent.scheduler.framework.session import Session, SessionOptions
 from member_agent.scheduler.framework.shape_cache import shape_cache
 from member_agent.scheduler.framework.statement import Statement
@@ -59,12 +59,12 @@ def test_ring_plans_decide_as_one_search_per_task(monkeypatch: pytest.MonkeyPatc
 
 
 def _pool_session(fill: tuple[int, ...] = (), cpu: str = "8", pods: int = 36, pools: int = 3,
-                  options: SessionOptions = OPTIONS) -> tuple[Session, Any]:
+                  options: SessionOptions = OPTIONS, fresh: bool = False) -> tuple[Session, Any]:
     """60 nodes, gang ``g`` of 36 pods of 8 cpu pinned to pool p0 (20 nodes of 16 cpu: nodes fill
     and leave the rows from the second round on), and job ``h`` of the same shape. ``fill``: rows of
     the pool that start with 8 cpu less Idle (the fullest: binpack picks them, and they fill). ``cpu``, ``pods``:
     another gang (16 cpu: every node fills at its pod, placed rows leave windows and sentinels).
-    ``pools``, ``options``: the pool's size and ``numNodesToFind``."""
+    ``pools``, ``options``: the pool's size and ``numNodesToFind``. ``fresh``: the shape not evaluated yet."""
     objects = nodes(60, pools=pools) + job("g", pods, cpu=cpu, pool="p0") + job("h", 1, cpu=cpu, pool="p0")
     objects[60]["spec"]["minMember"] = pods
     ssn = open_session(build_snapshot(objects), CONF, FixedClock(), options)
@@ -72,7 +72,8 @@ def _pool_session(fill: tuple[int, ...] = (), cpu: str = "8", pods: int = 36, po
         ssn.idle[row, ssn.dims.index["cpu"]] -= 8000  # millicores
         ssn.touch(row)
     gang = next(j for j in ssn.jobs.values() if j.uid.endswith("/g"))
-    shape_cache(ssn, gang.tasks[0])  # current on every row, as after an earlier job of the shape: plans need it
+    if not fresh:
+        shape_cache(ssn, gang.tasks[0])  # current on every row, as after an earlier job of the shape
     return ssn, gang
 
 
@@ -116,7 +117,30 @@ def test_ring_plans_mark_as_the_search_before_and_after_going_round(pools: int, 
     assert plain.role_errors[key].sum() >= 10  # marked: other pools' rows, or the nodes that filled
 
 
-def _step(ring: Any, plain: Any, ring_job: Any, plain_job: Any, ring_stmt: Any, plain_stmt: Any) -> int:
+@pytest.mark.parametrize("min_chunk", [512, 8])
+def test_a_fresh_shape_plans_after_a_search_that_evaluated_every_row(min_chunk: int,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first search visits rows in chunks, evaluating them: 512 rows at least evaluate the whole
+    # ring at once (then it plans, as an index search would); chunks of 8 rows for a gang of 4 leave
+    # rows unevaluated (then it must not: the sorted feasible rows are not known)
+    monkeypatch.setattr(node_search, "MIN_CHUNK", min_chunk)
+    options = SessionOptions(percentage_nodes_to_find=10, minimum_feasible_nodes=5)  # 6 of the pool's 20
+    ring_ssn, ring_job = _pool_session(pods=4, options=options, fresh=True)
+    ring = node_search.NodeSearch(ring_ssn)
+    _search(ring, ring_job.tasks[0], plan=True)
+    cache = ring_ssn.shape_caches[ring_job.tasks[0].spec.shape]
+    assert isinstance(ring.plan, SearchPlan) == (min_chunk == 512) == (cache.missing == 0)
+    (ring_ssn, ring_job), (plain_ssn, plain_job) = (_pool_session(pods=4, options=options, fresh=True) for _ in "ab")
+    ring, plain = node_search.NodeSearch(ring_ssn), node_search.NodeSearch(plain_ssn)
+    planned = _step(ring, plain, ring_job, plain_job, Statement(ring_ssn), Statement(plain_ssn),
+                    SearchPlan if min_chunk == 512 else None)
+    assert planned == (2 if min_chunk == 512 else 0)
+
+
+def _step(ring: Any, plain: Any, ring_job: Any, plain_job: Any, ring_stmt: Any, plain_stmt: Any,
+          first: type | None = RingPlan) -> int:
+    """Each task of ``ring_job`` planned or searched against one search per task of ``plain_job``
+    (answer, start, marks); ``first``: the kind of plan the first search makes. Planned searches."""
     ring_ssn, plain_ssn = ring.ssn, plain.ssn
     planned = 0
     for k, (task, twin) in enumerate(zip(ring_job.tasks, plain_job.tasks, strict=True)):
@@ -124,7 +148,7 @@ def _step(ring: Any, plain: Any, ring_job: Any, plain_job: Any, ring_stmt: Any, 
         if answer is None:  # the first search, or a plan that ended (its count, or the rows too few)
             answer = _search(ring, task, plan=True)
             if k == 0:
-                assert isinstance(ring.plan, RingPlan)
+                assert isinstance(ring.plan, first) if first else ring.plan is None
         else:
             planned += 1
         expected = _search(plain, twin, plan=False)

@@ -167,6 +167,11 @@ class NodeSearch:
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
             if role is not None and not had and check_resources:
                 self.role_marked[role_key] = (cache.serial, cache.rises)
+            # A search that left the shape current on every row (a fresh shape evaluated round the
+            # ring at once) found the index search's window: plan alike (role None before: trusted).
+            if (plan and PLAN_SEARCHES and not had and check_resources and not cache.missing
+                    and task.job.counts[TaskStatus.PENDING] > 1):
+                self._plan(task, cache, start, want, order, scanned)
         count = len(order)
         if scanned:
             cache.density = max(count / scanned, 1 / n)

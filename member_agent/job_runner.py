@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Optional
 
 from member_agent.cluster.clock import rfc3339
@@ -61,6 +62,7 @@ def job_phase(status: Obj) -> str:
     return str(((status.get("state") or {}).get("phase")) or "Pending")
 
 
+@lru_cache(maxsize=256)  # pure (datetimes are immutable): a tick runs many passes at one ``now``
 def to_datetime(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, tz=UTC)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterable, Mapping
 
-from member_agent.scheduler.framework.builder import plain_object
+from member_agent.scheduler.framework.object_fields import plain_object
 from member_agent.scheduler.framework.snapshot import Snapshot
 from member_agent.scheduler.scheduler_cache import SchedulerCache, object_key
 

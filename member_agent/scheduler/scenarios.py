@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from member_agent.scheduler.cycle import run_cycle
-from member_agent.scheduler.framework.builder import parse_time
 from member_agent.scheduler.framework.clock import FixedClock
+from member_agent.scheduler.framework.object_fields import parse_time
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.state import load_documents, state_from_documents

@@ -4,9 +4,10 @@
 (0.6–2.2 s on a full 1,213-node cluster). :class:`SchedulerCache` is fed the same objects
 as events (:meth:`upsert` / :meth:`delete`, what an informer delivers) and keeps the derived
 state current: per-node accounting rows, each pod's :class:`TaskSpec`, the members of each
-job, and the GPUs held by pods of no job (folded into :class:`NodeDevices` rows, so device
-plugins do not replay them every session). :meth:`snapshot` then copies a few numpy arrays
-and re-derives only the jobs that changed.
+job, and the GPUs held by pods of no job (folded into :class:`NodeDevices` rows by
+:mod:`resident_devices`, so device plugins do not replay them every session). :meth:`snapshot`
+then copies a few numpy arrays and re-derives only the jobs that changed (:mod:`job_roster`
+keeps their order).
 
 The rules are the builder's, applied per object (the builder's own helpers do the work):
 a pod joins the job of its ``scheduling.k8s.io/group-name``; a lone pending pod of ours
@@ -17,25 +18,20 @@ everything on the next snapshot (it changes every row or every task).
 
 from __future__ import annotations
 
-import bisect
 import json
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from member_agent.scheduler.framework.builder import (
-    QUEUE_NAME,
-    _Builder,
-    _meta,
-    plain_object,
-)
+from member_agent.scheduler.framework.builder import QUEUE_NAME, _Builder
 from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.hypernodes import topology_of
 from member_agent.scheduler.framework.left_out import QuiescentLedger
+from member_agent.scheduler.framework.object_fields import plain_object
 from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
+from member_agent.scheduler.framework.pod_versions import task_again
 from member_agent.scheduler.framework.snapshot import (
-    DeviceArrays,
     DeviceUsage,
     JobSpec,
     NodeTable,
@@ -44,10 +40,10 @@ from member_agent.scheduler.framework.snapshot import (
     TaskSpec,
 )
 from member_agent.scheduler.framework.status import TaskStatus
-from member_agent.scheduler.framework.topology import GPU_INDEX_ANNOTATION, TOPOLOGY_DECISION_ANNOTATION
-from member_agent.scheduler.plugins.device_ledger import Assignment, NodeDevices
-from member_agent.scheduler.plugins.gpu_demand import gpu_demand
-from member_agent.scheduler.plugins.gpu_matrix import GpuMatrix
+from member_agent.scheduler.job_roster import JobRoster
+from member_agent.scheduler.plugins.device_ledger import Assignment
+from member_agent.scheduler.resident_devices import ResidentDevices, read_only_copies
+from policies.k8s.object_view import meta_of
 
 S = TaskStatus
 TERMINAL = (S.SUCCEEDED, S.FAILED)
@@ -56,16 +52,17 @@ ARRAYS = ("idle", "used", "releasing", "pipelined", "pod_count", "nonzero_used")
 
 def object_key(obj: Mapping[str, Any]) -> str:
     """The cache's key of an object within its kind: ``namespace/name`` for pods and PodGroups, else the name."""
-    meta = _meta(obj)
+    meta = meta_of(obj)
     ns = meta.get("namespace")
     return f"{ns or 'default'}/{meta.get('name')}" if obj.get("kind") in ("Pod", "PodGroup") else str(meta.get("name"))
 
 
 class _PodEntry:
-    __slots__ = ("obj", "task", "request", "role", "job", "folded")
+    __slots__ = ("obj", "built", "task", "request", "role", "job", "folded")
 
     def __init__(self, obj: Mapping[str, Any], task: TaskSpec, request: dict[str, float]) -> None:
         self.obj = obj
+        self.built = task  # as the builder made it from ``obj`` (``task`` may name a shadow job)
         self.task = task
         self.request = request
         self.role = ""  # "", "job", "plain", "resident" or "folded"
@@ -105,7 +102,11 @@ class SchedulerCache:
         if kind in ("Node", "HyperNode"):
             self._tree_dirty = True
         if kind == "Pod" and not self._stale:
+            previous = self._pods.get(key)
             self._remove_pod(key)
+            table[key] = obj
+            self._add_pod(key, obj, previous=previous)
+            return
         table[key] = obj
         if kind in ("Node", "PriorityClass"):
             self._stale = True
@@ -143,9 +144,7 @@ class SchedulerCache:
         self._workload_tuple = None
 
     def _changed(self, kind: str, key: str, obj: Mapping[str, Any] | None) -> None:
-        if kind == "Pod" and obj is not None:
-            self._add_pod(key, obj)
-        elif kind == "PodGroup":
+        if kind == "PodGroup":
             self._dirty_jobs.add(key)
         elif kind == "Queue":
             self._queue_specs = self._build_queues()
@@ -178,26 +177,15 @@ class SchedulerCache:
         # The last frozen copies, handed to each snapshot until a pod's accounting or a device row changes
         # (read-only, equal to a fresh copy): two replay sessions in five bound nothing and saw nothing end.
         self._frozen_nodes: NodeTable | None = None
-        self._frozen_devices: DeviceArrays | None = None
         self._node_problems = tuple(builder.problems)
-        self._devices: dict[int, NodeDevices] = {}
-        self._usage: list[DeviceUsage | None] = [None] * len(self._table)
-        self._dirty_rows: set[int] = set()
-        self._gpu_arrays = GpuMatrix.arrays_of(self._table.topology)
+        self._held = ResidentDevices(self._table, self.dims)
         self._pods: dict[str, _PodEntry] = {}
         self._members: dict[str, dict[str, TaskSpec]] = {}
         self._shadow: dict[str, Mapping[str, Any]] = {}
         self._jobs: dict[str, tuple[JobSpec | None, tuple[str, ...]]] = {}
-        #: The keys of the jobs that have a spec, sorted (the snapshot's order), and their specs:
-        #: kept as jobs come and go, so a snapshot's job tuple is one C-level pass, not a sort.
-        self._order: list[str] = []
-        self._specs: dict[str, JobSpec] = {}
-        self._job_tuple: tuple[JobSpec, ...] = ()
-        self._queue_jobs: dict[str, list[str]] = {}  # queue -> its jobs' keys, sorted
-        self._queue_order: tuple[str, ...] = ()  # queues by their first job (Snapshot.queue_order)
+        self._roster = JobRoster()
         self._dirty_jobs: set[str] = set()
         self._broken: set[str] = set()  # jobs with problems or no spec
-        self._residents: dict[str, TaskSpec] = {}
         self._pod_problems: dict[str, str] = {}
         self._queue_specs = self._build_queues()
         self._stale = False
@@ -212,12 +200,19 @@ class SchedulerCache:
         return queues
 
     # ------------------------------------------------------------------ pods
-    def _add_pod(self, key: str, pod: Mapping[str, Any], computed: Any = None) -> None:
-        request, nz = computed if computed is not None else pod_request(pod.get("spec") or {})
-        if any(name not in self.dims.index for name in request):
-            self._stale = True  # a resource no row has a column for: every vector changes
-            return
-        task = self._builder.task(pod, self.dims, request, nz)
+    def _add_pod(self, key: str, pod: Mapping[str, Any], computed: Any = None, previous: _PodEntry | None = None) -> None:
+        # a new version of a pod the cache holds: its TaskSpec carried where only the status, the node
+        # or the annotations moved (pod_versions.py); the same builder and dims made the previous one
+        task = None
+        if previous is not None:
+            task = task_again(self._builder, previous.obj, previous.built, pod)
+            request = previous.request  # the same spec but for nodeName: the same requests
+        if task is None:
+            request, nz = computed if computed is not None else pod_request(pod.get("spec") or {})
+            if any(name not in self.dims.index for name in request):
+                self._stale = True  # a resource no row has a column for: every vector changes
+                return
+            task = self._builder.task(pod, self.dims, request, nz)
         entry = self._pods[key] = _PodEntry(pod, task, request)
         if task.uid not in self._seen:
             self._seen.add(task.uid)
@@ -233,10 +228,10 @@ class SchedulerCache:
         elif ours and task.status == S.PENDING:
             group = f"podgroup-{task.uid}"
             job = f"{task.namespace}/{group}"
-            queue = str(((_meta(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
+            queue = str(((meta_of(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
             self._shadow[job] = {
                 "metadata": {"name": group, "namespace": task.namespace,
-                             "creationTimestamp": _meta(pod).get("creationTimestamp")},
+                             "creationTimestamp": meta_of(pod).get("creationTimestamp")},
                 "spec": {"minMember": 1, "queue": queue, "priorityClassName": task.priority_class_name},
                 "_minResources": request,
             }
@@ -254,38 +249,7 @@ class SchedulerCache:
         task = entry.task
         if task.node is None or task.status in (*TERMINAL, S.PIPELINED):
             return
-        if not task.extras.guaranteed and not gpu_demand(task.request_list, self.dims.index).any_gpu:
-            entry.role = "plain"  # holds no device and pins no CPU: the node rows count it all
-            return
-        assignment = self._foldable(task)
-        if assignment is None:
-            entry.role = "resident"
-            self._residents[task.key] = task
-            return
-        entry.role, entry.folded = "folded", assignment
-        self._devices[assignment.row].apply(assignment, 1)
-        self._dirty_rows.add(assignment.row)
-
-    def _foldable(self, task: TaskSpec) -> Assignment | None:
-        """The GPUs a resident holds, when its annotation names them on a known topology."""
-        row = self._table.index.get(task.node or "")
-        annotations = task.extras.annotations
-        text = annotations.get(GPU_INDEX_ANNOTATION, "")
-        if row is None or not text or annotations.get(TOPOLOGY_DECISION_ANNOTATION):
-            return None
-        topology = self._table.topology[row] if row < len(self._table.topology) else None
-        if topology is None:
-            return None
-        demand = gpu_demand(task.request_list, self.dims.index)
-        try:
-            gpus = tuple(int(p) for p in text.split(",") if p.strip())
-        except ValueError:
-            return None
-        if not demand.any_gpu or any(g < 0 or g >= len(topology.gpus) for g in gpus):
-            return None
-        if row not in self._devices:
-            self._devices[row] = NodeDevices(topology)
-        return Assignment(row, gpus, (), (), demand)
+        entry.role, entry.folded = self._held.reside(task)
 
     def _remove_pod(self, key: str) -> None:
         entry = self._pods.pop(key, None)
@@ -299,11 +263,8 @@ class SchedulerCache:
                 self._members.pop(entry.job, None)
                 self._shadow.pop(entry.job, None)
             self._dirty_jobs.add(entry.job)
-        elif entry.role == "resident":
-            self._residents.pop(entry.task.key, None)
-        elif entry.role == "folded" and entry.folded is not None:
-            self._devices[entry.folded.row].apply(entry.folded, -1)
-            self._dirty_rows.add(entry.folded.row)
+        else:
+            self._held.leave(entry.task, entry.role, entry.folded)
         self._pod_problems.pop(key, None)
 
     def _account(self, task: TaskSpec, sign: int) -> None:
@@ -337,23 +298,11 @@ class SchedulerCache:
                 self._rebuild()
         if self._dirty_jobs:
             self._derive_dirty_jobs()
-        arrays = self._gpu_arrays
-        if self._dirty_rows:
-            self._frozen_devices = None
-        for row in self._dirty_rows:
-            node = self._devices.get(row)
-            self._usage[row] = node.usage() if node is not None else None
-            if node is not None:
-                k = len(node.holders)
-                arrays.memory_used[row, :k] = node.memory_used
-                arrays.cores_used[row, :k] = node.cores_used
-                arrays.holders[row, :k] = node.holders
-                arrays.exclusive[row, :k] = node.exclusive
-        self._dirty_rows.clear()
+        self._held.refresh()
         table = self._frozen_table()
         problems = [*self._node_problems, *(p for job in sorted(self._broken) for p in self._jobs[job][1]),
                     *(self._pod_problems[k] for k in sorted(self._pod_problems))]
-        residents = [*self._residents.values(), *self._orphans()]
+        residents = [*self._held.residents.values(), *self._orphans()]
         total = self._total.copy()
         if self._workload_tuple is None:
             self._workload_tuple = tuple(sorted(self._workload.items()))
@@ -364,18 +313,18 @@ class SchedulerCache:
         tree = self._tree
         if tree is not None:
             problems.extend(tree.problems)
-        snapshot = Snapshot(self.dims, table, self._job_tuple, dict(self._queue_specs),
+        snapshot = Snapshot(self.dims, table, self._roster.jobs, dict(self._queue_specs),
                             dict(self._builder.priority_classes), tuple(problems), total,
-                            tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._usage),
-                            self._workload_tuple or (), self._frozen_arrays(), self.ledger, topology=tree)
-        snapshot.know_queue_order(self._queue_order)
+                            tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._held.usage),
+                            self._workload_tuple or (), self._held.frozen_arrays(), self.ledger, topology=tree)
+        snapshot.know_queue_order(self._roster.queue_order)
         return snapshot
 
     def _derive_dirty_jobs(self) -> None:
-        previous = self._job_tuple
+        roster = self._roster
+        previous = roster.jobs
         removed: list[JobSpec] = []
         added: list[JobSpec] = []
-        order, specs = self._order, self._specs
         for job in sorted(self._dirty_jobs):
             derived = self._jobs[job] = self._derive_job(job)
             if derived == (None, ()):  # gone: no PodGroup and no pods
@@ -385,43 +334,18 @@ class SchedulerCache:
                 self._broken.add(job)
             else:
                 self._broken.discard(job)
-            old, new = specs.get(job), derived[0]
+            old = roster.put(job, derived[0])
             if old is not None:
                 removed.append(old)
-                members = self._queue_jobs[old.queue]
-                del members[bisect.bisect_left(members, job)]
-            if new is not None:
-                added.append(new)
-                bisect.insort(self._queue_jobs.setdefault(new.queue, []), job)
-                if old is None:
-                    bisect.insort(order, job)
-                specs[job] = new
-            elif old is not None:
-                del order[bisect.bisect_left(order, job)], specs[job]
+            if derived[0] is not None:
+                added.append(derived[0])
         self._dirty_jobs.clear()
-        self._job_tuple = tuple(map(specs.__getitem__, order))
-        firsts = {queue: members[0] for queue, members in self._queue_jobs.items() if members}
-        self._queue_order = tuple(sorted(firsts, key=firsts.__getitem__))
-        self.ledger.note(previous, self._job_tuple, removed, added)
-
-    def _frozen_arrays(self) -> DeviceArrays:
-        if self._frozen_devices is None:
-            copies = {}
-            for name in ("count", "memory", "memory_used", "cores_used", "holders", "exclusive"):
-                array = getattr(self._gpu_arrays, name).copy()
-                array.setflags(write=False)
-                copies[name] = array
-            self._frozen_devices = DeviceArrays(**copies)
-        return self._frozen_devices
+        roster.settle()
+        self.ledger.note(previous, roster.jobs, removed, added)
 
     def _frozen_table(self) -> NodeTable:
         if self._frozen_nodes is None:
-            copies = {}
-            for name in ARRAYS:
-                array = self._arrays[name].copy()
-                array.setflags(write=False)
-                copies[name] = array
-            self._frozen_nodes = replace(self._table, **copies)
+            self._frozen_nodes = replace(self._table, **read_only_copies(self._arrays, ARRAYS))
         return self._frozen_nodes
 
     def _derive_job(self, job: str) -> tuple[JobSpec | None, tuple[str, ...]]:
@@ -452,7 +376,8 @@ class SchedulerCache:
     def device_usage(self) -> dict[str, DeviceUsage]:
         """GPU use folded into each node (by node name), for reports."""
         self.snapshot() if self._stale else None
-        return {self._table.names[row]: d.usage() for row, d in sorted(self._devices.items())}
+        return self._held.by_node()
 
     def describe(self) -> str:
         return json.dumps({k: len(v) for k, v in self._objects.items()}, sort_keys=True)
+

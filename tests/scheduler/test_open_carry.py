@@ -86,7 +86,7 @@ def test_an_unchanged_cache_hands_on_its_frozen_table_and_a_change_copies_it_aga
 def test_device_arrays_are_copied_again_once_a_device_row_changed() -> None:
     cache = _cache(_objects(RUNNING))
     first = cache.snapshot()
-    cache._dirty_rows.add(0)  # what folding a resident's GPUs into row 0 records
+    cache._held.dirty_rows.add(0)  # what folding a resident's GPUs into row 0 records
     second = cache.snapshot()
     assert second.device_arrays is not first.device_arrays
     assert cache.snapshot().device_arrays is second.device_arrays

@@ -16,18 +16,23 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from member_agent.scheduler.framework.dims import Dimensions, empty_values
 from member_agent.scheduler.framework.hypernodes import topology_of
-from member_agent.scheduler.framework.pod_affinity import parse_pod_affinity
+from member_agent.scheduler.framework.object_fields import (
+    bool_text,
+    node_affinity,
+    parse_time,
+    plain_object,
+    task_status,
+)
+from member_agent.scheduler.framework.pod_affinity import PodAffinity, parse_pod_affinity
 from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
 from member_agent.scheduler.framework.snapshot import (
     JobSpec,
-    NodeAffinity,
     NodeTable,
     QueueSpec,
     Snapshot,
@@ -35,10 +40,9 @@ from member_agent.scheduler.framework.snapshot import (
     TaskSpec,
 )
 from member_agent.scheduler.framework.status import TaskStatus
-from member_agent.scheduler.framework.topology import node_topology, pod_extras, shape_extra
-from policies.k8s import node_selector
+from member_agent.scheduler.framework.topology import PodExtras, node_topology, pod_extras, shape_extra
 from policies.k8s import tolerations as k8s_tolerations
-from policies.k8s.object_view import ObjectMetaView, meta_of
+from policies.k8s.object_view import meta_of
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 TASK_SPEC = "volcano.sh/task-spec"
@@ -46,76 +50,6 @@ TASK_PRIORITY = "volcano.sh/task-priority"
 PREEMPTABLE = "volcano.sh/preemptable"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 DEFAULT_MAX_PODS = 110
-
-
-def plain_object(obj: Any) -> Mapping[str, Any]:
-    """A Kubernetes object as a mapping: a wire dict as it is, a pydantic model dumped by alias."""
-    if type(obj) is dict or isinstance(obj, Mapping):  # a dict first: the ABC check costs more, per event
-        return obj
-    dump = getattr(obj, "model_dump", None)
-    if dump is not None:
-        return dump(by_alias=True, exclude_none=True, mode="json")  # type: ignore[no-any-return]
-    raise TypeError(f"not a Kubernetes object: {obj!r}")
-
-
-def _meta(obj: Mapping[str, Any]) -> ObjectMetaView:
-    return meta_of(obj)
-
-
-def _ref(obj: Mapping[str, Any]) -> str:
-    meta = _meta(obj)
-    ns = meta.get("namespace")
-    name = meta.get("name", "?")
-    return f"{obj.get('kind', '?')} {ns}/{name}" if ns else f"{obj.get('kind', '?')} {name}"
-
-
-def parse_time(text: Any) -> float:
-    if not text:
-        return 0.0
-    if isinstance(text, datetime):
-        return text.timestamp()
-    value = str(text).strip()
-    if value.endswith("Z"):
-        value = value[:-1] + "+00:00"
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
-
-
-def _node_affinity(spec: Mapping[str, Any]) -> NodeAffinity:
-    na = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
-    required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
-    terms = node_selector.terms(required)
-    preferred = tuple(
-        (int(p.get("weight", 0)), node_selector.term(p.get("preference") or {}))
-        for p in na.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-    )
-    return NodeAffinity(terms, preferred)
-
-
-def _task_status(pod: Mapping[str, Any]) -> TaskStatus:
-    phase = (pod.get("status") or {}).get("phase") or "Pending"
-    deleting = bool(_meta(pod).get("deletionTimestamp"))
-    node = (pod.get("spec") or {}).get("nodeName")
-    if phase == "Running":
-        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
-    if phase == "Pending":
-        if deleting:
-            return TaskStatus.RELEASING
-        return TaskStatus.BOUND if node else TaskStatus.PENDING
-    return {"Succeeded": TaskStatus.SUCCEEDED, "Failed": TaskStatus.FAILED}.get(phase, TaskStatus.UNKNOWN)
-
-
-def _bool_text(value: Any, default: bool) -> bool:
-    if value is None:
-        return default
-    text = str(value).strip().lower()
-    if text in ("true", "1", "t"):
-        return True
-    if text in ("false", "0", "f"):
-        return False
-    return False  # Volcano: a parse error reads as false
 
 
 class _Builder:
@@ -142,7 +76,7 @@ class _Builder:
     def add(self, raw: Any) -> None:
         obj = plain_object(raw)
         kind = obj.get("kind")
-        meta = _meta(obj)
+        meta = meta_of(obj)
         if kind == "Node":
             self.nodes.append(obj)
         elif kind == "Pod":
@@ -164,7 +98,7 @@ class _Builder:
 
     # ------------------------------------------------------------------ nodes
     def node_table(self, dims: Dimensions) -> NodeTable:
-        ordered = sorted(self.nodes, key=lambda n: str(_meta(n).get("name")))
+        ordered = sorted(self.nodes, key=lambda n: str(meta_of(n).get("name")))
         n, d = len(ordered), len(dims)
         alloc = np.zeros((n, d))
         max_pods = np.zeros(n, dtype=np.int64)
@@ -173,7 +107,7 @@ class _Builder:
         images: list[dict[str, int]] = []
         unsched = np.zeros(n, dtype=bool)
         for i, node in enumerate(ordered):
-            meta = _meta(node)
+            meta = meta_of(node)
             topology, topology_problem = node_topology(node)
             topologies.append(topology)
             if topology_problem:
@@ -208,12 +142,46 @@ class _Builder:
 
     # ------------------------------------------------------------------ tasks
     def task(self, pod: Mapping[str, Any], dims: Dimensions, request: dict[str, float], nz: tuple[float, float]) -> TaskSpec:
-        meta = _meta(pod)
+        meta = meta_of(pod)
+        spec = pod.get("spec") or {}
+        labels = meta.get("labels") or {}
+        ns = str(meta.get("namespace") or "default")
+        name = str(meta.get("name"))
+        vec = dims.vector(request)
+        vec.setflags(write=False)
+        values = vec.tolist()
+        selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
+        affinity = node_affinity(spec)
+        tolerations = k8s_tolerations.tolerations(spec.get("tolerations"))
+        status = task_status(pod)
+        extras = pod_extras(pod)
+        pod_affinity = parse_pod_affinity(spec, ns)
+        annotated = self.annotated(pod, extras, (vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations),
+                                   pod_affinity)
+        return TaskSpec(
+            uid=str(meta.get("uid") or f"{ns}-{name}"), name=name, namespace=ns,
+            status=status, request=vec, nonzero=nz, node=spec.get("nodeName") or None,
+            node_selector=selector, affinity=affinity, tolerations=tolerations,
+            creation=parse_time(meta.get("creationTimestamp")),
+            nominated_node=str((pod.get("status") or {}).get("nominatedNodeName") or ""),
+            best_effort=empty_values(values), priority_class_name=str(spec.get("priorityClassName") or ""),
+            gated=bool(spec.get("schedulingGates")),
+            request_list=tuple(values),
+            requested_dims=tuple(d for d, v in enumerate(values) if v > 0 and d != Dimensions.PODS),
+            labels={str(k): str(v) for k, v in labels.items()}, pod_affinity=pod_affinity, **annotated,
+        )
+
+    def annotated(self, pod: Mapping[str, Any], extras: PodExtras, shape_base: tuple[Any, ...],
+                  pod_affinity: PodAffinity) -> dict[str, Any]:
+        """The TaskSpec fields that read the pod's annotations (job, role, priority, preemptable, the
+        ``extras`` and the shape, whose key ends with the extras' part): :meth:`task`'s, and what
+        ``pod_versions.task_again`` computes again when only the annotations moved.
+        ``shape_base``: the shape key's request bytes, sorted selector, affinity and tolerations."""
+        meta = meta_of(pod)
         spec = pod.get("spec") or {}
         ann = meta.get("annotations") or {}
         labels = meta.get("labels") or {}
         ns = str(meta.get("namespace") or "default")
-        name = str(meta.get("name"))
         group = ann.get(GROUP_NAME)
         priority = spec.get("priority")
         if priority is None:  # what the Priority admission plugin would have set
@@ -222,31 +190,11 @@ class _Builder:
         if TASK_PRIORITY in ann:
             with suppress(ValueError):
                 priority = int(ann[TASK_PRIORITY])
-        vec = dims.vector(request)
-        vec.setflags(write=False)
-        values = vec.tolist()
-        selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
-        affinity = _node_affinity(spec)
-        tolerations = k8s_tolerations.tolerations(spec.get("tolerations"))
-        status = _task_status(pod)
-        extras = pod_extras(pod)
-        pod_affinity = parse_pod_affinity(spec, ns)
-        return TaskSpec(
-            uid=str(meta.get("uid") or f"{ns}-{name}"), name=name, namespace=ns,
-            job=f"{ns}/{group}" if group else "", role=str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
-            status=status, priority=int(priority), request=vec, nonzero=nz, node=spec.get("nodeName") or None,
-            node_selector=selector, affinity=affinity, tolerations=tolerations,
-            creation=parse_time(meta.get("creationTimestamp")),
-            nominated_node=str((pod.get("status") or {}).get("nominatedNodeName") or ""),
-            best_effort=empty_values(values), priority_class_name=str(spec.get("priorityClassName") or ""),
-            preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
-            gated=bool(spec.get("schedulingGates")),
-            shape=self.shape_id((vec.tobytes(), tuple(sorted(selector.items())), affinity, tolerations,
-                                 shape_extra(extras), pod_affinity)),
-            request_list=tuple(values),
-            requested_dims=tuple(d for d, v in enumerate(values) if v > 0 and d != Dimensions.PODS),
-            extras=extras, labels={str(k): str(v) for k, v in labels.items()}, pod_affinity=pod_affinity,
-        )
+        return {
+            "job": f"{ns}/{group}" if group else "", "role": str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
+            "priority": int(priority), "preemptable": bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
+            "extras": extras, "shape": self.shape_id((*shape_base, shape_extra(extras), pod_affinity)),
+        }
 
     # ------------------------------------------------------------------ queues and jobs
     def queue(self, name: str, obj: Mapping[str, Any] | None) -> QueueSpec:
@@ -265,8 +213,8 @@ class _Builder:
             reclaimable=True if reclaimable is None else bool(reclaimable),
             parent=str(spec.get("parent") or ("" if name == "root" else "root")),
             state=str((obj.get("status") or {}).get("state") or "Open"), priority=int(spec.get("priority") or 0),
-            creation=parse_time(_meta(obj).get("creationTimestamp")),
-            annotations={str(k): str(v) for k, v in (_meta(obj).get("annotations") or {}).items()},
+            creation=parse_time(meta_of(obj).get("creationTimestamp")),
+            annotations={str(k): str(v) for k, v in (meta_of(obj).get("annotations") or {}).items()},
         )
 
     def build(self) -> Snapshot:
@@ -304,9 +252,9 @@ class _Builder:
                     continue
                 # The PodGroup controller gives a lone pod its own group of one.
                 group = f"podgroup-{task.uid}"
-                queue = str(((_meta(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
+                queue = str(((meta_of(pod).get("annotations") or {}).get(QUEUE_NAME)) or self.default_queue)
                 shadow[f"{task.namespace}/{group}"] = {
-                    "metadata": {"name": group, "namespace": task.namespace, "creationTimestamp": _meta(pod).get("creationTimestamp")},
+                    "metadata": {"name": group, "namespace": task.namespace, "creationTimestamp": meta_of(pod).get("creationTimestamp")},
                     "spec": {"minMember": 1, "queue": queue, "priorityClassName": task.priority_class_name},
                     "_minResources": request,
                 }
@@ -362,7 +310,7 @@ class _Builder:
 
     def _job(self, job_id: str, pg: Mapping[str, Any], tasks: list[TaskSpec], dims: Dimensions,
              queues: Mapping[str, QueueSpec]) -> JobSpec | None:
-        meta = _meta(pg)
+        meta = meta_of(pg)
         spec = pg.get("spec") or {}
         queue = str(spec.get("queue") or self.default_queue)
         if queue not in queues:
@@ -392,7 +340,7 @@ class _Builder:
             min_resources=min_resources, priority_class_name=pc, priority=int(priority),
             creation=parse_time(meta.get("creationTimestamp")), phase=str(status.get("phase") or ""),
             conditions=tuple(status.get("conditions") or ()), tasks=tuple(tasks),
-            preemptable=_bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), False),
+            preemptable=bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), False),
             annotations={str(k): str(v) for k, v in ann.items()},
             network_topology=spec.get("networkTopology") or None,
             sub_group_policy=tuple(spec.get("subGroupPolicy") or ()),

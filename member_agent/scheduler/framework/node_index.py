@@ -11,7 +11,9 @@ a Python pass over every node. This module gives them:
   key, then numpy comparisons), requirement masks evaluated once per distinct label value,
   and nodes grouped by their taint list (few distinct lists even in large clusters).
 
-Built lazily on first use by :func:`node_index` and kept on the session.
+Built lazily on first use by :func:`node_index` and kept on the session. The label columns and
+taint groups, functions of the nodes' labels and taints alone, are shared with the index of the
+next session over the same label and taint tuples (:func:`_statics`).
 """
 
 from __future__ import annotations
@@ -36,11 +38,41 @@ def placement_key(spec: TaskSpec) -> Hashable:
     return (tuple(sorted(spec.node_selector.items())), spec.affinity, spec.tolerations)
 
 
+Column = tuple[np.ndarray, list[str | None], dict[str | None, int]]
+TaintGroups = list[tuple[tuple[Taint, ...], np.ndarray]]
+
+
+class _Statics:
+    """What an index derives from the nodes' labels and taints only, filled as sessions ask."""
+
+    __slots__ = ("labels", "taints", "columns", "taint_groups")
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self.labels, self.taints = nodes.labels, nodes.taints  # held: their ids stay their own
+        self.columns: dict[str, Column] = {}
+        self.taint_groups: TaintGroups | None = None
+
+
+_LAST: _Statics | None = None
+
+
+def _statics(nodes: NodeTable) -> _Statics:
+    """The last node table's statics while a table has the same label and taint tuples (``is``): the
+    scheduler cache hands every snapshot those tuples until a Node changes (its node arrays are
+    copied, the rest shared), and each session built the columns and taint groups again (a Python
+    pass over every node). The arrays handed out are never written."""
+    global _LAST
+    last = _LAST
+    if last is None or last.labels is not nodes.labels or last.taints is not nodes.taints:
+        last = _LAST = _Statics(nodes)
+    return last
+
+
 class NodeIndex:
     def __init__(self, nodes: NodeTable) -> None:
         self.nodes = nodes
-        self._columns: dict[str, tuple[np.ndarray, list[str | None], dict[str | None, int]]] = {}
-        self._taint_groups: list[tuple[tuple[Taint, ...], np.ndarray]] | None = None
+        self._statics = _statics(nodes)
+        self._columns = self._statics.columns
         self._placements: dict[int, Hashable] = {}
 
     def placement(self, spec: TaskSpec) -> Hashable:
@@ -50,7 +82,7 @@ class NodeIndex:
             key = self._placements[spec.shape] = placement_key(spec)
         return key
 
-    def column(self, key: str) -> tuple[np.ndarray, list[str | None], dict[str | None, int]]:
+    def column(self, key: str) -> Column:
         """Per node the code of its value for label ``key`` (None = label absent), the values, and value → code."""
         found = self._columns.get(key)
         if found is None:
@@ -59,6 +91,7 @@ class NodeIndex:
                 (codes_of.setdefault(labels.get(key), len(codes_of)) for labels in self.nodes.labels),
                 np.int32, len(self.nodes),
             )
+            codes.setflags(write=False)  # shared with later sessions' indexes
             values = list(codes_of)
             found = self._columns[key] = (codes, values, codes_of)
         return found
@@ -78,15 +111,18 @@ class NodeIndex:
         rows: np.ndarray = verdict[codes]
         return rows
 
-    def taint_groups(self) -> list[tuple[tuple[Taint, ...], np.ndarray]]:
+    def taint_groups(self) -> TaintGroups:
         """Nodes with at least one taint, grouped by their taint list (rows ascending)."""
-        if self._taint_groups is None:
+        statics = self._statics
+        if statics.taint_groups is None:
             rows_of: dict[tuple[Taint, ...], list[int]] = {}
             for row, taints in enumerate(self.nodes.taints):
                 if taints:
                     rows_of.setdefault(taints, []).append(row)
-            self._taint_groups = [(taints, np.array(rows, dtype=np.int64)) for taints, rows in rows_of.items()]
-        return self._taint_groups
+            groups = statics.taint_groups = [(taints, np.array(rows, dtype=np.int64)) for taints, rows in rows_of.items()]
+            for _taints, rows in groups:
+                rows.setflags(write=False)  # shared with later sessions' indexes
+        return statics.taint_groups
 
 
 def node_index(ssn: Session) -> NodeIndex:

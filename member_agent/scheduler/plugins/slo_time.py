@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from member_agent.scheduler.framework.builder import parse_time
+from member_agent.scheduler.framework.object_fields import parse_time
 from policies.k8s import durations
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from member_agent.scheduler.framework.search_plan import SearchPlan, StandingWindow, plan_span
+from member_agent.scheduler.framework.search_plan import RingPlan, SearchPlan, StandingWindow, plan_span
 
 # Re-exported: the actions and the benches reach the shape caches through this module.
 from member_agent.scheduler.framework.shape_cache import MAX_SHAPES as MAX_SHAPES
@@ -121,7 +121,7 @@ class NodeSearch:
         self.role_marked: dict[str, tuple[int, int]] = {}
         self._wants: dict[int, int] = {}  # nodes -> numNodesToFind (the options are the session's)
         #: The searches of the current task's siblings, decided with its own (:mod:`search_plan`).
-        self.plan: SearchPlan | StandingWindow | None = None
+        self.plan: SearchPlan | RingPlan | StandingWindow | None = None
 
     @property
     def start(self) -> int:
@@ -167,6 +167,11 @@ class NodeSearch:
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
             if role is not None and not had and check_resources:
                 self.role_marked[role_key] = (cache.serial, cache.rises)
+            # A search that left the shape current on every row (a fresh shape evaluated round the
+            # ring at once) found the index search's window: plan alike (role None before: trusted).
+            if (plan and PLAN_SEARCHES and not had and check_resources and not cache.missing
+                    and task.job.counts[TaskStatus.PENDING] > 1):
+                self._plan(task, cache, start, want, order, scanned)
         count = len(order)
         if scanned:
             cache.density = max(count / scanned, 1 / n)
@@ -192,11 +197,15 @@ class NodeSearch:
         if len(order) != want:
             return
         siblings = task.job.counts[TaskStatus.PENDING] - 1  # an upper bound on the searches to come
-        planned = plan_span(cache, int(cache.ok_rows.searchsorted(start)), want, siblings)
+        at = int(cache.ok_rows.searchsorted(start))
+        planned = plan_span(cache, at, want, siblings)
         if planned is not None:
             span, count = planned
             self.plan = SearchPlan(task.job.uid, spec.role, spec.shape, cache, span, want, count,
                                    len(self.ssn.changes) + 1)
+        else:  # want < feasible rows <= 2 * want: the next window wraps onto this one (search_plan.RingPlan)
+            self.plan = RingPlan(task.job.uid, spec.role, spec.shape, cache, at, want, siblings,
+                                 len(self.ssn.changes) + 1)
 
     def planned(self, task: TaskInfo) -> tuple[int, bool] | None:
         """:meth:`feasible` then :meth:`best_feasible` for ``task`` from the current plan: its node,

@@ -14,7 +14,9 @@ A :class:`SearchPlan` is used only while the session is exactly as it assumed: t
 role and shape cache, the cursor where the previous planned search left it, and nothing changed
 since but one placement on each node picked. Anything else (another job's search, a handler
 touching other nodes, a discarded statement) drops it, and the next task searches the ordinary
-way, with the same answer.
+way, with the same answer. A shape with at most twice ``numNodesToFind`` feasible rows wraps at
+once: :class:`RingPlan` plans its windows round the ring, evaluating a placed node again when a
+window reaches it; :class:`StandingWindow` covers a shape whose window holds every feasible row.
 """
 
 from __future__ import annotations
@@ -110,6 +112,101 @@ def plan_span(cache: ShapeCache, at: int, want: int, searches: int) -> tuple[np.
         return None
     first = at + want
     return ok_rows.take(np.arange(first, first + count * want + 1), mode="wrap"), count
+
+
+class RingPlan:
+    """The searches after one whose window took ``want`` of a shape's T sorted feasible rows when
+    ``want`` < T <= 2 * ``want`` (:func:`plan_span` plans none: the second window already wraps onto
+    the first). Each window is the next ``want`` rows of those sorted rows round the ring, with the
+    sentinel after them, as long as every row this plan's tasks were placed on that lies in a window
+    or on its sentinel is still feasible: rows nobody touched keep their entries, so the ordinary
+    search (which evaluates every placed row again, locates the start and slices) finds the same
+    window, start and marks. A placed row is evaluated again only when a window reaches it (or its
+    sentinel); one that left the feasible rows there leaves the plan's rows too, and the window
+    reaches one row further, as the ordinary search's does over the shape's sorted feasible rows.
+    Made only after a trusted search; the rows evaluated again were feasible when their tasks were
+    placed, so none turns feasible (``rises`` stands) and the role's marks stay trusted, as the
+    ordinary search would find them.
+    """
+
+    __slots__ = ("job", "role", "shape", "cache", "rows", "at", "want", "count", "next", "changes", "last",
+                 "placed")
+
+    def __init__(self, job: str, role: str, shape: object, cache: ShapeCache, at: int, want: int, count: int,
+                 changes: int) -> None:
+        self.job, self.role, self.shape = job, role, shape
+        self.cache = cache
+        self.rows = cache.ok_rows  # the sorted feasible rows the plan was made on (never changed in place)
+        self.at = (at + want) % len(self.rows)  # where the next window starts, in ``rows``
+        self.want = want
+        self.count = count
+        self.next = 0
+        self.changes = changes  # ``len(ssn.changes)`` expected: the previous search's placement only
+        self.last = -1  # the row the previous planned search answered (-1: the search that made the plan)
+        #: Indices in ``rows`` of the nodes this job's searches were placed on that no window reached since.
+        self.placed: list[int] = []
+
+    def search(self, search: NodeSearch, task: TaskInfo) -> tuple[int, bool] | None:
+        ssn = search.ssn
+        changes = ssn.changes
+        cache, rows, at, want = self.cache, self.rows, self.at, self.want
+        if (self.next >= self.count or len(changes) != self.changes or (self.last >= 0 and changes[-1] != self.last)
+                or task.spec.shape != self.shape or task.job.uid != self.job or task.spec.role != self.role
+                or ssn.node_cursor != rows[at] or ssn.shape_caches.get(self.shape) is not cache):
+            return None
+        total = len(rows)
+        row = changes[-1]
+        index = int(rows.searchsorted(row))
+        if index == total or rows[index] != row:  # placed off the planned rows: the ordinary search answers
+            return None
+        placed = self.placed
+        placed.append(index)
+        cache.refresh(ssn, task)  # the placed row marked stale, evaluated when a window reaches it
+        ok = cache.ok
+        gone_rows: list[int] = []
+        i = 0
+        while i < len(placed):
+            if (placed[i] - at) % total > want:  # beyond this window and its sentinel: left stale
+                i += 1
+                continue
+            gone = placed.pop(i)
+            row = int(rows[gone])
+            cache.ensure_span(ssn, task, row, row + 1)  # (nothing to do for a node placed on twice)
+            if ok[row]:  # current and feasible, until placed on again
+                continue
+            # Full for the shape now: out of the rows, and the window reaches one row further.
+            gone_rows.append(row)
+            rows = np.concatenate((rows[:gone], rows[gone + 1:]))
+            total -= 1
+            if total <= want:  # the window holds every feasible row: the ordinary search (standing)
+                return None
+            at = (at - 1 if gone < at else at) % total
+            placed = [j - (j > gone) for j in placed if j != gone]
+            i = 0  # the span moved: check the placed rows again
+        self.rows, self.placed = rows, placed
+        start = ssn.node_cursor
+        end = int(rows[(at + want) % total])
+        n = len(ok)
+        scanned = (end - start) % n
+        role_key = search._role_key(self.job, self.role)
+        if role_key:
+            role = search.role_errors.get(role_key)
+            # The first search's window and this one's took 2 * want >= T feasible rows: together their
+            # spans went round the ring. After them every row's failure is marked but those of the
+            # placed rows, which only this loop finds (each once, then out of the rows).
+            if self.next == 0 or role is None:
+                search._mark_failed(role_key, role, cache, start, scanned)
+            elif gone_rows:
+                role[gone_rows] = True
+        cache.density = max(want / scanned, 1 / n)  # as the search sets it (only its cost depends on it)
+        ssn.node_cursor = end
+        window = rows[at:at + want] if at + want <= total else np.concatenate((rows[at:], rows[:at + want - total]))
+        best, fit_idle = search.best_feasible(task, window)
+        self.at = (at + want) % total
+        self.next += 1
+        self.changes = len(changes) + 1
+        self.last = best
+        return best, fit_idle
 
 
 class StandingWindow:

@@ -353,14 +353,8 @@ class NodeSearch:
         if len(candidates) == 1:
             row = int(candidates[0])
             return row, bool(fit_idle[row])
-        fits = fit_idle[candidates]
-        if fits[fits.argmin()]:  # every candidate fits Idle (the usual case): no boolean selection
-            group = candidates
-        else:
-            group = candidates[fits]
-            if len(group) == 0:
-                group = candidates
-        # ``take``: the same values as ``score[group]``, without fancy indexing's per-call cost
+        fits = fit_idle[candidates]  # usually all: then no boolean selection; ``take``: no fancy-indexing cost
+        group = candidates if fits[fits.argmin()] or not fits.any() else candidates[fits]
         row = int(group[0]) if len(group) == 1 else int(group[self.top(task, group, cache.score.take(group))])
         return row, bool(fit_idle[row])
 

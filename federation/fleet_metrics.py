@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from policies.k8s.timestamps import instant
 from policies.kinds import lookup
 from policies.resource_labels import natural_amount, resource_labels
 
@@ -53,19 +53,8 @@ SUMMARY_GAUGES = (
 )
 
 
-def parse_time(text: Any) -> datetime | None:
-    """An RFC 3339 timestamp of an object (UTC when it names no zone), or None when absent or bad."""
-    if not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def _time(text: Any) -> float | None:
-    parsed = parse_time(text)
+    parsed = instant(text)
     return None if parsed is None else parsed.timestamp()
 
 

@@ -9,7 +9,6 @@ clusters (readiness, lease age, taints, GPUs free/total by model, queues), feder
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -20,7 +19,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from federation import metrics
-from federation.fleet_metrics import FleetCollector, parse_time
+from federation.fleet_metrics import FleetCollector
+from policies.k8s.timestamps import instant
 from policies.kinds import KindInfo, lookup
 
 Obj = dict[str, Any]
@@ -51,7 +51,7 @@ def _int(value: Any) -> int:
 def cluster_entry(cluster: Obj, lease: Obj | None, now: datetime) -> Obj:
     meta, spec, status = cluster.get("metadata") or {}, cluster.get("spec") or {}, cluster.get("status") or {}
     ready = _condition(cluster, "Ready")
-    renewed = parse_time(((lease or {}).get("spec") or {}).get("renewTime"))
+    renewed = instant(((lease or {}).get("spec") or {}).get("renewTime"))
     taints = [{"key": t.get("key"), "effect": t.get("effect")} for t in spec.get("taints") or []
               if isinstance(t, dict)]
     gpus = [g for g in status.get("gpus") or [] if isinstance(g, dict)]
@@ -82,9 +82,9 @@ def job_entry(job: Obj, binding: Obj | None) -> Obj:
     meta, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
     state = status.get("state") or {}
     phase = state.get("phase") or "Pending"
-    created = parse_time(meta.get("creationTimestamp"))
+    created = instant(meta.get("creationTimestamp"))
     scheduled = _condition(binding, "Scheduled")
-    scheduled_at = parse_time(scheduled.get("lastTransitionTime")) if scheduled.get("status") == "True" else None
+    scheduled_at = instant(scheduled.get("lastTransitionTime")) if scheduled.get("status") == "True" else None
     latency = (scheduled_at - created).total_seconds() if created and scheduled_at else None
     waiting = None
     if phase in ("Pending", "Restarting"):
@@ -149,10 +149,8 @@ def controller_leader(leases: list[dict[str, Any]], now: datetime,
         return {"leaderElection": bool(here), "leader": None, **candidates}
     spec = lease.get("spec") or {}
     renewed = spec.get("renewTime")
-    age = None
-    if renewed:
-        with contextlib.suppress(ValueError):
-            age = (now - datetime.fromisoformat(renewed.replace("Z", "+00:00"))).total_seconds()
+    moment = instant(renewed)
+    age = (now - moment).total_seconds() if moment is not None else None
     duration = float(spec.get("leaseDurationSeconds") or 0)
     holder = spec.get("holderIdentity") or None
     fresh = holder and age is not None and age <= duration and (here or {}).get(holder, True)

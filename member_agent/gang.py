@@ -24,9 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from member_agent.cluster.clock import parse_rfc3339, rfc3339
+from member_agent.cluster.clock import rfc3339
 from member_agent.cluster.gateway import Obj
 from member_agent.works import WorkRecord
+from policies.k8s.timestamps import epoch_seconds
 
 
 @dataclass
@@ -141,6 +142,6 @@ class GangTracker:
             self.phase = "Reserved"
             until = gang.get("reservedUntil")
             try:
-                self.reserved_until = parse_rfc3339(until) if isinstance(until, str) else None
+                self.reserved_until = epoch_seconds(until) if isinstance(until, str) else None
             except ValueError:
                 self.reserved_until = None

@@ -25,6 +25,7 @@ from typing import Any
 
 from federation.fleet_queues.model import DEFAULT_FLEET_CONF, FleetConf
 from federation.placement.request import Options
+from policies.k8s.timestamps import instant
 from policies.kinds import lookup
 
 # the protocol keys, re-exported so controllers keep writing ``c.TASK_OFFSETS`` and friends
@@ -128,12 +129,9 @@ def rfc3339(seconds: float) -> str:
 
 
 def parse_time(text: Any) -> float | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    """Epoch seconds of a timestamp field, or None when absent or unreadable."""
+    moment = instant(text)
+    return moment.timestamp() if moment is not None else None
 
 
 def annotations_of(obj: Mapping[str, Any] | None) -> dict[str, str]:

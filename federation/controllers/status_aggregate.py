@@ -34,6 +34,7 @@ from federation.controllers.share_views import (
     work_generation,
 )
 from policies.k8s import durations
+from policies.k8s.timestamps import instant
 
 Obj = dict[str, Any]
 
@@ -51,18 +52,7 @@ def stamp(moment: datetime) -> str:
 
 
 def parse_stamp(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return instant(text)
 
 
 def go_duration(seconds: float) -> str:

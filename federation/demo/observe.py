@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
+from policies.k8s.timestamps import instant
 from policies.kinds import resolve
 from policies.models.karmada_work import JOB_LABEL, status_is_current
 
@@ -86,12 +86,8 @@ class Snapshot:
 
 
 def parse_time(text: Optional[str]) -> float:
-    if not text:
-        return 0.0
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    moment = instant(text)
+    return moment.timestamp() if moment is not None else 0.0
 
 
 def _int(value: Any) -> int:

@@ -8,11 +8,11 @@ its request every replica's request, and its priority the value of ``spec.priori
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Mapping
 
 from federation.fleet_queues.admission import job_vectors
 from federation.fleet_queues.model import DEFAULT_QUEUE, FleetJob, FleetQueue
+from policies.k8s.timestamps import instant
 from policies.models.pod_resources import job_min_resources, template_request
 from policies.models.volcano_batch import Job
 from policies.resources import ResourceVector
@@ -61,12 +61,8 @@ def job_from_object(obj: Obj, priority_classes: Mapping[str, int] | None = None)
 
 
 def _timestamp(text: Any) -> float:
-    if not text:
-        return 0.0
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    moment = instant(text)
+    return moment.timestamp() if moment is not None else 0.0
 
 
 def fleet_total(clusters: list[Obj]) -> tuple[dict[str, float], dict[str, float]]:

@@ -12,7 +12,6 @@ forms) raise :class:`~policies.errors.ValidationFailed` naming the field.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any, Iterable, Mapping
 
 from federation.placement.indices import from_ranges
@@ -44,6 +43,7 @@ from policies.errors import FieldError, ValidationFailed
 from policies.k8s import label_selector
 from policies.k8s import tolerations as k8s_tolerations
 from policies.k8s.object_view import conditions_of, meta_of
+from policies.k8s.timestamps import epoch_seconds
 from policies.models.core import PodTemplateSpec
 from policies.models.pod_resources import template_request
 from policies.resources import ResourceVector
@@ -68,9 +68,7 @@ def _ref(w: Mapping[str, Any]) -> str:
 
 def timestamp(text: str | None) -> float | None:
     """RFC 3339 text -> seconds since the epoch (None stays None)."""
-    if not text:
-        return None
-    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    return epoch_seconds(text) if text else None
 
 
 def _vector(resource_list: Mapping[str, Any] | None) -> tuple[tuple[str, float], ...]:

@@ -41,17 +41,6 @@ def rfc3339(epoch_seconds: float) -> str:
     return datetime.fromtimestamp(epoch_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_rfc3339(text: str) -> float:
-    """Epoch seconds of a Kubernetes timestamp (``2026-12-02T10:00:00Z`` or with fraction/offset)."""
-    value = text.strip()
-    if value.endswith("Z"):
-        value = value[:-1] + "+00:00"
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
-
-
 class RealClock:
     def now(self) -> float:
         return time.time()

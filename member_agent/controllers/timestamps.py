@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Optional
 
 from policies.k8s import durations
+from policies.k8s.timestamps import instant
 
 
 @lru_cache(maxsize=256)  # pure; a pass stamps its transitions with the one ``now``
@@ -23,13 +24,7 @@ def to_rfc3339(moment: datetime) -> str:
 @lru_cache(maxsize=1024)  # pure; every pass reads its Job's and pods' few timestamps again
 def parse_rfc3339(text: Optional[str]) -> Optional[datetime]:
     """The instant in ``text``, or None when absent or unreadable."""
-    if not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return instant(text)
 
 
 def go_duration(delta: timedelta) -> str:

@@ -7,13 +7,14 @@ read one way in a full build is read the same way per event.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from member_agent.scheduler.framework.snapshot import NodeAffinity
 from member_agent.scheduler.framework.status import TaskStatus
 from policies.k8s import node_selector
 from policies.k8s.object_view import meta_of
+from policies.k8s.timestamps import epoch_seconds
 
 
 def plain_object(obj: Any) -> Mapping[str, Any]:
@@ -34,17 +35,12 @@ def object_ref(obj: Mapping[str, Any]) -> str:
 
 
 def parse_time(text: Any) -> float:
+    """Epoch seconds of a timestamp field (a string or a datetime); 0 when unset."""
     if not text:
         return 0.0
     if isinstance(text, datetime):
         return text.timestamp()
-    value = str(text).strip()
-    if value.endswith("Z"):
-        value = value[:-1] + "+00:00"
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    return epoch_seconds(str(text))
 
 
 def node_affinity(spec: Mapping[str, Any]) -> NodeAffinity:

@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,27 @@ async def test_managed_fields_on_updates_and_status(server: ApiServer) -> None:
                                             "message": body["details"]["causes"][0]["message"]}
     assert body["message"].startswith('Apply failed with 1 conflict: conflict with "job-controller" with subresource '
                                       '"status" using batch.volcano.sh/v1alpha1 at ')
+
+
+async def test_reapplying_a_job_a_second_later_is_still_a_no_op(server: ApiServer) -> None:
+    """Admission defaults what the atomic spec.tasks leaves out (minAvailable, maxRetry), so the applied
+    object differs from the stored one until then; once defaulted they are equal, and a write that would
+    change only managedFields timestamps keeps the stored ones (kube's IgnoreManagedFieldsTimestamps)."""
+    config = orjson.dumps(_job([("master", 1), ("worker", 2)]))
+    status, body = await request(server, "PATCH", JOBS + "/train?fieldManager=a", content_type=APPLY, body=config)
+    assert status == 201, body
+    created, stamped = body["metadata"]["resourceVersion"], body["metadata"]["managedFields"]
+    assert server.state is not None
+    registry = server.state.registry
+    clock = registry.clock
+    registry.clock = lambda: clock() + timedelta(seconds=5)  # the second has ticked (it did on a loaded CI run)
+    status, body = await request(server, "PATCH", JOBS + "/train?fieldManager=a", content_type=APPLY, body=config)
+    assert status == 200 and body["metadata"]["resourceVersion"] == created
+    assert body["metadata"]["managedFields"] == stamped  # the timestamps as they were
+    changed = orjson.dumps(_job([("master", 1), ("worker", 3)]))
+    status, body = await request(server, "PATCH", JOBS + "/train?fieldManager=a", content_type=APPLY, body=changed)
+    assert status == 200 and body["metadata"]["resourceVersion"] != created  # a real change is written...
+    assert body["metadata"]["managedFields"][0]["time"] > stamped[0]["time"]  # ...and stamped at its time
 
 
 async def test_apply_owns_a_jobs_tasks_whole_as_the_crd_declares(server: ApiServer) -> None:

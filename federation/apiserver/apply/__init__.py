@@ -60,6 +60,8 @@ def record(info: "KindInfo", old: Obj | None, new: Obj, now: str, subresource: s
     if who.operation != "Apply" and subresource != who.subresource:
         who = Manager(who.name, who.operation, subresource if subresource == "status" else "")
     record_update(old, new, who, now, info.has_status)
+    if old is not None:
+        _keep_times_of_a_no_op(old, new)
 
 
 def _check_config(info: "KindInfo", namespace: str, name: str, config: Any) -> Obj:
@@ -111,6 +113,25 @@ async def server_side_apply(registry: Registry, info: "KindInfo", namespace: str
     finally:
         FIELD_MANAGER.reset(token)
         APPLIED.reset(applied_token)
+
+
+def _keep_times_of_a_no_op(old: Obj, new: Obj) -> None:
+    """kube-apiserver's IgnoreManagedFieldsTimestampsTransformer: a write whose object, after defaulting and
+    admission, equals the stored one and whose managedFields differ only in their timestamps keeps the stored
+    managedFields, so it is a no-op (no new resourceVersion, no event). Re-applying a Volcano Job whose atomic
+    ``spec.tasks`` the admission defaults otherwise moved the resourceVersion once the clock's second ticked."""
+    before = (old.get("metadata") or {}).get("managedFields")
+    after = (new.get("metadata") or {}).get("managedFields")
+    if not before or not after or before == after or len(before) != len(after):
+        return
+    if any(_untimed(a) != _untimed(b) for a, b in zip(before, after, strict=True)):
+        return
+    if _without_managed(new) == _without_managed(old):
+        new["metadata"]["managedFields"] = before
+
+
+def _untimed(entry: Any) -> Any:
+    return {k: v for k, v in entry.items() if k != "time"} if isinstance(entry, dict) else entry
 
 
 def _without_managed(obj: Obj) -> Obj:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from member_agent.scheduler.cycle import open_session, run_cycle
+from member_agent.scheduler.cycle import open_session
 from member_agent.scheduler.framework import node_search
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
@@ -17,44 +17,16 @@ from member_agent.scheduler.framework.search_plan import StandingWindow
 from member_agent.scheduler.framework.session import Session, SessionOptions
 from member_agent.scheduler.framework.shape_cache import shape_cache
 from member_agent.scheduler.framework.statement import Statement
+from tests.scheduler.plan_checks import CHANGES, assert_plans_decide_as_searches, make_change, pooled_gangs
 from tests.scheduler.test_node_search_bound import CONF, job, nodes
-from tests.scheduler.test_search_shortcuts import _decisions
 
 #: numNodesToFind half the nodes: a pool (one of three) always fits in one window.
 OPTIONS = SessionOptions(percentage_nodes_to_find=50, minimum_feasible_nodes=5)
 
 
-def pooled_gangs() -> list[dict[str, Any]]:
-    """120 nodes in 3 pools; gangs (minMember = size) pinned to one pool, more than fit: windows hold
-    the whole pool, nodes fill and leave them, and the last gangs fail and are discarded."""
-    objects = nodes(120, pools=3)
-    for j in range(24):
-        size = (5, 12, 30)[j % 3]
-        pods = job(f"g{j:02d}", size, cpu=("4", "5", "8")[j % 3], gpus=j % 2, pool=f"p{j % 3}")
-        pods[0]["spec"]["minMember"] = size
-        objects += pods
-    return objects
-
-
 def test_standing_windows_decide_as_one_search_per_task(monkeypatch: pytest.MonkeyPatch) -> None:
-    answered: list[bool] = []
-    search = StandingWindow.search
-
-    def spy(self: StandingWindow, searcher: Any, task: Any) -> Any:
-        answer = search(self, searcher, task)
-        answered.append(answer is not None)
-        return answer
-
-    monkeypatch.setattr(StandingWindow, "search", spy)
-    standing = run_cycle(build_snapshot(pooled_gangs()), CONF, FixedClock(), options=OPTIONS)
-    assert sum(answered) > 50  # standing windows answered searches
-    monkeypatch.setattr(node_search, "PLAN_SEARCHES", False)
-    answered.clear()
-    searched = run_cycle(build_snapshot(pooled_gangs()), CONF, FixedClock(), options=OPTIONS)
-    assert not answered
-    total = sum(1 for o in pooled_gangs() if o["kind"] == "Pod")
-    assert 100 < len(searched.bindings) < total  # some gangs bound, some discarded
-    assert _decisions(standing) == _decisions(searched)
+    # 120 nodes in 3 pools: windows hold the whole pool, nodes fill, and the last gangs are discarded
+    assert_plans_decide_as_searches(monkeypatch, StandingWindow, pooled_gangs(120, ("4", "5", "8")), OPTIONS)
 
 
 def _pool_session(fill: bool = False) -> tuple[Session, Any]:
@@ -126,27 +98,12 @@ def test_a_task_placed_off_the_best_node_is_ranked_again() -> None:
     assert answer is not None and answer == _search(plain, plain_job.tasks[2], plan=False)
 
 
-@pytest.mark.parametrize("change", ["another row touched", "placement undone", "cursor moved", "other job",
-                                    "off the window"])
+@pytest.mark.parametrize("change", CHANGES)
 def test_a_standing_window_is_dropped_when_the_session_is_not_as_it_assumed(change: str) -> None:
     ssn, gang = _pool_session()
     search, stmt = node_search.NodeSearch(ssn), Statement(ssn)
     first, _ = _search(search, gang.tasks[0], plan=True)
-    task = gang.tasks[1]
-    if change == "off the window":  # placed on a node the shape cannot use (pool p1)
-        stmt.allocate(gang.tasks[0], 1)
-    else:
-        stmt.allocate(gang.tasks[0], first)
-    if change == "another row touched":
-        ssn.touch((first + 3) % 30)
-    elif change == "placement undone":
-        stmt.discard()
-        task = gang.tasks[0]
-    elif change == "cursor moved":
-        ssn.node_cursor = (ssn.node_cursor + 1) % 30
-    elif change == "other job":  # the same shape, another job
-        task = next(j for j in ssn.jobs.values() if j.uid.endswith("/h")).tasks[0]
-        assert task.spec.shape == gang.tasks[1].spec.shape
+    task = make_change(ssn, gang, stmt, first, change, cursor_step=1)
     assert isinstance(search.plan, StandingWindow)
     assert search.planned(task) is None
     assert search.plan is None

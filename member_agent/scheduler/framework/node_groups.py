@@ -45,7 +45,7 @@ class NodeGroups:
     def __init__(self, ssn: Session) -> None:
         self._columns = state_columns(ssn)
         state = np.hstack(self._columns) if len(ssn.node_names) else np.zeros((0, 1))
-        self.ids = _opening_classes(state)
+        self.ids = state_classes(state)
         self.next_id = int(self.ids.max()) + 1 if len(self.ids) else 0
         self.opening = self.next_id  # ids below: states the session opened with
         #: Rows touched since their id was last resolved (``Session.touch`` appends, duplicates too).
@@ -170,24 +170,6 @@ def node_groups(ssn: Session) -> NodeGroups:
         ssn.node_classes = NodeGroups(ssn)
     groups: NodeGroups = ssn.node_classes
     return groups
-
-
-#: The last opening's state matrix and its class ids (``_opening_classes``).
-_LAST_OPENING: tuple[np.ndarray, np.ndarray] | None = None
-
-
-def _opening_classes(state: np.ndarray) -> np.ndarray:
-    """:func:`state_classes` of ``state`` (a copy of the ids: a session moves its own), taken from the
-    last session's groups when its opening state matrix was equal: a replay session that sees nothing
-    bound or ended since the one before opens on the same rows, and classifying them (a sort of every
-    row's projection) was a fifth of its scoring. Exact: the ids are a function of the matrix's values."""
-    global _LAST_OPENING
-    last = _LAST_OPENING
-    if last is not None and last[0].shape == state.shape and np.array_equal(last[0], state):
-        return last[1].copy()
-    ids = state_classes(state)
-    _LAST_OPENING = (state, ids.copy())
-    return ids
 
 
 def state_classes(state: np.ndarray) -> np.ndarray:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Callable
 from member_agent.scheduler.framework.job_tally import (
     EMPTY_TALLY,
     STATUS_DELTAS,
-    STATUS_FLAGS,
     Tally,
     copy_counter,
 )
@@ -209,24 +208,23 @@ class JobInfo:
         """``moved`` tasks going from ``old`` to ``status``, ``k`` of them in each role of ``per_role``
         (in the order the roles' first tasks come): the role counters and the ready, valid and
         scheduled numbers, each skipped where both statuses count in it alike."""
-        ready0, valid0, scheduled0 = STATUS_FLAGS[old]
-        ready1, valid1, scheduled1 = STATUS_FLAGS[status]
+        d_ready, d_valid, d_scheduled = STATUS_DELTAS[old, status]
         for name, k in per_role:
             role = self.role_counts.get(name)
             if role is None:
                 role = self.role_counts[name] = Counter()
             role[old] -= k
             role[status] += k
-            if ready0 != ready1:
-                self.role_ready[name] = self.role_ready.get(name, 0) + (ready1 - ready0) * k
-            if valid0 != valid1:
-                self.role_valid[name] = self.role_valid.get(name, 0) + (valid1 - valid0) * k
-        if ready0 != ready1:
-            self.ready_num += (ready1 - ready0) * moved
-        if valid0 != valid1:
-            self.valid_num += (valid1 - valid0) * moved
-        if scheduled0 != scheduled1:
-            self.scheduled_num += (scheduled1 - scheduled0) * moved
+            if d_ready:
+                self.role_ready[name] = self.role_ready.get(name, 0) + d_ready * k
+            if d_valid:
+                self.role_valid[name] = self.role_valid.get(name, 0) + d_valid * k
+        if d_ready:
+            self.ready_num += d_ready * moved
+        if d_valid:
+            self.valid_num += d_valid * moved
+        if d_scheduled:
+            self.scheduled_num += d_scheduled * moved
 
     def _unshare(self) -> None:
         """Own copies of the counters shared with the spec's tally, before the first change."""

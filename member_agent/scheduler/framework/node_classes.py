@@ -72,10 +72,9 @@ def masks(ssn: Session, memo: list[np.ndarray] | None) -> bool:
 def _shared(memo: list[np.ndarray], i: int, size: int, rows: np.ndarray, ids: np.ndarray,
             compute: Callable[[np.ndarray], np.ndarray], want: np.ndarray | None = None,
             out: np.ndarray | None = None) -> np.ndarray:
-    """One value per row of ``rows`` (group ``ids``; where ``want``, if given; written into ``out``
-    if given), ``compute`` called
-    once, on one row per group whose value ``memo[i]`` does not hold (grown to ``size`` ids first)
-    and on every row of a group past the memo.
+    """One value per row of ``rows`` (group ``ids``; only where ``want``, if given; written into
+    ``out``, if given), ``compute`` called once, on one row per group whose value ``memo[i]`` does
+    not hold (grown to ``size`` ids first) and on every row of a group past the memo.
 
     A memo array holds its ids' values and one more slot, always NaN, that ids past the memo read
     (clipped to it): one lookup finds every row without a value, in or past the memo, and one call

@@ -246,8 +246,9 @@ class ShapeCache:
 
     def _fit_span(self, columns: tuple[np.ndarray, np.ndarray], sel: slice) -> tuple[np.ndarray | bool, ...]:
         """Idle and FutureIdle fit over a span, written into ``fit_idle`` and ``fit_future`` (and
-        returned as views of them), comparing into one scratch buffer and AND-ing in place: every fresh shape passes over most of the cluster (jobs x nodes rows in a
-        session), so temporaries per dimension were a third of this pass's cost."""
+        returned as views of them), comparing into one scratch buffer and AND-ing in place: every
+        fresh shape passes over most of the cluster (jobs x nodes rows in a session), so
+        temporaries per dimension were a third of this pass's cost."""
         fit_idle, fit_future = self.fit_idle[sel], self.fit_future[sel]  # views: the results go in place
         if not self.checked:
             fit_idle[:] = fit_future[:] = True
@@ -263,18 +264,20 @@ class ShapeCache:
                 fit_future &= np.greater(future_t[d][sel], lim, out=scratch)
         return fit_idle, fit_future
 
+    def _memo(self, ssn: Session) -> list[np.ndarray] | None:
+        """The shape's by-resources score memo (node_classes.new_memo), made on first use."""
+        if self.memo is None:
+            self.memo = new_memo(ssn) or []
+        return self.memo or None
+
     def _masks(self, ssn: Session) -> bool:
         """Whether the shape's scores can be computed for a mask of a span (node_classes.masks)."""
-        if self.memo is None:
-            self.memo = new_memo(ssn) or []
-        return masks(ssn, self.memo)
+        return masks(ssn, self._memo(ssn))
 
     def _score_rows(self, ssn: Session, task: TaskInfo, rows: np.ndarray, sel: slice | np.ndarray | None = None) -> None:
-        if self.memo is None:
-            self.memo = new_memo(ssn) or []
         if sel is None:
             sel = selector(rows)
-        self.score[sel] = score_rows(ssn, task, rows, self.memo or None, sel)
+        self.score[sel] = score_rows(ssn, task, rows, self._memo(ssn), sel)
         self.scored[sel] = True
 
     def scores(self, ssn: Session, task: TaskInfo, rows: np.ndarray) -> np.ndarray:

@@ -313,7 +313,7 @@ class Agent:
                 namespace = run.job.metadata.namespace or "default"
                 for kind, name in sorted(run.objects):
                     await gateway_call(f"delete {kind} {namespace}/{name}",
-                                             self.gateway.delete_object(kind, namespace, name))
+                                       self.gateway.delete_object(kind, namespace, name))
                 run.objects.clear()
             if not [p for p in self.pods_of(record) if not pod_terminating(p)]:
                 del self.works[key]

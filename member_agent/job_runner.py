@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from member_agent.cluster.clock import rfc3339
 from member_agent.cluster.gateway import Obj
@@ -37,14 +37,8 @@ from member_agent.controllers import (
     observe_pods,
     reconcile,
 )
-from member_agent.controllers.reconcile import (
-    plan_settles,
-    pod_group_resync_stable,
-    pod_group_resync_view,
-    pod_resync_view,
-    requests_matter,
-    resync_settled,
-)
+from member_agent.controllers.reconcile import plan_settles, requests_matter, resync_settled
+from member_agent.job_settled import Settled
 from member_agent.pod_group_models import observed_model, written_model
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
@@ -81,6 +75,9 @@ class RunPlan:
     delete_job: bool = False
     #: The controller refused the Job (a malformed share annotation, an unknown policy action).
     error: Optional[str] = None
+    #: The model each of ``create_pods`` was dumped from (same order), for a writer that can carry
+    #: it to the created pod (:meth:`JobRun.carry_pod_model`).
+    create_models: list[Pod] = field(default_factory=list)
 
 
 @dataclass
@@ -190,6 +187,19 @@ class JobRun:
         model = Pod.model_validate(pod)
         self._models[uid] = (version, model)
         return model
+
+    def kept_pod_model(self, pod: Obj) -> Optional[Pod]:
+        """The model kept for this version of ``pod`` (its uid and resourceVersion), if any."""
+        md = pod.get("metadata") or {}
+        cached = self._models.get(str(md.get("uid") or md.get("name")))
+        return cached[1] if cached is not None and cached[0] == str(md.get("resourceVersion") or "") else None
+
+    def carry_pod_model(self, pod: Obj, model: Pod) -> None:
+        """Keep ``model`` as the model of this version of ``pod``, which the next pass then does not
+        validate: for a writer that made ``pod`` itself and knows ``model`` equals
+        ``Pod.model_validate(pod)`` (the replay's own pod writes, :mod:`simulator.pod_models`)."""
+        md = pod.get("metadata") or {}
+        self._models[str(md.get("uid") or md.get("name"))] = (str(md.get("resourceVersion") or ""), model)
 
     def _pod_group_model(self) -> Optional[PodGroup]:
         """The PodGroup as a model, validated again only where its wire dict changed
@@ -334,6 +344,7 @@ class JobRun:
             wire.update(apiVersion="v1", kind="Pod")
             self.deleted_by_us.discard(pod.metadata.name or "")
             out.create_pods.append(wire)
+            out.create_models.append(pod)
         self.deferred = list(plan.deferred)
         self.requeue_at = plan.requeue_at.timestamp() if plan.requeue_at is not None else None
         for event in plan.events:
@@ -346,42 +357,6 @@ class JobRun:
             log.info("Job %s/%s: executed %s; phase %s", self.job.metadata.namespace, self.job.metadata.name,
                      ", ".join(a.value for a in plan.actions), self.phase)
         return out
-
-
-def resync_views(pods: Iterable[Pod]) -> dict[str, tuple[bool, str, str, bool]]:
-    return {p.metadata.name or "": pod_resync_view(p) for p in pods}
-
-
-@dataclass(frozen=True)
-class Settled:
-    """An observation whose pass planned nothing and showed every pass that reads the same planning
-    nothing (``plan_settles``), as such a pass reads it: the Job (the same object: spec and
-    status), the controller's configuration and PriorityClasses, what a resync reads of each pod
-    and of the PodGroup's status, and a PodGroup spec the Job wants. A later observation equal in
-    all of these is the same pass for the controller, whatever else moved (a PodGroup going from
-    Inqueue to Running, a pod's resourceVersion): it is skipped."""
-
-    job: Job
-    config: ControllerConfig
-    priority_classes: dict[str, int]
-    pods: dict[str, tuple[bool, str, str, bool]]
-    pod_group: Optional[tuple[bool, tuple[str, ...]]]
-
-    @classmethod
-    def of(cls, job: Job, live: list[Pod], pod_group: Optional[PodGroup], config: ControllerConfig,
-           priority_classes: Mapping[str, int]) -> Settled:
-        """The settled observation of a pass over ``job``, ``live`` and ``pod_group``, as :meth:`holds`
-        compares a later one with it."""
-        return cls(job, config, dict(priority_classes), resync_views(live), pod_group_resync_view(pod_group))
-
-    def holds(self, job: Job, live: list[Pod], pod_group: Optional[PodGroup], config: ControllerConfig,
-              priority_classes: Mapping[str, int]) -> bool:
-        if not (job is self.job and config == self.config and priority_classes == self.priority_classes
-                and pod_group_resync_view(pod_group) == self.pod_group and resync_views(live) == self.pods):
-            return False
-        # with a PodGroup the settled pass was a syncJob: it also compared the PodGroup's spec
-        return pod_group is None or pod_group_resync_stable(
-            JobObservation(job=job, pod_group=pod_group, priority_classes=priority_classes))
 
 
 def federation_event(run: JobRun, cluster: str, now: float, event_type: str, reason: str, message: str) -> Obj:

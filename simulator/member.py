@@ -35,6 +35,7 @@ from member_agent.works import Placement, WorkRecord
 from policies.quantity import parse_quantity
 from policies.scheduler_conf import SchedulerConf
 from policies.wire_objects import copy_wire
+from simulator import pod_models
 from simulator.clock import VirtualClock
 from simulator.trace import TraceJob
 
@@ -204,12 +205,13 @@ class Member:
             return
         for name in plan.delete_pods:
             self._delete_pod(share, name)
-        for wire in plan.create_pods:
+        for wire, model in zip(plan.create_pods, plan.create_models, strict=True):
             name = wire["metadata"]["name"]
             wire["metadata"].setdefault("uid", f"{share.record.uid}-{name}")
             wire["metadata"].setdefault("creationTimestamp", rfc3339(now))
             wire.setdefault("status", {})["phase"] = "Pending"
             self._stamp(wire)
+            share.run.carry_pod_model(wire, pod_models.created(model, wire))
             share.pods[name] = wire
             self._by_pod[self._pod_key(name)] = share.job
             self._unbound.add(self._pod_key(name))
@@ -302,6 +304,7 @@ class Member:
                     self._bound_seq.get((job, name)) != seq:
                 continue  # deleted (evicted, restarted) before it finished: a pod of that name bound again runs anew
             del self._bound_seq[(job, name)]
+            before = share.run.kept_pod_model(pod)
             pod["status"] = {"phase": "Succeeded", "startTime": pod["status"].get("startTime"),
                              "containerStatuses": [{"name": "main", "ready": False,
                                                     "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
@@ -309,6 +312,8 @@ class Member:
             self.finished_pods += 1
             self.pods_version += 1
             self._stamp(pod)
+            if before is not None:
+                share.run.carry_pod_model(pod, pod_models.restatused(before, pod))
             self.cache.upsert(pod)
             self._dirty.add(job)
             self.changed = True
@@ -340,10 +345,13 @@ class Member:
         pod = share.pods.get(name)
         if pod is None:
             return
+        before = share.run.kept_pod_model(pod)
         bound = with_placement(pod, node, annotations)
         bound["status"] = {"phase": "Running", "startTime": rfc3339(self.clock.now()),
                            "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {}}}]}
         self._stamp(bound)
+        if before is not None:
+            share.run.carry_pod_model(bound, pod_models.bound(before, bound))
         share.pods[name] = bound
         self._unbound.discard(self._pod_key(name))
         self.cache.upsert(bound)

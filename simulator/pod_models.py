@@ -1,0 +1,82 @@
+"""The Pod models of the replay's own pod writes, made from the model before the write.
+
+The job controller reads each version of a pod as a model (``JobRun._pod_model``: one
+``Pod.model_validate`` per uid and resourceVersion), and a replay pod has three versions, each
+written by :class:`~simulator.member.Member` itself: created (the controller's pod, stamped),
+bound (node, session annotations, Running status) and finished (Succeeded status). The member
+knows what each write changed, so the new version's model is the previous one with those fields
+replaced (``model_copy``) and the new status validated alone: about a third of validating the
+whole pod again. Each function's result equals ``Pod.model_validate`` of the written wire
+(``tests/simulate/test_pod_models.py`` compares them over a replay); the member hands it to the
+run with :meth:`~member_agent.job_runner.JobRun.carry_pod_model`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Optional
+
+from policies.models.core import Pod, PodStatus
+
+Obj = dict[str, Any]
+
+#: Status models by their wire content (a created pod's ``{"phase": "Pending"}`` is every pod's):
+#: shared between pods, never changed in place (the controller only reads observed pods).
+_STATUSES: OrderedDict[Any, Optional[PodStatus]] = OrderedDict()
+_STATUSES_SIZE = 256
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable form of wire data, in its own order (dicts as (key, value) tuples); lists and
+    dicts are tagged so that a list and a dict of the same items differ."""
+    if isinstance(value, dict):
+        return ("d", tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("l", tuple(_frozen(v) for v in value))
+    return (type(value), value)
+
+
+def status_model(status: Optional[Obj]) -> Optional[PodStatus]:
+    """The model of a pod's wire ``status``, as ``Pod.model_validate`` makes it: validated through
+    Pod's own validator (a PodStatus one would be a second schema), ``spec`` given so that its
+    default factory does not build PodSpec's."""
+    if status is None:
+        return None
+    key = _frozen(status)
+    if key in _STATUSES:
+        _STATUSES.move_to_end(key)
+        return _STATUSES[key]
+    model = Pod.model_validate({"spec": {}, "status": status}).status
+    _STATUSES[key] = model
+    while len(_STATUSES) > _STATUSES_SIZE:
+        _STATUSES.popitem(last=False)
+    return model
+
+
+def created(built: Pod, wire: Obj) -> Pod:
+    """The model of ``wire``, the dump of ``built`` (with its apiVersion and kind) that the member
+    then stamped: a uid, a creation time and a resourceVersion in the metadata, and a status."""
+    md = wire["metadata"]
+    metadata = built.metadata.model_copy(update={
+        "uid": md.get("uid"), "creation_timestamp": md.get("creationTimestamp"),
+        "resource_version": md.get("resourceVersion")})
+    return built.model_copy(update={"metadata": metadata, "status": status_model(wire.get("status"))})
+
+
+def bound(before: Pod, wire: Obj) -> Pod:
+    """The model of ``wire``, a pod whose previous version's model is ``before``, after a binding
+    that changed only ``spec.nodeName``, the annotations, the status and the resourceVersion."""
+    md = wire["metadata"]
+    annotations = md.get("annotations")
+    metadata = before.metadata.model_copy(update={
+        "annotations": None if annotations is None else dict(annotations),
+        "resource_version": md.get("resourceVersion")})
+    spec = before.spec.model_copy(update={"node_name": wire["spec"].get("nodeName")})
+    return before.model_copy(update={"metadata": metadata, "spec": spec, "status": status_model(wire.get("status"))})
+
+
+def restatused(before: Pod, wire: Obj) -> Pod:
+    """The model of ``wire``, a pod whose previous version's model is ``before``, after a write
+    that changed only the status and the resourceVersion (the kubelet ending it)."""
+    metadata = before.metadata.model_copy(update={"resource_version": wire["metadata"].get("resourceVersion")})
+    return before.model_copy(update={"metadata": metadata, "status": status_model(wire.get("status"))})

@@ -9,11 +9,12 @@ model it planned with. Every model here equals ``PodGroup.model_validate`` of th
 
 from __future__ import annotations
 
-from typing import Optional
+from collections import OrderedDict
+from typing import Any, Optional
 
 from member_agent.cluster.gateway import Obj
-from policies.models.volcano_scheduling import PodGroup
-from policies.wire_objects import copy_wire
+from policies.models.volcano_scheduling import PodGroup, PodGroupStatus
+from policies.wire_objects import copy_wire, frozen_wire
 
 #: (a private copy of the wire dict, its model)
 Kept = tuple[Obj, PodGroup]
@@ -42,8 +43,7 @@ def _status_moved(wire: Obj, model: PodGroup, rest: Obj) -> Optional[Kept]:
     try:
         # through PodGroup's own validator (a PodGroupStatus one would be a second schema;
         # "spec" given, so its default factory does not build PodGroupSpec's either)
-        moved = model.model_copy(update={
-            "status": None if status is None else PodGroup.model_validate({"spec": {}, "status": status}).status})
+        moved = model.model_copy(update={"status": None if status is None else status_model(status)})
     except ValueError:
         return None
     # ``rest``, the kept copy of the other parts, equals the wire's and is private (never
@@ -65,10 +65,35 @@ def written_model(model: PodGroup, wire: Obj) -> Optional[Kept]:
     if metadata.creation_timestamp != stamp:
         metadata = metadata.model_copy(update={"creation_timestamp": stamp})
     try:
-        status = PodGroup.model_validate({"spec": {}, "status": wire["status"]}).status
+        status = status_model(wire["status"])
     except ValueError:
         return None
     return copy_wire(wire), model.model_copy(update={"metadata": metadata, "status": status})
+
+
+#: Status models by their wire content (``frozen_wire``): the controller writes every PodGroup
+#: ``{"phase": "Pending"}`` and the scheduler moves most to ``{"phase": "Inqueue", "conditions": []}``.
+#: Shared between PodGroups and never changed in place (a model with another status is a copy).
+_STATUSES: OrderedDict[Any, Optional[PodGroupStatus]] = OrderedDict()
+_STATUSES_SIZE = 256
+
+
+def status_model(status: Obj) -> Optional[PodGroupStatus]:
+    """The model of a PodGroup's wire ``status``, as ``PodGroup.model_validate`` makes it: through
+    PodGroup's own validator (a PodGroupStatus one would be a second schema; "spec" given, so its
+    default factory does not build PodGroupSpec's either). Raises ValueError for a refused one."""
+    try:
+        key = frozen_wire(status)
+    except TypeError:  # not wire data: validated, not kept
+        return PodGroup.model_validate({"spec": {}, "status": status}).status
+    if key in _STATUSES:
+        _STATUSES.move_to_end(key)
+        return _STATUSES[key]
+    model = PodGroup.model_validate({"spec": {}, "status": status}).status
+    _STATUSES[key] = model
+    while len(_STATUSES) > _STATUSES_SIZE:
+        _STATUSES.popitem(last=False)
+    return model
 
 
 def _without_status(obj: Obj) -> Obj:

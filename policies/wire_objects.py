@@ -68,3 +68,17 @@ def copy_wire(value: Any) -> Any:
     if kind is tuple:
         return tuple(copy_wire(item) for item in value)
     return copy.deepcopy(value)
+
+
+def frozen_wire(value: Any) -> Any:
+    """A hashable form of wire data that two values share only when they are equal and alike in
+    every respect a validation could tell apart: dicts as their (key, value) pairs in their own
+    order, lists as tuples, each tagged with its kind, and each scalar with its type (``1``,
+    ``1.0`` and ``True`` differ). Raises TypeError for anything else unhashable."""
+    kind = type(value)
+    if kind is dict:
+        return (dict, tuple((key, frozen_wire(item)) for key, item in value.items()))
+    if kind is list or kind is tuple:
+        return (kind, tuple(frozen_wire(item) for item in value))
+    hash(value)
+    return (kind, value)

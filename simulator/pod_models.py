@@ -17,6 +17,7 @@ from collections import OrderedDict
 from typing import Any, Optional
 
 from policies.models.core import Pod, PodStatus
+from policies.wire_objects import frozen_wire
 
 Obj = dict[str, Any]
 
@@ -26,23 +27,16 @@ _STATUSES: OrderedDict[Any, Optional[PodStatus]] = OrderedDict()
 _STATUSES_SIZE = 256
 
 
-def _frozen(value: Any) -> Any:
-    """A hashable form of wire data, in its own order (dicts as (key, value) tuples); lists and
-    dicts are tagged so that a list and a dict of the same items differ."""
-    if isinstance(value, dict):
-        return ("d", tuple((k, _frozen(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return ("l", tuple(_frozen(v) for v in value))
-    return (type(value), value)
-
-
 def status_model(status: Optional[Obj]) -> Optional[PodStatus]:
     """The model of a pod's wire ``status``, as ``Pod.model_validate`` makes it: validated through
     Pod's own validator (a PodStatus one would be a second schema), ``spec`` given so that its
     default factory does not build PodSpec's."""
     if status is None:
         return None
-    key = _frozen(status)
+    try:
+        key = frozen_wire(status)
+    except TypeError:  # not wire data: validated, not kept
+        return Pod.model_validate({"spec": {}, "status": status}).status
     if key in _STATUSES:
         _STATUSES.move_to_end(key)
         return _STATUSES[key]

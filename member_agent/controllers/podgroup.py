@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 from member_agent.controllers import naming
 from member_agent.controllers.job_view import JobView, TaskView
 from member_agent.controllers.plugins.base import owner_reference
+from policies.models.core import Container, PodTemplateSpec
 from policies.models.pod_resources import template_request
 from policies.models.volcano_scheduling import PodGroup
 from policies.resources import PODS, ResourceVector
@@ -83,12 +84,53 @@ def _sub_group_policies(job: JobView) -> Optional[list[dict[str, Any]]]:
     return policies or None
 
 
+def _quantities(resource_list: Optional[Mapping[str, Any]]) -> Optional[tuple[tuple[str, type, Any], ...]]:
+    return None if resource_list is None else tuple((k, type(v), v) for k, v in resource_list.items())
+
+
+def _container_key(container: Container) -> Any:
+    resources = container.resources
+    return None if resources is None else (_quantities(resources.limits), _quantities(resources.requests))
+
+
+def _request_key(template: PodTemplateSpec) -> Any:
+    """All that ``template_request`` reads of a pod template: the containers' and init containers'
+    requests and limits (each quantity with its type, in order), the init containers' restart
+    policies and the overhead."""
+    spec = template.spec
+    if spec is None:
+        return None
+    return (tuple(_container_key(c) for c in spec.containers or ()),
+            tuple((c.restart_policy, _container_key(c)) for c in spec.init_containers or ()),
+            _quantities(spec.overhead))
+
+
+#: ``minResources`` as written on the PodGroup, by what :func:`min_resources` reads of the Job: the
+#: job's minAvailable and each task's name, replicas, minAvailable, priority and template request.
+#: Jobs of one shape share it (a trace replay's jobs come in a few shapes), where working it out
+#: again (parsing each task's quantities, summing vectors) was a sixth of a Job's first pass.
+_MIN_RESOURCES: OrderedDict[Any, dict[str, str]] = OrderedDict()
+
+
+def _min_resource_list(job: JobView, priority_classes: Mapping[str, int]) -> dict[str, str]:
+    key = (job.min_available, tuple((t.name, t.replicas, t.min_available, task_priority(job, t, priority_classes),
+                                     _request_key(t.template)) for t in job.tasks))
+    found = _MIN_RESOURCES.get(key)
+    if found is None:
+        found = _MIN_RESOURCES[key] = min_resources(job, priority_classes).to_resource_list()
+        while len(_MIN_RESOURCES) > _DESIRED_SIZE:
+            _MIN_RESOURCES.popitem(last=False)
+    else:
+        _MIN_RESOURCES.move_to_end(key)
+    return dict(found)  # the caller's own (the kept one is only read)
+
+
 def desired_spec(job: JobView, priority_classes: Mapping[str, int]) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "minMember": job.min_available,
         "minTaskMember": {t.name: t.min_available for t in job.tasks},
         "queue": job.queue,
-        "minResources": min_resources(job, priority_classes).to_resource_list(),
+        "minResources": _min_resource_list(job, priority_classes),
     }
     if job.priority_class_name:
         spec["priorityClassName"] = job.priority_class_name

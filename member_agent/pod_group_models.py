@@ -71,25 +71,32 @@ def written_model(model: PodGroup, wire: Obj) -> Optional[Kept]:
     return copy_wire(wire), model.model_copy(update={"metadata": metadata, "status": status})
 
 
-#: Status models by their wire content (``frozen_wire``): the controller writes every PodGroup
-#: ``{"phase": "Pending"}`` and the scheduler moves most to ``{"phase": "Inqueue", "conditions": []}``.
-#: Shared between PodGroups and never changed in place (a model with another status is a copy).
+#: Status models without conditions by their wire content (``frozen_wire``): the controller writes
+#: every PodGroup ``{"phase": "Pending"}`` and the scheduler moves many to ``{"phase": "Inqueue",
+#: "conditions": []}``; a condition carries a transition id of its own PodGroup, so those are not
+#: kept. Shared between PodGroups and never changed in place (a model with another status is a copy).
 _STATUSES: OrderedDict[Any, Optional[PodGroupStatus]] = OrderedDict()
 _STATUSES_SIZE = 256
+
+
+def _validated(status: Obj) -> Optional[PodGroupStatus]:
+    return PodGroup.model_validate({"spec": {}, "status": status}).status
 
 
 def status_model(status: Obj) -> Optional[PodGroupStatus]:
     """The model of a PodGroup's wire ``status``, as ``PodGroup.model_validate`` makes it: through
     PodGroup's own validator (a PodGroupStatus one would be a second schema; "spec" given, so its
     default factory does not build PodGroupSpec's either). Raises ValueError for a refused one."""
+    if isinstance(status, dict) and status.get("conditions"):
+        return _validated(status)  # a condition's transition id is its PodGroup's own: not kept
     try:
         key = frozen_wire(status)
     except TypeError:  # not wire data: validated, not kept
-        return PodGroup.model_validate({"spec": {}, "status": status}).status
+        return _validated(status)
     if key in _STATUSES:
         _STATUSES.move_to_end(key)
         return _STATUSES[key]
-    model = PodGroup.model_validate({"spec": {}, "status": status}).status
+    model = _validated(status)
     _STATUSES[key] = model
     while len(_STATUSES) > _STATUSES_SIZE:
         _STATUSES.popitem(last=False)

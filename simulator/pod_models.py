@@ -21,30 +21,44 @@ from policies.wire_objects import frozen_wire
 
 Obj = dict[str, Any]
 
-#: Status models by their wire content (a created pod's ``{"phase": "Pending"}`` is every pod's):
-#: shared between pods, never changed in place (the controller only reads observed pods).
+#: Status models by their wire content without ``startTime`` (``frozen_wire``): a created pod's
+#: ``{"phase": "Pending"}`` is every pod's, and a Running or Succeeded status differs from another
+#: pod's only in its start time. Shared between pods, never changed in place (the controller only
+#: reads observed pods).
 _STATUSES: OrderedDict[Any, Optional[PodStatus]] = OrderedDict()
 _STATUSES_SIZE = 256
 
 
+def _validated(status: Obj) -> Optional[PodStatus]:
+    # through Pod's own validator (a PodStatus one would be a second schema), ``spec`` given so
+    # that its default factory does not build PodSpec's
+    return Pod.model_validate({"spec": {}, "status": status}).status
+
+
 def status_model(status: Optional[Obj]) -> Optional[PodStatus]:
-    """The model of a pod's wire ``status``, as ``Pod.model_validate`` makes it: validated through
-    Pod's own validator (a PodStatus one would be a second schema), ``spec`` given so that its
-    default factory does not build PodSpec's."""
+    """The model of a pod's wire ``status``, equal to the one ``Pod.model_validate`` makes: the kept
+    model of the same status without ``startTime``, with the start time put back (a plain string
+    field, which validation keeps as it is)."""
     if status is None:
         return None
+    start = status.get("startTime")
+    if start is not None and type(start) is not str:
+        return _validated(status)  # not kept: validation decides what it becomes
+    rest = {key: value for key, value in status.items() if key != "startTime"} if start is not None else status
     try:
-        key = frozen_wire(status)
+        key = frozen_wire(rest)
     except TypeError:  # not wire data: validated, not kept
-        return Pod.model_validate({"spec": {}, "status": status}).status
+        return _validated(status)
     if key in _STATUSES:
         _STATUSES.move_to_end(key)
-        return _STATUSES[key]
-    model = Pod.model_validate({"spec": {}, "status": status}).status
-    _STATUSES[key] = model
-    while len(_STATUSES) > _STATUSES_SIZE:
-        _STATUSES.popitem(last=False)
-    return model
+        model = _STATUSES[key]
+    else:
+        model = _STATUSES[key] = _validated(rest)
+        while len(_STATUSES) > _STATUSES_SIZE:
+            _STATUSES.popitem(last=False)
+    if start is None or model is None:
+        return model
+    return model.model_copy(update={"start_time": start})
 
 
 def created(built: Pod, wire: Obj) -> Pod:

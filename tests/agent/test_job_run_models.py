@@ -142,3 +142,17 @@ def test_after_a_status_only_change_the_kept_copy_is_the_wire_and_private() -> N
     del run.pod_group["status"]
     assert run._pod_group_model() == PodGroup.model_validate(run.pod_group)
     assert run._group_model is not None and "status" not in run._group_model[0]
+
+
+def test_status_models_without_conditions_are_kept_by_content_and_equal_a_validation() -> None:
+    from member_agent.pod_group_models import _STATUSES, status_model
+
+    _STATUSES.clear()
+    pending = status_model({"phase": "Pending"})
+    assert status_model({"phase": "Pending"}) is pending
+    assert status_model({"phase": "Inqueue", "conditions": []}) is status_model({"phase": "Inqueue", "conditions": []})
+    condition = {"type": "Scheduled", "status": "True", "transitionID": "x"}
+    for status in ({"phase": "Pending"}, {"phase": "Inqueue", "conditions": []}, {"phase": "Running"},
+                   {"phase": "Running", "conditions": [condition]}, {"phase": "Pending", "running": 1}):
+        assert status_model(copy.deepcopy(status)) == PodGroup.model_validate({**WIRE, "status": status}).status
+    assert len(_STATUSES) == 4  # the one with a condition is not kept

@@ -66,3 +66,55 @@ def test_the_desired_pod_group_is_built_again_only_when_the_job_or_its_priority_
     action, updated = reconcile_pod_group(view_job(changed), first, {"high": 1000})
     assert action == "update" and updated.spec.to_wire()["minResources"]["cpu"] == "22"
     assert reconcile_pod_group(view_job(changed), updated, {"high": 1000})[0] is None
+
+
+# --------------------------------------------------------------------------- kept by what it reads
+
+def test_the_kept_min_resources_equal_the_computed_ones_over_random_jobs() -> None:
+    """``desired_spec``'s minResources come from a memo keyed by what ``min_resources`` reads: over
+    random jobs (drawn so that many share a key and many differ in one part of it: a quantity's
+    text or type, a limit instead of a request, an init container, a priority, replicas), each
+    equals the computation."""
+    import copy
+    import random
+
+    from member_agent.controllers.podgroup import _MIN_RESOURCES, desired_spec
+
+    rng = random.Random(7)
+
+    def container() -> dict[str, Any]:
+        kind = rng.choice(["requests", "limits"])
+        cpu = rng.choice(["1", "2", 1, 2, 1.5, "1500m"])
+        return {"name": "c", "resources": {kind: {"cpu": cpu, "nvidia.com/gpu": rng.choice([0, 1, "1", 8])}}}
+
+    def template() -> dict[str, Any]:
+        spec: dict[str, Any] = {"containers": [container() for _ in range(rng.choice([1, 1, 2]))]}
+        if rng.random() < 0.2:
+            init = container()  # a sidecar (restartPolicy Always) or an ordinary init container
+            spec["initContainers"] = [{**init, "restartPolicy": "Always"} if rng.random() < 0.5 else init]
+        if rng.random() < 0.2:
+            spec["overhead"] = {"cpu": rng.choice(["100m", "1"])}
+        if rng.random() < 0.3:
+            spec["priorityClassName"] = rng.choice(["high", "low"])
+        return {"spec": spec}
+
+    _MIN_RESOURCES.clear()
+    templates = [template() for _ in range(6)]  # few: many jobs differ only in counts or priorities
+    drawn = []
+    for _ in range(200):
+        tasks = [{"name": f"t{i}", "replicas": rng.choice([1, 2, 3]), "minAvailable": rng.choice([0, 1, 2]),
+                  "template": rng.choice(templates)} for i in range(rng.choice([1, 1, 2]))]
+        drawn.append(({"tasks": tasks, "minAvailable": rng.choice([1, 2, 3])}, rng.choice([{}, {"high": 1000, "low": -5}])))
+    for _ in range(2):  # the second round: other Job objects of the same specs, read from the memo
+        for spec, classes in drawn:
+            job = view_job(make_job(copy.deepcopy(spec)))
+            assert desired_spec(job, classes)["minResources"] == min_resources(job, classes).to_resource_list()
+    assert len(_MIN_RESOURCES) <= len(drawn)
+
+
+def test_a_caller_changing_its_min_resources_does_not_change_the_kept_ones() -> None:
+    from member_agent.controllers.podgroup import desired_spec
+
+    job = view_job(make_job({"tasks": [task("w", 2, 2, "3")], "minAvailable": 2}))
+    desired_spec(job, {})["minResources"]["cpu"] = "999"
+    assert desired_spec(job, {})["minResources"] == {"cpu": "6"}

@@ -1,0 +1,54 @@
+"""``frozen_wire``: the key the status-model memos are kept by. Two wire values share a key only
+when a validation could not tell them apart: equal, with the same scalar types, the same kinds of
+containers and the same dict order."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from policies.wire_objects import copy_wire, frozen_wire
+
+
+def _value(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 3 and roll < 0.3:
+        return {rng.choice("abc"): _value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    if depth < 3 and roll < 0.45:
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return rng.choice([None, True, False, 0, 1, 1.0, 0.0, "", "1", "x"])
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down, dicts in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def test_keys_are_equal_exactly_when_the_values_are_alike() -> None:
+    rng = random.Random(11)
+    values = [_value(rng) for _ in range(600)]
+    for a, b in zip(values, values[1:] + values[:1]):
+        assert (frozen_wire(a) == frozen_wire(b)) == _same(a, b)
+        assert frozen_wire(a) == frozen_wire(copy_wire(a))
+        hash(frozen_wire(a))
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    (1, 1.0), (1, True), (0, False), ("1", 1), ([], {}), ([1], (1,)),
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1}), ({"a": [1]}, {"a": [1.0]}),
+])
+def test_values_a_validation_could_tell_apart_have_other_keys(a: Any, b: Any) -> None:
+    assert frozen_wire(a) != frozen_wire(b)
+
+
+def test_anything_else_unhashable_is_refused() -> None:
+    with pytest.raises(TypeError):
+        frozen_wire({"a": {1, 2}})

@@ -28,14 +28,14 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
 def test_keys_are_equal_exactly_when_the_values_are_alike() -> None:
     rng = random.Random(11)
     values = [_value(rng) for _ in range(600)]
-    for a, b in zip(values, values[1:] + values[:1]):
+    for a, b in zip(values, values[1:] + values[:1], strict=True):
         assert (frozen_wire(a) == frozen_wire(b)) == _same(a, b)
         assert frozen_wire(a) == frozen_wire(copy_wire(a))
         hash(frozen_wire(a))

@@ -41,8 +41,7 @@ def _status_moved(wire: Obj, model: PodGroup, rest: Obj) -> Optional[Kept]:
     error names the field from the root)."""
     status = wire.get("status")
     try:
-        # through PodGroup's own validator (a PodGroupStatus one would be a second schema;
-        # "spec" given, so its default factory does not build PodGroupSpec's either)
+        # the status alone, through PodGroup's own validator (``status_model``)
         moved = model.model_copy(update={"status": None if status is None else status_model(status)})
     except ValueError:
         return None

@@ -25,6 +25,7 @@ from member_agent.scheduler.framework.snapshot import QueueSpec
 from member_agent.scheduler.framework.status import Vote
 from member_agent.scheduler.plugins.drf_shares import largest_product
 from member_agent.scheduler.plugins.queue_usage import Usage, deduct_gated, queue_usage
+from member_agent.scheduler.plugins.water_fill import fill_values
 from member_agent.scheduler.plugins.water_fill import water_fill as water_fill  # re-exported for tests
 
 NAME = "proportion"
@@ -155,10 +156,33 @@ _OPENED_KEPT = 32
 
 def _open(ssn: Session, usage: dict[str, Usage], queues: tuple[object, ...]) -> _Opening:
     """Each queue's real capability, then water filling (deserved and share) and the inverses
-    of what it deserves; reads the queues, the total and each queue's allocated and request."""
+    of what it deserves; reads the queues, the total and each queue's allocated and request.
+    On Python floats from the vectors (:func:`fill_values`) when every input is in their domain,
+    the inverses too (``1.0 / x`` is the same IEEE division as numpy's); else on the queues'
+    attributes (:func:`_open_attrs`)."""
     dims = ssn.dims
     names = list(usage)
     vectors, real = _capabilities(ssn, tuple(names), queues)
+    filled = None
+    if names:
+        rows = [(real[i], use.request, vectors[name][0], use.allocated) for i, (name, use) in enumerate(usage.items())]
+        filled = fill_values(rows, [ssn.queues[name].weight for name in names], ssn.total, dims.always)
+    if filled is None:
+        return _open_attrs(ssn, usage, vectors, real)
+    deserved_rows, shares = filled
+    inverse_rows = [[1.0 / value if value >= 0.1 else 0.0 for value in row] for row in deserved_rows]
+    deserved, inverse = np.array(deserved_rows, dtype=float), np.array(inverse_rows, dtype=float)
+    for array in (deserved, inverse):
+        array.setflags(write=False)
+    return _Opening(dims, tuple(ssn.queues.values()), tuple(vectors[n] for n in names), real, deserved,
+                    tuple(shares), inverse, tuple(map(any, inverse_rows)))
+
+
+def _open_attrs(ssn: Session, usage: dict[str, Usage], vectors: dict[str, tuple[Vector, Vector]],
+                real: np.ndarray) -> _Opening:
+    """:func:`_open` through :func:`water_fill` on each queue's attributes: any input."""
+    dims = ssn.dims
+    names = list(usage)
     attrs = []
     for i, name in enumerate(names):
         queue, use = ssn.queues[name], usage[name]

@@ -17,7 +17,7 @@ import numpy as np
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.session import Session
-from member_agent.scheduler.framework.snapshot import JobSpec
+from member_agent.scheduler.framework.snapshot import JobSpec, TaskSpec
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
 
 
@@ -67,25 +67,42 @@ _PENDING = TaskStatus.PENDING  # read per task: a member read through its enum c
 
 @dataclass(frozen=True)
 class _TaskSums:
-    """A job's task sums at some statuses: the same additions, in the same order, as a walk."""
+    """A job's task sums at some statuses, as Python floats: the same additions, in the same order,
+    as a walk over numpy vectors (IEEE sums of doubles either way). A job of a replay has one or two
+    tasks, where a dozen numpy calls on 4-value vectors cost several times the arithmetic."""
 
-    allocated: Vector
+    allocated: list[float]
     pending: tuple[Vector, ...]  # requests of Pending tasks, added one by one as a walk adds them
     allocated_count: int
-    gated: Vector
+    gated: list[float]
     #: The request sum (allocated, then each Pending request, in turn) and whether all those values are
     #: whole numbers: the same for both readings of the terms (with and without the full minimum for
     #: Inqueue jobs), so worked out once for the two (a session's first opening did it twice per job).
-    request_sum: Vector
+    request_sum: list[float]
     request_whole: bool
 
     @classmethod
     def of(cls, job: JobInfo, zeros: Vector) -> _TaskSums:
-        pending = tuple(t.spec.request for t in job.tasks if t.status == _PENDING)
-        allocated = job_allocated(job, zeros)
-        request = [allocated, *pending]
-        return cls(allocated, pending, allocated_count(job), gated_request(job, zeros), _in_order(zeros, request),
-                   whole_numbers(request))
+        return cls.over([(t.status, t.spec) for t in job.tasks], allocated_count(job), zeros)
+
+    @classmethod
+    def over(cls, tasks: list[tuple[TaskStatus, TaskSpec]], count: int, zeros: Vector) -> _TaskSums:
+        """The sums of ``tasks`` (status, spec) in order, ``count`` of them in an allocated status."""
+        start = zeros.tolist()
+        allocated = gated = start
+        pending = []
+        for status, spec in tasks:
+            if status in ALLOCATED_STATUSES:  # job_allocated's terms
+                allocated = [a + r for a, r in zip(allocated, spec.request.tolist())]
+            elif status == _PENDING:
+                pending.append(spec.request)
+                if spec.gated:  # gated_request's terms
+                    gated = [g + r for g, r in zip(gated, spec.request.tolist())]
+        parts = [allocated, *(request.tolist() for request in pending)]
+        request_sum = start
+        for part in parts:
+            request_sum = [total + r for total, r in zip(request_sum, part)]
+        return cls(allocated, tuple(pending), count, gated, request_sum, all(map(float.is_integer, chain.from_iterable(parts))))
 
 
 def _task_sums(job: JobInfo, zeros: Vector) -> _TaskSums:
@@ -100,6 +117,22 @@ def _task_sums(job: JobInfo, zeros: Vector) -> _TaskSums:
     return sums
 
 
+def _spec_task_sums(spec: JobSpec, zeros: Vector) -> _TaskSums:
+    """:func:`_task_sums` of a job at its snapshot statuses, read from its spec without wrapping it
+    (a quiescent job's spec: the same memo, the same sums as a :class:`JobInfo` of it gives)."""
+    sums: _TaskSums | None = spec.memo.get("task_sums")
+    if sums is None:
+        tasks = [(t.status, t) for t in spec.tasks]
+        count = sum(status in ALLOCATED_STATUSES for status, _ in tasks)
+        sums = spec.memo["task_sums"] = _TaskSums.over(tasks, count, zeros)
+    return sums
+
+
+def _at_least_zero(value: float) -> float:
+    """``np.maximum(value, 0.0)`` of one value: NaN stays, ``-0.0`` becomes ``0.0``."""
+    return value if value > 0.0 or value != value else 0.0
+
+
 @dataclass(frozen=True)
 class _Terms:
     """What one job adds to its queue's four sums."""
@@ -109,28 +142,37 @@ class _Terms:
     request: tuple[Vector, ...]  # allocated, then each Pending task's request
     elastic: Vector
     inqueue: Vector | None
-    #: the four sums' terms as rows (request summed, inqueue zero when none), and whether every
-    #: value is a whole number: then any order of addition gives the same floats
+    #: the four sums' terms as rows (request summed, inqueue zero when none), read-only, and whether
+    #: every value is a whole number: then any order of addition gives the same floats
     block: np.ndarray
     integral: bool
 
     @classmethod
     def of(cls, job: JobInfo, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
-        sums = _task_sums(job, zeros)
+        return cls.made(job.queue, job.phase, job.min_available, job.spec.min_resources, _task_sums(job, zeros),
+                        zeros, full_min_for_inqueue)
+
+    @classmethod
+    def made(cls, queue: str, phase: str, min_available: int, min_res: Vector | None, sums: _TaskSums,
+             zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
+        """The terms on Python floats, each value through the vector operations' float operations
+        (``np.maximum(x, 0.0)`` is :func:`_at_least_zero`); one array of the four rows at the end."""
         allocated = sums.allocated
-        min_res = job.spec.min_resources
+        floor = min_res.tolist() if min_res is not None else zeros.tolist()
         # GetElasticResources: allocated above minResources (all of it without minResources).
-        elastic = np.maximum(allocated - (min_res if min_res is not None else zeros), 0.0)
+        elastic = [_at_least_zero(a - m) for a, m in zip(allocated, floor)]
         inqueue = None
-        if min_res is not None and job.phase == "Inqueue":
-            reserve = min_res if full_min_for_inqueue else inqueue_resource(job, allocated)
-            inqueue = np.maximum(reserve - sums.gated, 0.0)
-        elif min_res is not None and job.phase == "Running" and sums.allocated_count >= job.min_available:
-            inqueue = np.maximum(inqueue_resource(job, allocated) - sums.gated, 0.0)
-        request = (allocated, *sums.pending)
-        block = np.array([allocated, sums.request_sum, elastic, inqueue if inqueue is not None else zeros])
-        integral = sums.request_whole and whole_numbers([elastic, *(() if inqueue is None else (inqueue,))])
-        return cls(job.queue, allocated, request, elastic, inqueue, block, integral)
+        if min_res is not None and phase == "Inqueue":
+            reserve = floor if full_min_for_inqueue else [_at_least_zero(m - a) for m, a in zip(floor, allocated)]
+            inqueue = [_at_least_zero(r - g) for r, g in zip(reserve, sums.gated)]
+        elif min_res is not None and phase == "Running" and sums.allocated_count >= min_available:
+            inqueue = [_at_least_zero(_at_least_zero(m - a) - g) for m, a, g in zip(floor, allocated, sums.gated)]
+        block = np.array([allocated, sums.request_sum, elastic, inqueue if inqueue is not None else zeros.tolist()],
+                         dtype=float)
+        block.setflags(write=False)
+        integral = sums.request_whole and all(map(float.is_integer, chain(elastic, inqueue or ())))
+        return cls(queue, block[0], (block[0], *sums.pending), block[2], None if inqueue is None else block[3], block,
+                   integral)
 
 
 def whole_numbers(parts: list[Vector]) -> bool:
@@ -147,8 +189,10 @@ def _terms(job: JobInfo | JobSpec, zeros: Vector, full_min_for_inqueue: bool) ->
     key = ("queue_terms", full_min_for_inqueue)
     terms: _Terms | None = spec.memo.get(key)
     if terms is None:
-        info = job if isinstance(job, JobInfo) else JobInfo.at_snapshot(spec)  # a quiescent job's spec
-        terms = spec.memo[key] = _Terms.of(info, zeros, full_min_for_inqueue)
+        terms = spec.memo[key] = (
+            _Terms.of(job, zeros, full_min_for_inqueue) if isinstance(job, JobInfo)
+            else _Terms.made(spec.queue, spec.phase, spec.min_available, spec.min_resources,  # a quiescent job's spec
+                             _spec_task_sums(spec, zeros), zeros, full_min_for_inqueue))
     return terms
 
 

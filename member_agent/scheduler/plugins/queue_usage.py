@@ -266,6 +266,9 @@ class _CarriedTerms:
         self.sums: dict[str, np.ndarray] = {}  # queue -> the four sums as rows
         self.members: dict[str, int] = {}
         self.absolute = np.zeros((4, len(zeros)))
+        #: the four sums over every queue: what overcommit's total inqueue reads (whole numbers within
+        #: the exact range add up to the same floats in any order, so also to the queues' sums added)
+        self.grand = np.zeros((4, len(zeros)))
         self.fractional = 0  # jobs left out with a term that is not a whole number
 
     def add(self, spec: JobSpec, _found: object) -> None:
@@ -281,6 +284,7 @@ class _CarriedTerms:
             self.sums[queue] = terms.block.copy()
             self.members[queue] = 1
         self.absolute += np.abs(terms.block)
+        self.grand += terms.block
 
     def remove(self, spec: JobSpec, _found: object) -> None:
         terms = _terms(spec, self.zeros, False)
@@ -294,6 +298,7 @@ class _CarriedTerms:
         else:
             del self.sums[queue], self.members[queue]
         self.absolute -= np.abs(terms.block)
+        self.grand -= terms.block
 
 
 def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> dict[str, Usage] | None:
@@ -313,12 +318,10 @@ def _carried_totals(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> 
     ``full_min_for_inqueue`` and proportion without. A left-out job is Running, whose terms do not
     depend on it (only an Inqueue job reserves its full minimum), so one tally serves both, and
     the session's Inqueue jobs with a minimum are the only terms the two sums differ in."""
-    if _BASE not in ssn.open_memo:
-        ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
-    base: tuple[dict[str, np.ndarray], np.ndarray] | None = ssn.open_memo[_BASE]
+    base = _base(ssn, zeros)
     if base is None:
         return None
-    totals, absolute = base
+    totals, absolute, _grand = base
     if full_min_for_inqueue:
         totals, absolute = dict(totals), absolute
         for job in ssn.jobs.values():
@@ -339,9 +342,10 @@ def _carried_totals(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> 
 _BASE = "queue_usage.carried"
 
 
-def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
-    """Per queue the four sums (without ``full_min_for_inqueue``) and the sum of the terms'
-    absolute values, or None (the walk sums) when some term is not a whole number or a sum may round."""
+def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
+    """Per queue the four sums (without ``full_min_for_inqueue``), the sum of the terms' absolute
+    values and the four sums over every queue, or None (the walk sums) when some term is not a whole
+    number or a sum may round."""
     left = ssn.left_out
     assert left.ledger is not None
     carried = left.ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
@@ -355,7 +359,7 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
     # the tally changes only when the ledger is next updated, after this opening): a copy only
     # for the few queues a session's jobs add to, not one per queue per session.
     totals = dict(carried.sums)
-    absolute = carried.absolute
+    absolute, grand = carried.absolute, carried.grand
     added: set[str] = set()
     for job in ssn.jobs.values():  # a few jobs a session: added one by one (whole numbers: any order is exact)
         terms = _terms(job, zeros, False)
@@ -371,9 +375,42 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
             totals[queue] = kept + terms.block
         added.add(queue)
         absolute = absolute + np.abs(terms.block)
+        grand = grand + terms.block
     if absolute.max(initial=0.0) >= _EXACT:
         return None
-    return totals, absolute
+    return totals, absolute, grand
+
+
+def _base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
+    """:func:`_carried_base`'s answer, once per session opening (``Session.open_memo``)."""
+    if _BASE not in ssn.open_memo:
+        ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
+    base: tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None = ssn.open_memo[_BASE]
+    return base
+
+
+def _carried_inqueue(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> Vector | None:
+    """The ``inqueue`` of every queue added up, from the sums over every queue (an array of the
+    caller's own), or None where :func:`_carried_totals` is None. Every term a whole number and
+    every partial sum within the exact range (the same checks as :func:`_carried_totals`): the
+    queues' sums added in their order are these exact sums, with no per-queue copy or ``cumsum``."""
+    base = _base(ssn, zeros)
+    if base is None:
+        return None
+    _totals, absolute, grand = base
+    inqueue = grand[3].copy()
+    if full_min_for_inqueue:
+        for job in ssn.jobs.values():
+            if job.phase != "Inqueue" or job.spec.min_resources is None:
+                continue  # the same terms under both
+            part, full = _terms(job, zeros, False), _terms(job, zeros, True)
+            if not full.integral:
+                return None
+            inqueue += full.block[3] - part.block[3]  # whole numbers within the exact range: exact
+            absolute = absolute + np.abs(full.block)
+        if absolute.max(initial=0.0) >= _EXACT:
+            return None
+    return inqueue
 
 
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
@@ -407,18 +444,11 @@ def total_inqueue(ssn: Session, *, full_min_for_inqueue: bool = False) -> Vector
     """The ``inqueue`` of every queue with a job, added in queue order (overcommit's reading),
     without building each queue's :class:`Usage` when the carried sums serve."""
     zeros = ssn.dims.zeros()
+    if ssn.left_out and not ssn.left_out.clash:
+        carried = _carried_inqueue(ssn, zeros, full_min_for_inqueue)
+        if carried is not None:
+            return carried
     total = zeros.copy()
-    totals = (_carried_totals(ssn, zeros, full_min_for_inqueue)
-              if ssn.left_out and not ssn.left_out.clash else None)
-    if totals is not None:
-        queues = ssn.job_queues()
-        if len(queues) <= _FEW_TERMS:
-            for queue in queues:
-                total += totals[queue][3]
-            return total
-        # cumsum adds the rows one after the other, from zeros, as the loop does: the same floats
-        summed: Vector = np.cumsum(np.array([total, *(totals[queue][3] for queue in queues)]), axis=0)[-1]
-        return summed
     for usage in queue_usage(ssn, full_min_for_inqueue=full_min_for_inqueue).values():
         total += usage.inqueue
     return total

@@ -167,6 +167,13 @@ def test_a_proportion_opening_with_another_input_is_not_answered_from_the_memo()
     cache.upsert(copy.deepcopy(pod))
     moved = cache.snapshot()
     got = open_session(moved, CONF, FixedClock())
+    # the requests as before: the deserved answered from the memo, the shares worked out again (below)
+    assert len(proportion._OPENED) == 1 and len(proportion._CAPABILITIES) == 1
+    assert got.plugins["proportion"].attrs["q1"].share != 0.0
+    pending = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Pending")
+    cache.delete(copy.deepcopy(pending))  # a queue's request moves
+    objects.remove(pending)
+    open_session(cache.snapshot(), CONF, FixedClock())
     assert len(proportion._OPENED) == 2 and len(proportion._CAPABILITIES) == 1  # the queues as before
     queue = next(o for o in objects if o["kind"] == "Queue" and o["metadata"]["name"] == "q2")
     queue["spec"]["weight"] = 3  # another Queue spec, the sums as before

@@ -117,8 +117,10 @@ def queue_vectors(dims: Dimensions, queue: QueueSpec) -> tuple[Vector, Vector]:
 
 @dataclass(frozen=True)
 class _Opening:
-    """What opening derives from the queues, the cluster total and each queue's allocated and
-    request, per queue in the usage's order: the same in every session whose inputs are equal."""
+    """What opening derives from the queues, the cluster total and each queue's request, per queue
+    in the usage's order: the same in every session whose inputs are equal. Water filling reads
+    ``allocated`` only for the shares (a queue's deserved never depends on it), so ``shares`` are
+    those of the session that filled; another session works its own out (:func:`_shares`)."""
 
     dims: Dimensions
     queues: tuple[QueueSpec, ...]  # held, so the ids in the key stay theirs
@@ -128,6 +130,9 @@ class _Opening:
     shares: tuple[float, ...]
     inverse: np.ndarray  # read-only: each session takes a copy
     inv_any: tuple[bool, ...]
+    #: ``deserved`` as Python floats when filled on them (every input in their domain), else None:
+    #: only such an entry answers a session whose ``allocated`` differ
+    deserved_rows: tuple[list[float], ...] | None = None
 
 
 def _queues_key(ssn: Session) -> tuple[object, ...]:
@@ -136,17 +141,47 @@ def _queues_key(ssn: Session) -> tuple[object, ...]:
     return id(ssn.dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes()
 
 
-def _opened(ssn: Session, usage: dict[str, Usage]) -> _Opening:
-    """:func:`_open`'s answer, remembered by its inputs (``_OPENED``): a replay's session opens
-    with the queues' sums as some earlier session did about two times in five."""
+def _opened(ssn: Session, usage: dict[str, Usage]) -> tuple[_Opening, tuple[float, ...]]:
+    """:func:`_open`'s answer and this session's shares, remembered by the inputs of a queue's
+    deserved (``_OPENED``: the queues, the total and the requests, not ``allocated``): a replay's
+    session opens with the queues' requests as some earlier session did about two times in three
+    (a bind moves ``allocated`` alone). A remembered fill on floats gives the shares of this
+    session's ``allocated`` as the fill's last round works them out (:func:`_shares`)."""
     dims = ssn.dims
     queues = _queues_key(ssn)
-    key = (*queues, tuple(usage),
-           b"".join([b for use in usage.values() for b in (use.allocated.tobytes(), use.request.tobytes())]))
+    key = (*queues, tuple(usage), b"".join([use.request.tobytes() for use in usage.values()]))
     found = _OPENED.get(key)
-    if found is None or found.dims is not dims:
-        found = remember(_OPENED, key, _open(ssn, usage, queues), _OPENED_KEPT)
-    return found
+    if found is not None and found.dims is dims and found.deserved_rows is not None:
+        shares = _shares(usage, found.deserved_rows)
+        if shares is not None:
+            return found, shares
+    found = remember(_OPENED, key, _open(ssn, usage, queues), _OPENED_KEPT)
+    return found, found.shares
+
+
+def _shares(usage: dict[str, Usage], deserved_rows: tuple[list[float], ...]) -> tuple[float, ...] | None:
+    """Each queue's share as water filling on floats leaves it: the largest ``allocated / deserved``
+    over dims deserving at least 0.1 (0.0 when none), the same divisions of the same floats as a
+    queue's last round (a queue's deserved is final after the last round that moved it, and every
+    queue goes through the first round unless all weights are 0, when deserved stays zero). None
+    when an ``allocated`` value is outside the floats' domain (the fill took the arrays then)."""
+    if not usage:
+        return ()
+    allocated = np.concatenate([use.allocated for use in usage.values()], dtype=float)
+    if not np.isfinite(allocated).all() or np.signbit(allocated).any():
+        return None
+    values = allocated.tolist()
+    width = len(values) // len(usage)
+    shares = []
+    for at, deserved in zip(range(0, len(values), width), deserved_rows, strict=True):
+        share = None
+        for a, v in zip(values[at:at + width], deserved, strict=True):
+            if v >= 0.1:
+                ratio = a / v
+                if share is None or ratio > share:
+                    share = ratio
+        shares.append(0.0 if share is None else share)
+    return tuple(shares)
 
 
 #: Inputs -> what opening derived from them (ids of objects the value holds, and bytes).
@@ -175,7 +210,7 @@ def _open(ssn: Session, usage: dict[str, Usage], queues: tuple[object, ...]) -> 
     for array in (deserved, inverse):
         array.setflags(write=False)
     return _Opening(dims, tuple(ssn.queues.values()), tuple(vectors[n] for n in names), real, deserved,
-                    tuple(shares), inverse, tuple(map(any, inverse_rows)))
+                    tuple(shares), inverse, tuple(map(any, inverse_rows)), tuple(deserved_rows))
 
 
 def _open_attrs(ssn: Session, usage: dict[str, Usage], vectors: dict[str, tuple[Vector, Vector]],
@@ -244,7 +279,7 @@ class ProportionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         dims = self.dims = ssn.dims
         usage = queue_usage(ssn)
-        opened = _opened(ssn, usage)
+        opened, shares = _opened(ssn, usage)
         deserved, inverse = opened.deserved.copy(), opened.inverse.copy()  # rows of this session's own
         for i, (name, use) in enumerate(usage.items()):
             queue = ssn.queues[name]
@@ -253,7 +288,7 @@ class ProportionPlugin:
                 name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
                 capability=capability, guarantee=guarantee, real_capability=opened.real[i],
                 allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
-                deserved=deserved[i], inv_deserved=inverse[i], inv_any=opened.inv_any[i], _share=opened.shares[i],
+                deserved=deserved[i], inv_deserved=inverse[i], inv_any=opened.inv_any[i], _share=shares[i],
             )
         attrs = list(self.attrs.values())
         for attr in attrs if ssn.options.verbosity >= 4 else ():

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
 from member_agent.scheduler.plugins import proportion
-from member_agent.scheduler.plugins.queue_usage import Usage, _terms
+from member_agent.scheduler.plugins.queue_usage import _terms
 from member_agent.scheduler.plugins.water_fill import _fill_floats, fill_values
 from tests.scheduler.test_proportion_water_fill import ALWAYS, DIMS, _attrs, finite, finite_queues
 
@@ -42,14 +42,14 @@ def test_a_fill_from_the_vectors_equals_the_attributes_fill_and_its_shares_follo
     moved = _attrs([(w, c, r, g, other[i]) for i, (w, c, r, g, _a) in enumerate(spec)])
     refilled = fill_values(_rows(moved), [a.weight for a in moved], np.array(total), ALWAYS)
     assert refilled is not None and refilled[0] == deserved
-    usage = {a.name: Usage(a.allocated, a.request, a.inqueue, a.elastic) for a in moved}
-    assert proportion._shares(usage, tuple(deserved)) == tuple(refilled[1])
+    sums = {a.name: np.array([a.allocated, a.request, a.elastic, a.inqueue]) for a in moved}
+    assert proportion._shares(sums, tuple(deserved)) == tuple(refilled[1])
 
 
 def test_shares_are_not_worked_out_for_an_allocated_outside_the_floats_domain() -> None:
     for odd in (np.inf, np.nan, -0.0, -1.0):
-        usage = {"q": Usage(np.array([odd, 1.0, 0.0, 0.0]), np.ones(4), np.zeros(4), np.zeros(4))}
-        assert proportion._shares(usage, ([2.0, 2.0, 2.0, 2.0],)) is None
+        sums = {"q": np.array([[odd, 1.0, 0.0, 0.0], [1.0] * 4, [0.0] * 4, [0.0] * 4])}
+        assert proportion._shares(sums, ([2.0, 2.0, 2.0, 2.0],)) is None
         values = [np.array([odd, 1.0, 0.0, 0.0]), np.ones(4), np.zeros(4), np.zeros(4)]
         assert fill_values([tuple(values)], [1], np.full(4, 4.0), ALWAYS) is None  # type: ignore[list-item]
     assert proportion._shares({}, ()) == ()
@@ -122,3 +122,26 @@ def test_a_jobs_queue_terms_on_floats_equal_the_vector_code_bit_for_bit(
         assert not terms.block.flags.writeable
         assert terms.allocated.tobytes() == expected[0].tobytes() and terms.elastic.tobytes() == expected[2].tobytes()
         assert (terms.inqueue is None) == no_inqueue
+
+
+def test_a_queues_attributes_built_late_read_the_sums_as_the_session_opened() -> None:
+    """Proportion builds a queue's attributes when first asked for; by then a later snapshot may have
+    moved the ledger's sums (a queue of left-out jobs only shares the ledger's arrays): they are the
+    opening's all the same, and equal those of a session that read them at once."""
+    import copy
+
+    from member_agent.scheduler.cycle import open_session
+    from member_agent.scheduler.framework.clock import FixedClock
+    from tests.scheduler.test_open_carry import CONF, _attrs, _cache
+    from tests.scheduler.test_session_reuse import _objects
+
+    objects = _objects([("q1", "Inqueue", 1, ["Pending"]), *[("q2", "Running", 1, ["Running", "Running"])] * 3])
+    cache = _cache(objects)
+    snapshot = cache.snapshot()
+    late = open_session(snapshot, CONF, FixedClock())
+    assert len(late.left_out.fragments) >= 2 and not late.plugins["proportion"]._attrs  # nothing built yet
+    at_once = _attrs(open_session(snapshot, CONF, FixedClock()))
+    pod = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Running")
+    cache.delete(copy.deepcopy(pod))  # a left-out job of q2 is no longer ready: the ledger's q2 sums move
+    open_session(cache.snapshot(), CONF, FixedClock())
+    assert _attrs(late) == at_once

@@ -24,7 +24,7 @@ from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import QueueSpec
 from member_agent.scheduler.framework.status import Vote
 from member_agent.scheduler.plugins.drf_shares import largest_product
-from member_agent.scheduler.plugins.queue_usage import Usage, deduct_gated, queue_usage
+from member_agent.scheduler.plugins.queue_usage import deduct_gated, queue_sums
 from member_agent.scheduler.plugins.water_fill import fill_values
 from member_agent.scheduler.plugins.water_fill import water_fill as water_fill  # re-exported for tests
 
@@ -141,7 +141,7 @@ def _queues_key(ssn: Session) -> tuple[object, ...]:
     return id(ssn.dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes()
 
 
-def _opened(ssn: Session, usage: dict[str, Usage]) -> tuple[_Opening, tuple[float, ...]]:
+def _opened(ssn: Session, sums: dict[str, np.ndarray]) -> tuple[_Opening, tuple[float, ...]]:
     """:func:`_open`'s answer and this session's shares, remembered by the inputs of a queue's
     deserved (``_OPENED``: the queues, the total and the requests, not ``allocated``): a replay's
     session opens with the queues' requests as some earlier session did about two times in three
@@ -149,29 +149,29 @@ def _opened(ssn: Session, usage: dict[str, Usage]) -> tuple[_Opening, tuple[floa
     session's ``allocated`` as the fill's last round works them out (:func:`_shares`)."""
     dims = ssn.dims
     queues = _queues_key(ssn)
-    key = (*queues, tuple(usage), b"".join([use.request.tobytes() for use in usage.values()]))
+    key = (*queues, tuple(sums), b"".join([block[1].tobytes() for block in sums.values()]))
     found = _OPENED.get(key)
     if found is not None and found.dims is dims and found.deserved_rows is not None:
-        shares = _shares(usage, found.deserved_rows)
+        shares = _shares(sums, found.deserved_rows)
         if shares is not None:
             return found, shares
-    found = remember(_OPENED, key, _open(ssn, usage, queues), _OPENED_KEPT)
+    found = remember(_OPENED, key, _open(ssn, sums, queues), _OPENED_KEPT)
     return found, found.shares
 
 
-def _shares(usage: dict[str, Usage], deserved_rows: tuple[list[float], ...]) -> tuple[float, ...] | None:
+def _shares(sums: dict[str, np.ndarray], deserved_rows: tuple[list[float], ...]) -> tuple[float, ...] | None:
     """Each queue's share as water filling on floats leaves it: the largest ``allocated / deserved``
     over dims deserving at least 0.1 (0.0 when none), the same divisions of the same floats as a
     queue's last round (a queue's deserved is final after the last round that moved it, and every
     queue goes through the first round unless all weights are 0, when deserved stays zero). None
     when an ``allocated`` value is outside the floats' domain (the fill took the arrays then)."""
-    if not usage:
+    if not sums:
         return ()
-    allocated = np.concatenate([use.allocated for use in usage.values()], dtype=float)
+    allocated = np.concatenate([block[0] for block in sums.values()], dtype=float)
     if not np.isfinite(allocated).all() or np.signbit(allocated).any():
         return None
     values = allocated.tolist()
-    width = len(values) // len(usage)
+    width = len(values) // len(sums)
     shares = []
     for at, deserved in zip(range(0, len(values), width), deserved_rows, strict=True):
         share = None
@@ -189,21 +189,21 @@ _OPENED: dict[tuple[object, ...], _Opening] = {}
 _OPENED_KEPT = 32
 
 
-def _open(ssn: Session, usage: dict[str, Usage], queues: tuple[object, ...]) -> _Opening:
+def _open(ssn: Session, sums: dict[str, np.ndarray], queues: tuple[object, ...]) -> _Opening:
     """Each queue's real capability, then water filling (deserved and share) and the inverses
     of what it deserves; reads the queues, the total and each queue's allocated and request.
     On Python floats from the vectors (:func:`fill_values`) when every input is in their domain,
     the inverses too (``1.0 / x`` is the same IEEE division as numpy's); else on the queues'
     attributes (:func:`_open_attrs`)."""
     dims = ssn.dims
-    names = list(usage)
+    names = list(sums)
     vectors, real = _capabilities(ssn, tuple(names), queues)
     filled = None
     if names:
-        rows = [(real[i], use.request, vectors[name][0], use.allocated) for i, (name, use) in enumerate(usage.items())]
+        rows = [(real[i], block[1], vectors[name][0], block[0]) for i, (name, block) in enumerate(sums.items())]
         filled = fill_values(rows, [ssn.queues[name].weight for name in names], ssn.total, dims.always)
     if filled is None:
-        return _open_attrs(ssn, usage, vectors, real)
+        return _open_attrs(ssn, sums, vectors, real)
     deserved_rows, shares = filled
     inverse_rows = [[1.0 / value if value >= 0.1 else 0.0 for value in row] for row in deserved_rows]
     deserved, inverse = np.array(deserved_rows, dtype=float), np.array(inverse_rows, dtype=float)
@@ -213,19 +213,19 @@ def _open(ssn: Session, usage: dict[str, Usage], queues: tuple[object, ...]) -> 
                     tuple(shares), inverse, tuple(map(any, inverse_rows)), tuple(deserved_rows))
 
 
-def _open_attrs(ssn: Session, usage: dict[str, Usage], vectors: dict[str, tuple[Vector, Vector]],
+def _open_attrs(ssn: Session, sums: dict[str, np.ndarray], vectors: dict[str, tuple[Vector, Vector]],
                 real: np.ndarray) -> _Opening:
     """:func:`_open` through :func:`water_fill` on each queue's attributes: any input."""
     dims = ssn.dims
-    names = list(usage)
+    names = list(sums)
     attrs = []
     for i, name in enumerate(names):
-        queue, use = ssn.queues[name], usage[name]
+        queue, block = ssn.queues[name], sums[name]
         guarantee, capability = vectors[name]
         attrs.append(QueueAttr(
             name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
             capability=capability, guarantee=guarantee, real_capability=real[i],
-            allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
+            allocated=block[0], request=block[1], inqueue=block[3], elastic=block[2],
             deserved=dims.zeros(),
         ))
     water_fill(attrs, ssn.total, dims.always)
@@ -273,29 +273,24 @@ class ProportionPlugin:
     name = NAME
 
     def __init__(self) -> None:
-        self.attrs: dict[str, QueueAttr] = {}
+        self._attrs: dict[str, QueueAttr] = {}
+        self._slots: dict[str, int] = {}  # queue -> its place in the opening's rows
         self.dims: Dimensions | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         dims = self.dims = ssn.dims
-        usage = queue_usage(ssn)
-        opened, shares = _opened(ssn, usage)
-        deserved, inverse = opened.deserved.copy(), opened.inverse.copy()  # rows of this session's own
-        for i, (name, use) in enumerate(usage.items()):
-            queue = ssn.queues[name]
-            guarantee, capability = opened.vectors[i]
-            self.attrs[name] = QueueAttr(
-                name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
-                capability=capability, guarantee=guarantee, real_capability=opened.real[i],
-                allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
-                deserved=deserved[i], inv_deserved=inverse[i], inv_any=opened.inv_any[i], _share=shares[i],
-            )
-        attrs = list(self.attrs.values())
-        for attr in attrs if ssn.options.verbosity >= 4 else ():
+        self.ssn = ssn
+        sums = queue_sums(ssn)  # read-only, some of them the ledger's own arrays
+        self._opening, self._shares = _opened(ssn, sums)
+        self._slots = {name: i for i, name in enumerate(sums)}
+        # The sums as they are now, in one array of this session's own: attributes built later read
+        # them (the ledger's arrays move when a later snapshot updates it), and a queue's rows are
+        # its attributes' allocated, request, elastic and inqueue.
+        self._sums = np.array(list(sums.values())) if sums else np.zeros((0, 4, len(dims)))
+        for attr in self.attrs.values() if ssn.options.verbosity >= 4 else ():
             # guarded: describing three vectors per queue cost ~10 % of a session at verbosity 0
             ssn.log(4, f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "
                        f"allocated <{dims.describe(attr.allocated)}>, request <{dims.describe(attr.request)}>")
-        self.ssn = ssn
         ssn.add(Point.QUEUE_ORDER, NAME, self._queue_order)
         ssn.add(Point.RECLAIMABLE, NAME, self._reclaimable)
         ssn.add(Point.OVERUSED, NAME, self._overused)
@@ -305,9 +300,37 @@ class ProportionPlugin:
         ssn.add(Point.JOB_ENQUEUED, NAME, self._enqueued)
         ssn.add_event_handler(NAME, self._on_allocate, self._on_deallocate)
 
+    @property
+    def attrs(self) -> dict[str, QueueAttr]:
+        """Every queue with a job, in the usage's order (each built on first use: a replay's session
+        reads the one or two queues of its jobs out of a dozen)."""
+        return {name: self._attr(name) for name in self._slots}  # type: ignore[misc]
+
+    def _attr(self, name: str) -> QueueAttr | None:
+        """The queue's attributes, None for a queue without a job. Built when first asked for, from
+        the opening as it was when the session opened (arrays of this session's own, as an eager
+        build made them: the queue's rows of the session's copy of the sums, its deserved and
+        inverse rows copied)."""
+        attr = self._attrs.get(name)
+        if attr is None:
+            i = self._slots.get(name)
+            if i is None:
+                return None
+            opened, queue = self._opening, self.ssn.queues[name]
+            guarantee, capability = opened.vectors[i]
+            own = self._sums[i]
+            attr = self._attrs[name] = QueueAttr(
+                name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
+                capability=capability, guarantee=guarantee, real_capability=opened.real[i],
+                allocated=own[0], request=own[1], inqueue=own[3], elastic=own[2],
+                deserved=opened.deserved[i].copy(), inv_deserved=opened.inverse[i].copy(), inv_any=opened.inv_any[i],
+                _share=self._shares[i],
+            )
+        return attr
+
     # ------------------------------------------------------------------ callbacks
     def _queue_order(self, left: str, right: str) -> int:
-        la, ra = self.attrs.get(left), self.attrs.get(right)
+        la, ra = self._attr(left), self._attr(right)
         if la is None or ra is None:
             return 0
         if la.priority != ra.priority:
@@ -317,7 +340,7 @@ class ProportionPlugin:
         return -1 if la.share < ra.share else 1
 
     def _overused(self, queue: str) -> bool:
-        attr = self.attrs.get(queue)
+        attr = self._attr(queue)
         if attr is None:
             return False
         assert self.dims is not None
@@ -328,7 +351,7 @@ class ProportionPlugin:
         return over
 
     def _allocatable(self, queue: str, task: TaskInfo) -> bool:
-        attr = self.attrs.get(queue)
+        attr = self._attr(queue)
         if attr is None:
             return True
         if attr.state != "Open":
@@ -345,7 +368,7 @@ class ProportionPlugin:
         return True
 
     def _preemptive(self, queue: str, tasks: list[TaskInfo]) -> bool:
-        attr = self.attrs.get(queue)
+        attr = self._attr(queue)
         if attr is None or not tasks:
             return True
         if attr.state != "Open":  # Volcano: "is not open state, can not reclaim"
@@ -360,7 +383,7 @@ class ProportionPlugin:
         working: dict[str, Vector] = {}
         victims = []
         for task in reclaimees:
-            attr = self.attrs.get(task.job.queue)
+            attr = self._attr(task.job.queue)
             if attr is None:
                 continue
             allocated = working.setdefault(attr.name, attr.allocated.copy())
@@ -370,7 +393,7 @@ class ProportionPlugin:
         return victims, Vote.PERMIT
 
     def _enqueueable(self, job: JobInfo) -> Vote:
-        attr = self.attrs.get(job.queue)
+        attr = self._attr(job.queue)
         if attr is None:
             return Vote.PERMIT
         if attr.state != "Open":
@@ -388,18 +411,18 @@ class ProportionPlugin:
         return Vote.REJECT
 
     def _enqueued(self, job: JobInfo) -> None:
-        attr = self.attrs.get(job.queue)
+        attr = self._attr(job.queue)
         if attr is not None and job.spec.min_resources is not None:
             attr.inqueue = attr.inqueue + deduct_gated(job, job.spec.min_resources)
 
     def _on_allocate(self, task: TaskInfo) -> None:
-        attr = self.attrs.get(task.job.queue)
+        attr = self._attr(task.job.queue)
         if attr is not None:
             attr.allocated += task.spec.request
             attr.stale = True
 
     def _on_deallocate(self, task: TaskInfo) -> None:
-        attr = self.attrs.get(task.job.queue)
+        attr = self._attr(task.job.queue)
         if attr is not None:
             attr.allocated -= task.spec.request
             attr.stale = True

@@ -93,15 +93,15 @@ class _TaskSums:
         pending = []
         for status, spec in tasks:
             if status in ALLOCATED_STATUSES:  # job_allocated's terms
-                allocated = [a + r for a, r in zip(allocated, spec.request.tolist())]
+                allocated = [a + r for a, r in zip(allocated, spec.request.tolist(), strict=True)]
             elif status == _PENDING:
                 pending.append(spec.request)
                 if spec.gated:  # gated_request's terms
-                    gated = [g + r for g, r in zip(gated, spec.request.tolist())]
+                    gated = [g + r for g, r in zip(gated, spec.request.tolist(), strict=True)]
         parts = [allocated, *(request.tolist() for request in pending)]
         request_sum = start
         for part in parts:
-            request_sum = [total + r for total, r in zip(request_sum, part)]
+            request_sum = [total + r for total, r in zip(request_sum, part, strict=True)]
         return cls(allocated, tuple(pending), count, gated, request_sum, all(map(float.is_integer, chain.from_iterable(parts))))
 
 
@@ -160,13 +160,13 @@ class _Terms:
         allocated = sums.allocated
         floor = min_res.tolist() if min_res is not None else zeros.tolist()
         # GetElasticResources: allocated above minResources (all of it without minResources).
-        elastic = [_at_least_zero(a - m) for a, m in zip(allocated, floor)]
+        elastic = [_at_least_zero(a - m) for a, m in zip(allocated, floor, strict=True)]
         inqueue = None
         if min_res is not None and phase == "Inqueue":
-            reserve = floor if full_min_for_inqueue else [_at_least_zero(m - a) for m, a in zip(floor, allocated)]
-            inqueue = [_at_least_zero(r - g) for r, g in zip(reserve, sums.gated)]
+            reserve = floor if full_min_for_inqueue else [_at_least_zero(m - a) for m, a in zip(floor, allocated, strict=True)]
+            inqueue = [_at_least_zero(r - g) for r, g in zip(reserve, sums.gated, strict=True)]
         elif min_res is not None and phase == "Running" and sums.allocated_count >= min_available:
-            inqueue = [_at_least_zero(_at_least_zero(m - a) - g) for m, a, g in zip(floor, allocated, sums.gated)]
+            inqueue = [_at_least_zero(_at_least_zero(m - a) - g) for m, a, g in zip(floor, allocated, sums.gated, strict=True)]
         block = np.array([allocated, sums.request_sum, elastic, inqueue if inqueue is not None else zeros.tolist()],
                          dtype=float)
         block.setflags(write=False)
@@ -398,7 +398,7 @@ def _carried_inqueue(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) ->
     if base is None:
         return None
     _totals, absolute, grand = base
-    inqueue = grand[3].copy()
+    inqueue: Vector = grand[3].copy()
     if full_min_for_inqueue:
         for job in ssn.jobs.values():
             if job.phase != "Inqueue" or job.spec.min_resources is None:
@@ -438,6 +438,19 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
     return {queue: Usage(allocated=_in_order(zeros, allocated), request=_in_order(zeros, request),
                          inqueue=_in_order(zeros, inqueue), elastic=_in_order(zeros, elastic))
             for queue, (allocated, request, elastic, inqueue) in by_queue.items()}
+
+
+def queue_sums(ssn: Session) -> dict[str, np.ndarray]:
+    """:func:`queue_usage`'s values as each queue's four rows (allocated, request, elastic, inqueue),
+    read-only to the caller (some are the ledger's own arrays): without a :class:`Usage` and a copy
+    per queue when the carried sums serve (proportion copies them all at once)."""
+    zeros = ssn.dims.zeros()
+    if ssn.left_out and not ssn.left_out.clash:
+        totals = _carried_totals(ssn, zeros, False)
+        if totals is not None:
+            return {queue: totals[queue] for queue in ssn.job_queues()}
+    return {queue: np.array([use.allocated, use.request, use.elastic, use.inqueue])
+            for queue, use in queue_usage(ssn).items()}
 
 
 def total_inqueue(ssn: Session, *, full_min_for_inqueue: bool = False) -> Vector:

@@ -145,3 +145,36 @@ def test_a_queues_attributes_built_late_read_the_sums_as_the_session_opened() ->
     cache.delete(copy.deepcopy(pod))  # a left-out job of q2 is no longer ready: the ledger's q2 sums move
     open_session(cache.snapshot(), CONF, FixedClock())
     assert _attrs(late) == at_once
+
+
+@settings(max_examples=100, deadline=None)
+@given(statuses=st.lists(st.sampled_from([TaskStatus.RUNNING, TaskStatus.BOUND]), max_size=5),
+       best_effort=st.booleans(), min_available=st.integers(0, 6))
+def test_a_settled_job_without_role_minimums_is_ready_by_its_count(statuses: list[TaskStatus], best_effort: bool,
+                                                                    min_available: int) -> None:
+    """quiescent._fragment reads gang's JobReady of such a job as the count, without wrapping it."""
+    from member_agent.scheduler.framework import quiescent
+    from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY
+
+    tasks = tuple(SimpleNamespace(role="worker", best_effort=best_effort, status=status, name=f"t{i}", node="n0",
+                                  nominated_node="", pod_affinity=NO_POD_AFFINITY, key=f"ns/t{i}")
+                  for i, status in enumerate(statuses))
+    spec: Any = SimpleNamespace(uid="ns/j", name="j", queue="q", min_available=min_available, min_task_member={},
+                                priority=0, phase="Running", conditions=(), tasks=tasks, memo={}, min_resources=None)
+    probe = JobInfo.at_snapshot(spec)
+    assert quiescent._fragment(spec, ("n0",), {"n0": 0}).eligible == (
+        bool(tasks) and probe.check_task_ready() and probe.is_ready())
+
+
+def test_whether_a_conf_leaves_jobs_out_is_read_for_each_conf_asked_about() -> None:
+    from member_agent.scheduler.framework import left_out as left_out_module
+    from member_agent.scheduler.framework.builder import build_snapshot
+    from policies.scheduler_conf import parse_scheduler_conf
+    from tests.scheduler.test_open_carry import CONF
+    from tests.scheduler.test_session_reuse import _objects
+
+    evicting = parse_scheduler_conf('actions: "enqueue, allocate, preempt"\ntiers:\n- plugins:\n  - name: gang\n')
+    objects = _objects([("q1", "Pending", 1, ["Pending"]), *[("q2", "Running", 1, ["Running", "Running"])] * 2])
+    for conf in (CONF, evicting, CONF, CONF, evicting):
+        left = left_out_module.left_out(conf, build_snapshot(objects), "uid")
+        assert bool(left) == (conf is CONF)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
-from member_agent.scheduler.plugins import proportion
-from member_agent.scheduler.plugins.queue_usage import _terms
+from member_agent.scheduler.plugins import proportion_opening
+from member_agent.scheduler.plugins.queue_terms import _terms
 from member_agent.scheduler.plugins.water_fill import _fill_floats, fill_values
 from tests.scheduler.test_proportion_water_fill import ALWAYS, DIMS, _attrs, finite, finite_queues
 
@@ -22,7 +22,7 @@ totals = st.lists(finite, min_size=DIMS, max_size=DIMS)
 allocations = st.lists(st.lists(finite, min_size=DIMS, max_size=DIMS), min_size=9, max_size=9)
 
 
-def _rows(attrs: list[proportion.QueueAttr]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+def _rows(attrs: list[proportion_opening.QueueAttr]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     return [(a.real_capability, a.request, a.guarantee, a.allocated) for a in attrs]
 
 
@@ -43,16 +43,16 @@ def test_a_fill_from_the_vectors_equals_the_attributes_fill_and_its_shares_follo
     refilled = fill_values(_rows(moved), [a.weight for a in moved], np.array(total), ALWAYS)
     assert refilled is not None and refilled[0] == deserved
     sums = {a.name: np.array([a.allocated, a.request, a.elastic, a.inqueue]) for a in moved}
-    assert proportion._shares(sums, tuple(deserved)) == tuple(refilled[1])
+    assert proportion_opening._shares(sums, tuple(deserved)) == tuple(refilled[1])
 
 
 def test_shares_are_not_worked_out_for_an_allocated_outside_the_floats_domain() -> None:
     for odd in (np.inf, np.nan, -0.0, -1.0):
         sums = {"q": np.array([[odd, 1.0, 0.0, 0.0], [1.0] * 4, [0.0] * 4, [0.0] * 4])}
-        assert proportion._shares(sums, ([2.0, 2.0, 2.0, 2.0],)) is None
+        assert proportion_opening._shares(sums, ([2.0, 2.0, 2.0, 2.0],)) is None
         values = [np.array([odd, 1.0, 0.0, 0.0]), np.ones(4), np.zeros(4), np.zeros(4)]
         assert fill_values([tuple(values)], [1], np.full(4, 4.0), ALWAYS) is None  # type: ignore[list-item]
-    assert proportion._shares({}, ()) == ()
+    assert proportion_opening._shares({}, ()) == ()
 
 
 odd_values = st.sampled_from([0.0, -0.0, 0.5, 1.0, 3.0, 1e16, np.inf, np.nan])

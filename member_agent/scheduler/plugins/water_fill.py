@@ -28,7 +28,7 @@ from member_agent.scheduler.framework.memo import remember
 
 
 class QueueAttr(Protocol):
-    """What water filling reads and sets of a queue (``proportion.QueueAttr``)."""
+    """What water filling reads and sets of a queue (``proportion_opening.QueueAttr``)."""
 
     weight: int
     real_capability: Vector

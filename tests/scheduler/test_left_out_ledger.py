@@ -38,7 +38,7 @@ def _ledger_view(ledger: QuiescentLedger, zeros: np.ndarray) -> tuple[Any, ...]:
     assert isinstance(tally, _CarriedTerms)
     sums = {queue: block.tolist() for queue, block in tally.sums.items()}
     return (dict(ledger.fragments), dict(ledger.running), dict(ledger.owners), dict(ledger.reports), set(ledger.steady),
-            dict(ledger.plain), dict(ledger.kept), ledger.with_terms, ledger.with_scored, dict(ledger.with_ids), sums, tally.absolute.tolist(), tally.fractional)
+            dict(ledger.plain), dict(ledger.kept), ledger.with_terms, ledger.with_scored, dict(ledger.with_ids), sums, tally.absolute.tolist(), tally.grand.tolist(), tally.fractional)
 
 
 def _apply(step: tuple[str, int], objects: list[dict[str, Any]], cache: SchedulerCache, last: Any) -> None:

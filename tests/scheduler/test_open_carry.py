@@ -28,7 +28,7 @@ from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.left_out import LeftOut, QuiescentLedger
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.framework.snapshot import DeviceArrays
-from member_agent.scheduler.plugins import drf_shares, overcommit, proportion
+from member_agent.scheduler.plugins import drf_shares, overcommit, proportion_opening
 from member_agent.scheduler.plugins.device_carry import _fractional_rows, _whole
 from member_agent.scheduler.plugins.queue_usage import _CarriedTerms, queue_usage, total_inqueue
 from member_agent.scheduler.scheduler_cache import ARRAYS, SchedulerCache
@@ -138,17 +138,17 @@ def _attrs(ssn: Any) -> dict[str, list[Any]]:
 
 
 def _forget() -> None:
-    proportion._OPENED.clear()
-    proportion._CAPABILITIES.clear()
+    proportion_opening._OPENED.clear()
+    proportion_opening._CAPABILITIES.clear()
 
 
 def test_a_remembered_proportion_opening_equals_a_fresh_one_and_hands_out_arrays_of_its_own() -> None:
     snapshot = build_snapshot(_objects(RUNNING))
     _forget()
     fresh = open_session(snapshot, CONF, FixedClock())
-    assert len(proportion._OPENED) == 1
+    assert len(proportion_opening._OPENED) == 1
     again = open_session(snapshot, CONF, FixedClock())
-    assert len(proportion._OPENED) == 1  # answered from the memo
+    assert len(proportion_opening._OPENED) == 1  # answered from the memo
     assert _attrs(again) == _attrs(fresh)
     a, b = fresh.plugins["proportion"].attrs["q1"], again.plugins["proportion"].attrs["q1"]
     assert a.deserved is not b.deserved and b.deserved.flags.writeable and b.inv_deserved.flags.writeable
@@ -167,12 +167,19 @@ def test_a_proportion_opening_with_another_input_is_not_answered_from_the_memo()
     cache.upsert(copy.deepcopy(pod))
     moved = cache.snapshot()
     got = open_session(moved, CONF, FixedClock())
-    assert len(proportion._OPENED) == 2 and len(proportion._CAPABILITIES) == 1  # the queues as before
+    # the requests as before: the deserved answered from the memo, the shares worked out again (below)
+    assert len(proportion_opening._OPENED) == 1 and len(proportion_opening._CAPABILITIES) == 1
+    assert got.plugins["proportion"].attrs["q1"].share != 0.0
+    pending = next(o for o in objects if o["kind"] == "Pod" and o["status"]["phase"] == "Pending")
+    cache.delete(copy.deepcopy(pending))  # a queue's request moves
+    objects.remove(pending)
+    open_session(cache.snapshot(), CONF, FixedClock())
+    assert len(proportion_opening._OPENED) == 2 and len(proportion_opening._CAPABILITIES) == 1  # the queues as before
     queue = next(o for o in objects if o["kind"] == "Queue" and o["metadata"]["name"] == "q2")
     queue["spec"]["weight"] = 3  # another Queue spec, the sums as before
     cache.upsert(copy.deepcopy(queue))
     reweighted = open_session(cache.snapshot(), CONF, FixedClock())
-    assert len(proportion._OPENED) == 3 and len(proportion._CAPABILITIES) == 2
+    assert len(proportion_opening._OPENED) == 3 and len(proportion_opening._CAPABILITIES) == 2
     assert _attrs(reweighted)["q2"][0] == 3
     _forget()
     assert _attrs(got) == _attrs(open_session(moved, CONF, FixedClock()))
@@ -346,4 +353,4 @@ def test_a_ledger_of_fragments_worked_out_for_eligible_specs_only_equals_one_of_
                 max_size=5))
 def test_the_rows_with_a_nonzero_value_read_as_count_nonzero_does(rows: list[list[float]]) -> None:
     array = np.array(rows).reshape(len(rows), 3)
-    assert proportion.has_nonzero(array) == tuple(bool(n > 0) for n in np.count_nonzero(array, axis=1))
+    assert proportion_opening.has_nonzero(array) == tuple(bool(n > 0) for n in np.count_nonzero(array, axis=1))

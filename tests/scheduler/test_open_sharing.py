@@ -115,7 +115,7 @@ def test_queue_vectors_kept_on_the_spec_follow_the_queue_and_the_dimensions(
 def test_a_queue_spec_read_under_other_dimensions_gets_vectors_of_those() -> None:
     """A snapshot rebuilt with more resources may carry the same QueueSpec object."""
     from member_agent.scheduler.framework.dims import Dimensions
-    from member_agent.scheduler.plugins.proportion import queue_vectors
+    from member_agent.scheduler.plugins.proportion_opening import queue_vectors
 
     spec = build_snapshot([_queue("q", {"cpu": "2", "example.com/fpga": "1"}, {"cpu": "1"}, 1)]).queues["q"]
     narrow, wide = Dimensions(), Dimensions(["example.com/fpga"])

@@ -28,7 +28,7 @@ from member_agent.scheduler.framework.left_out import LeftOut
 from member_agent.scheduler.plugins import REGISTRY
 from member_agent.scheduler.plugins import water_fill as water_fill_module
 from member_agent.scheduler.plugins.drf_shares import largest_product
-from member_agent.scheduler.plugins.queue_usage import whole_numbers
+from member_agent.scheduler.plugins.queue_terms import whole_numbers
 from policies.scheduler_conf import parse_scheduler_conf
 from tests.scheduler.test_proportion_water_fill import ALWAYS, _attrs
 

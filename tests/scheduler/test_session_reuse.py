@@ -25,7 +25,7 @@ from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
-from member_agent.scheduler.plugins.queue_usage import _task_sums
+from member_agent.scheduler.plugins.queue_terms import _task_sums
 from policies.scheduler_conf import parse_scheduler_conf
 from tests.scheduler.test_node_search_bound import CONF, job, nodes
 

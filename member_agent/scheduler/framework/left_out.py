@@ -23,6 +23,7 @@ from operator import attrgetter, not_
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Protocol
 
 from member_agent.scheduler.framework import quiescent
+from member_agent.scheduler.framework.memo import LastOf
 from member_agent.scheduler.framework.quiescent import Fragment, fragment
 
 if TYPE_CHECKING:
@@ -257,11 +258,14 @@ class LeftOut:
 
 
 NOTHING = LeftOut()
+#: Whether the last conf asked about lets sessions leave jobs out (a frozen conf: every session of a
+#: replay or an agent asks about the same object).
+_ALLOWS: LastOf[SchedulerConf, bool] = LastOf()
 
 
 def left_out(conf: SchedulerConf, snapshot: Snapshot, session_uid: str) -> LeftOut:
     """The jobs a session over ``snapshot`` may leave out (:mod:`quiescent` says which)."""
-    if not quiescent.conf_allows(conf) or any(t.pod_affinity for t in snapshot.residents):
+    if not _ALLOWS.get(conf, quiescent.conf_allows) or any(t.pod_affinity for t in snapshot.residents):
         return NOTHING
     ledger = snapshot.ledger if snapshot.ledger is not None else QuiescentLedger()
     ledger.update(snapshot)

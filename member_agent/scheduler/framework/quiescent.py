@@ -82,9 +82,13 @@ def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragmen
     eligible = (spec.phase == "Running" and bool(spec.tasks) and all(
         t.status in SETTLED and t.node and t.node in index and not t.nominated_node and not t.pod_affinity
         for t in spec.tasks))
-    if eligible:
+    if eligible and spec.min_task_member:
         probe = JobInfo.at_snapshot(spec)
         eligible = probe.check_task_ready() and probe.is_ready()  # gang's JobReady
+    elif eligible:
+        # Without a per-role minimum the role check passes, and every task is Running or Bound (ready
+        # statuses, none Pending): gang's JobReady is the count, read without wrapping the job.
+        eligible = len(spec.tasks) >= spec.min_available
     # the shared empty value (most pods) has no terms and scores nothing: left out before the
     # Python-level __bool__ and ``scored`` run per pod
     terms = [t.pod_affinity for t in spec.tasks if t.pod_affinity is not NO_POD_AFFINITY]

@@ -22,7 +22,7 @@ from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.status import Vote
 from member_agent.scheduler.framework.victim_order import ordered_victims
-from member_agent.scheduler.plugins.proportion import capability_vector
+from member_agent.scheduler.plugins.proportion_opening import capability_vector
 from member_agent.scheduler.plugins.queue_usage import Usage, deduct_gated, queue_usage
 
 NAME = "capacity"

@@ -11,7 +11,6 @@ the real capability.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,65 +18,14 @@ import numpy as np
 from member_agent.scheduler.framework.dims import Dimensions, Vector, fits, fits_values, le_on_requested
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
-from member_agent.scheduler.framework.memo import remember
 from member_agent.scheduler.framework.session import Session
-from member_agent.scheduler.framework.snapshot import QueueSpec
 from member_agent.scheduler.framework.status import Vote
-from member_agent.scheduler.plugins.drf_shares import largest_product
-from member_agent.scheduler.plugins.queue_usage import Usage, deduct_gated, queue_usage
+from member_agent.scheduler.plugins.proportion_opening import QueueAttr, _opened
+from member_agent.scheduler.plugins.queue_usage import deduct_gated, queue_sums
 from member_agent.scheduler.plugins.water_fill import water_fill as water_fill  # re-exported for tests
 
 NAME = "proportion"
 ARGUMENTS = ()
-
-
-@dataclass
-class QueueAttr:
-    name: str
-    weight: int
-    priority: int
-    state: str
-    capability: Vector  # +inf where unlimited
-    guarantee: Vector
-    real_capability: Vector
-    allocated: Vector
-    request: Vector
-    inqueue: Vector
-    elastic: Vector
-    deserved: Vector
-    inv_deserved: Vector | None = None
-    inv_any: bool = False  # inv_deserved has a non-zero entry (read on every allocation)
-    _share: float = 0.0
-    #: ``allocated`` changed since the share was last worked out. The share is a function of
-    #: ``allocated`` and the inverses alone, so working it out when read gives what an update per
-    #: placement gave, while placements change it once per task and the queue order reads it per pop.
-    stale: bool = False
-
-    @property
-    def share(self) -> float:
-        if self.stale:
-            inv = self.inv_deserved
-            self._share = largest_product(self.allocated.tolist(), inv.tolist()) if inv is not None and self.inv_any else 0.0
-            self.stale = False
-        return self._share
-
-    @share.setter
-    def share(self, value: float) -> None:
-        self._share = value
-        self.stale = False
-
-
-def capability_vector(dims: Dimensions, queue: QueueSpec) -> Vector:
-    """Spec capability with +inf for unset dims (and for cpu/memory <= 0)."""
-    cap = np.full(len(dims), np.inf)
-    for name, amount in (queue.capability or {}).items():
-        i = dims.index.get(name)
-        if i is not None:
-            cap[i] = amount
-    for i in (Dimensions.CPU, Dimensions.MEMORY):
-        if cap[i] <= 0:
-            cap[i] = np.inf
-    return cap
 
 
 def queue_share(allocated: Vector, deserved: Vector) -> float:
@@ -88,155 +36,28 @@ def queue_share(allocated: Vector, deserved: Vector) -> float:
     return float(np.max(allocated[mask] / deserved[mask]))
 
 
-def inverses(rows: np.ndarray) -> np.ndarray:
-    """Per row, 1/x on dims where x >= 0.1, else 0: ``max(a * inverse)`` is the share of ``a``."""
-    out = np.zeros_like(rows)
-    mask = rows >= 0.1
-    out[mask] = 1.0 / rows[mask]
-    return out
-
-
-def has_nonzero(rows: np.ndarray) -> tuple[bool, ...]:
-    """Per row, whether any value is not zero (``count_nonzero > 0``: a float is truthy exactly
-    when it is not zero, NaN included), over Python floats: numpy's per-axis count cost more."""
-    return tuple(map(any, rows.tolist()))
-
-
-def queue_vectors(dims: Dimensions, queue: QueueSpec) -> tuple[Vector, Vector]:
-    """A queue's guarantee and :func:`capability_vector`, read-only, kept in its spec's memo (an
-    unchanged Queue keeps its spec across the cache's snapshots: built once, not per session)."""
-    kept = queue.memo.get(NAME)
-    if kept is None or kept[0] is not dims:
-        guarantee, capability = dims.vector(queue.guarantee), capability_vector(dims, queue)
-        guarantee.setflags(write=False)
-        capability.setflags(write=False)
-        kept = queue.memo[NAME] = (dims, guarantee, capability)
-    return kept[1], kept[2]
-
-
-@dataclass(frozen=True)
-class _Opening:
-    """What opening derives from the queues, the cluster total and each queue's allocated and
-    request, per queue in the usage's order: the same in every session whose inputs are equal."""
-
-    dims: Dimensions
-    queues: tuple[QueueSpec, ...]  # held, so the ids in the key stay theirs
-    vectors: tuple[tuple[Vector, Vector], ...]  # guarantee, capability
-    real: np.ndarray  # read-only rows
-    deserved: np.ndarray  # read-only: each session takes a copy
-    shares: tuple[float, ...]
-    inverse: np.ndarray  # read-only: each session takes a copy
-    inv_any: tuple[bool, ...]
-
-
-def _queues_key(ssn: Session) -> tuple[object, ...]:
-    """The part of both memos' keys that names the session's dims, Queue specs (by identity: each
-    memo's value holds them) and cluster total."""
-    return id(ssn.dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes()
-
-
-def _opened(ssn: Session, usage: dict[str, Usage]) -> _Opening:
-    """:func:`_open`'s answer, remembered by its inputs (``_OPENED``): a replay's session opens
-    with the queues' sums as some earlier session did about two times in five."""
-    dims = ssn.dims
-    queues = _queues_key(ssn)
-    key = (*queues, tuple(usage),
-           b"".join([b for use in usage.values() for b in (use.allocated.tobytes(), use.request.tobytes())]))
-    found = _OPENED.get(key)
-    if found is None or found.dims is not dims:
-        found = remember(_OPENED, key, _open(ssn, usage, queues), _OPENED_KEPT)
-    return found
-
-
-#: Inputs -> what opening derived from them (ids of objects the value holds, and bytes).
-_OPENED: dict[tuple[object, ...], _Opening] = {}
-_OPENED_KEPT = 32
-
-
-def _open(ssn: Session, usage: dict[str, Usage], queues: tuple[object, ...]) -> _Opening:
-    """Each queue's real capability, then water filling (deserved and share) and the inverses
-    of what it deserves; reads the queues, the total and each queue's allocated and request."""
-    dims = ssn.dims
-    names = list(usage)
-    vectors, real = _capabilities(ssn, tuple(names), queues)
-    attrs = []
-    for i, name in enumerate(names):
-        queue, use = ssn.queues[name], usage[name]
-        guarantee, capability = vectors[name]
-        attrs.append(QueueAttr(
-            name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
-            capability=capability, guarantee=guarantee, real_capability=real[i],
-            allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
-            deserved=dims.zeros(),
-        ))
-    water_fill(attrs, ssn.total, dims.always)
-    deserved = np.array([attr.deserved for attr in attrs]).reshape(len(attrs), len(dims))
-    inverse = inverses(deserved)
-    inv_any = has_nonzero(inverse)
-    for array in (deserved, inverse):
-        array.setflags(write=False)
-    return _Opening(dims, tuple(ssn.queues.values()), tuple(vectors[n] for n in names), real, deserved,
-                    tuple(attr.share for attr in attrs), inverse, inv_any)
-
-
-def _capabilities(ssn: Session, names: tuple[str, ...],
-                  queues: tuple[object, ...]) -> tuple[dict[str, tuple[Vector, Vector]], np.ndarray]:
-    """Every queue's guarantee and capability vectors, and the real capability of each of
-    ``names`` (read-only rows), remembered by the queues, the total and ``names``: opening
-    misses ``_OPENED`` whenever a queue's sums moved, while these inputs seldom change."""
-    dims = ssn.dims
-    key = (*queues, names)
-    found = _CAPABILITIES.get(key)
-    if found is None or found[0] is not dims:
-        vectors = {name: queue_vectors(dims, queue) for name, queue in ssn.queues.items()}
-        total_guarantee = dims.zeros()
-        for guarantee, _capability in vectors.values():
-            total_guarantee += guarantee
-        real = np.zeros((0, len(dims)))
-        if names:
-            # Each queue's real capability, all queues at once (the same operations per element):
-            # what the others' guarantees leave, plus its own, within its spec's capability.
-            real = np.maximum(ssn.total - total_guarantee, 0.0) + np.array([vectors[n][0] for n in names])
-            capped = [i for i, n in enumerate(names) if ssn.queues[n].capability]
-            if capped:
-                real[capped] = np.minimum(real[capped], np.array([vectors[names[i]][1] for i in capped]))
-        real.setflags(write=False)
-        # the value holds the dims and the queue specs, so the ids in the key stay theirs
-        found = remember(_CAPABILITIES, key, (dims, tuple(ssn.queues.values()), vectors, real), _OPENED_KEPT)
-    return found[2], found[3]
-
-
-_CAPABILITIES: dict[tuple[object, ...], tuple[Dimensions, tuple[QueueSpec, ...], dict[str, tuple[Vector, Vector]],
-                                              np.ndarray]] = {}
-
-
 class ProportionPlugin:
     name = NAME
 
     def __init__(self) -> None:
-        self.attrs: dict[str, QueueAttr] = {}
+        self._attrs: dict[str, QueueAttr] = {}
+        self._slots: dict[str, int] = {}  # queue -> its place in the opening's rows
         self.dims: Dimensions | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         dims = self.dims = ssn.dims
-        usage = queue_usage(ssn)
-        opened = _opened(ssn, usage)
-        deserved, inverse = opened.deserved.copy(), opened.inverse.copy()  # rows of this session's own
-        for i, (name, use) in enumerate(usage.items()):
-            queue = ssn.queues[name]
-            guarantee, capability = opened.vectors[i]
-            self.attrs[name] = QueueAttr(
-                name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
-                capability=capability, guarantee=guarantee, real_capability=opened.real[i],
-                allocated=use.allocated, request=use.request, inqueue=use.inqueue, elastic=use.elastic,
-                deserved=deserved[i], inv_deserved=inverse[i], inv_any=opened.inv_any[i], _share=opened.shares[i],
-            )
-        attrs = list(self.attrs.values())
-        for attr in attrs if ssn.options.verbosity >= 4 else ():
+        self.ssn = ssn
+        sums = queue_sums(ssn)  # read-only, some of them the ledger's own arrays
+        self._opening, self._shares = _opened(ssn, sums)
+        self._slots = {name: i for i, name in enumerate(sums)}
+        # The sums as they are now, in one array of this session's own: attributes built later read
+        # them (the ledger's arrays move when a later snapshot updates it), and a queue's rows are
+        # its attributes' allocated, request, elastic and inqueue.
+        self._sums = np.array(list(sums.values())) if sums else np.zeros((0, 4, len(dims)))
+        for attr in self.attrs.values() if ssn.options.verbosity >= 4 else ():
             # guarded: describing three vectors per queue cost ~10 % of a session at verbosity 0
             ssn.log(4, f"Considering Queue <{attr.name}>: weight <{attr.weight}>, deserved <{dims.describe(attr.deserved)}>, "
                        f"allocated <{dims.describe(attr.allocated)}>, request <{dims.describe(attr.request)}>")
-        self.ssn = ssn
         ssn.add(Point.QUEUE_ORDER, NAME, self._queue_order)
         ssn.add(Point.RECLAIMABLE, NAME, self._reclaimable)
         ssn.add(Point.OVERUSED, NAME, self._overused)
@@ -246,9 +67,37 @@ class ProportionPlugin:
         ssn.add(Point.JOB_ENQUEUED, NAME, self._enqueued)
         ssn.add_event_handler(NAME, self._on_allocate, self._on_deallocate)
 
+    @property
+    def attrs(self) -> dict[str, QueueAttr]:
+        """Every queue with a job, in the usage's order (each built on first use: a replay's session
+        reads the one or two queues of its jobs out of a dozen)."""
+        return {name: self._attr(name) for name in self._slots}  # type: ignore[misc]
+
+    def _attr(self, name: str) -> QueueAttr | None:
+        """The queue's attributes, None for a queue without a job. Built when first asked for, from
+        the opening as it was when the session opened (arrays of this session's own, as an eager
+        build made them: the queue's rows of the session's copy of the sums, its deserved and
+        inverse rows copied)."""
+        attr = self._attrs.get(name)
+        if attr is None:
+            i = self._slots.get(name)
+            if i is None:
+                return None
+            opened, queue = self._opening, self.ssn.queues[name]
+            guarantee, capability = opened.vectors[i]
+            own = self._sums[i]
+            attr = self._attrs[name] = QueueAttr(
+                name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
+                capability=capability, guarantee=guarantee, real_capability=opened.real[i],
+                allocated=own[0], request=own[1], inqueue=own[3], elastic=own[2],
+                deserved=opened.deserved[i].copy(), inv_deserved=opened.inverse[i].copy(), inv_any=opened.inv_any[i],
+                _share=self._shares[i],
+            )
+        return attr
+
     # ------------------------------------------------------------------ callbacks
     def _queue_order(self, left: str, right: str) -> int:
-        la, ra = self.attrs.get(left), self.attrs.get(right)
+        la, ra = self._attr(left), self._attr(right)
         if la is None or ra is None:
             return 0
         if la.priority != ra.priority:
@@ -258,7 +107,7 @@ class ProportionPlugin:
         return -1 if la.share < ra.share else 1
 
     def _overused(self, queue: str) -> bool:
-        attr = self.attrs.get(queue)
+        attr = self._attr(queue)
         if attr is None:
             return False
         assert self.dims is not None
@@ -269,7 +118,7 @@ class ProportionPlugin:
         return over
 
     def _allocatable(self, queue: str, task: TaskInfo) -> bool:
-        attr = self.attrs.get(queue)
+        attr = self._attr(queue)
         if attr is None:
             return True
         if attr.state != "Open":
@@ -286,7 +135,7 @@ class ProportionPlugin:
         return True
 
     def _preemptive(self, queue: str, tasks: list[TaskInfo]) -> bool:
-        attr = self.attrs.get(queue)
+        attr = self._attr(queue)
         if attr is None or not tasks:
             return True
         if attr.state != "Open":  # Volcano: "is not open state, can not reclaim"
@@ -301,7 +150,7 @@ class ProportionPlugin:
         working: dict[str, Vector] = {}
         victims = []
         for task in reclaimees:
-            attr = self.attrs.get(task.job.queue)
+            attr = self._attr(task.job.queue)
             if attr is None:
                 continue
             allocated = working.setdefault(attr.name, attr.allocated.copy())
@@ -311,7 +160,7 @@ class ProportionPlugin:
         return victims, Vote.PERMIT
 
     def _enqueueable(self, job: JobInfo) -> Vote:
-        attr = self.attrs.get(job.queue)
+        attr = self._attr(job.queue)
         if attr is None:
             return Vote.PERMIT
         if attr.state != "Open":
@@ -329,18 +178,18 @@ class ProportionPlugin:
         return Vote.REJECT
 
     def _enqueued(self, job: JobInfo) -> None:
-        attr = self.attrs.get(job.queue)
+        attr = self._attr(job.queue)
         if attr is not None and job.spec.min_resources is not None:
             attr.inqueue = attr.inqueue + deduct_gated(job, job.spec.min_resources)
 
     def _on_allocate(self, task: TaskInfo) -> None:
-        attr = self.attrs.get(task.job.queue)
+        attr = self._attr(task.job.queue)
         if attr is not None:
             attr.allocated += task.spec.request
             attr.stale = True
 
     def _on_deallocate(self, task: TaskInfo) -> None:
-        attr = self.attrs.get(task.job.queue)
+        attr = self._attr(task.job.queue)
         if attr is not None:
             attr.allocated -= task.spec.request
             attr.stale = True

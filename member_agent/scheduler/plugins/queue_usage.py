@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.snapshot import JobSpec
 from member_agent.scheduler.framework.status import ALLOCATED_STATUSES, TaskStatus
+from member_agent.scheduler.plugins.queue_terms import _Terms, _terms
 
 
 @dataclass
@@ -56,100 +56,6 @@ def inqueue_resource(job: JobInfo, allocated: Vector) -> Vector:
     assert job.spec.min_resources is not None
     left: Vector = np.maximum(job.spec.min_resources - allocated, 0.0)
     return left
-
-
-def allocated_count(job: JobInfo) -> int:
-    return job.count(ALLOCATED_STATUSES)
-
-
-_PENDING = TaskStatus.PENDING  # read per task: a member read through its enum class costs ~0.3 us
-
-
-@dataclass(frozen=True)
-class _TaskSums:
-    """A job's task sums at some statuses: the same additions, in the same order, as a walk."""
-
-    allocated: Vector
-    pending: tuple[Vector, ...]  # requests of Pending tasks, added one by one as a walk adds them
-    allocated_count: int
-    gated: Vector
-    #: The request sum (allocated, then each Pending request, in turn) and whether all those values are
-    #: whole numbers: the same for both readings of the terms (with and without the full minimum for
-    #: Inqueue jobs), so worked out once for the two (a session's first opening did it twice per job).
-    request_sum: Vector
-    request_whole: bool
-
-    @classmethod
-    def of(cls, job: JobInfo, zeros: Vector) -> _TaskSums:
-        pending = tuple(t.spec.request for t in job.tasks if t.status == _PENDING)
-        allocated = job_allocated(job, zeros)
-        request = [allocated, *pending]
-        return cls(allocated, pending, allocated_count(job), gated_request(job, zeros), _in_order(zeros, request),
-                   whole_numbers(request))
-
-
-def _task_sums(job: JobInfo, zeros: Vector) -> _TaskSums:
-    """Read from the spec's memo while every task is at its snapshot status (the common case at
-    session open: most jobs are unchanged since the last session, and walking their tasks was
-    most of proportion's opening)."""
-    if job.status_changes:
-        return _TaskSums.of(job, zeros)
-    sums: _TaskSums | None = job.spec.memo.get("task_sums")
-    if sums is None:
-        sums = job.spec.memo["task_sums"] = _TaskSums.of(job, zeros)
-    return sums
-
-
-@dataclass(frozen=True)
-class _Terms:
-    """What one job adds to its queue's four sums."""
-
-    queue: str
-    allocated: Vector
-    request: tuple[Vector, ...]  # allocated, then each Pending task's request
-    elastic: Vector
-    inqueue: Vector | None
-    #: the four sums' terms as rows (request summed, inqueue zero when none), and whether every
-    #: value is a whole number: then any order of addition gives the same floats
-    block: np.ndarray
-    integral: bool
-
-    @classmethod
-    def of(cls, job: JobInfo, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
-        sums = _task_sums(job, zeros)
-        allocated = sums.allocated
-        min_res = job.spec.min_resources
-        # GetElasticResources: allocated above minResources (all of it without minResources).
-        elastic = np.maximum(allocated - (min_res if min_res is not None else zeros), 0.0)
-        inqueue = None
-        if min_res is not None and job.phase == "Inqueue":
-            reserve = min_res if full_min_for_inqueue else inqueue_resource(job, allocated)
-            inqueue = np.maximum(reserve - sums.gated, 0.0)
-        elif min_res is not None and job.phase == "Running" and sums.allocated_count >= job.min_available:
-            inqueue = np.maximum(inqueue_resource(job, allocated) - sums.gated, 0.0)
-        request = (allocated, *sums.pending)
-        block = np.array([allocated, sums.request_sum, elastic, inqueue if inqueue is not None else zeros])
-        integral = sums.request_whole and whole_numbers([elastic, *(() if inqueue is None else (inqueue,))])
-        return cls(job.queue, allocated, request, elastic, inqueue, block, integral)
-
-
-def whole_numbers(parts: list[Vector]) -> bool:
-    """Whether every value of ``parts`` is a finite whole number. ``float.is_integer`` over Python
-    floats (False for inf and NaN): a job's terms are a few dozen values, where building one array
-    of them and reducing it cost several times more."""
-    return all(map(float.is_integer, chain.from_iterable(part.tolist() for part in parts)))
-
-
-def _terms(job: JobInfo | JobSpec, zeros: Vector, full_min_for_inqueue: bool) -> _Terms:
-    if isinstance(job, JobInfo) and (job.status_changes or job.phase != job.spec.phase):
-        return _Terms.of(job, zeros, full_min_for_inqueue)
-    spec = job.spec if isinstance(job, JobInfo) else job
-    key = ("queue_terms", full_min_for_inqueue)
-    terms: _Terms | None = spec.memo.get(key)
-    if terms is None:
-        info = job if isinstance(job, JobInfo) else JobInfo.at_snapshot(spec)  # a quiescent job's spec
-        terms = spec.memo[key] = _Terms.of(info, zeros, full_min_for_inqueue)
-    return terms
 
 
 def _all_jobs(ssn: Session, full_min_for_inqueue: bool = False) -> list[JobInfo | JobSpec | _Terms]:
@@ -222,6 +128,9 @@ class _CarriedTerms:
         self.sums: dict[str, np.ndarray] = {}  # queue -> the four sums as rows
         self.members: dict[str, int] = {}
         self.absolute = np.zeros((4, len(zeros)))
+        #: the four sums over every queue: what overcommit's total inqueue reads (whole numbers within
+        #: the exact range add up to the same floats in any order, so also to the queues' sums added)
+        self.grand = np.zeros((4, len(zeros)))
         self.fractional = 0  # jobs left out with a term that is not a whole number
 
     def add(self, spec: JobSpec, _found: object) -> None:
@@ -237,6 +146,7 @@ class _CarriedTerms:
             self.sums[queue] = terms.block.copy()
             self.members[queue] = 1
         self.absolute += np.abs(terms.block)
+        self.grand += terms.block
 
     def remove(self, spec: JobSpec, _found: object) -> None:
         terms = _terms(spec, self.zeros, False)
@@ -250,6 +160,7 @@ class _CarriedTerms:
         else:
             del self.sums[queue], self.members[queue]
         self.absolute -= np.abs(terms.block)
+        self.grand -= terms.block
 
 
 def _carried_usage(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> dict[str, Usage] | None:
@@ -269,12 +180,10 @@ def _carried_totals(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> 
     ``full_min_for_inqueue`` and proportion without. A left-out job is Running, whose terms do not
     depend on it (only an Inqueue job reserves its full minimum), so one tally serves both, and
     the session's Inqueue jobs with a minimum are the only terms the two sums differ in."""
-    if _BASE not in ssn.open_memo:
-        ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
-    base: tuple[dict[str, np.ndarray], np.ndarray] | None = ssn.open_memo[_BASE]
+    base = _base(ssn, zeros)
     if base is None:
         return None
-    totals, absolute = base
+    totals, absolute, _grand = base
     if full_min_for_inqueue:
         totals, absolute = dict(totals), absolute
         for job in ssn.jobs.values():
@@ -295,9 +204,10 @@ def _carried_totals(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> 
 _BASE = "queue_usage.carried"
 
 
-def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
-    """Per queue the four sums (without ``full_min_for_inqueue``) and the sum of the terms'
-    absolute values, or None (the walk sums) when some term is not a whole number or a sum may round."""
+def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
+    """Per queue the four sums (without ``full_min_for_inqueue``), the sum of the terms' absolute
+    values and the four sums over every queue, or None (the walk sums) when some term is not a whole
+    number or a sum may round."""
     left = ssn.left_out
     assert left.ledger is not None
     carried = left.ledger.tally("queue_terms", lambda: _CarriedTerms(zeros))
@@ -311,7 +221,7 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
     # the tally changes only when the ledger is next updated, after this opening): a copy only
     # for the few queues a session's jobs add to, not one per queue per session.
     totals = dict(carried.sums)
-    absolute = carried.absolute
+    absolute, grand = carried.absolute, carried.grand
     added: set[str] = set()
     for job in ssn.jobs.values():  # a few jobs a session: added one by one (whole numbers: any order is exact)
         terms = _terms(job, zeros, False)
@@ -327,9 +237,42 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
             totals[queue] = kept + terms.block
         added.add(queue)
         absolute = absolute + np.abs(terms.block)
+        grand = grand + terms.block
     if absolute.max(initial=0.0) >= _EXACT:
         return None
-    return totals, absolute
+    return totals, absolute, grand
+
+
+def _base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
+    """:func:`_carried_base`'s answer, once per session opening (``Session.open_memo``)."""
+    if _BASE not in ssn.open_memo:
+        ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
+    base: tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None = ssn.open_memo[_BASE]
+    return base
+
+
+def _carried_inqueue(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> Vector | None:
+    """The ``inqueue`` of every queue added up, from the sums over every queue (an array of the
+    caller's own), or None where :func:`_carried_totals` is None. Every term a whole number and
+    every partial sum within the exact range (the same checks as :func:`_carried_totals`): the
+    queues' sums added in their order are these exact sums, with no per-queue copy or ``cumsum``."""
+    base = _base(ssn, zeros)
+    if base is None:
+        return None
+    _totals, absolute, grand = base
+    inqueue: Vector = grand[3].copy()
+    if full_min_for_inqueue:
+        for job in ssn.jobs.values():
+            if job.phase != "Inqueue" or job.spec.min_resources is None:
+                continue  # the same terms under both
+            part, full = _terms(job, zeros, False), _terms(job, zeros, True)
+            if not full.integral:
+                return None
+            inqueue += full.block[3] - part.block[3]  # whole numbers within the exact range: exact
+            absolute = absolute + np.abs(full.block)
+        if absolute.max(initial=0.0) >= _EXACT:
+            return None
+    return inqueue
 
 
 def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str, Usage]:
@@ -359,22 +302,28 @@ def queue_usage(ssn: Session, *, full_min_for_inqueue: bool = False) -> dict[str
             for queue, (allocated, request, elastic, inqueue) in by_queue.items()}
 
 
+def queue_sums(ssn: Session) -> dict[str, np.ndarray]:
+    """:func:`queue_usage`'s values as each queue's four rows (allocated, request, elastic, inqueue),
+    read-only to the caller (some are the ledger's own arrays): without a :class:`Usage` and a copy
+    per queue when the carried sums serve (proportion copies them all at once)."""
+    zeros = ssn.dims.zeros()
+    if ssn.left_out and not ssn.left_out.clash:
+        totals = _carried_totals(ssn, zeros, False)
+        if totals is not None:
+            return {queue: totals[queue] for queue in ssn.job_queues()}
+    return {queue: np.array([use.allocated, use.request, use.elastic, use.inqueue])
+            for queue, use in queue_usage(ssn).items()}
+
+
 def total_inqueue(ssn: Session, *, full_min_for_inqueue: bool = False) -> Vector:
     """The ``inqueue`` of every queue with a job, added in queue order (overcommit's reading),
     without building each queue's :class:`Usage` when the carried sums serve."""
     zeros = ssn.dims.zeros()
+    if ssn.left_out and not ssn.left_out.clash:
+        carried = _carried_inqueue(ssn, zeros, full_min_for_inqueue)
+        if carried is not None:
+            return carried
     total = zeros.copy()
-    totals = (_carried_totals(ssn, zeros, full_min_for_inqueue)
-              if ssn.left_out and not ssn.left_out.clash else None)
-    if totals is not None:
-        queues = ssn.job_queues()
-        if len(queues) <= _FEW_TERMS:
-            for queue in queues:
-                total += totals[queue][3]
-            return total
-        # cumsum adds the rows one after the other, from zeros, as the loop does: the same floats
-        summed: Vector = np.cumsum(np.array([total, *(totals[queue][3] for queue in queues)]), axis=0)[-1]
-        return summed
     for usage in queue_usage(ssn, full_min_for_inqueue=full_min_for_inqueue).values():
         total += usage.inqueue
     return total

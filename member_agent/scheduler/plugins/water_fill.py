@@ -18,6 +18,7 @@ that loop as the reference); both versions here give its answers bit for bit:
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -27,7 +28,7 @@ from member_agent.scheduler.framework.memo import remember
 
 
 class QueueAttr(Protocol):
-    """What water filling reads and sets of a queue (``proportion.QueueAttr``)."""
+    """What water filling reads and sets of a queue (``proportion_opening.QueueAttr``)."""
 
     weight: int
     real_capability: Vector
@@ -65,6 +66,27 @@ def _fill_floats(attrs: Sequence[QueueAttr], total: Vector, always: np.ndarray) 
         attr.deserved = out[i]
         attr.share = shares[i]
     return True
+
+
+def fill_values(rows: Sequence[tuple[Vector, Vector, Vector, Vector]], weights: list[int], total: Vector,
+                always: np.ndarray) -> tuple[list[list[float]], list[float]] | None:
+    """What :func:`_fill_floats` sets on fresh queues (``deserved`` zero, ``share`` 0.0), from each
+    queue's (real capability, request, guarantee, allocated) without the queues: every queue's
+    deserved and share as Python floats, or None when an input is outside the floats' domain.
+
+    For proportion's opening, which has the vectors: one array of every input instead of a
+    (queues x 5 x dims) array built from the queues' attributes, and no memo of its own (the
+    caller remembers its whole opening by the same inputs)."""
+    width = len(total)
+    flat = np.concatenate([*chain.from_iterable(rows), total], dtype=float)
+    if not np.isfinite(flat).all() or np.signbit(flat).any():
+        return None
+    values = flat.tolist()
+    blocks = []
+    for at in range(0, len(rows) * 4 * width, 4 * width):
+        capability, request, guarantee, allocated = (values[at + k * width:at + (k + 1) * width] for k in range(4))
+        blocks.append([capability, request, guarantee, allocated, [0.0] * width])
+    return _fill_rows(blocks, weights, [0.0] * len(rows), always.tolist(), values[-width:] if width else [])
 
 
 #: Inputs (as bytes) -> the rounds' result. In a replay about 40 % of sessions open with the

@@ -15,10 +15,12 @@ Volcano's answer: the same candidates, start and sibling failures.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from member_agent.scheduler.framework.node_index import node_index
 from member_agent.scheduler.framework.search_plan import RingPlan, SearchPlan, StandingWindow, plan_span
 
 # Re-exported: the actions and the benches reach the shape caches through this module.
@@ -83,6 +85,11 @@ TRUST_ROLE_MARKS = True
 #: to compare: the answers are the same).
 PLAN_SEARCHES = True
 
+#: Size a fresh shape's first chunk with the feasible density its placement's last fresh shape found
+#: (one shape per job: a job's rows in one pass instead of two or three; tests switch it off to
+#: compare: only the cost depends on it).
+DENSITY_HINTS = True
+
 #: Rows a bounded search evaluates at least at once: numpy's per-call overhead makes smaller
 #: chunks slower than evaluating a few rows too many.
 MIN_CHUNK = 512
@@ -91,7 +98,8 @@ MIN_CHUNK = 512
 def first_chunk(task: TaskInfo, cache: ShapeCache, want: int) -> int:
     """Rows to evaluate in one pass for a search of ``want`` feasible rows.
 
-    Sized from the shape's feasible density so far and the job's pending tasks (its siblings,
+    Sized from the shape's feasible density so far (a fresh shape's: what its placement's last fresh
+    shape found, ``NodeSearch._densities``) and the job's pending tasks (its siblings,
     usually of the same shape, search on from where this one stops): one pass usually holds
     the windows of the whole job, so a job whose windows sweep the cluster evaluates every row
     once, in one vectorised call, instead of a call per task. Only the cost depends on it:
@@ -120,6 +128,9 @@ class NodeSearch:
         #: dropped from the session's bound must not be kept alive.
         self.role_marked: dict[str, tuple[int, int]] = {}
         self._wants: dict[int, int] = {}  # nodes -> numNodesToFind (the options are the session's)
+        #: Placement key (node_index.placement_key) -> the feasible density the last fresh shape with it
+        #: found in its first search: the first chunk of the next one is sized with it (see ``first_chunk``).
+        self._densities: dict[Hashable, float] = {}
         #: The searches of the current task's siblings, decided with its own (:mod:`search_plan`).
         self.plan: SearchPlan | RingPlan | StandingWindow | None = None
 
@@ -144,6 +155,7 @@ class NodeSearch:
         self.plan = None
         ssn = self.ssn
         n = len(ssn.node_names)
+        placement: Hashable | None = None
         if n == 0:
             return np.zeros(0, dtype=np.int64), FitErrors(ssn, np.zeros(0, dtype=np.int32))
         cache = shape_cache(ssn, task, lazy=True)
@@ -164,6 +176,9 @@ class NodeSearch:
                 self._plan(task, cache, start, want, order, scanned)
         else:
             had = role is not None
+            if DENSITY_HINTS and check_resources and not cache.seen_any:  # fresh: sized as its placement's last
+                placement = node_index(ssn).placement(task.spec)
+                cache.density = self._densities.get(placement, cache.density)
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
             if role is not None and not had and check_resources:
                 self.role_marked[role_key] = (cache.serial, cache.rises)
@@ -175,6 +190,8 @@ class NodeSearch:
         count = len(order)
         if scanned:
             cache.density = max(count / scanned, 1 / n)
+            if placement is not None:
+                self._densities[placement] = cache.density
         processed = scanned if count >= want and scanned < n else n
         self.start = (start + processed) % n
         if count:

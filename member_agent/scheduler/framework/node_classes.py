@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 MIN_ROWS = 64
 #: From this many rows the per-shape memo is used (a lookup is far cheaper than a scorer call).
 MEMO_MIN_ROWS = 2
-#: Up to this many rows without a value are scored with the scalar row functions.
-ROW_BY_ROW = 8
+#: Up to this many rows without a value are scored with the scalar row functions: the vectorised
+#: scorers cost ~60 numpy calls whatever the rows (about as much as 20-25 rows one by one); 8 before.
+#: One shape per job scores ~15 rows of new states per span (a node each), mostly past the memo.
+ROW_BY_ROW = 20
 #: Group ids a shape's memo keeps values for (8 bytes per id, scorer and shape; one scorer's sum
 #: usually): sessions that make a new state per placement have tens of thousands of ids.
 MAX_MEMO_CLASSES = 1024

@@ -3,20 +3,26 @@ the cost only, never a decision (counted, not timed).
 
 A fresh shape's first chunk is sized with the feasible density its placement's last fresh shape found
 (``node_search.DENSITY_HINTS``): sessions with and without the hint decide the same, and with it the
-fresh shapes of a placement seen before evaluate their rows in fewer passes.
+fresh shapes of a placement seen before evaluate their rows in fewer passes. predicates' "pods full"
+per node is kept for every shape's span (``_full_rows``) and must follow every change; the sweep
+that drops the sorted feasible rows of shapes not used lately runs at every ``KEEP_OK_ROWS``-th new
+shape and must still bound them.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+import numpy as np
 import pytest
 
-from member_agent.scheduler.cycle import run_cycle
+from member_agent.scheduler.cycle import open_session, run_cycle
 from member_agent.scheduler.framework import node_search, shape_cache
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.session import SessionOptions
+from member_agent.scheduler.framework.status import TaskStatus
 from tests.scheduler.test_node_search_bound import CONF, job, nodes
 from tests.scheduler.test_search_shortcuts import _decisions
 
@@ -57,3 +63,74 @@ def test_density_hints_decide_as_without_and_save_passes(monkeypatch: pytest.Mon
     assert len(hinted.bindings) > 300
     assert _decisions(hinted) == _decisions(plain)
     assert len(with_hints) < 0.85 * len(passes)  # 257 against 325: most shapes in one pass, not two or three
+
+
+def _small_nodes(count: int) -> list[dict[str, Any]]:
+    """Nodes that hold 3 pods: placements, pipelines and evictions fill and free them."""
+    objects = nodes(count, pools=2)
+    for node in objects:
+        node["status"]["allocatable"]["pods"] = "3"
+    return objects
+
+
+def test_full_rows_follow_placements_pipelines_undos_and_evictions() -> None:
+    """predicates' shared ``pod_count + pod_delta >= max_pods`` (``_full_rows``) equals the arrays'
+    after every change, and its span codes equal the ones worked out from the arrays."""
+    objects = _small_nodes(30) + job("run", 20, cpu="1") + job("a", 40, cpu="1") + job("b", 10, cpu="2", pool="p1")
+    for pod in objects:
+        if pod["kind"] == "Pod" and pod["metadata"]["name"].startswith("run-"):
+            k = int(pod["metadata"]["name"].split("-")[1])
+            pod["spec"]["nodeName"] = f"n{k % 30:05d}"
+            pod["status"]["phase"] = "Running"
+    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions())
+    plugin = ssn.plugins["predicates"]
+    tasks = [t for j in ssn.jobs.values() for t in j.tasks]
+    running = [t for t in tasks if t.status == TaskStatus.RUNNING]
+    pending = [t for t in tasks if t.status == TaskStatus.PENDING]
+    assert running and pending
+    rows = np.arange(30)
+    rng = random.Random(5)
+    placed: list[Any] = []
+    evicted: list[Any] = []
+    for step in range(400):
+        pick = rng.random()
+        if pick < 0.45 and pending:
+            task = pending.pop(rng.randrange(len(pending)))
+            ssn.place(task, rng.randrange(30), rng.choice((TaskStatus.ALLOCATED, TaskStatus.PIPELINED)))
+            placed.append(task)
+        elif pick < 0.7 and placed:
+            task = placed.pop(rng.randrange(len(placed)))
+            ssn.unplace(task)
+            pending.append(task)
+        elif pick < 0.85 and running:
+            task = running.pop(rng.randrange(len(running)))
+            ssn.mark_releasing(task)
+            evicted.append(task)
+        elif evicted:
+            task = evicted.pop(rng.randrange(len(evicted)))
+            ssn.unmark_releasing(task)
+            running.append(task)
+        if step % 3:  # read now and then: several changes between reads too
+            continue
+        expected = ssn.pod_count + plugin.pod_delta >= ssn.nodes.max_pods
+        probe = tasks[rng.randrange(len(tasks))]
+        codes = plugin._predicate(probe, rows)
+        static = plugin._static_codes(probe)
+        assert plugin._full_rows().tolist() == expected.tolist()
+        assert codes.tolist() == np.where((static == 0) & expected, plugin.pod_number, static).tolist()
+    assert plugin.full is not None and plugin.full.any() and not plugin.full.all()
+
+
+def test_sorted_feasible_rows_kept_by_the_recent_shapes_only() -> None:
+    """With one shape per job, at most about 2 x ``KEEP_OK_ROWS`` cached shapes keep their sorted
+    feasible rows (the sweep runs at every ``KEEP_OK_ROWS``-th new shape)."""
+    objects = nodes(50)
+    for j in range(120):
+        objects += job(f"j{j:03d}", 1, cpu=f"{100 + j}m")
+    ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions())
+    for j in ssn.jobs.values():
+        task = j.tasks[0]
+        assert len(shape_cache.shape_cache(ssn, task).ok_rows) == 50
+        kept = sum(cache._ok_rows is not None for cache in ssn.shape_caches.values())
+        assert kept <= 2 * shape_cache.KEEP_OK_ROWS
+    assert len(ssn.shape_caches) == 120

@@ -6,12 +6,14 @@ A fresh shape's first chunk is sized with the feasible density its placement's l
 fresh shapes of a placement seen before evaluate their rows in fewer passes. predicates' "pods full"
 per node is kept for every shape's span (``_full_rows``) and must follow every change; the sweep
 that drops the sorted feasible rows of shapes not used lately runs at every ``KEEP_OK_ROWS``-th new
-shape and must still bound them.
+shape and must still bound them. A span without anything Releasing or Pipelined takes its
+FutureIdle fit from its Idle fit, which must hold after every change.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,8 @@ from member_agent.scheduler.cycle import open_session, run_cycle
 from member_agent.scheduler.framework import node_search, shape_cache
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
-from member_agent.scheduler.framework.session import SessionOptions
+from member_agent.scheduler.framework.resource_columns import resource_columns
+from member_agent.scheduler.framework.session import Session, SessionOptions
 from member_agent.scheduler.framework.status import TaskStatus
 from tests.scheduler.test_node_search_bound import CONF, job, nodes
 from tests.scheduler.test_search_shortcuts import _decisions
@@ -73,30 +76,28 @@ def _small_nodes(count: int) -> list[dict[str, Any]]:
     return objects
 
 
-def test_full_rows_follow_placements_pipelines_undos_and_evictions() -> None:
-    """predicates' shared ``pod_count + pod_delta >= max_pods`` (``_full_rows``) equals the arrays'
-    after every change, and its span codes equal the ones worked out from the arrays."""
-    objects = _small_nodes(30) + job("run", 20, cpu="1") + job("a", 40, cpu="1") + job("b", 10, cpu="2", pool="p1")
+def _changing_session(objects: list[dict[str, Any]], seed: int, steps: int) -> Iterator[tuple[Session, list[Any]]]:
+    """A session over ``objects`` (pods named ``run-K`` running on node K), changed ``steps`` times at
+    random (placed Allocated or Pipelined, undone, evicted in session, eviction undone); yields the
+    session and its tasks after each change."""
     for pod in objects:
         if pod["kind"] == "Pod" and pod["metadata"]["name"].startswith("run-"):
-            k = int(pod["metadata"]["name"].split("-")[1])
-            pod["spec"]["nodeName"] = f"n{k % 30:05d}"
+            pod["spec"]["nodeName"] = f"n{int(pod['metadata']['name'].split('-')[1]):05d}"
             pod["status"]["phase"] = "Running"
     ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions())
-    plugin = ssn.plugins["predicates"]
+    n = len(ssn.node_names)
     tasks = [t for j in ssn.jobs.values() for t in j.tasks]
     running = [t for t in tasks if t.status == TaskStatus.RUNNING]
     pending = [t for t in tasks if t.status == TaskStatus.PENDING]
     assert running and pending
-    rows = np.arange(30)
-    rng = random.Random(5)
+    rng = random.Random(seed)
     placed: list[Any] = []
     evicted: list[Any] = []
-    for step in range(400):
+    for _ in range(steps):
         pick = rng.random()
         if pick < 0.45 and pending:
             task = pending.pop(rng.randrange(len(pending)))
-            ssn.place(task, rng.randrange(30), rng.choice((TaskStatus.ALLOCATED, TaskStatus.PIPELINED)))
+            ssn.place(task, rng.randrange(n), rng.choice((TaskStatus.ALLOCATED, TaskStatus.PIPELINED)))
             placed.append(task)
         elif pick < 0.7 and placed:
             task = placed.pop(rng.randrange(len(placed)))
@@ -110,6 +111,18 @@ def test_full_rows_follow_placements_pipelines_undos_and_evictions() -> None:
             task = evicted.pop(rng.randrange(len(evicted)))
             ssn.unmark_releasing(task)
             running.append(task)
+        yield ssn, tasks
+
+
+def test_full_rows_follow_placements_pipelines_undos_and_evictions() -> None:
+    """predicates' shared ``pod_count + pod_delta >= max_pods`` (``_full_rows``) equals the arrays'
+    after every change, and its span codes equal the ones worked out from the arrays."""
+    objects = _small_nodes(30) + job("run", 20, cpu="1") + job("a", 40, cpu="1") + job("b", 10, cpu="2", pool="p1")
+    rng = random.Random(5)
+    rows = np.arange(30)
+    plugin = None
+    for step, (ssn, tasks) in enumerate(_changing_session(objects, 5, 400)):
+        plugin = ssn.plugins["predicates"]
         if step % 3:  # read now and then: several changes between reads too
             continue
         expected = ssn.pod_count + plugin.pod_delta >= ssn.nodes.max_pods
@@ -118,7 +131,7 @@ def test_full_rows_follow_placements_pipelines_undos_and_evictions() -> None:
         static = plugin._static_codes(probe)
         assert plugin._full_rows().tolist() == expected.tolist()
         assert codes.tolist() == np.where((static == 0) & expected, plugin.pod_number, static).tolist()
-    assert plugin.full is not None and plugin.full.any() and not plugin.full.all()
+    assert plugin is not None and plugin.full is not None and plugin.full.any() and not plugin.full.all()
 
 
 def test_sorted_feasible_rows_kept_by_the_recent_shapes_only() -> None:
@@ -134,3 +147,29 @@ def test_sorted_feasible_rows_kept_by_the_recent_shapes_only() -> None:
         kept = sum(cache._ok_rows is not None for cache in ssn.shape_caches.values())
         assert kept <= 2 * shape_cache.KEEP_OK_ROWS
     assert len(ssn.shape_caches) == 120
+
+
+def test_span_fits_equal_the_arrays_with_and_without_releasing_or_pipelined_rows() -> None:
+    """``ResourceColumns.fit_span`` copies the Idle fit as the FutureIdle fit on spans without anything
+    Releasing or Pipelined (``moved``); on every span, after every change, both fits equal the
+    session arrays' and ``moved`` follows the rows."""
+    objects = _small_nodes(40) + job("run", 30, cpu="3") + job("a", 60, cpu="5") + job("b", 20, cpu="7", gpus=1)
+    rng = random.Random(11)
+    copied = computed = 0
+    for ssn, tasks in _changing_session(objects, 11, 300):
+        columns = resource_columns(ssn)
+        cache = shape_cache.ShapeCache(ssn, tasks[rng.randrange(len(tasks))])
+        lo = rng.randrange(40)
+        span = slice(lo, rng.randrange(lo + 1, 41))
+        fit_idle, fit_future = np.zeros(40, dtype=bool), np.zeros(40, dtype=bool)
+        columns.fit_span(ssn, cache.checked, span, fit_idle[span], fit_future[span])
+        moved = ssn.releasing.any(axis=1) | ssn.pipelined.any(axis=1)
+        assert columns.moved.tolist() == moved.tolist()
+        copied += not moved[span].any()
+        computed += bool(moved[span].any())
+        future = ssn.idle + ssn.releasing - ssn.pipelined
+        expected_idle = np.array([all(ssn.idle[r, d] > lim for d, lim in cache.checked) for r in range(40)])
+        expected_future = np.array([all(future[r, d] > lim for d, lim in cache.checked) for r in range(40)])
+        assert fit_idle[span].tolist() == expected_idle[span].tolist()
+        assert fit_future[span].tolist() == expected_future[span].tolist()
+    assert copied > 20 and computed > 20  # both kinds of span were met

@@ -14,12 +14,13 @@ Volcano's answer: the same candidates, start and sibling failures.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from member_agent.scheduler.framework.fit_errors import FitErrors as FitErrors
+from member_agent.scheduler.framework.fit_errors import reason_codes
 from member_agent.scheduler.framework.node_index import node_index
 from member_agent.scheduler.framework.search_plan import RingPlan, SearchPlan, StandingWindow, plan_span
 
@@ -29,7 +30,7 @@ from member_agent.scheduler.framework.shape_cache import SMALL_ROWS as SMALL_ROW
 from member_agent.scheduler.framework.shape_cache import ResourceColumns as ResourceColumns
 from member_agent.scheduler.framework.shape_cache import ShapeCache as ShapeCache
 from member_agent.scheduler.framework.shape_cache import shape_cache as shape_cache
-from member_agent.scheduler.framework.status import Code, TaskStatus
+from member_agent.scheduler.framework.status import TaskStatus
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
@@ -44,33 +45,6 @@ def num_nodes_to_find(ssn: Session, n: int) -> int:
     if pct <= 0:
         pct = max(opts.minimum_percentage_nodes_to_find, 50 - n // 125)
     return max(n * pct // 100, opts.minimum_feasible_nodes)
-
-
-class FitErrors:
-    """Per-node failure reasons of one task, summarised Volcano's way."""
-
-    def __init__(self, ssn: Session, codes: np.ndarray, prefix: str = "") -> None:
-        self.ssn = ssn
-        self.codes = codes  # one code per node row (0 where the node was not the reason)
-        self.prefix = prefix
-
-    def histogram(self) -> Counter[str]:
-        counts = np.bincount(self.codes[self.codes > 0])
-        texts = self.ssn.reasons.texts
-        return Counter({texts[c]: int(k) for c, k in enumerate(counts) if k and c})
-
-    def unresolvable_rows(self) -> np.ndarray:
-        kinds = np.array(self.ssn.reasons.kinds, dtype=np.int32)
-        return np.flatnonzero(kinds[self.codes] == Code.UNRESOLVABLE)
-
-    def message(self) -> str:
-        hist = self.histogram()
-        n = len(self.ssn.node_names)
-        parts = sorted(f"{count} {text}" for text, count in hist.items())
-        return f"{self.prefix}0/{n} nodes are unavailable: {', '.join(parts)}."
-
-
-SIBLING_FAILED = "node(s) failed for another task of the same role"
 
 
 #: Search a shape current on every row through its sorted feasible rows (tests switch it off to
@@ -196,7 +170,7 @@ class NodeSearch:
         self.start = (start + processed) % n
         if count:
             return order, None
-        codes = self._reason_codes(task, cache, np.arange(n), check_resources, role)
+        codes = reason_codes(ssn, cache, np.arange(n), check_resources, role)
         return order, FitErrors(ssn, codes)
 
     def _role_key(self, job: str, role: str) -> str:
@@ -319,21 +293,6 @@ class NodeSearch:
                 self.role_marked[role_key] = (cache.serial, cache.rises)
                 np.logical_not(ok[lo:hi], out=role[lo:hi])
         return role
-
-    def _reason_codes(self, task: TaskInfo, cache: ShapeCache, rows: np.ndarray, check_resources: bool,
-                      failed: np.ndarray | None) -> np.ndarray:
-        codes = cache.codes[rows].copy()
-        if check_resources:
-            short = ~cache.fit_future[rows]
-            if short.any():
-                # The resource check runs before the other predicates (allocate's predicate).
-                codes[short] = cache.insufficient_reasons(self.ssn, rows[short])
-        if failed is not None:
-            # A node a sibling failed on that would pass now (resources freed since).
-            sibling = self.ssn.reasons.code(SIBLING_FAILED, Code.UNSCHEDULABLE)
-            codes[(codes == 0) & failed[rows]] = sibling
-        reasons: np.ndarray = codes
-        return reasons
 
     def _cache(self, task: TaskInfo) -> ShapeCache:
         """The shape's lazy cache; the dictionary entry itself when no node changed since its

@@ -35,7 +35,7 @@ class ResourceColumns:
         #: Rows with something Releasing or Pipelined (any dimension), and how many: on every other row
         #: FutureIdle is Idle exactly (``idle + 0.0 - 0.0``; only a ``-0.0`` turns ``0.0``, which
         #: compares alike), so a span without them takes its FutureIdle fit from its Idle fit.
-        self.moved = ssn.releasing.any(axis=1) | ssn.pipelined.any(axis=1)
+        self.moved: np.ndarray = np.logical_or(ssn.releasing.any(axis=1), ssn.pipelined.any(axis=1))
         self.moved_count = int(np.count_nonzero(self.moved))
 
     def current(self, ssn: Session) -> tuple[np.ndarray, np.ndarray]:

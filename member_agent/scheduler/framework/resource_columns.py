@@ -49,9 +49,8 @@ class ResourceColumns:
             self.idle[:, rows] = ssn.idle[rows].T
             releasing, pipelined = ssn.releasing[rows], ssn.pipelined[rows]
             self.future[:, rows] = (ssn.idle[rows] + releasing - pipelined).T
-            moved = releasing.any(axis=1) | pipelined.any(axis=1)
-            if self.moved_count or moved.any():  # usually neither: nothing Releasing or Pipelined
-                self.moved[rows] = moved
+            if self.moved_count or releasing.any() or pipelined.any():  # usually neither: nothing moved
+                self.moved[rows] = releasing.any(axis=1) | pipelined.any(axis=1)
                 self.moved_count = int(np.count_nonzero(self.moved))
         return self.idle, self.future
 

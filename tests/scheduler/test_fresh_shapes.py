@@ -7,7 +7,8 @@ fresh shapes of a placement seen before evaluate their rows in fewer passes. pre
 per node is kept for every shape's span (``_full_rows``) and must follow every change; the sweep
 that drops the sorted feasible rows of shapes not used lately runs at every ``KEEP_OK_ROWS``-th new
 shape and must still bound them. A span without anything Releasing or Pipelined takes its
-FutureIdle fit from its Idle fit, which must hold after every change.
+FutureIdle fit from its Idle fit, which must hold after every change. A session without node groups
+scores a small span on its rows (no groups built for it), with the grouped values.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from member_agent.scheduler.cycle import open_session, run_cycle
-from member_agent.scheduler.framework import node_search, shape_cache
+from member_agent.scheduler.framework import node_classes, node_search, shape_cache
 from member_agent.scheduler.framework.builder import build_snapshot
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.resource_columns import resource_columns
@@ -173,3 +174,27 @@ def test_span_fits_equal_the_arrays_with_and_without_releasing_or_pipelined_rows
         assert fit_idle[span].tolist() == expected_idle[span].tolist()
         assert fit_future[span].tolist() == expected_future[span].tolist()
     assert copied > 20 and computed > 20  # both kinds of span were met
+
+
+def test_small_spans_scored_without_node_groups_equal_the_grouped_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session without node groups scores fewer than ``GROUPS_MIN_ROWS`` rows on the rows themselves
+    (no ``NodeGroups`` built for it), with the values the group memo gives."""
+    objects = nodes(600, pools=3)
+    for j in range(12):
+        objects += job(f"j{j:02d}", 4, cpu=f"{1000 + 370 * j}m", gpus=j % 3, pool=f"p{j % 3}" if j % 2 else None)
+    tasks = []
+    scores = {}
+    for grouped in (False, True):
+        if grouped:
+            monkeypatch.setattr(node_classes, "GROUPS_MIN_ROWS", 0)
+        ssn = open_session(build_snapshot(objects), CONF, FixedClock(), SessionOptions())
+        tasks = [j.tasks[0] for j in ssn.jobs.values()]
+        for k, task in enumerate(tasks[:6]):  # a few placements: rows in several states
+            ssn.place(task, 7 * k, TaskStatus.ALLOCATED)
+        values = []
+        for task in tasks:
+            cache = shape_cache.shape_cache(ssn, task)
+            values.append(cache.scores(ssn, task, cache.ok_rows).tolist())
+        assert (ssn.node_classes is not None) == grouped
+        scores[grouped] = values
+    assert scores[False] == scores[True]

@@ -71,7 +71,7 @@ def test_some_fit_idle_ranks_only_those() -> None:
     assert search.best_feasible(task, candidates) == (int(candidates[3]), True)
 
 
-@pytest.mark.parametrize("size", [1, 2, 5, 8, 9, 40])
+@pytest.mark.parametrize("size", [1, 2, 5, 8, 9, 20, 21, 40])
 def test_a_few_rows_scored_by_call_equal_the_vectorised_scores(size: int, monkeypatch: pytest.MonkeyPatch) -> None:
     ssn, _ = busy_session()
     scalar_calls: list[int] = []

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from member_agent.scheduler.framework.fit_errors import reason_codes
 from member_agent.scheduler.framework.hypernode_state import HyperNodeState, JobLimit
 from member_agent.scheduler.framework.node_search import SMALL_ROWS, NodeSearch, ShapeCache, shape_cache
 from member_agent.scheduler.framework.rows import unique_rows
@@ -65,7 +66,7 @@ class Domain:
         found = rows[cache.ok[rows]]
         if len(found):
             return found, ""
-        codes = search._reason_codes(task, cache, rows, True, None)
+        codes = reason_codes(ssn, cache, rows, True, None)
         counts = Counter(codes[codes > 0].tolist())
         texts = ssn.reasons.texts
         parts = sorted(f"{k} {texts[c]}" for c, k in counts.items())

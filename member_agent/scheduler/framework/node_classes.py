@@ -26,8 +26,14 @@ if TYPE_CHECKING:
 MIN_ROWS = 64
 #: From this many rows the per-shape memo is used (a lookup is far cheaper than a scorer call).
 MEMO_MIN_ROWS = 2
-#: Up to this many rows without a value are scored with the scalar row functions.
-ROW_BY_ROW = 8
+#: Up to this many rows without a value are scored with the scalar row functions: the vectorised
+#: scorers cost ~60 numpy calls whatever the rows (about as much as 20-25 rows one by one); 8 before.
+#: One shape per job scores ~15 rows of new states per span (a node each), mostly past the memo.
+ROW_BY_ROW = 20
+#: With fewer rows than this to score and no node groups yet, the scorers run on the rows instead of
+#: the session grouping every node first (a replay session of 1,000 nodes scoring a shape or two: the
+#: grouping cost more than the scores; ``NodeGroups`` was built in half the sessions for it alone).
+GROUPS_MIN_ROWS = 4096
 #: Group ids a shape's memo keeps values for (8 bytes per id, scorer and shape; one scorer's sum
 #: usually): sessions that make a new state per placement have tens of thousands of ids.
 MAX_MEMO_CLASSES = 1024
@@ -49,6 +55,12 @@ def score_rows(ssn: Session, task: TaskInfo, rows: np.ndarray, memo: list[np.nda
     assert out is None or want is not None, "out is written only with want"
     if memo is None or len(rows) < MEMO_MIN_ROWS:
         return _score_by_call(ssn, task, rows)
+    if ssn.node_classes is None and len(rows) < GROUPS_MIN_ROWS:  # not worth grouping every node first
+        if want is None:
+            return _total(ssn, task, rows)
+        values = np.full(len(rows), np.nan) if out is None else out
+        values[want] = _total(ssn, task, rows[want])
+        return values
     groups = node_groups(ssn)
     ids = take(groups.current(), selector(rows) if sel is None else sel)  # a view for a span
     size = min(groups.next_id, MAX_MEMO_CLASSES)

@@ -14,11 +14,14 @@ Volcano's answer: the same candidates, start and sibling failures.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from member_agent.scheduler.framework.fit_errors import FitErrors as FitErrors
+from member_agent.scheduler.framework.fit_errors import reason_codes
+from member_agent.scheduler.framework.node_index import node_index
 from member_agent.scheduler.framework.search_plan import RingPlan, SearchPlan, StandingWindow, plan_span
 
 # Re-exported: the actions and the benches reach the shape caches through this module.
@@ -27,7 +30,7 @@ from member_agent.scheduler.framework.shape_cache import SMALL_ROWS as SMALL_ROW
 from member_agent.scheduler.framework.shape_cache import ResourceColumns as ResourceColumns
 from member_agent.scheduler.framework.shape_cache import ShapeCache as ShapeCache
 from member_agent.scheduler.framework.shape_cache import shape_cache as shape_cache
-from member_agent.scheduler.framework.status import Code, TaskStatus
+from member_agent.scheduler.framework.status import TaskStatus
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
@@ -44,33 +47,6 @@ def num_nodes_to_find(ssn: Session, n: int) -> int:
     return max(n * pct // 100, opts.minimum_feasible_nodes)
 
 
-class FitErrors:
-    """Per-node failure reasons of one task, summarised Volcano's way."""
-
-    def __init__(self, ssn: Session, codes: np.ndarray, prefix: str = "") -> None:
-        self.ssn = ssn
-        self.codes = codes  # one code per node row (0 where the node was not the reason)
-        self.prefix = prefix
-
-    def histogram(self) -> Counter[str]:
-        counts = np.bincount(self.codes[self.codes > 0])
-        texts = self.ssn.reasons.texts
-        return Counter({texts[c]: int(k) for c, k in enumerate(counts) if k and c})
-
-    def unresolvable_rows(self) -> np.ndarray:
-        kinds = np.array(self.ssn.reasons.kinds, dtype=np.int32)
-        return np.flatnonzero(kinds[self.codes] == Code.UNRESOLVABLE)
-
-    def message(self) -> str:
-        hist = self.histogram()
-        n = len(self.ssn.node_names)
-        parts = sorted(f"{count} {text}" for text, count in hist.items())
-        return f"{self.prefix}0/{n} nodes are unavailable: {', '.join(parts)}."
-
-
-SIBLING_FAILED = "node(s) failed for another task of the same role"
-
-
 #: Search a shape current on every row through its sorted feasible rows (tests switch it off to
 #: compare with the chunked visit, which gives the same answers).
 INDEX_SEARCH = True
@@ -83,6 +59,11 @@ TRUST_ROLE_MARKS = True
 #: to compare: the answers are the same).
 PLAN_SEARCHES = True
 
+#: Size a fresh shape's first chunk with the feasible density its placement's last fresh shape found
+#: (one shape per job: a job's rows in one pass instead of two or three; tests switch it off to
+#: compare: only the cost depends on it).
+DENSITY_HINTS = True
+
 #: Rows a bounded search evaluates at least at once: numpy's per-call overhead makes smaller
 #: chunks slower than evaluating a few rows too many.
 MIN_CHUNK = 512
@@ -91,7 +72,8 @@ MIN_CHUNK = 512
 def first_chunk(task: TaskInfo, cache: ShapeCache, want: int) -> int:
     """Rows to evaluate in one pass for a search of ``want`` feasible rows.
 
-    Sized from the shape's feasible density so far and the job's pending tasks (its siblings,
+    Sized from the shape's feasible density so far (a fresh shape's: what its placement's last fresh
+    shape found, ``NodeSearch._densities``) and the job's pending tasks (its siblings,
     usually of the same shape, search on from where this one stops): one pass usually holds
     the windows of the whole job, so a job whose windows sweep the cluster evaluates every row
     once, in one vectorised call, instead of a call per task. Only the cost depends on it:
@@ -120,6 +102,9 @@ class NodeSearch:
         #: dropped from the session's bound must not be kept alive.
         self.role_marked: dict[str, tuple[int, int]] = {}
         self._wants: dict[int, int] = {}  # nodes -> numNodesToFind (the options are the session's)
+        #: Placement key (node_index.placement_key) -> the feasible density the last fresh shape with it
+        #: found in its first search: the first chunk of the next one is sized with it (see ``first_chunk``).
+        self._densities: dict[Hashable, float] = {}
         #: The searches of the current task's siblings, decided with its own (:mod:`search_plan`).
         self.plan: SearchPlan | RingPlan | StandingWindow | None = None
 
@@ -144,6 +129,7 @@ class NodeSearch:
         self.plan = None
         ssn = self.ssn
         n = len(ssn.node_names)
+        placement: Hashable | None = None
         if n == 0:
             return np.zeros(0, dtype=np.int64), FitErrors(ssn, np.zeros(0, dtype=np.int32))
         cache = shape_cache(ssn, task, lazy=True)
@@ -164,6 +150,9 @@ class NodeSearch:
                 self._plan(task, cache, start, want, order, scanned)
         else:
             had = role is not None
+            if DENSITY_HINTS and check_resources and not cache.seen_any:  # fresh: sized as its placement's last
+                placement = node_index(ssn).placement(task.spec)
+                cache.density = self._densities.get(placement, cache.density)
             order, scanned, role = self._by_chunks(task, cache, start, want, role_key, role, check_resources)
             if role is not None and not had and check_resources:
                 self.role_marked[role_key] = (cache.serial, cache.rises)
@@ -175,11 +164,13 @@ class NodeSearch:
         count = len(order)
         if scanned:
             cache.density = max(count / scanned, 1 / n)
+            if placement is not None:
+                self._densities[placement] = cache.density
         processed = scanned if count >= want and scanned < n else n
         self.start = (start + processed) % n
         if count:
             return order, None
-        codes = self._reason_codes(task, cache, np.arange(n), check_resources, role)
+        codes = reason_codes(ssn, cache, np.arange(n), check_resources, role)
         return order, FitErrors(ssn, codes)
 
     def _role_key(self, job: str, role: str) -> str:
@@ -302,21 +293,6 @@ class NodeSearch:
                 self.role_marked[role_key] = (cache.serial, cache.rises)
                 np.logical_not(ok[lo:hi], out=role[lo:hi])
         return role
-
-    def _reason_codes(self, task: TaskInfo, cache: ShapeCache, rows: np.ndarray, check_resources: bool,
-                      failed: np.ndarray | None) -> np.ndarray:
-        codes = cache.codes[rows].copy()
-        if check_resources:
-            short = ~cache.fit_future[rows]
-            if short.any():
-                # The resource check runs before the other predicates (allocate's predicate).
-                codes[short] = cache.insufficient_reasons(self.ssn, rows[short])
-        if failed is not None:
-            # A node a sibling failed on that would pass now (resources freed since).
-            sibling = self.ssn.reasons.code(SIBLING_FAILED, Code.UNSCHEDULABLE)
-            codes[(codes == 0) & failed[rows]] = sibling
-        reasons: np.ndarray = codes
-        return reasons
 
     def _cache(self, task: TaskInfo) -> ShapeCache:
         """The shape's lazy cache; the dictionary entry itself when no node changed since its

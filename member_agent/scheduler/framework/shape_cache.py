@@ -185,12 +185,11 @@ class ShapeCache:
     def _evaluate_part(self, ssn: Session, task: TaskInfo, rows: np.ndarray, sel: slice | np.ndarray) -> bool:
         """Fits, predicate codes, ``ok`` and scores of ``rows`` (``sel``: their selector); whether a
         row seen before turned ok (a rise, see ``rises``)."""
-        # Checked dims one contiguous column at a time (ResourceColumns): 1-D comparisons
-        # are much cheaper than ``all(axis=1)`` over a short second axis or strided reads.
         fit_idle: np.ndarray | bool = True
         fit_future: np.ndarray | bool = True
         if isinstance(sel, slice):  # a span (a fresh shape's pass): slices of the shared columns, into place
-            fit_idle, fit_future = self._fit_span(resource_columns(ssn).current(ssn), sel)
+            fit_idle, fit_future = self.fit_idle[sel], self.fit_future[sel]  # views: the results go in place
+            resource_columns(ssn).fit_span(ssn, self.checked, sel, fit_idle, fit_future)
         else:  # scattered touched rows: one gather of each array is cheaper than refreshing columns
             idle, releasing, pipelined = take(ssn.idle, sel), take(ssn.releasing, sel), take(ssn.pipelined, sel)
             for d, lim in self.checked:
@@ -243,26 +242,6 @@ class ShapeCache:
             evaluated[row] = True
             stale.discard(row)
             self._evaluate_row(ssn, task, row)
-
-    def _fit_span(self, columns: tuple[np.ndarray, np.ndarray], sel: slice) -> tuple[np.ndarray | bool, ...]:
-        """Idle and FutureIdle fit over a span, written into ``fit_idle`` and ``fit_future`` (and
-        returned as views of them), comparing into one scratch buffer and AND-ing in place: every
-        fresh shape passes over most of the cluster (jobs x nodes rows in a session), so
-        temporaries per dimension were a third of this pass's cost."""
-        fit_idle, fit_future = self.fit_idle[sel], self.fit_future[sel]  # views: the results go in place
-        if not self.checked:
-            fit_idle[:] = fit_future[:] = True
-            return True, True
-        idle_t, future_t = columns
-        (d, lim), rest = self.checked[0], self.checked[1:]
-        np.greater(idle_t[d][sel], lim, out=fit_idle)
-        np.greater(future_t[d][sel], lim, out=fit_future)
-        if rest:
-            scratch = np.empty(len(fit_idle), dtype=bool)
-            for d, lim in rest:
-                fit_idle &= np.greater(idle_t[d][sel], lim, out=scratch)
-                fit_future &= np.greater(future_t[d][sel], lim, out=scratch)
-        return fit_idle, fit_future
 
     def _memo(self, ssn: Session) -> list[np.ndarray] | None:
         """The shape's by-resources score memo (node_classes.new_memo), made on first use."""
@@ -393,8 +372,12 @@ def shape_cache(ssn: Session, task: TaskInfo, lazy: bool = False) -> ShapeCache:
             del caches[next(iter(caches))]
         # Sorted feasible rows are kept by the recently used shapes only (8 bytes per row each;
         # one shape per job would keep them for every cached shape); others rebuild them if used.
-        for old in list(caches.values())[:-KEEP_OK_ROWS]:
-            old._ok_rows = None
+        # Swept at every KEEP_OK_ROWS-th new cache, not at each (a walk over every cached shape per new
+        # shape was ~1.5 % of the per-job session): between sweeps the shapes used since keep theirs
+        # too, at most KEEP_OK_ROWS more than before. Only memory depends on it (None: rebuilt).
+        if cache.serial % KEEP_OK_ROWS == 0:
+            for old in list(caches.values())[:-KEEP_OK_ROWS]:
+                old._ok_rows = None
     else:
         cache.refresh(ssn, task)
     caches[key] = cache  # most recently used last

@@ -98,6 +98,10 @@ class PredicatesPlugin:
         self.unschedulable = ssn.reasons.code(UNSCHEDULABLE, Code.UNRESOLVABLE)
         self.mismatch = ssn.reasons.code(AFFINITY_MISMATCH, Code.UNRESOLVABLE)
         self.pod_delta = np.zeros(len(ssn.node_names), dtype=np.int64)
+        #: Per node whether its pods reached their maximum (:meth:`_full_rows`), and the position in
+        #: ``Session.changes`` it is current at.
+        self.full: np.ndarray | None = None
+        self.full_pos = 0
         self.delta_of: dict[str, tuple[int, int]] = {}  # task key -> (row, +1 pipelined / -1 evicted)
         self.inter_pod: InterPodAffinity | None = None
         if self.pod_affinity_enabled:
@@ -197,9 +201,26 @@ class PredicatesPlugin:
             inter_pod = self.inter_pod.codes(task)
             if inter_pod is not None:
                 codes = np.where(codes == 0, inter_pod[sel], codes)
-        full = self.ssn.pod_count[sel] + self.pod_delta[sel] >= self.ssn.nodes.max_pods[sel]
-        codes[(codes == 0) & full] = self.pod_number
+        full = self._full_rows()[sel]
+        if full.any():  # usually none: a node holds far fewer pods than its maximum
+            codes[(codes == 0) & full] = self.pod_number
         return codes
+
+    def _full_rows(self) -> np.ndarray:
+        """Per node ``pod_count + pod_delta >= max_pods``, shared by every shape's span evaluation (it
+        read three integer arrays per span). A placement, an undo and the handlers that move
+        ``pod_delta`` all change a row listed in ``Session.changes`` (the shape caches rely on it too),
+        so the rows listed since the last read are worked out again."""
+        ssn = self.ssn
+        changes = ssn.changes
+        full = self.full
+        if full is None:
+            full = self.full = ssn.pod_count + self.pod_delta >= ssn.nodes.max_pods
+        elif self.full_pos < len(changes):
+            rows = np.array(changes[self.full_pos:], dtype=np.int64)  # repeats written twice, alike
+            full[rows] = ssn.pod_count[rows] + self.pod_delta[rows] >= ssn.nodes.max_pods[rows]
+        self.full_pos = len(changes)
+        return full
 
     def on_session_close(self, ssn: Session) -> None:
         pass

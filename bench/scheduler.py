@@ -46,6 +46,7 @@ from row_counts import RowCounts, counting
 from scheduler_mixed import mixed_cluster, mixed_jobs, worker_pods, write_state
 
 from member_agent.scheduler import SessionOptions, build_snapshot, run_cycle
+from member_agent.session_gc import relaxed_gc
 from policies.scheduler_conf import parse_scheduler_conf
 
 #: the benchmark's conf, also the base of the topology run (bench/scheduler_topology.py)
@@ -150,7 +151,8 @@ def run(nodes: int, pods: int, seed: int, per_job_shapes: bool = False,
           "running the session ...", flush=True)
     with counting() if count_rows else nullcontext(RowCounts()) as counts:
         cpu0 = time.process_time()
-        result = run_cycle(snapshot, CONF, Clock(), options=options)
+        with relaxed_gc():  # as `caldera schedule` and the agent run a session
+            result = run_cycle(snapshot, CONF, Clock(), options=options)
         cpu = time.process_time() - cpu0
     bound = len(result.bindings)
     secs = result.session_seconds

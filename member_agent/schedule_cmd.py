@@ -22,6 +22,7 @@ from member_agent.cluster.clock import RealClock
 from member_agent.scheduler import SessionOptions, run_cycle
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.state import State, load_documents, state_from_documents
+from member_agent.session_gc import relaxed_gc
 from policies.errors import CalderaError
 from policies.scheduler_conf import parse_scheduler_conf
 
@@ -103,9 +104,9 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO - max(0, args.verbosity), format="%(message)s", stream=sys.stderr)
     try:
         state = load_state(args.filename, args.conf)
-        result = run_cycle(state.snapshot, state.conf, RealClock(),
-                           options=node_search_flags.session_options(
-                               args, SessionOptions(verbosity=max(0, args.verbosity))))
+        options = node_search_flags.session_options(args, SessionOptions(verbosity=max(0, args.verbosity)))
+        with relaxed_gc():  # as the agent runs its sessions
+            result = run_cycle(state.snapshot, state.conf, RealClock(), options=options)
     except (CalderaError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

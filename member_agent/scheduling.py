@@ -26,6 +26,7 @@ from member_agent.cluster.gateway import (
 )
 from member_agent.scheduler.framework.result import CycleResult, JobReport
 from member_agent.scheduler.framework.session import SessionOptions
+from member_agent.session_gc import relaxed_gc
 from policies.capacity import NodeState, PodShape
 from policies.scheduler_conf import SchedulerConf
 
@@ -55,7 +56,8 @@ def run_once(objects: Sequence[Obj], conf: SchedulerConf, clock: Any, use_real: 
             snapshot = sync.snapshot(objects)
         else:
             snapshot = build_snapshot(objects, scheduler_names=("volcano", "caldera"))
-        result = run_cycle(snapshot, conf, clock, options=options or SessionOptions())
+        with relaxed_gc():
+            result = run_cycle(snapshot, conf, clock, options=options or SessionOptions())
     else:
         result = standin_cycle(objects)
     if not result.session_seconds:

@@ -17,39 +17,17 @@ could free room is reported as ``Unschedulable``; neither is left pending for ev
 
 from __future__ import annotations
 
-import gc
 import math
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
+from member_agent.session_gc import relaxed_gc
 from simulator.clock import VirtualClock
 from simulator.member import Member, Share
 from simulator.trace import TraceJob
 
 EPOCH = 1_700_000_000.0
-#: the collector's first threshold during a replay (CPython's default is 700)
-REPLAY_GC_THRESHOLD = 200_000
-
-
-@contextmanager
-def relaxed_gc() -> Iterator[None]:
-    """Collect garbage less often during a replay, and restore the thresholds after it.
-
-    A replay allocates millions of short-lived objects (each session's infos, each controller
-    pass's models) over a heap of long-lived ones (the trace, the results, 1,000 nodes' cache);
-    with the default threshold a full collection keeps walking the long-lived heap: about a
-    fifth of a Philly replay's wall time (bench/simulate.py philly). The objects die young and
-    hold no cycles worth collecting early, so peak memory barely moves."""
-    before = gc.get_threshold()
-    gc.set_threshold(REPLAY_GC_THRESHOLD, before[1], max(before[2], 100))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
 @dataclass
 class JobResult:
     """One trace job's outcome; times are seconds from the start of the trace."""
@@ -123,7 +101,7 @@ def run_jobs(jobs: list[TraceJob], members: list[Member], divide: Divider, clock
 
     Arrivals, pod ends and controller requeues are seen on a grid of ``coalesce`` seconds (default:
     ``period``); a session that leaves work pending is followed by another ``period`` later."""
-    with relaxed_gc():
+    with relaxed_gc():  # millions of short-lived objects over the trace's long-lived heap (member_agent/session_gc.py)
         return _replay(jobs, members, divide, clock, period=period, coalesce=coalesce, until=until,
                        release=release, progress=progress)
 

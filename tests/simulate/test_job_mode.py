@@ -99,10 +99,11 @@ def test_bad_flags_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_the_replay_collects_garbage_less_often_and_restores_the_thresholds() -> None:
     import gc
 
+    from member_agent.session_gc import SESSION_GC_THRESHOLD
     from policies.cluster_layout import load_cluster_file
     from policies.scheduler_conf import DEFAULT_CONF
     from simulator.clock import VirtualClock
-    from simulator.job_mode import EPOCH, REPLAY_GC_THRESHOLD, run_jobs, single_cluster
+    from simulator.job_mode import EPOCH, run_jobs, single_cluster
     from simulator.member import Member
     from simulator.trace_formats import read_trace
 
@@ -113,5 +114,5 @@ def test_the_replay_collects_garbage_less_often_and_restores_the_thresholds() ->
     seen: list[int] = []
     run = run_jobs(trace.jobs, [member], single_cluster(member), clock,
                    progress=lambda done, total: seen.append(gc.get_threshold()[0]))
-    assert run.jobs and seen and set(seen) == {REPLAY_GC_THRESHOLD}
+    assert run.jobs and seen and set(seen) == {SESSION_GC_THRESHOLD}
     assert gc.get_threshold() == before

@@ -390,12 +390,12 @@ class Member:
                 self.cache.upsert(shown)  # held: resources taken in every later snapshot, nothing bound
             else:
                 self._bind(share, key.split("/", 1)[1], node, annotations)
-        steady = result.steady_pod_groups
-        for key, phase in result.pod_groups.items():  # each PodGroup on its own: no order needed
-            if key in steady:
-                continue  # only gang's transitionID moved: not written, as Volcano's job updater skips it
+        # each PodGroup on its own (no order needed); the steady ones are skipped: only gang's
+        # transitionID moved, which Volcano's job updater does not write
+        for key in result.moved_pod_groups():
             job = self._by_group.get(key)
-            if job is not None and self.shares[job].run.set_pod_group_phase(phase, result.conditions.get(key)):
+            if job is not None and self.shares[job].run.set_pod_group_phase(result.pod_groups[key],
+                                                                            result.conditions.get(key)):
                 self._dirty.add(job)
         if self._gang_jobs:  # only two-phase shares keep a gang tracker
             self._evaluate_gangs(result)

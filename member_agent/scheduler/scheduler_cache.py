@@ -27,6 +27,7 @@ import numpy as np
 from member_agent.scheduler.framework.builder import QUEUE_NAME, _Builder
 from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.hypernodes import topology_of
+from member_agent.scheduler.framework.job_versions import JobHeaders
 from member_agent.scheduler.framework.left_out import QuiescentLedger
 from member_agent.scheduler.framework.object_fields import plain_object
 from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
@@ -146,6 +147,7 @@ class SchedulerCache:
     def _changed(self, kind: str, key: str, obj: Mapping[str, Any] | None) -> None:
         if kind == "PodGroup":
             self._dirty_jobs.add(key)
+            self._headers.drop(key)  # derived from the PodGroup as handed now, even the same object
         elif kind == "Queue":
             self._queue_specs = self._build_queues()
             self._dirty_jobs.update(self._members)
@@ -184,6 +186,7 @@ class SchedulerCache:
         self._shadow: dict[str, Mapping[str, Any]] = {}
         self._jobs: dict[str, tuple[JobSpec | None, tuple[str, ...]]] = {}
         self._roster = JobRoster()
+        self._headers = JobHeaders()  # per job, the last spec's fields (framework/job_versions.py)
         self._dirty_jobs: set[str] = set()
         self._broken: set[str] = set()  # jobs with problems or no spec
         self._pod_problems: dict[str, str] = {}
@@ -352,15 +355,26 @@ class SchedulerCache:
         members = self._members.get(job) or {}
         pg = self._objects["PodGroup"].get(job) or self._shadow.get(job)
         tasks = list(members.values())
-        if pg is None and not tasks:
-            return None, ()
+        headers = self._headers
         if pg is None:
+            headers.drop(job)
+            if not tasks:
+                return None, ()
             return None, tuple(f"Pod {t.key}: PodGroup {job} is not in the state; the pod is not scheduled"
                                for t in sorted(tasks, key=lambda t: t.uid))
+        queues = self._queue_specs
+        spec = headers.again(job, pg, queues, tasks)  # only the pods moved: the last spec's fields
+        if spec is not None:
+            headers.keep(job, pg, queues, spec)
+            return spec, ()
         before = len(self._builder.problems)
-        spec = self._builder._job(job, pg, tasks, self.dims, self._queue_specs)
+        spec = self._builder._job(job, pg, tasks, self.dims, queues)
         problems = tuple(self._builder.problems[before:])
         del self._builder.problems[before:]
+        if spec is not None and not problems:
+            headers.keep(job, pg, queues, spec)
+        else:
+            headers.drop(job)
         return spec, problems
 
     def _orphans(self) -> list[TaskSpec]:

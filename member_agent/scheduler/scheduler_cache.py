@@ -147,7 +147,6 @@ class SchedulerCache:
     def _changed(self, kind: str, key: str, obj: Mapping[str, Any] | None) -> None:
         if kind == "PodGroup":
             self._dirty_jobs.add(key)
-            self._headers.drop(key)  # derived from the PodGroup as handed now, even the same object
         elif kind == "Queue":
             self._queue_specs = self._build_queues()
             self._dirty_jobs.update(self._members)

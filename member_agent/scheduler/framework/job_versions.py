@@ -1,29 +1,32 @@
-"""A job's JobSpec carried to its next derivation when only its pods moved.
+"""A job's JobSpec carried to its next derivation when only its pods and its PodGroup's status moved.
 
-The scheduler cache derives a job again whenever one of its pods is added, bound, ends or goes
-(``SchedulerCache._derive_job``), and a replay's job is derived about five times in its life.
-Every field of the JobSpec but ``tasks`` is a function of the PodGroup object, the queues and the
-builder alone (``_Builder._job`` reads of the tasks only their number, in a problem's text), so
-while none of those moved the last spec's fields are taken as they are and only the tasks are
-new: no quantities parsed again, no request vector, no timestamp, no dataclass ``__init__``.
+The scheduler cache derives a job again whenever one of its pods is added, bound, ends or goes, or
+its PodGroup changes (``SchedulerCache._derive_job``): a replay's job about five times in its life,
+each time with a new PodGroup version whose status alone moved (phase, conditions). Every field of
+the JobSpec but ``tasks``, ``phase`` and ``conditions`` is a function of the PodGroup without its
+status, the queues and the builder (``_Builder._job`` reads of the tasks only their number, in a
+problem's text). So while those did not move, the last spec's fields are taken as they are and
+only the tasks, the phase and the conditions are read again, as the builder reads them: no
+quantities parsed again, no request vector, no timestamp, no dataclass ``__init__``.
 
-:class:`JobHeaders` keeps the last spec derived for each job with the PodGroup object and the
-queue table it came from, compared by identity; the cache drops a job's entry on every event of
-its PodGroup (an object changed in place and handed again is not the same derivation) and all of
-them on a rebuild (a new builder). A derivation that reported a problem is never kept.
+:class:`JobHeaders` keeps the last spec derived for each job with the PodGroup and the queue table
+it came from: the queue table is compared by identity (the cache makes a new one when a Queue
+changes), the PodGroup by value but for ``status`` (as ``pod_versions.task_again`` compares a pod's
+versions; objects handed to the cache are not changed in place by their senders but for a status).
+The cache drops every entry on a rebuild (a new builder); a derivation that reported a problem is
+never kept.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
 from operator import attrgetter
 from typing import Any, Mapping
 
+from member_agent.scheduler.framework.pod_versions import same_but
 from member_agent.scheduler.framework.snapshot import JobSpec, QueueSpec, TaskSpec
 
 _UID = attrgetter("uid")
-#: the fields ``JobSpec.__init__`` sets (``memo`` is the spec's own, not carried)
-_CARRIED = tuple(f.name for f in fields(JobSpec) if f.init and f.name != "tasks")
+_STATUS = frozenset({"status"})
 
 
 class JobHeaders:
@@ -36,17 +39,21 @@ class JobHeaders:
 
     def again(self, job: str, pg: Mapping[str, Any], queues: Mapping[str, QueueSpec],
               tasks: list[TaskSpec]) -> JobSpec | None:
-        """``job``'s spec with ``tasks`` when the last one kept came from ``pg`` and ``queues``
-        themselves (``tasks`` sorted by uid in place, as the builder sorts them); else None."""
+        """``job``'s spec with ``tasks`` when the last one kept came from ``queues`` itself and a
+        PodGroup equal to ``pg`` but for its status (``tasks`` sorted by uid in place, as the
+        builder sorts them; the phase and conditions read from ``pg``'s status); else None."""
         kept = self._kept.get(job)
-        if kept is None or kept[0] is not pg or kept[1] is not queues:
+        if kept is None or kept[1] is not queues or not same_but(kept[0], pg, _STATUS):
             return None
         tasks.sort(key=_UID)
-        old = kept[2].__dict__
+        # the frozen dataclass's fields (in their order) with the moved ones replaced: the generated
+        # __init__ sets each of its 17 fields through object.__setattr__
         clone = object.__new__(JobSpec)
         state = clone.__dict__
-        for name in _CARRIED:
-            state[name] = old[name]
+        state.update(kept[2].__dict__)
+        status = pg.get("status") or {}
+        state["phase"] = str(status.get("phase") or "")
+        state["conditions"] = tuple(status.get("conditions") or ())
         state["tasks"] = tuple(tasks)
         state["memo"] = {}  # a memo of its own, as ``dataclasses.replace`` would give
         return clone

@@ -30,7 +30,7 @@ def task_again(builder: _Builder, old: Mapping[str, Any], task: TaskSpec, pod: M
     then). Equal to ``builder.task(pod, ...)`` (``tests/scheduler/test_cache_increments.py``)."""
     old_meta, meta = old.get("metadata") or {}, pod.get("metadata") or {}
     old_spec, spec = old.get("spec") or {}, pod.get("spec") or {}
-    if not (_same_but(old_spec, spec, _MOVING_SPEC) and _same_but(old_meta, meta, _MOVING_META)):
+    if not (same_but(old_spec, spec, _MOVING_SPEC) and same_but(old_meta, meta, _MOVING_META)):
         return None
     moved: dict[str, Any] = {
         "status": task_status(pod), "node": spec.get("nodeName") or None,
@@ -47,7 +47,8 @@ def task_again(builder: _Builder, old: Mapping[str, Any], task: TaskSpec, pod: M
     return clone
 
 
-def _same_but(old: Mapping[str, Any], new: Mapping[str, Any], moving: frozenset[str]) -> bool:
+def same_but(old: Mapping[str, Any], new: Mapping[str, Any], moving: frozenset[str]) -> bool:
+    """Whether ``old`` and ``new`` hold equal items but under the keys in ``moving``."""
     if old is new:
         return True
     return {k: v for k, v in old.items() if k not in moving} == {k: v for k, v in new.items() if k not in moving}

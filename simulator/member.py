@@ -40,6 +40,7 @@ from simulator.trace import TraceJob
 
 GPU = "nvidia.com/gpu"
 Obj = dict[str, Any]
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # wire scalars: taken as they are
 
 
 def _capacity(node: Obj) -> dict[str, float]:
@@ -48,6 +49,17 @@ def _capacity(node: Obj) -> dict[str, float]:
     cap = {str(k): float(parse_quantity(v)) for k, v in allocatable.items()}
     cap.setdefault("nvidia.com/gpucores", 100 * cap.get(GPU, 0.0))
     return cap
+
+
+def _copy_group(group: Obj, last: Optional[Obj]) -> Obj:
+    """A private copy of ``group`` for the cache, sharing with ``last`` (the copy handed before, which
+    neither the cache nor the replay changes) each part equal to it: a PodGroup's versions move their
+    status only, and copying its metadata and spec again was most of the copy."""
+    if last is None:
+        whole: Obj = copy_wire(group)
+        return whole
+    return {key: value if type(value) in _LEAVES else (kept if (kept := last.get(key)) == value else copy_wire(value))
+            for key, value in group.items()}
 
 
 @dataclass
@@ -241,7 +253,7 @@ class Member:
                 self.changed = True
             return
         if share.cached_group is None or share.cached_group != group:
-            share.cached_group = copy_wire(group)
+            share.cached_group = _copy_group(group, share.cached_group)
             self._by_group[self._group_key(group)] = share.job
             self.cache.upsert(share.cached_group)
             self.changed = True

@@ -198,3 +198,44 @@ def test_moved_pod_groups_from_close_skip_the_steady_ones_and_follow_pod_groups(
     assert second.steady_pod_groups == {"b/j0"} and second.moved == ["b/j1"] == second.moved_pod_groups()
     second.pod_groups["b/extra"] = "Pending"  # changed after close: the list no longer describes it
     assert second.moved_pod_groups() == ["b/j1", "b/extra"]
+
+
+def test_frozen_accounting_arrays_equal_fresh_copies_and_unwritten_ones_are_handed_on() -> None:
+    """Pods of every accounting kind come and go on a table: after each, the frozen table's arrays
+    equal copies of the live ones, and an array no pod wrote since the last table is the same copy."""
+    from dataclasses import replace as with_fields
+
+    from member_agent.scheduler.framework.status import TaskStatus
+    from member_agent.scheduler.node_accounts import ARRAYS, NodeAccounts
+    from tests.scheduler.test_cache_increments import DIMS, _builder, _built, _pod
+
+    builder = _builder()
+    for i in range(3):
+        builder.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}"},
+                     "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "8", "pods": "110"}}})
+    accounts = NodeAccounts(builder.node_table(DIMS))
+    base = _built(builder, _pod())
+    rng = random.Random(3)
+    placed: list[Any] = []
+    last = accounts.frozen_table()
+    running = {"idle", "used", "pod_count", "nonzero_used"}
+    for _ in range(300):
+        if placed and rng.random() < 0.4:
+            task = placed.pop(rng.randrange(len(placed)))
+            accounts.account(task, -1)
+        else:
+            status = rng.choice([TaskStatus.RUNNING, TaskStatus.PIPELINED, TaskStatus.RELEASING, TaskStatus.BOUND])
+            task = with_fields(base, status=status, node=f"node-{rng.randrange(3)}")
+            accounts.account(task, 1)
+            placed.append(task)
+        touched = ({"pipelined"} if task.status == TaskStatus.PIPELINED
+                   else running | {"releasing"} if task.status == TaskStatus.RELEASING else running)
+        table = accounts.frozen_table()
+        assert accounts.frozen_table() is table and table is not last
+        for name in ARRAYS:
+            np.testing.assert_array_equal(getattr(table, name), accounts.arrays[name])
+            assert not getattr(table, name).flags.writeable
+            if name not in touched:  # not written: the last copy handed on
+                assert getattr(table, name) is getattr(last, name)
+        last = table
+    assert not accounts.account(with_fields(base, node="elsewhere"), 1)  # a node not in the table

@@ -239,3 +239,20 @@ def test_frozen_accounting_arrays_equal_fresh_copies_and_unwritten_ones_are_hand
                 assert getattr(table, name) is getattr(last, name)
         last = table
     assert not accounts.account(with_fields(base, node="elsewhere"), 1)  # a node not in the table
+
+
+def test_parse_time_remembered_equals_a_fresh_parse_and_raises_each_time() -> None:
+    from member_agent.scheduler.framework.object_fields import parse_time
+    from policies.k8s.timestamps import epoch_seconds
+
+    rng = random.Random(9)
+    for _ in range(200):
+        text = f"2023-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}T{rng.randrange(24):02d}:" \
+               f"{rng.randrange(60):02d}:{rng.randrange(60):02d}{rng.choice(['Z', '+02:00', '.5Z'])}"
+        assert parse_time(text) == epoch_seconds(text) == parse_time(text)
+    for _ in range(2):
+        try:
+            parse_time("not a time")
+        except ValueError:
+            continue
+        raise AssertionError("an unreadable stamp must raise every time")

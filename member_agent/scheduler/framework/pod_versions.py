@@ -13,13 +13,12 @@ which are computed by the builder's own code (``task_status``, :meth:`_Builder.a
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Mapping
 
 from member_agent.scheduler.framework.builder import _Builder
 from member_agent.scheduler.framework.object_fields import task_status
 from member_agent.scheduler.framework.snapshot import TaskSpec
-from member_agent.scheduler.framework.topology import extras_annotations, shape_extra
+from member_agent.scheduler.framework.topology import PodExtras, extras_annotations, shape_extra
 
 _MOVING_META = frozenset({"resourceVersion", "annotations"})
 _MOVING_SPEC = frozenset({"nodeName"})
@@ -40,7 +39,9 @@ def task_again(builder: _Builder, old: Mapping[str, Any], task: TaskSpec, pod: M
     if (old_meta.get("annotations") or {}) != (meta.get("annotations") or {}):
         # the extras but their annotations read the spec alone, which did not move; the shape key is
         # the old one (the same id) unless the extras' part of it moved
-        extras = replace(task.extras, annotations=extras_annotations(meta))
+        extras = object.__new__(PodExtras)  # a frozen dataclass: its fields, the annotations replaced
+        extras.__dict__.update(task.extras.__dict__)
+        extras.__dict__["annotations"] = extras_annotations(meta)
         if shape_extra(extras) == shape_extra(task.extras):
             moved.update(builder.annotated(pod, extras, (), task.pod_affinity, shape=task.shape))
         else:

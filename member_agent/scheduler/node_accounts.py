@@ -12,6 +12,7 @@ until anything changed (two replay sessions in five bound nothing and saw nothin
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -67,5 +68,6 @@ class NodeAccounts:
                 array.setflags(write=False)
                 frozen[name] = array
             self._moved.clear()
-            self._last = replace(self.table, **{name: frozen[name] for name in ARRAYS})
+            copies: dict[str, Any] = {name: frozen[name] for name in ARRAYS}
+            self._last = replace(self.table, **copies)
         return self._last

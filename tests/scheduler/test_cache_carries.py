@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework import job_versions

@@ -1,10 +1,10 @@
 """A job's JobSpec carried to its next derivation when only its pods and its PodGroup's status moved.
 
 The scheduler cache derives a job again whenever one of its pods is added, bound, ends or goes, or
-its PodGroup changes (``SchedulerCache._derive_job``): a replay's job about five times in its life,
+its PodGroup changes (``SchedulerCache._derive_job``): a replay's job about four times in its life,
 each time with a new PodGroup version whose status alone moved (phase, conditions). Every field of
 the JobSpec but ``tasks``, ``phase`` and ``conditions`` is a function of the PodGroup without its
-status, the queues and the builder (``_Builder._job`` reads of the tasks only their number, in a
+status, the queues, the builder and the dimensions (``_Builder._job`` reads of the tasks only their number, in a
 problem's text). So while those did not move, the last spec's fields are taken as they are and
 only the tasks, the phase and the conditions are read again, as the builder reads them: no
 quantities parsed again, no request vector, no timestamp, no dataclass ``__init__``.
@@ -13,7 +13,7 @@ quantities parsed again, no request vector, no timestamp, no dataclass ``__init_
 it came from: the queue table is compared by identity (the cache makes a new one when a Queue
 changes), the PodGroup by value but for ``status`` (as ``pod_versions.task_again`` compares a pod's
 versions; objects handed to the cache are not changed in place by their senders but for a status).
-The cache drops every entry on a rebuild (a new builder); a derivation that reported a problem is
+The cache drops every entry on a rebuild (a new builder and dimensions); a derivation that reported a problem is
 never kept.
 """
 

@@ -41,6 +41,7 @@ from simulator.trace import TraceJob
 
 GPU = "nvidia.com/gpu"
 Obj = dict[str, Any]
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # wire scalars: taken as they are
 
 
 def _capacity(node: Obj) -> dict[str, float]:
@@ -49,6 +50,17 @@ def _capacity(node: Obj) -> dict[str, float]:
     cap = {str(k): float(parse_quantity(v)) for k, v in allocatable.items()}
     cap.setdefault("nvidia.com/gpucores", 100 * cap.get(GPU, 0.0))
     return cap
+
+
+def _copy_group(group: Obj, last: Optional[Obj]) -> Obj:
+    """A private copy of ``group`` for the cache, sharing with ``last`` (the copy handed before, which
+    neither the cache nor the replay changes) each part equal to it: a PodGroup's versions move their
+    status only, and copying its metadata and spec again was most of the copy."""
+    if last is None:
+        whole: Obj = copy_wire(group)
+        return whole
+    return {key: value if type(value) in _LEAVES else (kept if (kept := last.get(key)) == value else copy_wire(value))
+            for key, value in group.items()}
 
 
 @dataclass
@@ -243,7 +255,7 @@ class Member:
                 self.changed = True
             return
         if share.cached_group is None or share.cached_group != group:
-            share.cached_group = copy_wire(group)
+            share.cached_group = _copy_group(group, share.cached_group)
             self._by_group[self._group_key(group)] = share.job
             self.cache.upsert(share.cached_group)
             self.changed = True
@@ -398,12 +410,12 @@ class Member:
                 self.cache.upsert(shown)  # held: resources taken in every later snapshot, nothing bound
             else:
                 self._bind(share, key.split("/", 1)[1], node, annotations)
-        steady = result.steady_pod_groups
-        for key, phase in result.pod_groups.items():  # each PodGroup on its own: no order needed
-            if key in steady:
-                continue  # only gang's transitionID moved: not written, as Volcano's job updater skips it
+        # each PodGroup on its own (no order needed); the steady ones are skipped: only gang's
+        # transitionID moved, which Volcano's job updater does not write
+        for key in result.moved_pod_groups():
             job = self._by_group.get(key)
-            if job is not None and self.shares[job].run.set_pod_group_phase(phase, result.conditions.get(key)):
+            if job is not None and self.shares[job].run.set_pod_group_phase(result.pod_groups[key],
+                                                                            result.conditions.get(key)):
                 self._dirty.add(job)
         if self._gang_jobs:  # only two-phase shares keep a gang tracker
             self._evaluate_gangs(result)

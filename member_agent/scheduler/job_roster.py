@@ -16,7 +16,7 @@ from member_agent.scheduler.framework.snapshot import JobSpec
 class JobRoster:
     """Jobs with a spec, sorted by key, and the jobs of each queue, sorted."""
 
-    __slots__ = ("order", "specs", "listed", "queue_jobs", "jobs", "queue_order")
+    __slots__ = ("order", "specs", "listed", "queue_jobs", "jobs", "queue_order", "_firsts_moved")
 
     def __init__(self) -> None:
         self.order: list[str] = []  # the keys of the jobs that have a spec, sorted
@@ -27,6 +27,9 @@ class JobRoster:
         self.queue_jobs: dict[str, list[str]] = {}  # queue -> its jobs' keys, sorted
         self.jobs: tuple[JobSpec, ...] = ()  # the snapshot's job tuple, as of the last :meth:`settle`
         self.queue_order: tuple[str, ...] = ()  # queues by their first job, as of the last :meth:`settle`
+        #: whether a queue's first job changed since the last :meth:`settle` (most puts replace a
+        #: job's spec in place, or add or drop one behind its queue's first)
+        self._firsts_moved = False
 
     def put(self, job: str, new: JobSpec | None) -> JobSpec | None:
         """Record ``job``'s spec (None: it has none now, or is gone); returns the spec it had."""
@@ -34,9 +37,14 @@ class JobRoster:
         old = specs.get(job)
         if old is not None:
             members = self.queue_jobs[old.queue]
-            del members[bisect.bisect_left(members, job)]
+            at = bisect.bisect_left(members, job)
+            del members[at]
+            self._firsts_moved |= at == 0
         if new is not None:
-            bisect.insort(self.queue_jobs.setdefault(new.queue, []), job)
+            members = self.queue_jobs.setdefault(new.queue, [])
+            at = bisect.bisect_left(members, job)
+            members.insert(at, job)
+            self._firsts_moved |= at == 0
             at = bisect.bisect_left(order, job)
             if old is None:
                 order.insert(at, job)
@@ -52,5 +60,7 @@ class JobRoster:
     def settle(self) -> None:
         """Make :attr:`jobs` and :attr:`queue_order` current after a round of :meth:`put`."""
         self.jobs = tuple(self.listed)
-        firsts = {queue: members[0] for queue, members in self.queue_jobs.items() if members}
-        self.queue_order = tuple(sorted(firsts, key=firsts.__getitem__))
+        if self._firsts_moved:
+            firsts = {queue: members[0] for queue, members in self.queue_jobs.items() if members}
+            self.queue_order = tuple(sorted(firsts, key=firsts.__getitem__))
+            self._firsts_moved = False

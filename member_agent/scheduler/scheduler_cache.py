@@ -6,8 +6,8 @@ as events (:meth:`upsert` / :meth:`delete`, what an informer delivers) and keeps
 state current: per-node accounting rows, each pod's :class:`TaskSpec`, the members of each
 job, and the GPUs held by pods of no job (folded into :class:`NodeDevices` rows by
 :mod:`resident_devices`, so device plugins do not replay them every session). :meth:`snapshot`
-then copies a few numpy arrays and re-derives only the jobs that changed (:mod:`job_roster`
-keeps their order).
+then copies the accounting arrays that changed (:mod:`node_accounts`) and re-derives only the jobs
+that changed (:mod:`job_roster` keeps their order, :mod:`framework.job_versions` their fields).
 
 The rules are the builder's, applied per object (the builder's own helpers do the work):
 a pod joins the job of its ``scheduling.k8s.io/group-name``; a lone pending pod of ours
@@ -22,11 +22,10 @@ import json
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
-import numpy as np
-
 from member_agent.scheduler.framework.builder import QUEUE_NAME, _Builder
 from member_agent.scheduler.framework.dims import Dimensions
 from member_agent.scheduler.framework.hypernodes import topology_of
+from member_agent.scheduler.framework.job_versions import JobHeaders
 from member_agent.scheduler.framework.left_out import QuiescentLedger
 from member_agent.scheduler.framework.object_fields import plain_object
 from member_agent.scheduler.framework.pod_requests import pod_request, resource_list
@@ -34,20 +33,19 @@ from member_agent.scheduler.framework.pod_versions import task_again
 from member_agent.scheduler.framework.snapshot import (
     DeviceUsage,
     JobSpec,
-    NodeTable,
     QueueSpec,
     Snapshot,
     TaskSpec,
 )
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.job_roster import JobRoster
+from member_agent.scheduler.node_accounts import ARRAYS as ARRAYS  # re-exported (the accounting arrays)
+from member_agent.scheduler.node_accounts import TERMINAL, NodeAccounts
 from member_agent.scheduler.plugins.device_ledger import Assignment
-from member_agent.scheduler.resident_devices import ResidentDevices, read_only_copies
+from member_agent.scheduler.resident_devices import ResidentDevices
 from policies.k8s.object_view import meta_of
 
 S = TaskStatus
-TERMINAL = (S.SUCCEEDED, S.FAILED)
-ARRAYS = ("idle", "used", "releasing", "pipelined", "pod_count", "nonzero_used")
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -173,10 +171,8 @@ class SchedulerCache:
         self._table.allocatable.setflags(write=False)  # shared by every snapshot until a Node changes
         # the cluster's total, summed once per node table (each snapshot gets a copy)
         self._total = self._table.allocatable.sum(axis=0) if len(self._table) else self.dims.zeros()
-        self._arrays = {name: getattr(self._table, name) for name in ARRAYS}
-        # The last frozen copies, handed to each snapshot until a pod's accounting or a device row changes
-        # (read-only, equal to a fresh copy): two replay sessions in five bound nothing and saw nothing end.
-        self._frozen_nodes: NodeTable | None = None
+        # the accounting rows and the frozen copies handed to snapshots until they change (node_accounts.py)
+        self._accounts = NodeAccounts(self._table)
         self._node_problems = tuple(builder.problems)
         self._held = ResidentDevices(self._table, self.dims)
         self._pods: dict[str, _PodEntry] = {}
@@ -184,6 +180,7 @@ class SchedulerCache:
         self._shadow: dict[str, Mapping[str, Any]] = {}
         self._jobs: dict[str, tuple[JobSpec | None, tuple[str, ...]]] = {}
         self._roster = JobRoster()
+        self._headers = JobHeaders()  # per job, the last spec's fields (framework/job_versions.py)
         self._dirty_jobs: set[str] = set()
         self._broken: set[str] = set()  # jobs with problems or no spec
         self._pod_problems: dict[str, str] = {}
@@ -271,23 +268,9 @@ class SchedulerCache:
         """The builder's node accounting for one pod, added (+1) or taken back (−1)."""
         if task.node is None or task.status in TERMINAL:
             return
-        row = self._table.index.get(task.node)
-        if row is None:
-            if sign > 0:
-                self._pod_problems[task.key] = (f"Pod {task.key}: node {task.node} is not in the state; "
-                                                f"its resources are not counted")
-            return
-        a = self._arrays
-        self._frozen_nodes = None
-        if task.status == S.PIPELINED:
-            a["pipelined"][row] += sign * task.request
-            return
-        a["idle"][row] -= sign * task.request
-        a["used"][row] += sign * task.request
-        if task.status == S.RELEASING:
-            a["releasing"][row] += sign * task.request
-        a["pod_count"][row] += sign
-        a["nonzero_used"][row] += sign * np.asarray(task.nonzero)
+        if not self._accounts.account(task, sign) and sign > 0:
+            self._pod_problems[task.key] = (f"Pod {task.key}: node {task.node} is not in the state; "
+                                            f"its resources are not counted")
 
     # ------------------------------------------------------------------ snapshot
     def snapshot(self) -> Snapshot:
@@ -299,7 +282,7 @@ class SchedulerCache:
         if self._dirty_jobs:
             self._derive_dirty_jobs()
         self._held.refresh()
-        table = self._frozen_table()
+        table = self._accounts.frozen_table()
         problems = [*self._node_problems, *(p for job in sorted(self._broken) for p in self._jobs[job][1]),
                     *(self._pod_problems[k] for k in sorted(self._pod_problems))]
         residents = [*self._held.residents.values(), *self._orphans()]
@@ -343,24 +326,30 @@ class SchedulerCache:
         roster.settle()
         self.ledger.note(previous, roster.jobs, removed, added)
 
-    def _frozen_table(self) -> NodeTable:
-        if self._frozen_nodes is None:
-            self._frozen_nodes = replace(self._table, **read_only_copies(self._arrays, ARRAYS))
-        return self._frozen_nodes
-
     def _derive_job(self, job: str) -> tuple[JobSpec | None, tuple[str, ...]]:
         members = self._members.get(job) or {}
         pg = self._objects["PodGroup"].get(job) or self._shadow.get(job)
         tasks = list(members.values())
-        if pg is None and not tasks:
-            return None, ()
+        headers = self._headers
         if pg is None:
+            headers.drop(job)
+            if not tasks:
+                return None, ()
             return None, tuple(f"Pod {t.key}: PodGroup {job} is not in the state; the pod is not scheduled"
                                for t in sorted(tasks, key=lambda t: t.uid))
+        queues = self._queue_specs
+        spec = headers.again(job, pg, queues, tasks)  # only the pods moved: the last spec's fields
+        if spec is not None:
+            headers.keep(job, pg, queues, spec)
+            return spec, ()
         before = len(self._builder.problems)
-        spec = self._builder._job(job, pg, tasks, self.dims, self._queue_specs)
+        spec = self._builder._job(job, pg, tasks, self.dims, queues)
         problems = tuple(self._builder.problems[before:])
         del self._builder.problems[before:]
+        if spec is not None and not problems:
+            headers.keep(job, pg, queues, spec)
+        else:
+            headers.drop(job)
         return spec, problems
 
     def _orphans(self) -> list[TaskSpec]:

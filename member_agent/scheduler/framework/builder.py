@@ -172,11 +172,12 @@ class _Builder:
         )
 
     def annotated(self, pod: Mapping[str, Any], extras: PodExtras, shape_base: tuple[Any, ...],
-                  pod_affinity: PodAffinity) -> dict[str, Any]:
+                  pod_affinity: PodAffinity, shape: int | None = None) -> dict[str, Any]:
         """The TaskSpec fields that read the pod's annotations (job, role, priority, preemptable, the
         ``extras`` and the shape, whose key ends with the extras' part): :meth:`task`'s, and what
         ``pod_versions.task_again`` computes again when only the annotations moved.
-        ``shape_base``: the shape key's request bytes, sorted selector, affinity and tolerations."""
+        ``shape_base``: the shape key's request bytes, sorted selector, affinity and tolerations;
+        ``shape``: the shape's id when the caller knows the key is one already met (then unused)."""
         meta = meta_of(pod)
         spec = pod.get("spec") or {}
         ann = meta.get("annotations") or {}
@@ -193,7 +194,8 @@ class _Builder:
         return {
             "job": f"{ns}/{group}" if group else "", "role": str(ann.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""),
             "priority": int(priority), "preemptable": bool_text(ann.get(PREEMPTABLE, labels.get(PREEMPTABLE)), True),
-            "extras": extras, "shape": self.shape_id((*shape_base, shape_extra(extras), pod_affinity)),
+            "extras": extras,
+            "shape": self.shape_id((*shape_base, shape_extra(extras), pod_affinity)) if shape is None else shape,
         }
 
     # ------------------------------------------------------------------ queues and jobs

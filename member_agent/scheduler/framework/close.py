@@ -192,8 +192,11 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         result.evictions.append(task.key)
         result.eviction_reasons[task.key] = reason
         ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
-    if ssn.left_out:
+    left = ssn.left_out
+    if left:
         _close_left_out(ssn, result)
+    # every PodGroup left out steady (a replay's usual session): the others are the session's own
+    moved: list[str] | None = [] if not left or len(left.running) == len(left.steady) else None
     for job in ssn.jobs.values():  # in snapshot order (the jobs left out are in the result already)
         walk = _task_walk(ssn, job)
         result.pod_owner.update(walk.owners)
@@ -208,6 +211,8 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
             result.pipelined[job.uid] = sorted(walk.pipelined_nodes)
         phase = pod_group_phase(ssn, job, walk)
         result.pod_groups[job.uid] = phase
+        if moved is not None:
+            moved.append(job.uid)
         result.conditions[job.uid] = list(job.conditions)
         message = next((c.get("message", "") for c in job.conditions if c.get("type") == "Unschedulable"), "")
         reason = short_reason(ssn, job, walk)
@@ -220,6 +225,8 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
     ssn.log(3, f"Close Session {ssn.uid}")
     ssn.log(2, f"Session Close {ssn.uid}")  # pairs with "Session Open" (the seed's troubleshooting grep)
     ssn.log(2, f"Session {ssn.uid} duration: {seconds:.6f}s")
+    if moved is not None:
+        result.moved, result.moved_of = moved, len(result.pod_groups)
     result.device_allocations = dict(ssn.device_allocations)
     result.pod_annotations = dict(ssn.pod_annotations)
     result.pod_group_annotations = dict(ssn.shared.get("pod-group-annotations") or {})

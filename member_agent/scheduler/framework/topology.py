@@ -210,7 +210,7 @@ def pod_extras(pod: Mapping[str, Any]) -> PodExtras:
     requests, both set) and preemptionPolicy of one pod."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
-    annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+    annotations = extras_annotations(meta)
     containers = list(spec.get("containers") or ())
     guaranteed = bool(containers)
     for container in containers + list(spec.get("initContainers") or ()):
@@ -227,6 +227,12 @@ def pod_extras(pod: Mapping[str, Any]) -> PodExtras:
     images = tuple(str(c["image"]) for c in list(spec.get("initContainers") or ()) + containers
                    if (type(c) is dict or isinstance(c, Mapping)) and c.get("image"))  # dict: the common case, cheaper
     return PodExtras(annotations, guaranteed, str(spec.get("preemptionPolicy") or ""), spread, images)
+
+
+def extras_annotations(meta: Mapping[str, Any]) -> dict[str, str]:
+    """:attr:`PodExtras.annotations` of a pod with metadata ``meta``: the only part of the extras
+    that does not read the pod's spec (``pod_versions.task_again`` reads it again alone)."""
+    return {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
 
 
 def shape_extra(extras: PodExtras) -> tuple[Any, ...]:

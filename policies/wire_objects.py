@@ -70,6 +70,17 @@ def copy_wire(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def copy_wire_sharing(value: Obj, last: Optional[Obj]) -> Obj:
+    """A private copy of the object ``value`` that shares with ``last`` (an earlier copy that nobody
+    changes in place) each top-level part equal to it. An object's later versions often move one part
+    (a PodGroup's, its status), and copying the unchanged metadata and spec again was most of the copy."""
+    if last is None:
+        whole: Obj = copy_wire(value)
+        return whole
+    return {key: item if type(item) in _SCALARS else (kept if (kept := last.get(key)) == item else copy_wire(item))
+            for key, item in value.items()}
+
+
 def frozen_wire(value: Any) -> Any:
     """A hashable form of wire data that two values share only when they are equal and alike in
     every respect a validation could tell apart: dicts as their (key, value) pairs in their own

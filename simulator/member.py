@@ -32,35 +32,15 @@ from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.scheduler_cache import SchedulerCache
 from member_agent.works import Placement, WorkRecord
-from policies.quantity import parse_quantity
 from policies.scheduler_conf import SchedulerConf
-from policies.wire_objects import copy_wire
+from policies.wire_objects import copy_wire_sharing
 from simulator import pod_models
 from simulator.clock import VirtualClock
+from simulator.cluster_fit import ClusterFit
 from simulator.trace import TraceJob
 
 GPU = "nvidia.com/gpu"
 Obj = dict[str, Any]
-_LEAVES = frozenset({str, int, float, bool, type(None)})  # wire scalars: taken as they are
-
-
-def _capacity(node: Obj) -> dict[str, float]:
-    """A node's allocatable as numbers; HAMi's ``gpucores`` is 100 per GPU when not listed."""
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
-    cap = {str(k): float(parse_quantity(v)) for k, v in allocatable.items()}
-    cap.setdefault("nvidia.com/gpucores", 100 * cap.get(GPU, 0.0))
-    return cap
-
-
-def _copy_group(group: Obj, last: Optional[Obj]) -> Obj:
-    """A private copy of ``group`` for the cache, sharing with ``last`` (the copy handed before, which
-    neither the cache nor the replay changes) each part equal to it: a PodGroup's versions move their
-    status only, and copying its metadata and spec again was most of the copy."""
-    if last is None:
-        whole: Obj = copy_wire(group)
-        return whole
-    return {key: value if type(value) in _LEAVES else (kept if (kept := last.get(key)) == value else copy_wire(value))
-            for key, value in group.items()}
 
 
 @dataclass
@@ -124,13 +104,13 @@ class Member:
         self._bound_seq: dict[tuple[str, str], int] = {}  # (job, pod) -> the seq of its latest binding
         self._seq = 0
         self.sessions = 0
-        self.gpus_total = sum(float((n.get("status") or {}).get("allocatable", {}).get(GPU, 0) or 0) for n in nodes)
+        self.fit = ClusterFit(name, nodes)
+        self.gpus_total = self.fit.gpus_total
         self.gpus_allocated = 0.0
         self.gpus_by_queue: dict[str, float] = {}  # what each queue's running pods hold here
         self.evicted_pods = 0  # pods this member's own sessions evicted (preempt, reclaim)
         self.pods_version = 0  # moves whenever a pod is bound, ends or is deleted (the federation's status cache)
         self.finished_pods = 0  # pods that ran to their end (the federation re-tries its queue after one)
-        self._capacities = [_capacity(n) for n in nodes]
         #: called with (share, what) when a share starts, ends or is refused: "started", "ended", "error"
         self.on_change: Callable[[Share, str], None] = lambda share, what: None
 
@@ -255,7 +235,7 @@ class Member:
                 self.changed = True
             return
         if share.cached_group is None or share.cached_group != group:
-            share.cached_group = _copy_group(group, share.cached_group)
+            share.cached_group = copy_wire_sharing(group, share.cached_group)  # its versions move the status only
             self._by_group[self._group_key(group)] = share.job
             self.cache.upsert(share.cached_group)
             self.changed = True
@@ -338,20 +318,8 @@ class Member:
         return min(self._requeue_at.values(), default=float("inf"))
 
     def never_fits(self, job: TraceJob) -> str:
-        """Why no state of this cluster could ever run ``job`` ("" when one could): a pod larger
-        than every node, or a gang asking more GPUs than the cluster has."""
-        for task in job.tasks:
-            ask = {name: float(parse_quantity(value)) for name, value in task.requests}
-            if not any(all(cap.get(name, 0.0) + 1e-9 >= amount for name, amount in ask.items() if amount > 0)
-                       for cap in self._capacities):
-                wants = ", ".join(f"{k}={v}" for k, v in task.requests)
-                return f"a pod of task {task.name} ({wants}) fits no node of cluster {self.name}"
-        gang = job.min_available if job.min_available is not None else job.pods
-        smallest = sorted(p for t in job.tasks for p in [t.gpus_per_pod] * t.replicas)[:gang]
-        if sum(smallest) > self.gpus_total + 1e-9:
-            return (f"the gang needs at least {sum(smallest):g} GPUs, cluster {self.name} has "
-                    f"{self.gpus_total:g}")
-        return ""
+        """Why no state of this cluster could ever run ``job`` ("" when one could)."""
+        return self.fit.never_fits(job)
 
     def _bind(self, share: Share, name: str, node: str, annotations: Optional[dict[str, str]]) -> None:
         pod = share.pods.get(name)

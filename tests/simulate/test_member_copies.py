@@ -1,4 +1,4 @@
-"""The PodGroup copies the replay hands the scheduler cache (``simulator/member._copy_group``): a
+"""The PodGroup copies the replay hands the scheduler cache (``policies.wire_objects.copy_wire_sharing``): a
 copy that shares the previous copy's equal parts equals a fresh copy and shares nothing with the
 PodGroup it copies, over random versions."""
 
@@ -8,8 +8,7 @@ import copy
 import random
 from typing import Any
 
-from policies.wire_objects import copy_wire
-from simulator.member import _copy_group
+from policies.wire_objects import copy_wire, copy_wire_sharing
 
 
 def _group() -> dict[str, Any]:
@@ -44,7 +43,7 @@ def test_a_shared_copy_equals_a_fresh_one_and_shares_nothing_with_its_source() -
         _move(rng, group)
         if last is not None and last == group:
             continue  # the replay copies only a changed PodGroup
-        made = _copy_group(group, last)
+        made = copy_wire_sharing(group, last)
         assert made == copy_wire(group) and list(made) == list(group)
         before = copy.deepcopy(made)
         _move(rng, group)  # the source moves on in place: the copy handed to the cache does not

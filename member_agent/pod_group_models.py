@@ -9,10 +9,10 @@ model it planned with. Every model here equals ``PodGroup.model_validate`` of th
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any, Optional
 
 from member_agent.cluster.gateway import Obj
+from policies.lru import LRU
 from policies.models.volcano_scheduling import PodGroup, PodGroupStatus
 from policies.wire_objects import copy_wire, frozen_wire
 
@@ -74,8 +74,7 @@ def written_model(model: PodGroup, wire: Obj) -> Optional[Kept]:
 #: every PodGroup ``{"phase": "Pending"}`` and the scheduler moves many to ``{"phase": "Inqueue",
 #: "conditions": []}``; a condition carries a transition id of its own PodGroup, so those are not
 #: kept. Shared between PodGroups and never changed in place (a model with another status is a copy).
-_STATUSES: OrderedDict[Any, Optional[PodGroupStatus]] = OrderedDict()
-_STATUSES_SIZE = 256
+_STATUSES: LRU[Any, Optional[PodGroupStatus]] = LRU(256)
 
 
 def _validated(status: Obj) -> Optional[PodGroupStatus]:
@@ -92,13 +91,10 @@ def status_model(status: Obj) -> Optional[PodGroupStatus]:
         key = frozen_wire(status)
     except TypeError:  # not wire data: validated, not kept
         return _validated(status)
-    if key in _STATUSES:
-        _STATUSES.move_to_end(key)
-        return _STATUSES[key]
+    if key in _STATUSES:  # a kept model may be None
+        return _STATUSES.get(key)
     model = _validated(status)
-    _STATUSES[key] = model
-    while len(_STATUSES) > _STATUSES_SIZE:
-        _STATUSES.popitem(last=False)
+    _STATUSES.put(key, model)
     return model
 
 

@@ -13,9 +13,9 @@ run with :meth:`~member_agent.job_runner.JobRun.carry_pod_model`.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any, Optional
 
+from policies.lru import LRU
 from policies.models.core import Pod, PodStatus
 from policies.wire_objects import frozen_wire
 
@@ -25,8 +25,7 @@ Obj = dict[str, Any]
 #: ``{"phase": "Pending"}`` is every pod's, and a Running or Succeeded status differs from another
 #: pod's only in its start time. Shared between pods, never changed in place (the controller only
 #: reads observed pods).
-_STATUSES: OrderedDict[Any, Optional[PodStatus]] = OrderedDict()
-_STATUSES_SIZE = 256
+_STATUSES: LRU[Any, Optional[PodStatus]] = LRU(256)
 
 
 def _validated(status: Obj) -> Optional[PodStatus]:
@@ -49,13 +48,11 @@ def status_model(status: Optional[Obj]) -> Optional[PodStatus]:
         key = frozen_wire(rest)
     except TypeError:  # not wire data: validated, not kept
         return _validated(status)
-    if key in _STATUSES:
-        _STATUSES.move_to_end(key)
-        model = _STATUSES[key]
+    if key in _STATUSES:  # a kept model may be None
+        model = _STATUSES.get(key)
     else:
-        model = _STATUSES[key] = _validated(rest)
-        while len(_STATUSES) > _STATUSES_SIZE:
-            _STATUSES.popitem(last=False)
+        model = _validated(rest)
+        _STATUSES.put(key, model)
     if start is None or model is None:
         return model
     return model.model_copy(update={"start_time": start})

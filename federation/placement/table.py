@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Generic, Hashable, Sequence, TypeVar
+from typing import Sequence
 
 import numpy as np
 
@@ -26,10 +26,9 @@ from federation.placement.estimate import (
     resource_index,
 )
 from federation.placement.request import AssumedWorkload, ClusterState, Labels, Resources, resources
+from policies.lru import LRU
 
 NO_ESTIMATE = -1
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 
 
 class ClusterTable:
@@ -166,25 +165,6 @@ class ClusterTable:
                 hit = per_cluster[name] = self.sets_on(name, comps, (), upper)
             out.append(hit)
         return out
-
-
-class LRU(Generic[K, V]):
-    """A small least-recently-used map."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        self._items[key] = value
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
 
 
 class TableCache:

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 from member_agent.controllers import naming
 from member_agent.controllers.job_view import JobView, TaskView
 from member_agent.controllers.plugins.base import owner_reference
+from policies.lru import LRU
 from policies.models.core import Container, PodTemplateSpec
 from policies.models.pod_resources import template_request
 from policies.models.volcano_scheduling import PodGroup
@@ -109,7 +110,7 @@ def _request_key(template: PodTemplateSpec) -> Any:
 #: job's minAvailable and each task's name, replicas, minAvailable, priority and template request.
 #: Jobs of one shape share it (a trace replay's jobs come in a few shapes), where working it out
 #: again (parsing each task's quantities, summing vectors) was a sixth of a Job's first pass.
-_MIN_RESOURCES: OrderedDict[Any, dict[str, str]] = OrderedDict()
+_MIN_RESOURCES: LRU[Any, dict[str, str]] = LRU(256)
 
 
 def _min_resource_list(job: JobView, priority_classes: Mapping[str, int]) -> dict[str, str]:
@@ -117,11 +118,8 @@ def _min_resource_list(job: JobView, priority_classes: Mapping[str, int]) -> dic
                                      _request_key(t.template)) for t in job.tasks))
     found = _MIN_RESOURCES.get(key)
     if found is None:
-        found = _MIN_RESOURCES[key] = min_resources(job, priority_classes).to_resource_list()
-        while len(_MIN_RESOURCES) > _DESIRED_SIZE:
-            _MIN_RESOURCES.popitem(last=False)
-    else:
-        _MIN_RESOURCES.move_to_end(key)
+        found = min_resources(job, priority_classes).to_resource_list()
+        _MIN_RESOURCES.put(key, found)
     return dict(found)  # the caller's own (the kept one is only read)
 
 

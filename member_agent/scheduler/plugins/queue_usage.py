@@ -185,19 +185,33 @@ def _carried_totals(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> 
         return None
     totals, absolute, _grand = base
     if full_min_for_inqueue:
-        totals, absolute = dict(totals), absolute
-        for job in ssn.jobs.values():
-            if job.phase != "Inqueue" or job.spec.min_resources is None:
-                continue  # the same terms under both
-            part, full = _terms(job, zeros, False), _terms(job, zeros, True)
-            if not full.integral:
-                return None
-            # whole numbers within the exact range: taking out a summand and adding another is exact
-            totals[job.queue] = totals[job.queue] + (full.block - part.block)
-            absolute = absolute + np.abs(full.block)
-        if absolute.max(initial=0.0) >= _EXACT:
+        moves = _full_minimum_moves(ssn, zeros, absolute)
+        if moves is None:
             return None
+        totals = dict(totals)
+        for queue, move in moves:
+            # whole numbers within the exact range: taking out a summand and adding another is exact
+            totals[queue] = totals[queue] + move
     return totals
+
+
+def _full_minimum_moves(ssn: Session, zeros: Vector, absolute: np.ndarray) -> list[tuple[str, np.ndarray]] | None:
+    """What ``full_min_for_inqueue`` adds to each session's Inqueue job with a minimum, in job order, as
+    (queue, full terms minus partial terms): the only terms the sums with and without it differ in (a
+    left-out job is Running). None when a full term is not a whole number or a sum may round
+    (``absolute``, the terms' absolute values so far, with the full terms' added)."""
+    moves: list[tuple[str, np.ndarray]] = []
+    for job in ssn.jobs.values():
+        if job.phase != "Inqueue" or job.spec.min_resources is None:
+            continue  # the same terms under both
+        part, full = _terms(job, zeros, False), _terms(job, zeros, True)
+        if not full.integral:
+            return None
+        moves.append((job.queue, full.block - part.block))
+        absolute = absolute + np.abs(full.block)
+    if absolute.max(initial=0.0) >= _EXACT:
+        return None
+    return moves
 
 
 #: ``Session.open_memo`` key of :func:`_carried_base`'s answer.
@@ -262,16 +276,11 @@ def _carried_inqueue(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) ->
     _totals, absolute, grand = base
     inqueue: Vector = grand[3].copy()
     if full_min_for_inqueue:
-        for job in ssn.jobs.values():
-            if job.phase != "Inqueue" or job.spec.min_resources is None:
-                continue  # the same terms under both
-            part, full = _terms(job, zeros, False), _terms(job, zeros, True)
-            if not full.integral:
-                return None
-            inqueue += full.block[3] - part.block[3]  # whole numbers within the exact range: exact
-            absolute = absolute + np.abs(full.block)
-        if absolute.max(initial=0.0) >= _EXACT:
+        moves = _full_minimum_moves(ssn, zeros, absolute)
+        if moves is None:
             return None
+        for _queue, move in moves:
+            inqueue += move[3]  # whole numbers within the exact range: exact
     return inqueue
 
 

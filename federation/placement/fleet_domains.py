@@ -11,8 +11,6 @@ tuple, as :class:`~federation.placement.table.TableCache` does) and reused by ev
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
 from federation.placement.estimate import PODS, per_node_fit, request_vector
@@ -24,6 +22,7 @@ from federation.placement.request import (
     NodeShape,
     Resources,
 )
+from policies.lru import LRU
 
 #: the name of a cluster's top-tier domain (the whole cluster), as the agent names it
 CLUSTER_DOMAIN = "<cluster-top-hypernode>"
@@ -85,16 +84,12 @@ class DomainCache:
     """The index of the last few snapshots, by the identity of the clusters tuple."""
 
     def __init__(self, size: int = 4) -> None:
-        self._items: OrderedDict[int, DomainIndex] = OrderedDict()
-        self._size = size
+        self._items: LRU[int, DomainIndex] = LRU(size)
 
     def get(self, clusters: tuple[ClusterState, ...]) -> DomainIndex:
         found = self._items.get(id(clusters))
         if found is not None and found.clusters is clusters:
-            self._items.move_to_end(id(clusters))
             return found
         index = DomainIndex(clusters)
-        self._items[id(clusters)] = index
-        while len(self._items) > self._size:
-            self._items.popitem(last=False)
+        self._items.put(id(clusters), index)
         return index

@@ -19,12 +19,13 @@ is checked on every call; a solver error is retried once without presolve.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
+
+from policies.lru import LRU
 
 
 @dataclass(frozen=True)
@@ -120,8 +121,7 @@ class Optimizer:
     """Solves :class:`Problem` instances, caching answers by problem (LRU)."""
 
     def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._cache: OrderedDict[Problem, Solution] = OrderedDict()
+        self._cache: LRU[Problem, Solution] = LRU(size)
         self.calls = 0
         self.hits = 0
 
@@ -130,13 +130,10 @@ class Optimizer:
         cached = self._cache.get(problem)
         if cached is not None:
             self.hits += 1
-            self._cache.move_to_end(problem)
             return cached, True
         self.calls += 1
         solution = _solve(problem, presolve=True)
         if solution.x is None and solution.status == 4:  # HiGHS "solve error": retry once
             solution = _solve(problem, presolve=False)
-        self._cache[problem] = solution
-        while len(self._cache) > self.size:
-            self._cache.popitem(last=False)
+        self._cache.put(problem, solution)
         return solution, False

@@ -21,8 +21,6 @@ valid until the next readiness boundary) and optimizer answers (per problem).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from federation.placement.decision import ClusterDiagnosis, Failure, PlacementDecision
 from federation.placement.filter import FilterResult, filter_clusters
 from federation.placement.fleet_domains import DomainCache
@@ -42,6 +40,7 @@ from federation.placement.strategies import (
 )
 from federation.placement.table import ClusterTable, TableCache
 from federation.placement.term import Term, fmt_split
+from policies.lru import LRU
 
 STRATEGY_LABELS = {
     "Duplicated": "Duplicated",
@@ -126,8 +125,7 @@ class Placer:
         self.tables = TableCache()
         self.optimizer = Optimizer()
         self.preemption = PreemptionViews()
-        self._filters: OrderedDict[tuple[object, ...], tuple[ClusterTable, FilterResult]] = OrderedDict()
-        self._filter_cache_size = filter_cache_size
+        self._filters: LRU[tuple[object, ...], tuple[ClusterTable, FilterResult]] = LRU(filter_cache_size)
         self.domains = DomainCache()  # every reported network domain, per snapshot (fleet_domains)
         self._views: Placer | None = None  # places one cluster seen as one domain (own caches)
 
@@ -140,9 +138,7 @@ class Placer:
             return hit[1]
         result = filter_clusters(request.clusters, affinity, spec.tolerations, spec.spread, previous,
                                  request.now, request.options)
-        self._filters[key] = (table, result)
-        while len(self._filters) > self._filter_cache_size:
-            self._filters.popitem(last=False)
+        self._filters.put(key, (table, result))
         return result
 
     def place(self, request: PlacementRequest) -> PlacementDecision:

@@ -13,12 +13,12 @@ so the tables and estimates built on them are reused from job to job.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import replace
 from typing import Callable
 
 from federation.placement.decision import PlacementDecision
 from federation.placement.request import ClusterState, PlacementRequest
+from policies.lru import LRU
 
 View = tuple[tuple[ClusterState, ...], dict[str, int]]
 
@@ -33,9 +33,7 @@ class PreemptionViews:
     """Preemption views of cluster snapshots, by snapshot identity and chosen thresholds."""
 
     def __init__(self, size: int = 16) -> None:
-        self.size = size
-        self._views: OrderedDict[tuple[int, tuple[int | None, ...]], tuple[tuple[ClusterState, ...], View]] = (
-            OrderedDict())
+        self._views: LRU[tuple[int, tuple[int | None, ...]], tuple[tuple[ClusterState, ...], View]] = LRU(size)
 
     def view(self, clusters: tuple[ClusterState, ...], priority: int) -> View | None:
         chosen = tuple(best_threshold(c, priority) for c in clusters)
@@ -44,7 +42,6 @@ class PreemptionViews:
         key = (id(clusters), chosen)
         hit = self._views.get(key)
         if hit is not None and hit[0] is clusters:
-            self._views.move_to_end(key)
             return hit[1]
         states, used = [], {}
         for cluster, threshold in zip(clusters, chosen, strict=True):
@@ -55,9 +52,7 @@ class PreemptionViews:
             states.append(replace(cluster, node_shapes=shapes))
             used[cluster.name] = threshold
         view = (tuple(states), used)
-        self._views[key] = (clusters, view)
-        while len(self._views) > self.size:
-            self._views.popitem(last=False)
+        self._views.put(key, (clusters, view))
         return view
 
 

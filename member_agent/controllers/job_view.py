@@ -9,7 +9,6 @@ offset and total of each task; every index the controller writes is ``offset + i
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping, Optional
@@ -17,6 +16,7 @@ from typing import Any, Mapping, Optional
 from member_agent.controllers import naming
 from member_agent.controllers.timestamps import parse_rfc3339
 from policies.errors import FieldError, ValidationFailed
+from policies.lru import LRU
 from policies.models.core import PodTemplateSpec
 from policies.models.volcano_batch import Job, LifecyclePolicy, TaskTopology
 
@@ -196,8 +196,8 @@ def _task_max_retry(value: Optional[int]) -> int:
 #: pass replaces only the Job's status (``model_copy`` keeps the spec and metadata objects), and
 #: every pass reads the Job twice (observe_pods, reconcile): the same view, built once per spec.
 #: Entries hold the objects they are keyed by, so an id cannot be reused while its entry lives.
-_VIEWS: OrderedDict[tuple[int, int], tuple[Any, Any, JobView]] = OrderedDict()
-_VIEWS_SIZE = 256  # a Job's passes come in bursts; a long-running agent keeps only recent ones
+#: A Job's passes come in bursts; a long-running agent keeps only recent ones.
+_VIEWS: LRU[tuple[int, int], tuple[Any, Any, JobView]] = LRU(256)
 
 
 def view_job(job: Job) -> JobView:
@@ -206,16 +206,13 @@ def view_job(job: Job) -> JobView:
     key = (id(spec), id(metadata))
     hit = _VIEWS.get(key)
     if hit is not None and hit[0] is spec and hit[1] is metadata:
-        _VIEWS.move_to_end(key)
         view = hit[2]
         if view.job is not job:  # the same spec and metadata, another status: share the rest
             view = _with_job(view, job)
-            _VIEWS[key] = (spec, metadata, view)  # the pass's second read finds this Job's own view
+            _VIEWS.put(key, (spec, metadata, view))  # the pass's second read finds this Job's own view
         return view
     view = _read_job(job)  # a malformed share raises every time: errors are not kept
-    _VIEWS[key] = (spec, metadata, view)
-    while len(_VIEWS) > _VIEWS_SIZE:
-        _VIEWS.popitem(last=False)
+    _VIEWS.put(key, (spec, metadata, view))
     return view
 
 

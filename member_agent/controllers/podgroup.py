@@ -9,7 +9,6 @@ writes the spec and keeps the observed status.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
 from member_agent.controllers import naming
@@ -110,7 +109,7 @@ def _request_key(template: PodTemplateSpec) -> Any:
 #: job's minAvailable and each task's name, replicas, minAvailable, priority and template request.
 #: Jobs of one shape share it (a trace replay's jobs come in a few shapes), where working it out
 #: again (parsing each task's quantities, summing vectors) was a sixth of a Job's first pass.
-_MIN_RESOURCES: LRU[Any, dict[str, str]] = LRU(256)
+_MIN_RESOURCES: LRU[Any, dict[str, str]] = LRU(256)  # as many as _DESIRED (defined below)
 
 
 def _min_resource_list(job: JobView, priority_classes: Mapping[str, int]) -> dict[str, str]:
@@ -158,10 +157,10 @@ def build_pod_group(job: JobView, priority_classes: Mapping[str, int]) -> PodGro
 #: objects), so every pass of an unchanged Job asks the same question: building and validating
 #: the PodGroup again was half of a pass in a trace replay. Entries hold the objects they are
 #: keyed by, so an id cannot be reused while its entry lives.
-_DESIRED: OrderedDict[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, PodGroup]] = OrderedDict()
 #: Entries kept (least recently used go first): a Job's passes come in bursts, and each entry holds
 #: a PodGroup model, which a long-running agent should not keep for every Job it ever ran.
 _DESIRED_SIZE = 256
+_DESIRED: LRU[tuple[int, int, tuple[tuple[str, int], ...]], tuple[Any, Any, PodGroup]] = LRU(_DESIRED_SIZE)
 
 
 def _desired(job: JobView, priority_classes: Mapping[str, int]) -> PodGroup:
@@ -169,34 +168,28 @@ def _desired(job: JobView, priority_classes: Mapping[str, int]) -> PodGroup:
     key = (id(spec), id(metadata), tuple(sorted(priority_classes.items())))
     hit = _DESIRED.get(key)
     if hit is not None and hit[0] is spec and hit[1] is metadata:
-        _DESIRED.move_to_end(key)
         return hit[2]
     desired = build_pod_group(job, priority_classes)
-    _DESIRED[key] = (spec, metadata, desired)
-    while len(_DESIRED) > _DESIRED_SIZE:
-        _DESIRED.popitem(last=False)
+    _DESIRED.put(key, (spec, metadata, desired))
     return desired
 
 
 #: Whether an observed PodGroup spec matches a desired one, by the identity of both (the observed
 #: model keeps its spec while only its status moves, the desired one is memoised above).
-_SAME: OrderedDict[tuple[int, int], tuple[Any, Any, bool]] = OrderedDict()
+_SAME: LRU[tuple[int, int], tuple[Any, Any, bool]] = LRU(_DESIRED_SIZE)
 
 
 def _same_spec(observed: PodGroup, desired: PodGroup) -> bool:
     key = (id(observed.spec), id(desired.spec))
     hit = _SAME.get(key)
     if hit is not None and hit[0] is observed.spec and hit[1] is desired.spec:
-        _SAME.move_to_end(key)
         return hit[2]
     # Model equality first (same field values, no serialising; the PodGroup the controller wrote
     # keeps the desired spec itself); the wire forms decide otherwise, both through the PodGroup's
     # own serializer (PodGroupSpec's would be a second schema built in every agent: memory), the
     # desired one only then (it was dumped for every Job, and the models are nearly always equal).
     same = observed.spec == desired.spec or observed.to_wire().get("spec") == desired.to_wire().get("spec")
-    _SAME[key] = (observed.spec, desired.spec, same)
-    while len(_SAME) > _DESIRED_SIZE:
-        _SAME.popitem(last=False)
+    _SAME.put(key, (observed.spec, desired.spec, same))
     return same
 
 

@@ -14,7 +14,6 @@ pass is a SyncJob.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Mapping, Optional, Sequence
@@ -27,6 +26,7 @@ from member_agent.controllers.podgroup import pod_group_phase, reconcile_pod_gro
 from member_agent.controllers.requests import DeferredAction, JobAction, JobEvent, JobRequest
 from member_agent.controllers.state_machine import FINISHED_PHASES, execute
 from member_agent.controllers.timestamps import go_duration, parse_rfc3339
+from policies.lru import LRU
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job, JobStatus
 from policies.models.volcano_scheduling import PodGroup
@@ -114,14 +114,12 @@ def _split_deferred(observation: JobObservation, live: Mapping[str, str], versio
 #: Wire forms of the Job statuses seen lately, by identity: a status model stands until a pass
 #: changes it, and each pass reads it (a pass changes it about one time in three). Entries hold
 #: their model, so an id cannot be reused while its entry lives; the dicts are only read.
-_STATUS_WIRES: OrderedDict[int, tuple[JobStatus, dict[str, Any]]] = OrderedDict()
-_STATUS_WIRES_SIZE = 256
+_STATUS_WIRES: LRU[int, tuple[JobStatus, dict[str, Any]]] = LRU(256)
 
 
 def _status_wire(status: JobStatus) -> dict[str, Any]:
     hit = _STATUS_WIRES.get(id(status))
     if hit is not None and hit[0] is status:
-        _STATUS_WIRES.move_to_end(id(status))
         return hit[1]
     wire = status.to_wire()
     _remember_wire(status, wire)
@@ -129,9 +127,7 @@ def _status_wire(status: JobStatus) -> dict[str, Any]:
 
 
 def _remember_wire(status: JobStatus, wire: dict[str, Any]) -> None:
-    _STATUS_WIRES[id(status)] = (status, wire)
-    while len(_STATUS_WIRES) > _STATUS_WIRES_SIZE:
-        _STATUS_WIRES.popitem(last=False)
+    _STATUS_WIRES.put(id(status), (status, wire))
 
 
 def _validated_status(wire: dict[str, Any]) -> JobStatus:

@@ -7,7 +7,6 @@ and running ``hcclrank`` last because it reads the ``RANK`` others set.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any, Mapping, Optional, Sequence
 
 from member_agent.controllers.job_view import JobView
@@ -19,6 +18,7 @@ from member_agent.controllers.plugins.pytorch import PytorchPlugin
 from member_agent.controllers.plugins.ssh import SshPlugin
 from member_agent.controllers.plugins.svc import SvcPlugin
 from member_agent.controllers.plugins.tensorflow import TensorflowPlugin
+from policies.lru import LRU
 
 REGISTRY: dict[str, type[JobPlugin]] = {
     cls.NAME: cls
@@ -33,8 +33,7 @@ __all__ = ["REGISTRY", "JobPlugin", "KeySource", "PluginContext", "PluginError",
 
 #: Plugin instances by the arguments they were made from: plugins keep nothing but their parsed
 #: flags, and every pass of every job asks again (most jobs ask the same).
-_LOADED: OrderedDict[Any, tuple[JobPlugin, ...]] = OrderedDict()
-_LOADED_SIZE = 64
+_LOADED: LRU[Any, tuple[JobPlugin, ...]] = LRU(64)
 
 
 def load_plugins(job: JobView, defaults: Optional[Mapping[str, list[str]]] = None) -> list[JobPlugin]:
@@ -43,11 +42,8 @@ def load_plugins(job: JobView, defaults: Optional[Mapping[str, list[str]]] = Non
            tuple((name, tuple(args)) for name, args in job.plugins.items()))
     hit = _LOADED.get(key)
     if hit is None:
-        hit = _LOADED[key] = tuple(_load_plugins(job, defaults))  # an error raises every time
-        while len(_LOADED) > _LOADED_SIZE:
-            _LOADED.popitem(last=False)
-    else:
-        _LOADED.move_to_end(key)
+        hit = tuple(_load_plugins(job, defaults))  # an error raises every time
+        _LOADED.put(key, hit)
     return list(hit)
 
 

@@ -16,7 +16,6 @@ seed's torchrun command uses as ``--master_addr``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from member_agent.controllers import naming
@@ -32,12 +31,12 @@ from member_agent.controllers.plugins.base import (
     owned_metadata,
     task_hosts,
 )
+from policies.lru import LRU
 from policies.wire_objects import copy_wire
 
 CONFIG_MOUNT_PATH = "/etc/volcano"
 #: ConfigMaps made lately, by what they are made from (SvcPlugin._config_map)
-_CONFIG_MAPS: OrderedDict[Any, WireObject] = OrderedDict()
-_CONFIG_MAPS_SIZE = 256
+_CONFIG_MAPS: LRU[Any, WireObject] = LRU(256)
 MASTER_HOST_ENV = "VC_MASTER_HOST"
 
 
@@ -99,16 +98,13 @@ class SvcPlugin(JobPlugin):
                 tuple((t.name, t.template_hostname, t.template_subdomain) for t in job.tasks))
         made = _CONFIG_MAPS.get(key)
         if made is None:
-            made = _CONFIG_MAPS[key] = {
+            made = {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": owned_metadata(job, config_map_name(job.name)),
                 "data": self.host_data(ctx),
             }
-            while len(_CONFIG_MAPS) > _CONFIG_MAPS_SIZE:
-                _CONFIG_MAPS.popitem(last=False)
-        else:
-            _CONFIG_MAPS.move_to_end(key)
+            _CONFIG_MAPS.put(key, made)
         # A resync's ConfigMap equals the existing one (``ctx.existing``: the pass's own copies): that
         # one is handed out, an equal object, instead of copying the kept one on every pass.
         existing = ctx.existing.get(("ConfigMap", made["metadata"]["name"]))

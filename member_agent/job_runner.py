@@ -179,27 +179,24 @@ class JobRun:
         return True
 
     def _pod_model(self, pod: Obj) -> Pod:
-        md = pod.get("metadata") or {}
-        uid, version = str(md.get("uid") or md.get("name")), str(md.get("resourceVersion") or "")
-        cached = self._models.get(uid)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        model = Pod.model_validate(pod)
-        self._models[uid] = (version, model)
+        model = self.kept_pod_model(pod)
+        if model is None:
+            model = Pod.model_validate(pod)
+            self.carry_pod_model(pod, model)
         return model
 
     def kept_pod_model(self, pod: Obj) -> Optional[Pod]:
         """The model kept for this version of ``pod`` (its uid and resourceVersion), if any."""
-        md = pod.get("metadata") or {}
-        cached = self._models.get(str(md.get("uid") or md.get("name")))
-        return cached[1] if cached is not None and cached[0] == str(md.get("resourceVersion") or "") else None
+        uid, version = _pod_version(pod)
+        cached = self._models.get(uid)
+        return cached[1] if cached is not None and cached[0] == version else None
 
     def carry_pod_model(self, pod: Obj, model: Pod) -> None:
         """Keep ``model`` as the model of this version of ``pod``, which the next pass then does not
         validate: for a writer that made ``pod`` itself and knows ``model`` equals
         ``Pod.model_validate(pod)`` (the replay's own pod writes, :mod:`simulator.pod_models`)."""
-        md = pod.get("metadata") or {}
-        self._models[str(md.get("uid") or md.get("name"))] = (str(md.get("resourceVersion") or ""), model)
+        uid, version = _pod_version(pod)
+        self._models[uid] = (version, model)
 
     def _pod_group_model(self) -> Optional[PodGroup]:
         """The PodGroup as a model, validated again only where its wire dict changed
@@ -357,6 +354,12 @@ class JobRun:
             log.info("Job %s/%s: executed %s; phase %s", self.job.metadata.namespace, self.job.metadata.name,
                      ", ".join(a.value for a in plan.actions), self.phase)
         return out
+
+
+def _pod_version(pod: Obj) -> tuple[str, str]:
+    """(uid, resourceVersion) of a pod's wire form: the key and version of its kept model."""
+    md = pod.get("metadata") or {}
+    return str(md.get("uid") or md.get("name")), str(md.get("resourceVersion") or "")
 
 
 def federation_event(run: JobRun, cluster: str, now: float, event_type: str, reason: str, message: str) -> Obj:

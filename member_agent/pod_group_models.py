@@ -14,7 +14,7 @@ from typing import Any, Optional
 from member_agent.cluster.gateway import Obj
 from policies.lru import LRU
 from policies.models.volcano_scheduling import PodGroup, PodGroupStatus
-from policies.wire_objects import copy_wire, frozen_wire
+from policies.wire_objects import copy_wire, kept_by_content
 
 #: (a private copy of the wire dict, its model)
 Kept = tuple[Obj, PodGroup]
@@ -87,15 +87,7 @@ def status_model(status: Obj) -> Optional[PodGroupStatus]:
     default factory does not build PodGroupSpec's either). Raises ValueError for a refused one."""
     if isinstance(status, dict) and status.get("conditions"):
         return _validated(status)  # a condition's transition id is its PodGroup's own: not kept
-    try:
-        key = frozen_wire(status)
-    except TypeError:  # not wire data: validated, not kept
-        return _validated(status)
-    if key in _STATUSES:  # a kept model may be None
-        return _STATUSES.get(key)
-    model = _validated(status)
-    _STATUSES.put(key, model)
-    return model
+    return kept_by_content(_STATUSES, status, _validated)
 
 
 def _without_status(obj: Obj) -> Obj:

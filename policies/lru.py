@@ -23,15 +23,18 @@ class LRU(Generic[K, V]):
         self.size = size
         self._items: OrderedDict[K, V] = OrderedDict()
 
-    def get(self, key: K) -> V | None:
-        """The value kept for ``key`` (now the most recent), or None; a memo that keeps None as a
-        value is asked ``key in memo`` first."""
-        try:
-            value = self._items[key]
-        except KeyError:
-            return None
+    def __getitem__(self, key: K) -> V:
+        """The value kept for ``key``, now the most recent; KeyError when none is (a kept None included)."""
+        value = self._items[key]
         self._items.move_to_end(key)
         return value
+
+    def get(self, key: K) -> V | None:
+        """The value kept for ``key`` (now the most recent), or None."""
+        try:
+            return self[key]
+        except KeyError:
+            return None
 
     def put(self, key: K, value: V) -> None:
         self._items[key] = value

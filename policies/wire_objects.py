@@ -8,9 +8,12 @@ that derives what an agent would report, such as ``caldera place`` on a cluster 
 from __future__ import annotations
 
 import copy
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
+
+from policies.lru import LRU
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 #: ``spec.schedulerName`` values whose pods the agent schedules.
 MANAGED_SCHEDULERS = frozenset({"volcano", "caldera"})
@@ -93,3 +96,20 @@ def frozen_wire(value: Any) -> Any:
         return (kind, tuple(frozen_wire(item) for item in value))
     hash(value)
     return (kind, value)
+
+
+def kept_by_content(memo: LRU[Any, T], value: Any, make: Callable[[Any], T]) -> T:
+    """``make(value)``, kept in ``memo`` by ``value``'s :func:`frozen_wire` form: for a pure ``make``
+    whose answer is shared and never changed in place. Values that are not wire data are made each
+    time, and so is an answer ``make`` raises for (errors are not kept)."""
+    try:
+        key = frozen_wire(value)
+    except TypeError:
+        return make(value)
+    try:
+        return memo[key]  # a kept answer may be None
+    except KeyError:
+        pass
+    made = make(value)
+    memo.put(key, made)
+    return made

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from policies.lru import LRU
 from policies.models.core import Pod, PodStatus
-from policies.wire_objects import frozen_wire
+from policies.wire_objects import kept_by_content
 
 Obj = dict[str, Any]
 
@@ -44,15 +44,7 @@ def status_model(status: Optional[Obj]) -> Optional[PodStatus]:
     if start is not None and type(start) is not str:
         return _validated(status)  # not kept: validation decides what it becomes
     rest = {key: value for key, value in status.items() if key != "startTime"} if start is not None else status
-    try:
-        key = frozen_wire(rest)
-    except TypeError:  # not wire data: validated, not kept
-        return _validated(status)
-    if key in _STATUSES:  # a kept model may be None
-        model = _STATUSES.get(key)
-    else:
-        model = _validated(rest)
-        _STATUSES.put(key, model)
+    model = kept_by_content(_STATUSES, rest, _validated)
     if start is None or model is None:
         return model
     return model.model_copy(update={"start_time": start})

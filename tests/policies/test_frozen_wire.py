@@ -52,3 +52,30 @@ def test_values_a_validation_could_tell_apart_have_other_keys(a: Any, b: Any) ->
 def test_anything_else_unhashable_is_refused() -> None:
     with pytest.raises(TypeError):
         frozen_wire({"a": {1, 2}})
+
+
+def test_kept_by_content_makes_once_per_content_and_keeps_none_but_not_errors() -> None:
+    from policies.lru import LRU
+    from policies.wire_objects import kept_by_content
+
+    made: list[object] = []
+
+    def make(value: object) -> object:
+        made.append(value)
+        if value == {"bad": True}:
+            raise ValueError("refused")
+        return None if value == {} else {"model of": value}
+
+    memo: LRU[object, object] = LRU(8)
+    first = kept_by_content(memo, {"phase": "Pending"}, make)
+    assert kept_by_content(memo, {"phase": "Pending"}, make) is first and len(made) == 1
+    assert kept_by_content(memo, {"phase": "Pending", "n": 1.0}, make) is not first  # 1.0 is not 1: another key
+    assert kept_by_content(memo, {}, make) is None and kept_by_content(memo, {}, make) is None
+    assert len(made) == 3  # the kept None answered the second ask
+    for _ in range(2):  # an error is raised every time, never kept
+        with pytest.raises(ValueError):
+            kept_by_content(memo, {"bad": True}, make)
+    assert len(made) == 5
+    kept_by_content(memo, {"x": {1, 2}}, make)  # not wire data (a set: no frozen form): made every time
+    kept_by_content(memo, {"x": {1, 2}}, make)
+    assert len(made) == 7

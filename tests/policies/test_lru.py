@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from policies.lru import LRU
 
 
@@ -31,6 +33,9 @@ def test_a_kept_none_is_held() -> None:
     memo: LRU[str, None] = LRU(4)
     memo.put("none", None)
     assert "none" in memo and "other" not in memo
+    assert memo["none"] is None
+    with pytest.raises(KeyError):
+        memo["other"]
     memo.clear()
     assert len(memo) == 0 and "none" not in memo
 

@@ -11,6 +11,7 @@ import hashlib
 from typing import Any
 
 from member_agent.scheduler.actions import REGISTRY as ACTIONS
+from member_agent.scheduler.actions.enqueue import Enqueue
 from member_agent.scheduler.framework.clock import FixedClock, SessionClock
 from member_agent.scheduler.framework.close import close_session
 from member_agent.scheduler.framework.registry import Registry
@@ -51,10 +52,12 @@ def build_actions(conf: SchedulerConf, actions: Registry) -> tuple[list[Any], li
 
 
 def open_session(snapshot: Snapshot, conf: SchedulerConf, clock: SessionClock,
-                 options: SessionOptions = SessionOptions(), plugins: Registry = PLUGINS) -> Session:
+                 options: SessionOptions = SessionOptions(), plugins: Registry = PLUGINS, *,
+                 enqueue_first: bool = False) -> Session:
     tiers, warnings = build_plugins(conf, plugins)
     warnings = [*conf.warnings, *warnings]
     ssn = Session(snapshot, conf, session_uid(clock, snapshot), options)
+    ssn.enqueue_first = enqueue_first
     ssn.now = clock.now()
     for warning in warnings:
         ssn.warn(warning)
@@ -68,6 +71,11 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, clock: SessionClock,
     return ssn
 
 
+def _enqueue_first(actions: list[Any]) -> bool:
+    """Whether ``enqueue`` runs first and never again (``Session.enqueue_first``)."""
+    return bool(actions) and isinstance(actions[0], Enqueue) and not any(isinstance(a, Enqueue) for a in actions[1:])
+
+
 def run_cycle(snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF, clock: SessionClock | None = None, *,
               options: SessionOptions = SessionOptions(), plugins: Registry = PLUGINS,
               actions: Registry = ACTIONS) -> CycleResult:
@@ -75,7 +83,7 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF, clock: Ses
     clock = clock or FixedClock()
     started = clock.monotonic()
     built_actions, warnings = build_actions(conf, actions)
-    ssn = open_session(snapshot, conf, clock, options, plugins)
+    ssn = open_session(snapshot, conf, clock, options, plugins, enqueue_first=_enqueue_first(built_actions))
     for warning in warnings:
         ssn.warn(warning)
     for action in built_actions:

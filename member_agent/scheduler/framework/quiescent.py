@@ -25,6 +25,7 @@ report. Everything here is a function of the spec, kept in ``JobSpec.memo``.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,19 +77,24 @@ def fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment
     return memo
 
 
-def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment:
-    from member_agent.scheduler.framework.infos import JobInfo
+def settled_ready(spec: JobSpec) -> bool:
+    """gang's JobReady (``JobInfo.check_task_ready() and is_ready()``) of a job whose every task is
+    Running or Bound, read from the spec without wrapping it: those are ready statuses and none is
+    Pending, so the ready number is the task count and a role's ready number its task count (no
+    pending best-effort pod adds to either). The role check passes without per-role minimums or
+    when they are not enforced (``min_available`` below their total), as ``_role_ready`` says."""
+    roles = spec.min_task_member
+    if roles and spec.min_available >= sum(roles.values()):
+        have = Counter(t.role for t in spec.tasks)
+        if not all(have[role] >= need for role, need in roles.items() if need > 0):
+            return False
+    return len(spec.tasks) >= spec.min_available
 
+
+def _fragment(spec: JobSpec, node_names: tuple[str, ...], index: Any) -> Fragment:
     eligible = (spec.phase == "Running" and bool(spec.tasks) and all(
         t.status in SETTLED and t.node and t.node in index and not t.nominated_node and not t.pod_affinity
-        for t in spec.tasks))
-    if eligible and spec.min_task_member:
-        probe = JobInfo.at_snapshot(spec)
-        eligible = probe.check_task_ready() and probe.is_ready()  # gang's JobReady
-    elif eligible:
-        # Without a per-role minimum the role check passes, and every task is Running or Bound (ready
-        # statuses, none Pending): gang's JobReady is the count, read without wrapping the job.
-        eligible = len(spec.tasks) >= spec.min_available
+        for t in spec.tasks)) and settled_ready(spec)
     # the shared empty value (most pods) has no terms and scores nothing: left out before the
     # Python-level __bool__ and ``scored`` run per pod
     terms = [t.pod_affinity for t in spec.tasks if t.pod_affinity is not NO_POD_AFFINITY]

@@ -131,8 +131,13 @@ class Session(SessionVotes):
         self.shared: dict[str, Any] = {}
         #: Values several plugins compute from the snapshot's state while they open (e.g. the
         #: per-queue sums of proportion and overcommit, plugins/queue_usage.py): shared by them,
-        #: dropped by :meth:`finish_open`, as actions then change the state they describe.
+        #: dropped by :meth:`finish_open`, as actions then change the state they describe (a new dict
+        #: then: a plugin that works a value out later, from the opening state, may hold the old one).
         self.open_memo: dict[str, Any] = {}
+        #: Set by ``run_cycle`` when its first action is ``enqueue`` and no later one is: the state
+        #: enqueue's first vote or admission sees is then the opening state (a plugin may work out
+        #: what only enqueue's callbacks read when first asked, not in every session).
+        self.enqueue_first = False
         self.changes: list[int] = []
         #: The rotating start of node searches, shared by every action (``NodeSearch.start``).
         self.node_cursor = options.last_processed_node_index % len(nodes) if len(nodes) else 0
@@ -221,7 +226,7 @@ class Session(SessionVotes):
 
     def finish_open(self) -> None:
         """Flatten the node-level callbacks once (they are called for every task)."""
-        self.open_memo.clear()
+        self.open_memo = {}
         def flat(point: Point) -> list[tuple[Callable[..., Any], Callable[..., Any] | None]]:
             return [(fn, self.row_fns.get(fn)) for tier in self.callbacks[point] for _name, fn in tier]
 

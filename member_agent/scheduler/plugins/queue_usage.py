@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -257,20 +258,25 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
     return totals, absolute, grand
 
 
-def _base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
-    """:func:`_carried_base`'s answer, once per session opening (``Session.open_memo``)."""
-    if _BASE not in ssn.open_memo:
-        ssn.open_memo[_BASE] = _carried_base(ssn, zeros)
-    base: tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None = ssn.open_memo[_BASE]
+def _base(ssn: Session, zeros: Vector,
+          memo: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
+    """:func:`_carried_base`'s answer, once per session opening (``Session.open_memo``, or the
+    opening's memo a caller kept past ``finish_open`` while the state is still the opening's)."""
+    if memo is None:
+        memo = ssn.open_memo
+    if _BASE not in memo:
+        memo[_BASE] = _carried_base(ssn, zeros)
+    base: tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None = memo[_BASE]
     return base
 
 
-def _carried_inqueue(ssn: Session, zeros: Vector, full_min_for_inqueue: bool) -> Vector | None:
+def _carried_inqueue(ssn: Session, zeros: Vector, full_min_for_inqueue: bool,
+                     memo: dict[str, Any] | None = None) -> Vector | None:
     """The ``inqueue`` of every queue added up, from the sums over every queue (an array of the
     caller's own), or None where :func:`_carried_totals` is None. Every term a whole number and
     every partial sum within the exact range (the same checks as :func:`_carried_totals`): the
     queues' sums added in their order are these exact sums, with no per-queue copy or ``cumsum``."""
-    base = _base(ssn, zeros)
+    base = _base(ssn, zeros, memo)
     if base is None:
         return None
     _totals, absolute, grand = base
@@ -324,12 +330,14 @@ def queue_sums(ssn: Session) -> dict[str, np.ndarray]:
             for queue, use in queue_usage(ssn).items()}
 
 
-def total_inqueue(ssn: Session, *, full_min_for_inqueue: bool = False) -> Vector:
+def total_inqueue(ssn: Session, *, full_min_for_inqueue: bool = False, memo: dict[str, Any] | None = None) -> Vector:
     """The ``inqueue`` of every queue with a job, added in queue order (overcommit's reading),
-    without building each queue's :class:`Usage` when the carried sums serve."""
+    without building each queue's :class:`Usage` when the carried sums serve. ``memo``: the
+    opening's ``Session.open_memo``, kept by a caller that asks after the opening while the
+    session's state is still the opening's."""
     zeros = ssn.dims.zeros()
     if ssn.left_out and not ssn.left_out.clash:
-        carried = _carried_inqueue(ssn, zeros, full_min_for_inqueue)
+        carried = _carried_inqueue(ssn, zeros, full_min_for_inqueue, memo)
         if carried is not None:
             return carried
     total = zeros.copy()

@@ -20,7 +20,7 @@ from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.interface import Point
 from member_agent.scheduler.framework.session import Session
 from member_agent.scheduler.framework.status import Vote
-from member_agent.scheduler.plugins.proportion_opening import QueueAttr, _opened
+from member_agent.scheduler.plugins.proportion_opening import QueueAttr, _opened, share_of
 from member_agent.scheduler.plugins.queue_usage import deduct_gated, queue_sums
 from member_agent.scheduler.plugins.water_fill import water_fill as water_fill  # re-exported for tests
 
@@ -86,12 +86,17 @@ class ProportionPlugin:
             opened, queue = self._opening, self.ssn.queues[name]
             guarantee, capability = opened.vectors[i]
             own = self._sums[i]
+            if self._shares is not None:
+                share = self._shares[i]
+            else:  # a remembered fill: this queue's share of the session's allocated (_opened)
+                assert opened.deserved_rows is not None
+                share = share_of(own[0].tolist(), opened.deserved_rows[i])
             attr = self._attrs[name] = QueueAttr(
                 name=name, weight=queue.weight, priority=queue.priority, state=queue.state,
                 capability=capability, guarantee=guarantee, real_capability=opened.real[i],
                 allocated=own[0], request=own[1], inqueue=own[3], elastic=own[2],
                 deserved=opened.deserved[i].copy(), inv_deserved=opened.inverse[i].copy(), inv_any=opened.inv_any[i],
-                _share=self._shares[i],
+                _share=share,
             )
         return attr
 

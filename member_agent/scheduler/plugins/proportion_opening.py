@@ -125,47 +125,53 @@ def _queues_key(ssn: Session) -> tuple[object, ...]:
     return id(ssn.dims), tuple(ssn.queues), tuple(map(id, ssn.queues.values())), ssn.total.tobytes()
 
 
-def _opened(ssn: Session, sums: dict[str, np.ndarray]) -> tuple[_Opening, tuple[float, ...]]:
+def _opened(ssn: Session, sums: dict[str, np.ndarray]) -> tuple[_Opening, tuple[float, ...] | None]:
     """:func:`_open`'s answer and this session's shares, remembered by the inputs of a queue's
     deserved (``_OPENED``: the queues, the total and the requests, not ``allocated``): a replay's
     session opens with the queues' requests as some earlier session did about two times in three
-    (a bind moves ``allocated`` alone). A remembered fill on floats gives the shares of this
-    session's ``allocated`` as the fill's last round works them out (:func:`_shares`)."""
+    (a bind moves ``allocated`` alone). A remembered fill on floats answers with None for the shares:
+    each queue's is :func:`share_of` its ``allocated`` and deserved row, worked out for the queues a
+    session reads (one or two of a dozen: only their attributes are built)."""
     dims = ssn.dims
     queues = _queues_key(ssn)
     key = (*queues, tuple(sums), b"".join([block[1].tobytes() for block in sums.values()]))
     found = _OPENED.get(key)
-    if found is not None and found.dims is dims and found.deserved_rows is not None:
-        shares = _shares(sums, found.deserved_rows)
-        if shares is not None:
-            return found, shares
+    if found is not None and found.dims is dims and found.deserved_rows is not None and _in_domain(sums):
+        return found, None
     found = remember(_OPENED, key, _open(ssn, sums, queues), _OPENED_KEPT)
     return found, found.shares
 
 
-def _shares(sums: dict[str, np.ndarray], deserved_rows: tuple[list[float], ...]) -> tuple[float, ...] | None:
-    """Each queue's share as water filling on floats leaves it: the largest ``allocated / deserved``
-    over dims deserving at least 0.1 (0.0 when none), the same divisions of the same floats as a
-    queue's last round (a queue's deserved is final after the last round that moved it, and every
-    queue goes through the first round unless all weights are 0, when deserved stays zero). None
-    when an ``allocated`` value is outside the floats' domain (the fill took the arrays then)."""
+def _in_domain(sums: dict[str, np.ndarray]) -> bool:
+    """Whether every ``allocated`` value is finite and not negative (nor ``-0.0``): the floats'
+    domain, where :func:`share_of` gives water filling's shares (else the fill takes the arrays)."""
     if not sums:
-        return ()
+        return True
     allocated = np.concatenate([block[0] for block in sums.values()], dtype=float)
-    if not np.isfinite(allocated).all() or np.signbit(allocated).any():
+    return bool(np.isfinite(allocated).all() and not np.signbit(allocated).any())
+
+
+def share_of(allocated: list[float], deserved: list[float]) -> float:
+    """A queue's share as water filling on floats leaves it: the largest ``allocated / deserved``
+    over dims deserving at least 0.1 (0.0 when none), the same divisions of the same floats as the
+    queue's last round (a queue's deserved is final after the last round that moved it, and every
+    queue goes through the first round unless all weights are 0, when deserved stays zero)."""
+    share = None
+    for a, v in zip(allocated, deserved, strict=True):
+        if v >= 0.1:
+            ratio = a / v
+            if share is None or ratio > share:
+                share = ratio
+    return 0.0 if share is None else share
+
+
+def _shares(sums: dict[str, np.ndarray], deserved_rows: tuple[list[float], ...]) -> tuple[float, ...] | None:
+    """Every queue's :func:`share_of`, or None when an ``allocated`` value is outside the floats'
+    domain (the fill took the arrays then)."""
+    if not _in_domain(sums):
         return None
-    values = allocated.tolist()
-    width = len(values) // len(sums)
-    shares = []
-    for at, deserved in zip(range(0, len(values), width), deserved_rows, strict=True):
-        share = None
-        for a, v in zip(values[at:at + width], deserved, strict=True):
-            if v >= 0.1:
-                ratio = a / v
-                if share is None or ratio > share:
-                    share = ratio
-        shares.append(0.0 if share is None else share)
-    return tuple(shares)
+    return tuple(share_of(block[0].tolist(), deserved)
+                 for block, deserved in zip(sums.values(), deserved_rows, strict=True))
 
 
 #: Inputs -> what opening derived from them (ids of objects the value holds, and bytes).

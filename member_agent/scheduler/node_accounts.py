@@ -11,7 +11,6 @@ until anything changed (two replay sessions in five bound nothing and saw nothin
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -69,5 +68,16 @@ class NodeAccounts:
                 frozen[name] = array
             self._moved.clear()
             copies: dict[str, Any] = {name: frozen[name] for name in ARRAYS}
-            self._last = replace(self.table, **copies)
+            self._last = with_arrays(self.table, copies)
         return self._last
+
+
+def with_arrays(table: NodeTable, arrays: dict[str, Any]) -> NodeTable:
+    """``dataclasses.replace(table, **arrays)`` without its per-field walk and ``__init__`` (a snapshot
+    in two of a replay's sessions makes one): NodeTable is a frozen dataclass with neither
+    ``__post_init__`` nor slots, so an instance is its ``__dict__``, and the copy's is the table's
+    with ``arrays`` put in."""
+    copy = object.__new__(NodeTable)
+    copy.__dict__.update(table.__dict__)
+    copy.__dict__.update(arrays)
+    return copy

@@ -6,7 +6,8 @@ must give what the eager computation gives, and must not defer where the state m
   shared sums kept past ``finish_open``;
 * proportion's shares from a remembered fill worked out per queue when its attributes are built;
 * a quiescent fragment's gang readiness read from the spec (``quiescent.settled_ready``);
-* the cache's frozen node table made from the last one's ``__dict__`` (``node_accounts.with_arrays``).
+* the cache's frozen node table made from the last one's ``__dict__`` (``node_accounts.with_arrays``);
+* whether a plugin option's switches let it register on a point, kept per option object.
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ from hypothesis import strategies as st
 from member_agent.scheduler import cycle
 from member_agent.scheduler.actions.enqueue import Enqueue
 from member_agent.scheduler.cycle import open_session, run_cycle
-from member_agent.scheduler.framework import quiescent
+from member_agent.scheduler.framework import plugin_switches, quiescent
 from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY
+from member_agent.scheduler.framework.points import Point
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.node_accounts import with_arrays
 from member_agent.scheduler.plugins import proportion_opening
 from member_agent.scheduler.scheduler_cache import ARRAYS
+from policies.scheduler_conf import PluginOption, parse_scheduler_conf
 from tests.scheduler.test_open_carry import CONF, _attrs, _cache, _forget
 from tests.scheduler.test_session_reuse import _objects, jobs_strategy
 
@@ -142,3 +145,35 @@ def test_a_table_with_arrays_equals_dataclasses_replace_and_leaves_the_table_alo
     for field in dataclasses.fields(table):
         assert getattr(made, field.name) is getattr(replaced, field.name)
     assert all(getattr(table, name) is not array for name, array in arrays.items())
+
+
+# ---------------------------------------------------------------- a plugin option's switches per option
+switch_values = st.dictionaries(st.sampled_from(sorted({p.switch for p in Point if p.switch})), st.booleans(), max_size=6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(switches=switch_values, changed=switch_values)
+def test_the_kept_switch_answers_equal_the_options_and_follow_a_change_in_place(
+        switches: dict[str, bool], changed: dict[str, bool]) -> None:
+    mapping = dict(switches)
+    option = PluginOption("drf", mapping)
+    answers = plugin_switches.switch_answers(option)
+    for point in Point:
+        assert plugin_switches.allows(option, answers, point) == (point.switch is None or option.enabled(point.switch))
+    assert plugin_switches.switch_answers(option) is answers  # kept for the same option
+    mapping.clear()
+    mapping.update(changed)  # changed in place: answered again
+    again = plugin_switches.switch_answers(option)
+    for point in Point:
+        assert plugin_switches.allows(option, again, point) == (point.switch is None or option.enabled(point.switch))
+    assert plugin_switches.switch_answers(PluginOption("drf", dict(changed))) is not again  # another option object
+
+
+def test_a_switched_off_point_is_not_registered() -> None:
+    conf = parse_scheduler_conf('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: drf\n'
+                                '    enableJobOrder: false\n  - name: proportion\n')
+    snapshot = _cache(_objects(MIXED)).snapshot()
+    for _ in range(2):  # the second session reads the kept answers
+        ssn = open_session(snapshot, conf, FixedClock())
+        assert [name for tier in ssn.callbacks[Point.JOB_ORDER] for name, _fn in tier] == []
+        assert [name for tier in ssn.callbacks[Point.QUEUE_ORDER] for name, _fn in tier] == ["proportion"]

@@ -17,8 +17,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from member_agent.scheduler.framework.affinity_shapes import affinity_shapes
 from member_agent.scheduler.framework.dims import Vector
 from member_agent.scheduler.framework.infos import JobInfo, TaskInfo
 from member_agent.scheduler.framework.left_out import NOTHING, LeftOut, left_out
+from member_agent.scheduler.framework.plugin_switches import allows, switch_answers
 from member_agent.scheduler.framework.points import Point
 from member_agent.scheduler.framework.session_votes import SessionVotes
 from member_agent.scheduler.framework.snapshot import QueueSpec, Snapshot
@@ -38,7 +38,6 @@ _ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 LOG = logging.getLogger("caldera.scheduler")
 _POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
 #: Each point's switch, read once: ``Point.switch`` goes through two properties, per registration.
-_SWITCHES: Mapping[Point, str | None] = MappingProxyType({point: point.switch for point in _POINTS})
 
 
 def klog_level(v: int) -> int:
@@ -158,6 +157,7 @@ class Session(SessionVotes):
         self.pod_annotations: dict[str, dict[str, str]] = {}
         self.enqueue_configured = "enqueue" in conf.actions
         self._opening: PluginOption | None = None
+        self._opening_switches: dict[Point, bool] = {}  # the option's answers (plugin_switches)
         self.row_fns: dict[Callable[..., Any], Callable[..., Any]] = {}
         self.by_resources: set[Callable[..., Any]] = set()
         self.by_state: dict[Callable[..., Any], Callable[..., Any] | None] = {}  # predicate -> its static codes
@@ -188,6 +188,7 @@ class Session(SessionVotes):
 
     def open_plugin(self, option: PluginOption, plugin: Any) -> None:
         self._opening = option
+        self._opening_switches = switch_answers(option)
         self.plugins[option.name] = plugin
         try:
             plugin.on_session_open(self)
@@ -208,8 +209,7 @@ class Session(SessionVotes):
         none: 0) is 0, the code depends only on the task and the row's state (:mod:`node_groups`).
         """
         option = self._opening
-        switch = _SWITCHES[point]
-        if option is not None and switch is not None and not option.enabled(switch):
+        if option is not None and not allows(option, self._opening_switches, point):
             return
         self.callbacks[point][-1].append((plugin_name, fn))
         self._flat_fns.clear()  # flattened again on the next vote

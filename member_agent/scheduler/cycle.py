@@ -61,8 +61,9 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, clock: SessionClock,
     ssn.now = clock.now()
     for warning in warnings:
         ssn.warn(warning)
-    ssn.log(3, f"Open Session {ssn.uid} with <{len(snapshot.jobs)}> Job and <{len(ssn.queues)}> Queues")
-    ssn.log(2, f"Session Open {ssn.uid}: {len(ssn.node_names)} nodes, {len(snapshot.jobs)} jobs, {len(ssn.queues)} queues")
+    if options.verbosity >= 2:  # the lines are not built in a session that keeps none
+        ssn.log(3, f"Open Session {ssn.uid} with <{len(snapshot.jobs)}> Job and <{len(ssn.queues)}> Queues")
+        ssn.log(2, f"Session Open {ssn.uid}: {len(ssn.node_names)} nodes, {len(snapshot.jobs)} jobs, {len(ssn.queues)} queues")
     for tier in tiers:
         ssn.begin_tier()
         for option, plugin in tier:

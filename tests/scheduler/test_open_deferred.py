@@ -30,6 +30,7 @@ from member_agent.scheduler.framework.clock import FixedClock
 from member_agent.scheduler.framework.infos import JobInfo
 from member_agent.scheduler.framework.pod_affinity import NO_POD_AFFINITY
 from member_agent.scheduler.framework.points import Point
+from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.node_accounts import with_arrays
 from member_agent.scheduler.plugins import proportion_opening
@@ -177,3 +178,15 @@ def test_a_switched_off_point_is_not_registered() -> None:
         ssn = open_session(snapshot, conf, FixedClock())
         assert [name for tier in ssn.callbacks[Point.JOB_ORDER] for name, _fn in tier] == []
         assert [name for tier in ssn.callbacks[Point.QUEUE_ORDER] for name, _fn in tier] == ["proportion"]
+
+
+def test_the_open_and_close_lines_are_kept_from_their_verbosity_on() -> None:
+    snapshot = _cache(_objects(MIXED)).snapshot()
+    lines = {v: run_cycle(snapshot, CONF, FixedClock(), options=SessionOptions(verbosity=v)).logs for v in (0, 2, 3)}
+    opening, closing = ("Open Session ", "Session Open "), ("Close Session ", "Session Close ")
+    assert not any(line.startswith((*opening, *closing, "Session ")) for line in lines[0])
+    assert [line.split(" ")[1] for line in lines[2] if line.startswith("Session ")] == ["Open", "Close", lines[2][-1].split(" ")[1]]
+    assert lines[2][-1].endswith("s") and " duration: " in lines[2][-1]
+    for prefix in (*opening, *closing):
+        assert sum(line.startswith(prefix) for line in lines[3]) == 1
+    assert any(line.startswith("PodGroup ") and "pending reason" in line for line in lines[3])

@@ -192,6 +192,7 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
         result.evictions.append(task.key)
         result.eviction_reasons[task.key] = reason
         ssn.log(3, f"Evict task {task.key} from node {names[task.node or 0]}, because of {reason}")
+    verbosity = ssn.options.verbosity
     left = ssn.left_out
     if left:
         _close_left_out(ssn, result)
@@ -220,11 +221,12 @@ def close_session(ssn: Session, seconds: float = 0.0) -> CycleResult:
             job=job.uid, queue=job.queue, phase=phase, min_available=job.min_available, tasks=len(job.tasks),
             bound=walk.bound, pipelined=walk.pipelined, pending=walk.pending, reason=reason, message=message,
         )
-        if phase in ("Pending", "Inqueue") and reason:
+        if phase in ("Pending", "Inqueue") and reason and verbosity >= 3:
             ssn.log(3, f"PodGroup {job.uid} is pending reason: {reason}")
-    ssn.log(3, f"Close Session {ssn.uid}")
-    ssn.log(2, f"Session Close {ssn.uid}")  # pairs with "Session Open" (the seed's troubleshooting grep)
-    ssn.log(2, f"Session {ssn.uid} duration: {seconds:.6f}s")
+    if verbosity >= 2:  # the lines are not built in a session that keeps none
+        ssn.log(3, f"Close Session {ssn.uid}")
+        ssn.log(2, f"Session Close {ssn.uid}")  # pairs with "Session Open" (the seed's troubleshooting grep)
+        ssn.log(2, f"Session {ssn.uid} duration: {seconds:.6f}s")
     if moved is not None:
         result.moved, result.moved_of = moved, len(result.pod_groups)
     result.device_allocations = dict(ssn.device_allocations)

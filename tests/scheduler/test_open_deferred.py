@@ -33,7 +33,7 @@ from member_agent.scheduler.framework.points import Point
 from member_agent.scheduler.framework.session import SessionOptions
 from member_agent.scheduler.framework.status import TaskStatus
 from member_agent.scheduler.node_accounts import with_arrays
-from member_agent.scheduler.plugins import proportion_opening
+from member_agent.scheduler.plugins import proportion_opening, queue_usage
 from member_agent.scheduler.scheduler_cache import ARRAYS
 from policies.scheduler_conf import PluginOption, parse_scheduler_conf
 from tests.scheduler.test_open_carry import CONF, _attrs, _cache, _forget
@@ -190,3 +190,13 @@ def test_the_open_and_close_lines_are_kept_from_their_verbosity_on() -> None:
     for prefix in (*opening, *closing):
         assert sum(line.startswith(prefix) for line in lines[3]) == 1
     assert any(line.startswith("PodGroup ") and "pending reason" in line for line in lines[3])
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, 1.0, 3.0, 2.0 ** 53 - 1, 2.0 ** 53, 2.0 ** 60, np.inf]), max_size=12),
+       width=st.sampled_from([1, 2, 3]))
+def test_the_exact_range_check_on_floats_equals_numpys(values: list[float], width: int) -> None:
+    """queue_usage._past_exact reads the carried sums' absolute values (finite or inf, never NaN) as
+    ``max(initial=0.0)`` does."""
+    rows = np.array(values[:len(values) // width * width], dtype=float).reshape(-1, width)
+    assert queue_usage._past_exact(rows) == (rows.max(initial=0.0) >= 2.0 ** 53)

@@ -90,6 +90,14 @@ SCATTER_FROM = 8
 _EXACT = float(2 ** 53)
 
 
+def _past_exact(absolute: np.ndarray) -> bool:
+    """``absolute.max(initial=0.0) >= _EXACT`` over Python floats (a few dozen values, where numpy's
+    reduction cost several times more) for the carried sums' absolute values, which are finite: they
+    add only terms whose every value is a whole number (``float.is_integer`` is False for inf and NaN),
+    so ``max`` picks the same value in any order."""
+    return max(absolute.ravel().tolist(), default=0.0) >= _EXACT
+
+
 def _block_sums(all_terms: list[_Terms]) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Per queue (first appearance, as the loop's dict) the sum of the terms' blocks, in one
     scatter-add, and the sum of their absolute values."""
@@ -210,7 +218,7 @@ def _full_minimum_moves(ssn: Session, zeros: Vector, absolute: np.ndarray) -> li
             return None
         moves.append((job.queue, full.block - part.block))
         absolute = absolute + np.abs(full.block)
-    if absolute.max(initial=0.0) >= _EXACT:
+    if _past_exact(absolute):
         return None
     return moves
 
@@ -229,7 +237,7 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
     assert isinstance(carried, _CarriedTerms)
     if carried.fractional:  # counted exactly as such jobs come and go: the walk sums this session
         return None
-    if carried.absolute.max(initial=0.0) >= _EXACT:
+    if _past_exact(carried.absolute):
         left.ledger.forget("queue_terms")  # its sums may have rounded: refilled, exact again, on next use
         return None
     # The tally's own arrays where no session job adds to a queue (read-only to every caller, and
@@ -253,7 +261,7 @@ def _carried_base(ssn: Session, zeros: Vector) -> tuple[dict[str, np.ndarray], n
         added.add(queue)
         absolute = absolute + np.abs(terms.block)
         grand = grand + terms.block
-    if absolute.max(initial=0.0) >= _EXACT:
+    if _past_exact(absolute):
         return None
     return totals, absolute, grand
 

@@ -17,6 +17,7 @@ from member_agent.scheduler.framework.points import Point
 from policies.lru import LRU
 from policies.scheduler_conf import PluginOption
 
+#: Each point's switch, read once: ``Point.switch`` goes through two properties.
 _SWITCHES: Mapping[Point, str | None] = MappingProxyType({point: point.switch for point in Point})
 
 #: Options a process keeps answers for (a conf names a few dozen plugins at most).

@@ -37,7 +37,6 @@ _PIPELINED = TaskStatus.PIPELINED  # a module constant: an enum member read thro
 _ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 LOG = logging.getLogger("caldera.scheduler")
 _POINTS = tuple(Point)  # iterating the enum class runs Python code per member, twice a session
-#: Each point's switch, read once: ``Point.switch`` goes through two properties, per registration.
 
 
 def klog_level(v: int) -> int:

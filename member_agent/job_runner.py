@@ -38,7 +38,7 @@ from member_agent.controllers import (
     reconcile,
 )
 from member_agent.controllers.reconcile import plan_settles, requests_matter, resync_settled
-from member_agent.job_settled import Settled
+from member_agent.job_settled import Settled, hides_phase_move
 from member_agent.pod_group_models import observed_model, written_model
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
@@ -164,6 +164,16 @@ class JobRun:
         if conditions is not None:
             status["conditions"] = conditions
         return changed
+
+    def settled_through(self, before: Optional[str]) -> bool:
+        """Whether a pass now would be the settled one again (``_idle``: it plans nothing and keeps
+        what it observed), after the scheduler moved the PodGroup's phase from ``before``
+        (:meth:`set_pod_group_phase`): the last pass proved itself settled and the move hides from
+        a SyncJob (:func:`~member_agent.job_settled.hides_phase_move`). For a caller that knows
+        nothing else moved since that pass (no pod, Job or configuration change, no requeue due):
+        the replay, which writes every pod itself."""
+        return self._settled is not None and self.pod_group is not None and \
+            hides_phase_move(before, self.pod_group_phase)
 
     def set_pod_group_annotations(self, annotations: Mapping[str, str]) -> bool:
         """Annotations the scheduler decided (``volcano.sh/job-allocated-hypernode``), kept on the

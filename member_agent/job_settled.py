@@ -13,6 +13,17 @@ from policies.models.volcano_batch import Job
 from policies.models.volcano_scheduling import PodGroup
 
 
+#: PodGroup phases in which a SyncJob holds the job's pods back (``pod_group_resync_view``'s "waiting")
+WAITING_PHASES = ("", "Pending")
+
+
+def hides_phase_move(before: Optional[str], after: Optional[str]) -> bool:
+    """Whether a SyncJob reads a PodGroup whose scheduler moved its phase from ``before`` to
+    ``after`` (and its conditions, whatever they are) exactly as it read it before: both phases
+    hold no pod back, so ``pod_group_resync_view`` is ``(False, ())`` on either side."""
+    return (before or "") not in WAITING_PHASES and (after or "") not in WAITING_PHASES
+
+
 def resync_views(pods: Iterable[Pod]) -> dict[str, tuple[bool, str, str, bool]]:
     return {p.metadata.name or "": pod_resync_view(p) for p in pods}
 

@@ -91,6 +91,9 @@ class Member:
         self._by_group: dict[str, str] = {}  # "ns/podgroup" -> job name
         self._by_pod: dict[str, str] = {}  # "ns/pod" -> job name
         self._dirty: set[str] = set()
+        #: shares whose PodGroup the scheduler moved where their settled controller cannot see it
+        #: (``JobRun.settled_through``): the pass is not run, its PodGroup goes to the cache in its turn
+        self._quiet: set[str] = set()
         #: kept as things change, so that has_pending and a session's follow-up cost what changed
         self._unstarted: set[str] = set()  # jobs whose share has not turned Running yet
         self._unbound: set[str] = set()  # "ns/pod" of pods without a node
@@ -168,14 +171,21 @@ class Member:
     def reconcile(self) -> None:
         """Controller passes over every share something happened to, until they settle."""
         for _round in range(8):
-            if not self._dirty:
+            if not self._dirty and not self._quiet:
                 return
-            dirty, self._dirty = sorted(self._dirty), set()
+            quiet, self._quiet = self._quiet - self._dirty, set()
+            dirty, self._dirty = sorted(self._dirty | quiet), set()
             for job in dirty:
                 share = self.shares.get(job)
-                if share is not None:
+                if share is None:
+                    continue
+                if job in quiet:
+                    # what the settled pass's empty plan leaves: its PodGroup kept (the new phase to
+                    # the cache) and the share's phase read, in the same order among the other passes
+                    self._took(share, self.clock.now())
+                else:
                     self._pass(share)
-                    self._note_requeue(job)
+                self._note_requeue(job)
 
     def _note_requeue(self, job: str) -> None:
         share = self.shares.get(job)  # gone when the pass finished it
@@ -209,6 +219,10 @@ class Member:
             self._unbound.add(self._pod_key(name))
             self.cache.upsert(wire)
             self.changed = True
+        self._took(share, now)
+
+    def _took(self, share: Share, now: float) -> None:
+        """After a pass: the PodGroup as the run now holds it, and the share's phase."""
         self._sync_group(share)
         phase = share.run.phase
         if phase == "Running" and share.started is None:
@@ -255,6 +269,7 @@ class Member:
         self.shares.pop(share.job, None)
         self._requeue_at.pop(share.job, None)
         self._dirty.discard(share.job)
+        self._quiet.discard(share.job)
         self._unstarted.discard(share.job)
         self._gang_jobs.discard(share.job)
         self.changed = True
@@ -382,9 +397,17 @@ class Member:
         # transitionID moved, which Volcano's job updater does not write
         for key in result.moved_pod_groups():
             job = self._by_group.get(key)
-            if job is not None and self.shares[job].run.set_pod_group_phase(result.pod_groups[key],
-                                                                            result.conditions.get(key)):
-                self._dirty.add(job)
+            if job is None:
+                continue
+            share = self.shares[job]
+            before = share.run.pod_group_phase
+            if share.run.set_pod_group_phase(result.pod_groups[key], result.conditions.get(key)):
+                # not dirty: no pod of the share moved since its last pass (every pod write here
+                # marks it), so a settled run's pass would plan nothing (a gang's tracker may move)
+                if job not in self._dirty and not share.record.gang_managed and share.run.settled_through(before):
+                    self._quiet.add(job)
+                else:
+                    self._dirty.add(job)
         if self._gang_jobs:  # only two-phase shares keep a gang tracker
             self._evaluate_gangs(result)
         self.reconcile()

@@ -34,7 +34,7 @@ from member_agent.scheduler.scheduler_cache import SchedulerCache
 from member_agent.works import Placement, WorkRecord
 from policies.scheduler_conf import SchedulerConf
 from policies.wire_objects import copy_wire_sharing
-from simulator import pod_models
+from simulator import job_models, pod_models
 from simulator.clock import VirtualClock
 from simulator.cluster_fit import ClusterFit
 from simulator.trace import TraceJob
@@ -127,7 +127,7 @@ class Member:
         for task in manifest["spec"]["tasks"]:
             requests = task["template"]["spec"]["containers"][0]["resources"]["requests"]
             per_pod[task["name"]] = float(requests.get(GPU, 0) or 0) + float(requests.get("nvidia.com/gpucores", 0) or 0) / 100
-        share = Share(job, record, JobRun.start(record, self.clock.now()), GangTracker(generation), duration, per_pod,
+        share = Share(job, record, job_models.start(record, self.clock.now()), GangTracker(generation), duration, per_pod,
                       queue=str(manifest["spec"].get("queue") or "default"))
         self._base[job] = duration
         self.shares[job] = share

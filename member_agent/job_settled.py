@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 from member_agent.controllers import ControllerConfig, JobObservation
-from member_agent.controllers.reconcile import pod_group_resync_stable, pod_group_resync_view, pod_resync_view
+from member_agent.controllers.reconcile import (
+    WAITING_PHASES,
+    pod_group_resync_stable,
+    pod_group_resync_view,
+    pod_resync_view,
+)
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
 from policies.models.volcano_scheduling import PodGroup
-
-
-#: PodGroup phases in which a SyncJob holds the job's pods back (``pod_group_resync_view``'s "waiting")
-WAITING_PHASES = ("", "Pending")
-
 
 def hides_phase_move(before: Optional[str], after: Optional[str]) -> bool:
     """Whether a SyncJob reads a PodGroup whose scheduler moved its phase from ``before`` to

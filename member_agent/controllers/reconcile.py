@@ -286,12 +286,16 @@ def pod_resync_view(pod: Pod) -> tuple[bool, str, str, bool]:
     return (pod_status.is_terminating(pod), pod_status.phase(pod), pod_status.task_of(pod), pod_status.is_ready(pod))
 
 
+#: PodGroup phases in which a SyncJob holds the job's pods back (``sync_job``: no pod is created)
+WAITING_PHASES = ("", "Pending")
+
+
 def pod_group_resync_view(pod_group: Optional[PodGroup]) -> Optional[tuple[bool, tuple[str, ...]]]:
     """All a SyncJob reads of the PodGroup's status: whether its phase holds pods back ("" or
     Pending), and then the messages of its Unschedulable conditions (events); None without one."""
     if pod_group is None:
         return None
-    waiting = pod_group_phase(pod_group) in ("", "Pending")
+    waiting = pod_group_phase(pod_group) in WAITING_PHASES
     conditions = (pod_group.status.conditions or []) if waiting and pod_group.status is not None else []
     return waiting, tuple(c.message or "" for c in conditions if c.type == "Unschedulable")
 

@@ -17,6 +17,7 @@ from policies.models.core import Pod
 from policies.models.volcano_batch import Job
 from policies.models.volcano_scheduling import PodGroup
 
+
 def hides_phase_move(before: Optional[str], after: Optional[str]) -> bool:
     """Whether a SyncJob reads a PodGroup whose scheduler moved its phase from ``before`` to
     ``after`` (and its conditions, whatever they are) exactly as it read it before: both phases

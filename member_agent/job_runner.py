@@ -104,6 +104,7 @@ class JobRun:
     _group_model: Optional[tuple[Obj, PodGroup]] = None  # (a copy of the wire dict, its model)
     _recorded: dict[tuple[str, str], float] = field(default_factory=dict)
     _settled: Optional[Settled] = None  # the last pass's observation, when it showed itself settled
+    _followup_settles: bool = False  # the last pass's JobPlan.followup_settles, its PodGroup not seeded
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -236,6 +237,7 @@ class JobRun:
     def plan(self, record: WorkRecord, pods: list[Obj], now: float, config: ControllerConfig,
              priority_classes: Mapping[str, int]) -> Optional[RunPlan]:
         """One controller pass; None when nothing changed since the last one."""
+        self._followup_settles = False
         if self.deleted:
             return None
         fingerprint = self.fingerprint(pods, now)
@@ -269,13 +271,32 @@ class JobRun:
             self._settled = None
             return RunPlan(error=str(exc).replace("\n", " "))
         self._observed(live, pod_group)
+        seeded = plan.pod_group_action == "create" and self.seeded_pod_group_phase
         out = self._apply(plan, now)
+        self._followup_settles = plan.followup_settles and not seeded
         # A pass that changed something is followed by another (its effects are new input).
         self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
                                                 or plan.pod_group_action) else None
         self._settled = Settled.of(self.job, live, pod_group, config, priority_classes) \
             if plan_settles(observation, plan) else None
         return out
+
+    @property
+    def followup_settles(self) -> bool:
+        """The follow-up the last pass asks for plans nothing if it observes exactly what that pass
+        planned (``JobPlan.followup_settles``): for a caller that writes it so, and nothing else, before
+        the follow-up (the replay), which may then :meth:`settle_followup` instead of running it."""
+        return self._followup_settles and self.pending_followup
+
+    def settle_followup(self, pods: list[Obj], now: float, config: ControllerConfig,
+                        priority_classes: Mapping[str, int]) -> None:
+        """What the follow-up's pass over ``pods`` leaves when it plans nothing (``plan``'s idle branch)."""
+        live = [self._pod_model(p) for p in pods]
+        pod_group = self._pod_group_model()
+        self._observed(live, pod_group)
+        self.requeue_at, self._fingerprint = None, self.fingerprint(pods, now)
+        self._settled = Settled.of(self.job, live, pod_group, config, priority_classes)
+        self._followup_settles = False
 
     def _idle(self, live: list[Pod], pod_group: Optional[PodGroup], now: float, config: ControllerConfig,
               priority_classes: Mapping[str, int]) -> bool:

@@ -236,7 +236,12 @@ class Member:
             return
         share.phase = phase
         if share.run.pending_followup:
-            self._dirty.add(share.job)
+            if share.run.followup_settles and not share.record.gang_managed:
+                # the member wrote exactly what the pass planned (its pods, PodGroup, objects and
+                # status) and nothing else moves before the follow-up: it would plan nothing
+                share.run.settle_followup(list(share.pods.values()), now, self.controller, self.priority_classes)
+            else:
+                self._dirty.add(share.job)
 
     def _sync_group(self, share: Share) -> None:
         group = share.run.pod_group

@@ -75,3 +75,35 @@ def test_each_kept_move_was_a_pass_planning_nothing_and_the_replay_is_unchanged(
         patched.setattr(JobRun, "settled_through", lambda run, before: False)
         passes = _summary(tmp_path, "passes")
     assert kept == passes
+
+
+def test_each_follow_up_settled_without_a_pass_was_a_pass_planning_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settled: list[int] = []
+    settle = JobRun.settle_followup
+
+    def checked(run: JobRun, pods: list[dict[str, Any]], now: float, config: Any, classes: Any) -> None:
+        record = next(s.record for m in members for s in m.shares.values() if s.run is run)
+        probe = copy.deepcopy(run)
+        plan = probe.plan(record, copy.deepcopy(pods), now, config, classes)
+        settle(run, pods, now, config, classes)
+        assert plan == RunPlan() and probe._settled == run._settled and probe._fingerprint == run._fingerprint
+        assert probe.requeue_at is None and run.requeue_at is None and not run.pending_followup
+        settled.append(1)
+
+    members: list[Member] = []
+    member_init = Member.__init__
+
+    def remembered(member: Member, *args: Any, **kwargs: Any) -> None:
+        member_init(member, *args, **kwargs)
+        members.append(member)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(JobRun, "settle_followup", checked)
+        patched.setattr(Member, "__init__", remembered)
+        kept = _summary(tmp_path, "kept")
+    assert len(settled) >= 250  # two of a job's three follow-ups: after the PodGroup and after its pods
+    with monkeypatch.context() as patched:
+        patched.setattr(JobRun, "followup_settles", property(lambda run: False))
+        passes = _summary(tmp_path, "passes")
+    assert kept == passes

@@ -1,5 +1,6 @@
 """One member cluster in virtual time: the agent's job controller, its scheduler cache and its
-session scheduler, with a kubelet that ends each pod ``duration`` seconds after it starts.
+session scheduler, with a kubelet that ends each pod ``duration`` seconds after it starts
+(:mod:`simulator.kubelet`); each job's share is a :class:`~simulator.share.Share`.
 
 What runs is the agent's own code, fed by the replay instead of informers:
 
@@ -18,47 +19,28 @@ What runs is the agent's own code, fed by the replay instead of informers:
 
 from __future__ import annotations
 
-import heapq
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from member_agent.cluster.clock import rfc3339
 from member_agent.controllers import ControllerConfig
 from member_agent.gang import GangTracker
-from member_agent.job_runner import FINISHED_JOB_PHASES, JobRun
+from member_agent.job_runner import FINISHED_JOB_PHASES
 from member_agent.pod_writes import with_placement
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
-from member_agent.scheduler.scheduler_cache import SchedulerCache
 from member_agent.works import Placement, WorkRecord
 from policies.scheduler_conf import SchedulerConf
 from policies.wire_objects import copy_wire_sharing
 from simulator import job_models, pod_models
 from simulator.clock import VirtualClock
 from simulator.cluster_fit import ClusterFit
+from simulator.kubelet import PodEnds, running_status, succeeded_status
+from simulator.member_cache import seeded_cache
+from simulator.share import Obj, Share, gpus_per_pod
 from simulator.trace import TraceJob
 
-GPU = "nvidia.com/gpu"
-Obj = dict[str, Any]
-
-
-@dataclass
-class Share:
-    """One job's share in this cluster: the Work the agent would hold, and the replay's readings."""
-
-    job: str  # the trace job's name
-    record: WorkRecord
-    run: JobRun
-    gang: GangTracker
-    duration: float
-    gpus_per_pod: dict[str, float]  # task -> GPUs of one pod
-    pods: dict[str, Obj] = field(default_factory=dict)  # pod name -> object
-    cached_group: Optional[Obj] = None  # the PodGroup object the cache holds
-    started: Optional[float] = None  # the job turned Running here
-    ended: Optional[float] = None
-    phase: str = "Pending"
-    queue: str = "default"  # the Job's spec.queue (per-queue allocation in the replay's queue series)
+__all__ = ["Member", "Obj", "Share"]
 
 
 class Member:
@@ -71,22 +53,11 @@ class Member:
         self.name, self.conf, self.clock, self.options, self.controller = name, conf, clock, options, controller
         self.nodes = nodes
         self.hyper_nodes = hyper_nodes  # the cluster file's ``hyperNodes:``, as the agent passes them
-        self.cache = SchedulerCache()
-        for node in nodes:
-            self.cache.upsert(node)
-        for hyper_node in hyper_nodes:
-            self.cache.upsert(hyper_node)
+        self.priority_classes = dict(priority_classes or {})
+        self.cache = seeded_cache(nodes, hyper_nodes, queues, self.priority_classes)
         #: simulator/topology.py: (member, job, nodes, clusters) -> run-time factor when a share binds
         self.on_bind: Optional[Callable[[str, str, list[str], int], float]] = None
         self._base: dict[str, float] = {}  # job -> its run time before any slowdown
-        for queue in queues:
-            self.cache.upsert({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                               "metadata": {"name": queue}, "spec": {"weight": 1, "reclaimable": True},
-                               "status": {"state": "Open"}})
-        self.priority_classes = dict(priority_classes or {})
-        for pc_name, value in sorted(self.priority_classes.items()):
-            self.cache.upsert({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                               "metadata": {"name": pc_name}, "value": value})
         self.shares: dict[str, Share] = {}  # job name -> share
         self._by_group: dict[str, str] = {}  # "ns/podgroup" -> job name
         self._by_pod: dict[str, str] = {}  # "ns/pod" -> job name
@@ -103,9 +74,7 @@ class Member:
         self._requeue_at: dict[str, float] = {}
         self._rv = 0
         self.changed = False  # since the last session
-        self.finishes: list[tuple[float, int, str, str]] = []  # (time, seq, job, pod) heap
-        self._bound_seq: dict[tuple[str, str], int] = {}  # (job, pod) -> the seq of its latest binding
-        self._seq = 0
+        self.pod_ends = PodEnds()
         self.sessions = 0
         self.fit = ClusterFit(name, nodes)
         self.gpus_total = self.fit.gpus_total
@@ -123,11 +92,8 @@ class Member:
         uid = str(manifest["metadata"].get("uid") or job)
         record = WorkRecord("sim", job, f"{uid}-{self.name}", Placement(generation, hold=hold, clusters=clusters),
                             manifest)
-        per_pod = {}
-        for task in manifest["spec"]["tasks"]:
-            requests = task["template"]["spec"]["containers"][0]["resources"]["requests"]
-            per_pod[task["name"]] = float(requests.get(GPU, 0) or 0) + float(requests.get("nvidia.com/gpucores", 0) or 0) / 100
-        share = Share(job, record, job_models.start(record, self.clock.now()), GangTracker(generation), duration, per_pod,
+        share = Share(job, record, job_models.start(record, self.clock.now()), GangTracker(generation), duration,
+                      gpus_per_pod(manifest),
                       queue=str(manifest["spec"].get("queue") or "default"))
         self._base[job] = duration
         self.shares[job] = share
@@ -294,13 +260,9 @@ class Member:
         self.changed = True
 
     def _count_gpus(self, share: Share, pod: Obj, sign: float) -> None:
-        gpus = sign * share.gpus_per_pod.get(self._task(pod), 0.0)
+        gpus = sign * share.gpus_of(pod)
         self.gpus_allocated += gpus
         self.gpus_by_queue[share.queue] = self.gpus_by_queue.get(share.queue, 0.0) + gpus
-
-    @staticmethod
-    def _task(pod: Obj) -> str:
-        return str(((pod.get("metadata") or {}).get("annotations") or {}).get("volcano.sh/task-spec") or "")
 
     # ------------------------------------------------------------------ the kubelet
     def finish_due(self, until: float) -> None:
@@ -308,18 +270,13 @@ class Member:
         for job, at in self._requeue_at.items():
             if at <= until:
                 self._dirty.add(job)
-        while self.finishes and self.finishes[0][0] <= until:
-            _when, seq, job, name = heapq.heappop(self.finishes)
+        for job, name in self.pod_ends.due(until):
             share = self.shares.get(job)
             pod = share.pods.get(name) if share is not None else None
-            if share is None or pod is None or pod["status"].get("phase") != "Running" or \
-                    self._bound_seq.get((job, name)) != seq:
-                continue  # deleted (evicted, restarted) before it finished: a pod of that name bound again runs anew
-            del self._bound_seq[(job, name)]
+            if share is None or pod is None or pod["status"].get("phase") != "Running":
+                continue  # deleted (the share finished or was cancelled) before its end
             before = share.run.kept_pod_model(pod)
-            pod["status"] = {"phase": "Succeeded", "startTime": pod["status"].get("startTime"),
-                             "containerStatuses": [{"name": "main", "ready": False,
-                                                    "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
+            pod["status"] = succeeded_status(pod["status"].get("startTime"))
             self._count_gpus(share, pod, -1.0)
             self.finished_pods += 1
             self.pods_version += 1
@@ -331,7 +288,7 @@ class Member:
             self.changed = True
 
     def next_finish(self) -> float:
-        return self.finishes[0][0] if self.finishes else float("inf")
+        return self.pod_ends.next()
 
     def next_requeue(self) -> float:
         """The earliest time a share's controller asked to be looked at again (retry delay, TTL)."""
@@ -347,8 +304,7 @@ class Member:
             return
         before = share.run.kept_pod_model(pod)
         bound = with_placement(pod, node, annotations)
-        bound["status"] = {"phase": "Running", "startTime": rfc3339(self.clock.now()),
-                           "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {}}}]}
+        bound["status"] = running_status(rfc3339(self.clock.now()))
         self._stamp(bound)
         if before is not None:
             share.run.carry_pod_model(bound, pod_models.bound(before, bound))
@@ -356,10 +312,8 @@ class Member:
         self._unbound.discard(self._pod_key(name))
         self.cache.upsert(bound)
         self._count_gpus(share, bound, 1.0)
-        self._seq += 1
-        self._bound_seq[(share.job, name)] = self._seq
         self.pods_version += 1
-        heapq.heappush(self.finishes, (self.clock.now() + share.duration, self._seq, share.job, name))
+        self.pod_ends.start(share.job, name, self.clock.now() + share.duration)
         self._dirty.add(share.job)
 
     # ------------------------------------------------------------------ the scheduler

@@ -12,7 +12,7 @@ the deferred actions. After a restart the Job status is seeded from the Work's s
 the PodGroup phase from its ``PodGroup`` condition; ``observe_pods`` sees every surviving pod
 as added, which resyncs without creating duplicates (pod names are deterministic).
 
-Pods are converted to models once per (uid, resourceVersion); a pass whose inputs did not
+Pods are converted to models once per (uid, resourceVersion) (:mod:`member_agent.pod_model_book`); a pass whose inputs did not
 change and that has nothing due is skipped (:meth:`JobRun.fingerprint`).
 """
 
@@ -38,8 +38,9 @@ from member_agent.controllers import (
     reconcile,
 )
 from member_agent.controllers.reconcile import plan_settles, requests_matter, resync_settled
-from member_agent.job_settled import Settled
+from member_agent.job_settled import Settled, hides_phase_move
 from member_agent.pod_group_models import observed_model, written_model
+from member_agent.pod_model_book import PodModelBook
 from member_agent.works import FENCE_LABEL, GENERATION_LABEL, JOB_API_VERSION, WORK_UID_LABEL, WorkRecord
 from policies.errors import CalderaError
 from policies.models.core import Pod
@@ -99,11 +100,12 @@ class JobRun:
     _last_pods: dict[str, Pod] = field(default_factory=dict)
     _last_pod_group: Optional[PodGroup] = None
     _last_job: Optional[Job] = None
-    _models: dict[str, tuple[str, Pod]] = field(default_factory=dict)  # pod uid -> (resourceVersion, model)
+    _pod_models: PodModelBook = field(default_factory=PodModelBook)
     _fingerprint: Any = None
     _group_model: Optional[tuple[Obj, PodGroup]] = None  # (a copy of the wire dict, its model)
     _recorded: dict[tuple[str, str], float] = field(default_factory=dict)
     _settled: Optional[Settled] = None  # the last pass's observation, when it showed itself settled
+    _followup_settles: bool = False  # the last pass's JobPlan.followup_settles, its PodGroup not seeded
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -165,6 +167,16 @@ class JobRun:
             status["conditions"] = conditions
         return changed
 
+    def settled_through(self, before: Optional[str]) -> bool:
+        """Whether a pass now would be the settled one again (``_idle``: it plans nothing and keeps
+        what it observed), after the scheduler moved the PodGroup's phase from ``before``
+        (:meth:`set_pod_group_phase`): the last pass proved itself settled and the move hides from
+        a SyncJob (:func:`~member_agent.job_settled.hides_phase_move`). For a caller that knows
+        nothing else moved since that pass (no pod, Job or configuration change, no requeue due):
+        the replay, which writes every pod itself."""
+        return self._settled is not None and self.pod_group is not None and \
+            hides_phase_move(before, self.pod_group_phase)
+
     def set_pod_group_annotations(self, annotations: Mapping[str, str]) -> bool:
         """Annotations the scheduler decided (``volcano.sh/job-allocated-hypernode``), kept on the
         PodGroup's metadata as Volcano's scheduler writes them; True when one changed. An update of
@@ -179,24 +191,17 @@ class JobRun:
         return True
 
     def _pod_model(self, pod: Obj) -> Pod:
-        model = self.kept_pod_model(pod)
-        if model is None:
-            model = Pod.model_validate(pod)
-            self.carry_pod_model(pod, model)
-        return model
+        return self._pod_models.model(pod)
 
     def kept_pod_model(self, pod: Obj) -> Optional[Pod]:
         """The model kept for this version of ``pod`` (its uid and resourceVersion), if any."""
-        uid, version = _pod_version(pod)
-        cached = self._models.get(uid)
-        return cached[1] if cached is not None and cached[0] == version else None
+        return self._pod_models.kept(pod)
 
     def carry_pod_model(self, pod: Obj, model: Pod) -> None:
         """Keep ``model`` as the model of this version of ``pod``, which the next pass then does not
         validate: for a writer that made ``pod`` itself and knows ``model`` equals
         ``Pod.model_validate(pod)`` (the replay's own pod writes, :mod:`simulator.pod_models`)."""
-        uid, version = _pod_version(pod)
-        self._models[uid] = (version, model)
+        self._pod_models.carry(pod, model)
 
     def _pod_group_model(self) -> Optional[PodGroup]:
         """The PodGroup as a model, validated again only where its wire dict changed
@@ -226,6 +231,7 @@ class JobRun:
     def plan(self, record: WorkRecord, pods: list[Obj], now: float, config: ControllerConfig,
              priority_classes: Mapping[str, int]) -> Optional[RunPlan]:
         """One controller pass; None when nothing changed since the last one."""
+        self._followup_settles = False
         if self.deleted:
             return None
         fingerprint = self.fingerprint(pods, now)
@@ -259,13 +265,32 @@ class JobRun:
             self._settled = None
             return RunPlan(error=str(exc).replace("\n", " "))
         self._observed(live, pod_group)
+        seeded = plan.pod_group_action == "create" and self.seeded_pod_group_phase
         out = self._apply(plan, now)
+        self._followup_settles = plan.followup_settles and not seeded
         # A pass that changed something is followed by another (its effects are new input).
         self._fingerprint = fingerprint if not (out.create_pods or out.delete_pods or plan.status_changed
                                                 or plan.pod_group_action) else None
         self._settled = Settled.of(self.job, live, pod_group, config, priority_classes) \
             if plan_settles(observation, plan) else None
         return out
+
+    @property
+    def followup_settles(self) -> bool:
+        """The follow-up the last pass asks for plans nothing if it observes exactly what that pass
+        planned (``JobPlan.followup_settles``): for a caller that writes it so, and nothing else, before
+        the follow-up (the replay), which may then :meth:`settle_followup` instead of running it."""
+        return self._followup_settles and self.pending_followup
+
+    def settle_followup(self, pods: list[Obj], now: float, config: ControllerConfig,
+                        priority_classes: Mapping[str, int]) -> None:
+        """What the follow-up's pass over ``pods`` leaves when it plans nothing (``plan``'s idle branch)."""
+        live = [self._pod_model(p) for p in pods]
+        pod_group = self._pod_group_model()
+        self._observed(live, pod_group)
+        self.requeue_at, self._fingerprint = None, self.fingerprint(pods, now)
+        self._settled = Settled.of(self.job, live, pod_group, config, priority_classes)
+        self._followup_settles = False
 
     def _idle(self, live: list[Pod], pod_group: Optional[PodGroup], now: float, config: ControllerConfig,
               priority_classes: Mapping[str, int]) -> bool:
@@ -295,8 +320,7 @@ class JobRun:
         self._last_pods = {p.metadata.name or "": p for p in live}
         self._last_pod_group = pod_group
         self._last_job = self.job
-        self._models = {uid: entry for uid, entry in self._models.items()
-                        if entry[1].metadata.name in self._last_pods}
+        self._pod_models.keep_only(self._last_pods)
 
     def _apply(self, plan: JobPlan, now: float) -> RunPlan:
         out = RunPlan()
@@ -354,12 +378,6 @@ class JobRun:
             log.info("Job %s/%s: executed %s; phase %s", self.job.metadata.namespace, self.job.metadata.name,
                      ", ".join(a.value for a in plan.actions), self.phase)
         return out
-
-
-def _pod_version(pod: Obj) -> tuple[str, str]:
-    """(uid, resourceVersion) of a pod's wire form: the key and version of its kept model."""
-    md = pod.get("metadata") or {}
-    return str(md.get("uid") or md.get("name")), str(md.get("resourceVersion") or "")
 
 
 def federation_event(run: JobRun, cluster: str, now: float, event_type: str, reason: str, message: str) -> Obj:

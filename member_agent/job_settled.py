@@ -7,10 +7,22 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 from member_agent.controllers import ControllerConfig, JobObservation
-from member_agent.controllers.reconcile import pod_group_resync_stable, pod_group_resync_view, pod_resync_view
+from member_agent.controllers.reconcile import (
+    WAITING_PHASES,
+    pod_group_resync_stable,
+    pod_group_resync_view,
+    pod_resync_view,
+)
 from policies.models.core import Pod
 from policies.models.volcano_batch import Job
 from policies.models.volcano_scheduling import PodGroup
+
+
+def hides_phase_move(before: Optional[str], after: Optional[str]) -> bool:
+    """Whether a SyncJob reads a PodGroup whose scheduler moved its phase from ``before`` to
+    ``after`` (and its conditions, whatever they are) exactly as it read it before: both phases
+    hold no pod back, so ``pod_group_resync_view`` is ``(False, ())`` on either side."""
+    return (before or "") not in WAITING_PHASES and (after or "") not in WAITING_PHASES
 
 
 def resync_views(pods: Iterable[Pod]) -> dict[str, tuple[bool, str, str, bool]]:

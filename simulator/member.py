@@ -1,5 +1,6 @@
 """One member cluster in virtual time: the agent's job controller, its scheduler cache and its
-session scheduler, with a kubelet that ends each pod ``duration`` seconds after it starts.
+session scheduler, with a kubelet that ends each pod ``duration`` seconds after it starts
+(:mod:`simulator.kubelet`); each job's share is a :class:`~simulator.share.Share`.
 
 What runs is the agent's own code, fed by the replay instead of informers:
 
@@ -18,47 +19,28 @@ What runs is the agent's own code, fed by the replay instead of informers:
 
 from __future__ import annotations
 
-import heapq
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from member_agent.cluster.clock import rfc3339
 from member_agent.controllers import ControllerConfig
 from member_agent.gang import GangTracker
-from member_agent.job_runner import FINISHED_JOB_PHASES, JobRun
+from member_agent.job_runner import FINISHED_JOB_PHASES
 from member_agent.pod_writes import with_placement
 from member_agent.scheduler.cycle import run_cycle
 from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import SessionOptions
-from member_agent.scheduler.scheduler_cache import SchedulerCache
 from member_agent.works import Placement, WorkRecord
 from policies.scheduler_conf import SchedulerConf
 from policies.wire_objects import copy_wire_sharing
-from simulator import pod_models
+from simulator import job_models, pod_models
 from simulator.clock import VirtualClock
 from simulator.cluster_fit import ClusterFit
+from simulator.kubelet import PodEnds, running_status, succeeded_status
+from simulator.member_cache import seeded_cache
+from simulator.share import Obj, Share, gpus_per_pod
 from simulator.trace import TraceJob
 
-GPU = "nvidia.com/gpu"
-Obj = dict[str, Any]
-
-
-@dataclass
-class Share:
-    """One job's share in this cluster: the Work the agent would hold, and the replay's readings."""
-
-    job: str  # the trace job's name
-    record: WorkRecord
-    run: JobRun
-    gang: GangTracker
-    duration: float
-    gpus_per_pod: dict[str, float]  # task -> GPUs of one pod
-    pods: dict[str, Obj] = field(default_factory=dict)  # pod name -> object
-    cached_group: Optional[Obj] = None  # the PodGroup object the cache holds
-    started: Optional[float] = None  # the job turned Running here
-    ended: Optional[float] = None
-    phase: str = "Pending"
-    queue: str = "default"  # the Job's spec.queue (per-queue allocation in the replay's queue series)
+__all__ = ["Member", "Obj", "Share"]
 
 
 class Member:
@@ -71,26 +53,18 @@ class Member:
         self.name, self.conf, self.clock, self.options, self.controller = name, conf, clock, options, controller
         self.nodes = nodes
         self.hyper_nodes = hyper_nodes  # the cluster file's ``hyperNodes:``, as the agent passes them
-        self.cache = SchedulerCache()
-        for node in nodes:
-            self.cache.upsert(node)
-        for hyper_node in hyper_nodes:
-            self.cache.upsert(hyper_node)
+        self.priority_classes = dict(priority_classes or {})
+        self.cache = seeded_cache(nodes, hyper_nodes, queues, self.priority_classes)
         #: simulator/topology.py: (member, job, nodes, clusters) -> run-time factor when a share binds
         self.on_bind: Optional[Callable[[str, str, list[str], int], float]] = None
         self._base: dict[str, float] = {}  # job -> its run time before any slowdown
-        for queue in queues:
-            self.cache.upsert({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                               "metadata": {"name": queue}, "spec": {"weight": 1, "reclaimable": True},
-                               "status": {"state": "Open"}})
-        self.priority_classes = dict(priority_classes or {})
-        for pc_name, value in sorted(self.priority_classes.items()):
-            self.cache.upsert({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                               "metadata": {"name": pc_name}, "value": value})
         self.shares: dict[str, Share] = {}  # job name -> share
         self._by_group: dict[str, str] = {}  # "ns/podgroup" -> job name
         self._by_pod: dict[str, str] = {}  # "ns/pod" -> job name
         self._dirty: set[str] = set()
+        #: shares whose PodGroup the scheduler moved where their settled controller cannot see it
+        #: (``JobRun.settled_through``): the pass is not run, its PodGroup goes to the cache in its turn
+        self._quiet: set[str] = set()
         #: kept as things change, so that has_pending and a session's follow-up cost what changed
         self._unstarted: set[str] = set()  # jobs whose share has not turned Running yet
         self._unbound: set[str] = set()  # "ns/pod" of pods without a node
@@ -100,9 +74,7 @@ class Member:
         self._requeue_at: dict[str, float] = {}
         self._rv = 0
         self.changed = False  # since the last session
-        self.finishes: list[tuple[float, int, str, str]] = []  # (time, seq, job, pod) heap
-        self._bound_seq: dict[tuple[str, str], int] = {}  # (job, pod) -> the seq of its latest binding
-        self._seq = 0
+        self.pod_ends = PodEnds()
         self.sessions = 0
         self.fit = ClusterFit(name, nodes)
         self.gpus_total = self.fit.gpus_total
@@ -120,11 +92,8 @@ class Member:
         uid = str(manifest["metadata"].get("uid") or job)
         record = WorkRecord("sim", job, f"{uid}-{self.name}", Placement(generation, hold=hold, clusters=clusters),
                             manifest)
-        per_pod = {}
-        for task in manifest["spec"]["tasks"]:
-            requests = task["template"]["spec"]["containers"][0]["resources"]["requests"]
-            per_pod[task["name"]] = float(requests.get(GPU, 0) or 0) + float(requests.get("nvidia.com/gpucores", 0) or 0) / 100
-        share = Share(job, record, JobRun.start(record, self.clock.now()), GangTracker(generation), duration, per_pod,
+        share = Share(job, record, job_models.start(record, self.clock.now()), GangTracker(generation), duration,
+                      gpus_per_pod(manifest),
                       queue=str(manifest["spec"].get("queue") or "default"))
         self._base[job] = duration
         self.shares[job] = share
@@ -168,14 +137,21 @@ class Member:
     def reconcile(self) -> None:
         """Controller passes over every share something happened to, until they settle."""
         for _round in range(8):
-            if not self._dirty:
+            if not self._dirty and not self._quiet:
                 return
-            dirty, self._dirty = sorted(self._dirty), set()
+            quiet, self._quiet = self._quiet - self._dirty, set()
+            dirty, self._dirty = sorted(self._dirty | quiet), set()
             for job in dirty:
                 share = self.shares.get(job)
-                if share is not None:
+                if share is None:
+                    continue
+                if job in quiet:
+                    # what the settled pass's empty plan leaves: its PodGroup kept (the new phase to
+                    # the cache) and the share's phase read, in the same order among the other passes
+                    self._took(share, self.clock.now())
+                else:
                     self._pass(share)
-                    self._note_requeue(job)
+                self._note_requeue(job)
 
     def _note_requeue(self, job: str) -> None:
         share = self.shares.get(job)  # gone when the pass finished it
@@ -209,6 +185,10 @@ class Member:
             self._unbound.add(self._pod_key(name))
             self.cache.upsert(wire)
             self.changed = True
+        self._took(share, now)
+
+    def _took(self, share: Share, now: float) -> None:
+        """After a pass: the PodGroup as the run now holds it, and the share's phase."""
         self._sync_group(share)
         phase = share.run.phase
         if phase == "Running" and share.started is None:
@@ -222,7 +202,12 @@ class Member:
             return
         share.phase = phase
         if share.run.pending_followup:
-            self._dirty.add(share.job)
+            if share.run.followup_settles and not share.record.gang_managed:
+                # the member wrote exactly what the pass planned (its pods, PodGroup, objects and
+                # status) and nothing else moves before the follow-up: it would plan nothing
+                share.run.settle_followup(list(share.pods.values()), now, self.controller, self.priority_classes)
+            else:
+                self._dirty.add(share.job)
 
     def _sync_group(self, share: Share) -> None:
         group = share.run.pod_group
@@ -255,6 +240,7 @@ class Member:
         self.shares.pop(share.job, None)
         self._requeue_at.pop(share.job, None)
         self._dirty.discard(share.job)
+        self._quiet.discard(share.job)
         self._unstarted.discard(share.job)
         self._gang_jobs.discard(share.job)
         self.changed = True
@@ -274,13 +260,9 @@ class Member:
         self.changed = True
 
     def _count_gpus(self, share: Share, pod: Obj, sign: float) -> None:
-        gpus = sign * share.gpus_per_pod.get(self._task(pod), 0.0)
+        gpus = sign * share.gpus_of(pod)
         self.gpus_allocated += gpus
         self.gpus_by_queue[share.queue] = self.gpus_by_queue.get(share.queue, 0.0) + gpus
-
-    @staticmethod
-    def _task(pod: Obj) -> str:
-        return str(((pod.get("metadata") or {}).get("annotations") or {}).get("volcano.sh/task-spec") or "")
 
     # ------------------------------------------------------------------ the kubelet
     def finish_due(self, until: float) -> None:
@@ -288,18 +270,13 @@ class Member:
         for job, at in self._requeue_at.items():
             if at <= until:
                 self._dirty.add(job)
-        while self.finishes and self.finishes[0][0] <= until:
-            _when, seq, job, name = heapq.heappop(self.finishes)
+        for job, name in self.pod_ends.due(until):
             share = self.shares.get(job)
             pod = share.pods.get(name) if share is not None else None
-            if share is None or pod is None or pod["status"].get("phase") != "Running" or \
-                    self._bound_seq.get((job, name)) != seq:
-                continue  # deleted (evicted, restarted) before it finished: a pod of that name bound again runs anew
-            del self._bound_seq[(job, name)]
+            if share is None or pod is None or pod["status"].get("phase") != "Running":
+                continue  # deleted (the share finished or was cancelled) before its end
             before = share.run.kept_pod_model(pod)
-            pod["status"] = {"phase": "Succeeded", "startTime": pod["status"].get("startTime"),
-                             "containerStatuses": [{"name": "main", "ready": False,
-                                                    "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
+            pod["status"] = succeeded_status(pod["status"].get("startTime"))
             self._count_gpus(share, pod, -1.0)
             self.finished_pods += 1
             self.pods_version += 1
@@ -311,7 +288,7 @@ class Member:
             self.changed = True
 
     def next_finish(self) -> float:
-        return self.finishes[0][0] if self.finishes else float("inf")
+        return self.pod_ends.next()
 
     def next_requeue(self) -> float:
         """The earliest time a share's controller asked to be looked at again (retry delay, TTL)."""
@@ -327,8 +304,7 @@ class Member:
             return
         before = share.run.kept_pod_model(pod)
         bound = with_placement(pod, node, annotations)
-        bound["status"] = {"phase": "Running", "startTime": rfc3339(self.clock.now()),
-                           "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {}}}]}
+        bound["status"] = running_status(rfc3339(self.clock.now()))
         self._stamp(bound)
         if before is not None:
             share.run.carry_pod_model(bound, pod_models.bound(before, bound))
@@ -336,10 +312,8 @@ class Member:
         self._unbound.discard(self._pod_key(name))
         self.cache.upsert(bound)
         self._count_gpus(share, bound, 1.0)
-        self._seq += 1
-        self._bound_seq[(share.job, name)] = self._seq
         self.pods_version += 1
-        heapq.heappush(self.finishes, (self.clock.now() + share.duration, self._seq, share.job, name))
+        self.pod_ends.start(share.job, name, self.clock.now() + share.duration)
         self._dirty.add(share.job)
 
     # ------------------------------------------------------------------ the scheduler
@@ -382,9 +356,17 @@ class Member:
         # transitionID moved, which Volcano's job updater does not write
         for key in result.moved_pod_groups():
             job = self._by_group.get(key)
-            if job is not None and self.shares[job].run.set_pod_group_phase(result.pod_groups[key],
-                                                                            result.conditions.get(key)):
-                self._dirty.add(job)
+            if job is None:
+                continue
+            share = self.shares[job]
+            before = share.run.pod_group_phase
+            if share.run.set_pod_group_phase(result.pod_groups[key], result.conditions.get(key)):
+                # not dirty: no pod of the share moved since its last pass (every pod write here
+                # marks it), so a settled run's pass would plan nothing (a gang's tracker may move)
+                if job not in self._dirty and not share.record.gang_managed and share.run.settled_through(before):
+                    self._quiet.add(job)
+                else:
+                    self._dirty.add(job)
         if self._gang_jobs:  # only two-phase shares keep a gang tracker
             self._evaluate_gangs(result)
         self.reconcile()

@@ -27,7 +27,7 @@ from member_agent.controllers.plugins import (
     master_task,
 )
 from member_agent.controllers.plugins.base import KeySource, WireObject
-from member_agent.controllers.pod_builder import TaskPrototype, build_pod, job_pvcs, prototype
+from member_agent.controllers.pod_builder import TaskPrototype, build_pod, job_pvcs, task_prototype
 from member_agent.controllers.podgroup import pod_group_phase, reconcile_pod_group
 from member_agent.controllers.timestamps import go_duration, parse_rfc3339, to_rfc3339
 from policies.models.core import Pod
@@ -233,7 +233,7 @@ class JobPass:
             if not gate[task.name]:
                 continue
             if task.name not in shapes:
-                shapes[task.name] = prototype(self.job, task, self.priority_classes)
+                shapes[task.name] = task_prototype(self.job, task, self.priority_classes)
             pod = build_pod(
                 self.job, task, local, version=self.version, retry_count=self.retry_count,
                 plugins=plugins, ctx=ctx, priority_classes=self.priority_classes, shape=shapes[task.name],

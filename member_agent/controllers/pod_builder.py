@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional, Sequence
 from member_agent.controllers import naming
 from member_agent.controllers.job_view import JobView, TaskView
 from member_agent.controllers.plugins.base import JobPlugin, PluginContext, owner_reference
+from policies.lru import LRU
 from policies.models.core import Pod
 from policies.wire_objects import copy_wire
 
@@ -127,6 +128,30 @@ def prototype(job: JobView, task: TaskView, priority_classes: Mapping[str, int])
     spec = copy_wire(template.get("spec") or {})  # the Job's dump: wire data
     _defaults(job, spec, priority_classes)
     return TaskPrototype(meta.get("labels") or {}, meta.get("annotations") or {}, spec)
+
+
+#: Prototypes by the identity of the Job's spec and the task's template, with what else
+#: :func:`prototype` reads: the job's name where a volume claim is named after it, and the
+#: PriorityClass values. The spec holds every other input (scheduler and PriorityClass names,
+#: volumes, the template), and a spec model is never changed in place: a Job's passes share it
+#: (``model_copy`` replaces the status only), and so do a replay's Jobs of one shape
+#: (``simulator/job_models.py``), where dumping the Job for each job's pods was a tenth of the pass
+#: that creates them. Entries hold the objects they are keyed by (ids are not reused while they
+#: live) and are only read (``build_pod`` copies what it edits).
+_PROTOTYPES: LRU[Any, tuple[Any, Any, TaskPrototype]] = LRU(256)
+
+
+def task_prototype(job: JobView, task: TaskView, priority_classes: Mapping[str, int]) -> TaskPrototype:
+    """:func:`prototype`, kept while the spec and template objects live."""
+    spec = job.job.spec
+    named_after_job = job.name if spec.volumes else None  # an unnamed claim is ``<job>-volume-<i>``
+    key = (id(spec), id(task.template), task.position, named_after_job, tuple(sorted(priority_classes.items())))
+    hit = _PROTOTYPES.get(key)
+    if hit is not None and hit[0] is spec and hit[1] is task.template:
+        return hit[2]
+    made = prototype(job, task, priority_classes)
+    _PROTOTYPES.put(key, (spec, task.template, made))
+    return made
 
 
 def build_pod(

@@ -86,6 +86,9 @@ class JobPlan:
     delete_job_at: Optional[datetime] = None
     #: The TTL has passed: delete the Job (pods and PodGroup follow by owner reference).
     delete_job: bool = False
+    #: The pass that follows this one plans nothing, provided it observes exactly what this plan
+    #: asked for and nothing else (:func:`_followup_settles`; read by the replay, which writes it).
+    followup_settles: bool = False
 
 
 def _ttl_deadline(job: JobView, status: Mapping[str, Any]) -> Optional[datetime]:
@@ -221,7 +224,41 @@ def reconcile(observation: JobObservation, now: datetime, config: ControllerConf
     if p.killed:
         times.append(now)
     plan.requeue_at = min(times) if times else None
+    plan.followup_settles = _followup_settles(observation, job, p, plan, old_status)
     return plan
+
+
+def _followup_settles(observation: JobObservation, job: JobView, p: JobPass, plan: JobPlan,
+                      old_status: Mapping[str, Any]) -> bool:
+    """Whether the SyncJob of the next pass, over this pass's own outputs (the new status, the PodGroup
+    as planned with its status kept or ``{"phase": "Pending"}`` when created, each created pod
+    observed Pending, the plugin objects applied) and nothing else, plans nothing: ``resync_settled``
+    without running it. It holds when this pass was that SyncJob alone (no policy, nothing deferred or
+    due, no kill, event, deletion or deletion of objects) in Pending or Running and left the phase as
+    its status rule found it: the next SyncJob then takes the same branches with the same counts (a
+    created pod counted Pending either way, ``PodCounts.add_created``), the same rule over them and
+    the same PodGroup spec, so its status equals this one's; and each plugin whose objects this pass
+    made (``on_job_add``) makes on a resync (``on_job_update``) objects equal to those."""
+    old_phase = str((old_status.get("state") or {}).get("phase") or "")
+    new_phase = str((p.status.get("state") or {}).get("phase") or "")
+    if not (plan.actions == [JobAction.SYNC_JOB] and new_phase in ("Pending", "Running")
+            and new_phase == (old_phase or "Pending") and _only_resyncs(observation, job) and not p.killed
+            and not plan.delete_pods and not plan.events and not plan.delete_objects and not plan.deferred
+            and plan.requeue_at is None and not plan.delete_job and plan.pod_group_action != "delete"):
+        return False
+    if "plugins" not in job.derived:
+        return False
+    marks = old_status.get("controlledResources") or {}
+    added = [plugin for plugin in job.derived["plugins"][1]
+             if marks.get(plugin.controlled_resource[0]) != plugin.controlled_resource[1]]
+    if not added:
+        return True
+    loaded = p._plugins()
+    if loaded is None:
+        return False
+    ctx = loaded[1]
+    return all(p.apply_objects.get((obj["kind"], obj["metadata"]["name"])) == obj
+               for plugin in added for obj in plugin.on_job_update(ctx))
 
 
 def resync_settled(observation: JobObservation, now: datetime, config: ControllerConfig = ControllerConfig()) -> bool:
@@ -286,12 +323,16 @@ def pod_resync_view(pod: Pod) -> tuple[bool, str, str, bool]:
     return (pod_status.is_terminating(pod), pod_status.phase(pod), pod_status.task_of(pod), pod_status.is_ready(pod))
 
 
+#: PodGroup phases in which a SyncJob holds the job's pods back (``sync_job``: no pod is created)
+WAITING_PHASES = ("", "Pending")
+
+
 def pod_group_resync_view(pod_group: Optional[PodGroup]) -> Optional[tuple[bool, tuple[str, ...]]]:
     """All a SyncJob reads of the PodGroup's status: whether its phase holds pods back ("" or
     Pending), and then the messages of its Unschedulable conditions (events); None without one."""
     if pod_group is None:
         return None
-    waiting = pod_group_phase(pod_group) in ("", "Pending")
+    waiting = pod_group_phase(pod_group) in WAITING_PHASES
     conditions = (pod_group.status.conditions or []) if waiting and pod_group.status is not None else []
     return waiting, tuple(c.message or "" for c in conditions if c.type == "Unschedulable")
 

@@ -48,11 +48,7 @@ import numpy as np
 
 from member_agent.scheduler.framework.rows import unique_rows
 from member_agent.scheduler.framework.shape_cache import shape_witness
-from member_agent.scheduler.plugins.binpack import BinpackPlugin
 from member_agent.scheduler.plugins.device_ledger import LEDGER_KEY, DeviceLedger
-from member_agent.scheduler.plugins.deviceshare import DeviceSharePlugin
-from member_agent.scheduler.plugins.nodeorder import NodeOrderPlugin
-from member_agent.scheduler.plugins.predicates import PredicatesPlugin
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
@@ -60,9 +56,14 @@ if TYPE_CHECKING:
     from member_agent.scheduler.framework.shape_cache import ShapeCache
     from member_agent.scheduler.framework.snapshot import Snapshot
 
-#: Callbacks whose every input the carry compares (see the module's docstring).
-_CARRYABLE = frozenset({PredicatesPlugin._predicate, DeviceSharePlugin._predicate, DeviceSharePlugin._score,
-                        NodeOrderPlugin._resource_scores, BinpackPlugin._score})
+#: Callbacks whose every input the carry compares (see the module's docstring), by module and name: the
+#: agent imports only the plugins its conf names (tests/agent/test_agent_lazy_imports.py).
+_PLUGINS = "member_agent.scheduler.plugins."
+_PREDICATES = (_PLUGINS + "predicates", "PredicatesPlugin._predicate")
+_CARRYABLE = frozenset({_PREDICATES, (_PLUGINS + "deviceshare", "DeviceSharePlugin._predicate"),
+                        (_PLUGINS + "deviceshare", "DeviceSharePlugin._score"),
+                        (_PLUGINS + "nodeorder", "NodeOrderPlugin._resource_scores"),
+                        (_PLUGINS + "binpack", "BinpackPlugin._score")})
 #: Caches kept from one session to the next, the most recently used (memory: ~20 bytes per row each).
 MAX_CARRIED = 32
 #: A carried cache with at most this many rows not current lists them in ``stale`` (its searches then
@@ -92,11 +93,11 @@ def fingerprint(ssn: Session) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
     funcs = []
     for fn, _row in (*ssn.predicate_fns, *ssn.node_order_fns):
         func = getattr(fn, "__func__", None)
-        if func not in _CARRYABLE:
+        name = (getattr(func, "__module__", None), getattr(func, "__qualname__", None))
+        if name not in _CARRYABLE:
             return None
-        owner = fn.__self__  # type: ignore[attr-defined]
-        if isinstance(owner, PredicatesPlugin) and owner.inter_pod is not None:  # reads the pods on a row
-            return None
+        if name == _PREDICATES and fn.__self__.inter_pod is not None:  # type: ignore[attr-defined]
+            return None  # inter-pod terms read the pods on a row
         funcs.append(func)
     ledger: DeviceLedger | None = ssn.shared.get(LEDGER_KEY)
     if ledger is not None and (ledger.numa_enabled or ledger.shared_chooser is not None):

@@ -49,6 +49,7 @@ import numpy as np
 from member_agent.scheduler.framework.rows import unique_rows
 from member_agent.scheduler.framework.shape_cache import shape_witness
 from member_agent.scheduler.plugins.device_ledger import LEDGER_KEY, DeviceLedger
+from member_agent.scheduler.row_journal import journal_of
 
 if TYPE_CHECKING:
     from member_agent.scheduler.framework.infos import TaskInfo
@@ -156,16 +157,19 @@ class _End:
     inputs (the cache's device arrays, resident and left-out pods, annotations), so they are compared
     as the ledger's matrix itself (no longer changed once the session is over)."""
 
-    __slots__ = ("fingerprint", "nodes", "touched", "devices", "texts", "kinds")
+    __slots__ = ("fingerprint", "nodes", "snapshot", "journal", "touched", "devices", "texts", "kinds")
 
     def __init__(self, ssn: Session, fp: tuple[tuple[Any, ...], tuple[Any, ...]]) -> None:
         self.fingerprint = fp
         self.nodes = ssn.nodes
+        self.snapshot = ssn.snapshot  # the snapshot the cache stamped (row_journal.py)
+        self.journal = journal_of(ssn.snapshot.ledger)
         n = len(ssn.node_names)
         self.touched = np.zeros(n, dtype=bool)
         if ssn.changes:
             self.touched[unique_rows(ssn.changes, n)] = True
-        self.devices = _devices(ssn)
+        # Compared only when the cache's journal cannot name the rows its events wrote.
+        self.devices = _devices(ssn) if self.journal is None else None
         self.texts = list(ssn.reasons.texts)
         self.kinds = list(ssn.reasons.kinds)
 
@@ -260,17 +264,13 @@ class ShapeCarry:
         changes = ssn.changes
         if self._moved is None:
             moved = last.touched.copy()
-            nodes = ssn.nodes
-            for name in _ACCOUNTS:  # the cache hands on an unchanged array: no comparison
-                _mark_differences(moved, getattr(last.nodes, name), getattr(nodes, name))
-            if last.devices is not None:  # devices: the last end against now (this session's moves below)
-                devices = _devices(ssn)
-                if devices is None:
-                    moved[:] = True
-                else:
-                    for old, new in zip(last.devices, devices, strict=True):
-                        _mark_differences(moved, old, new)
-            if changes:  # the accounting above was the opening's: rows this session touched since
+            written = self._written(ssn)
+            if written is not None:  # the cache's events name the rows they wrote: nothing to compare
+                if written:
+                    moved[unique_rows(written, len(moved))] = True
+            else:
+                self._compare(ssn, moved)
+            if changes:  # the state above was the opening's: rows this session touched since
                 moved[unique_rows(changes, len(moved))] = True
             self._moved, self._moved_pos = moved, len(changes)
         elif self._moved_pos < len(changes):
@@ -278,6 +278,31 @@ class ShapeCarry:
             moved[unique_rows(changes[self._moved_pos:], len(moved))] = True
             return moved
         return self._moved
+
+    def _written(self, ssn: Session) -> list[int] | None:
+        """The rows the cache's events wrote between the last session's snapshot and this one's, or
+        None when the journal cannot vouch (another cache, a rebuild, a table stamped twice)."""
+        last = self.last
+        assert last is not None
+        journal = last.journal
+        if journal is None or journal is not journal_of(ssn.snapshot.ledger):
+            return None
+        return journal.written(last.snapshot, ssn.snapshot)
+
+    def _compare(self, ssn: Session, moved: np.ndarray) -> None:
+        """Mark the rows whose accounting or devices differ between the last end and this opening."""
+        last = self.last
+        assert last is not None
+        nodes = ssn.nodes
+        for name in _ACCOUNTS:  # the cache hands on an unchanged array: no comparison
+            _mark_differences(moved, getattr(last.nodes, name), getattr(nodes, name))
+        if ssn.shared.get(LEDGER_KEY) is not None:  # devices: the last end against now
+            devices = _devices(ssn)
+            if last.devices is None or devices is None:
+                moved[:] = True
+            else:
+                for old, new in zip(last.devices, devices, strict=True):
+                    _mark_differences(moved, old, new)
 
     def _translation(self, ssn: Session) -> np.ndarray | None:
         """The last session's reason codes as this session's (None: the same numbers)."""

@@ -325,7 +325,8 @@ class SchedulerCache:
                 self._broken.discard(job)
             old = roster.put(job, derived[0])
             if old is None or derived[0] is None:  # its pods join or leave a session's replay as a job's
-                written.extend(index[t.node] for t in self._members.get(job, {}).values() if t.node in index)
+                written.extend(index[t.node] for t in self._members.get(job, {}).values()
+                               if t.node is not None and t.node in index)
             if old is not None:
                 removed.append(old)
             if derived[0] is not None:

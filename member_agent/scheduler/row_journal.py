@@ -1,15 +1,14 @@
 """The node rows a scheduler cache's events wrote, in order, and where the log stood at each snapshot.
 
 A row's accounting (:mod:`node_accounts`), its folded devices (:mod:`resident_devices`) and the
-order its pods are replayed in by a session's device ledger (a job's pods in the job's order, a
-broken job's pods as residents) change between two snapshots only through the cache's events:
-a pod added, changed or deleted (written where it is accounted or folded) and a job derived
-again (its pods' rows, :meth:`SchedulerCache._derive_dirty_jobs`). Each of those writers appends
-the row it wrote to :attr:`RowJournal.rows`; :meth:`~RowJournal.stamp` notes the log's length for
-each frozen node snapshot a snapshot hands out, so :meth:`~RowJournal.written` gives the rows written
-between two snapshots without comparing their arrays (``shape_carry``). A node event rebuilds the
-snapshot and the journal with it; a snapshot stamped twice at different lengths (a write that did not
-make a new snapshot) is not vouched for.
+roles its pods have in a session's device replay (a job's pods, or residents when their job has no
+spec) change between two snapshots only through the cache's events: a pod added, changed or
+deleted (written where it is accounted or folded), and a job gaining or losing its spec (its pods'
+rows, ``SchedulerCache._derive_dirty_jobs``). Each of those writers appends the row it wrote to
+:attr:`RowJournal.rows`, and :meth:`~RowJournal.stamp` notes the log's length for each snapshot
+the cache hands out, so :meth:`~RowJournal.written` gives the rows written between two snapshots
+without comparing them (``shape_carry``). A rebuild (a Node or PriorityClass event, a new resource)
+starts a new journal; a snapshot stamped twice at different lengths is not vouched for.
 """
 
 from __future__ import annotations
@@ -37,11 +36,11 @@ class RowJournal:
         self._stamps: dict[int, tuple[Any, int]] = {}  # id(snapshot) -> (snapshot, position); -1: not vouched
 
     def stamp(self, snapshot: Any) -> None:
-        """Note the log's position for ``snapshot``, a frozen snapshot a snapshot is handed."""
+        """Note the log's position for ``snapshot``, just handed out by the cache."""
         position = self._start + len(self.rows)
         found = self._stamps.get(id(snapshot))
         if found is not None and found[0] is snapshot:
-            if found[1] != position:  # written without a new snapshot: no position is right for it
+            if found[1] != position:  # handed out again after a write: no position is right for it
                 self._stamps[id(snapshot)] = (snapshot, -1)
             return
         self._stamps[id(snapshot)] = (snapshot, position)
@@ -53,7 +52,7 @@ class RowJournal:
             self._start = oldest
 
     def written(self, old: Any, new: Any) -> list[int] | None:
-        """The rows written between the snapshots of snapshots ``old`` and ``new`` (None: not known)."""
+        """The rows written between snapshots ``old`` and ``new`` (None: not known)."""
         a = self._stamps.get(id(old))
         b = self._stamps.get(id(new))
         if a is None or b is None or a[0] is not old or b[0] is not new:

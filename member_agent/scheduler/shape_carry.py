@@ -21,10 +21,13 @@ state is bit-for-bit the state it was evaluated in keeps its entries. What the c
 * each row's state (:meth:`ShapeCarry._moved_rows`): Idle, Used, Releasing, Pipelined, the non-zero
   requests, the pod count and the per-row arrays by-state predicates registered (``row_state``:
   ``predicates``' pod delta, zeros at every opening) change in a session only on the rows it
-  touches (``Session.changes``), so a row is current if neither session touched it and the two
-  snapshots' accounting rows are equal (compared as bytes: a ``-0.0`` counts as a move; an array the
-  cache handed on unchanged is not compared). The device ledger's rows are compared as its
-  ``GpuMatrix`` at the last session's end and now;
+  touches (``Session.changes``), and between two snapshots, with the device ledger's starting rows
+  (the folded devices, the pods on the row and their roles), only on the rows the cache's events
+  wrote (``row_journal``: every writer appends its row). So a row is current if neither session
+  touched it and the journal does not name it. Where the journal cannot vouch (another cache, a
+  rebuild, a snapshot handed out twice around a write) the two snapshots' accounting rows are
+  compared as bytes (a ``-0.0`` counts as a move; an array the cache handed on unchanged is not
+  compared) and the device ledger's ``GpuMatrix`` at the last session's end against now;
 * the shape: a shape id is a builder's (``_Builder.shape_id``), so the carried cache also keeps
   the request, non-zero request, selector, affinity and tolerations it was made for
   (``ShapeCache.witness``) and is handed out only to a task with the same ones.

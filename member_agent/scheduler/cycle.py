@@ -19,6 +19,7 @@ from member_agent.scheduler.framework.result import CycleResult
 from member_agent.scheduler.framework.session import Session, SessionOptions
 from member_agent.scheduler.framework.snapshot import Snapshot
 from member_agent.scheduler.plugins import REGISTRY as PLUGINS
+from member_agent.scheduler.shape_carry import carry_for
 from policies.scheduler_conf import DEFAULT_CONF, SchedulerConf
 
 
@@ -85,10 +86,15 @@ def run_cycle(snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF, clock: Ses
     started = clock.monotonic()
     built_actions, warnings = build_actions(conf, actions)
     ssn = open_session(snapshot, conf, clock, options, plugins, enqueue_first=_enqueue_first(built_actions))
+    carry = carry_for(snapshot)  # shape caches from this scheduler cache's last session (shape_carry.py)
+    if carry is not None:
+        carry.begin(ssn)
     for warning in warnings:
         ssn.warn(warning)
     for action in built_actions:
         action.execute(ssn)
+    if carry is not None:
+        carry.end(ssn)
     result = close_session(ssn, clock.monotonic() - started)
     ssn.dispose()  # the result holds plain data only
     return result

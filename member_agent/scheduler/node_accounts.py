@@ -27,10 +27,11 @@ _RUNNING = ("idle", "used", "pod_count", "nonzero_used")  # what a pod on a node
 class NodeAccounts:
     """The accounting arrays of one node table (written in place) and their frozen copies."""
 
-    __slots__ = ("table", "arrays", "_frozen", "_moved", "_last")
+    __slots__ = ("table", "arrays", "written", "_frozen", "_moved", "_last")
 
-    def __init__(self, table: NodeTable) -> None:
+    def __init__(self, table: NodeTable, written: list[int] | None = None) -> None:
         self.table = table
+        self.written = written if written is not None else []  # every row written, in order (row_journal.py)
         self.arrays = {name: getattr(table, name) for name in ARRAYS}
         self._frozen: dict[str, np.ndarray] = {}  # the last read-only copy of each array
         self._moved: set[str] = set(ARRAYS)  # arrays written since their last copy
@@ -44,6 +45,7 @@ class NodeAccounts:
             return False
         a = self.arrays
         self._last = None
+        self.written.append(row)
         if task.status == S.PIPELINED:
             a["pipelined"][row] += sign * task.request
             self._moved.add("pipelined")

@@ -26,14 +26,15 @@ DEVICE_ARRAYS = ("count", "memory", "memory_used", "cores_used", "holders", "exc
 class ResidentDevices:
     """Residents of one node table: folded device rows, and the residents that could not be folded."""
 
-    __slots__ = ("table", "dims", "devices", "usage", "dirty_rows", "arrays", "residents", "frozen")
+    __slots__ = ("table", "dims", "devices", "usage", "dirty_rows", "written", "arrays", "residents", "frozen")
 
-    def __init__(self, table: NodeTable, dims: Dimensions) -> None:
+    def __init__(self, table: NodeTable, dims: Dimensions, written: list[int] | None = None) -> None:
         self.table = table
         self.dims = dims
         self.devices: dict[int, NodeDevices] = {}
         self.usage: list[DeviceUsage | None] = [None] * len(table)
         self.dirty_rows: set[int] = set()
+        self.written = written if written is not None else []  # every row written, in order (row_journal.py)
         self.arrays = GpuMatrix.arrays_of(table.topology)
         self.residents: dict[str, TaskSpec] = {}  # key -> resident listed in the snapshot
         #: The last read-only copy of :attr:`arrays`, handed to each snapshot until a row changes.
@@ -50,6 +51,7 @@ class ResidentDevices:
             return "resident", None
         self.devices[assignment.row].apply(assignment, 1)
         self.dirty_rows.add(assignment.row)
+        self.written.append(assignment.row)
         return "folded", assignment
 
     def leave(self, task: TaskSpec, role: str, folded: Assignment | None) -> None:
@@ -59,6 +61,7 @@ class ResidentDevices:
         elif role == "folded" and folded is not None:
             self.devices[folded.row].apply(folded, -1)
             self.dirty_rows.add(folded.row)
+            self.written.append(folded.row)
 
     def _foldable(self, task: TaskSpec) -> Assignment | None:
         """The GPUs a resident holds, when its annotation names them on a known topology."""

@@ -43,6 +43,7 @@ from member_agent.scheduler.node_accounts import ARRAYS as ARRAYS  # re-exported
 from member_agent.scheduler.node_accounts import TERMINAL, NodeAccounts
 from member_agent.scheduler.plugins.device_ledger import Assignment
 from member_agent.scheduler.resident_devices import ResidentDevices
+from member_agent.scheduler.row_journal import RowJournal, attach
 from policies.k8s.object_view import meta_of
 
 S = TaskStatus
@@ -172,9 +173,12 @@ class SchedulerCache:
         # the cluster's total, summed once per node table (each snapshot gets a copy)
         self._total = self._table.allocatable.sum(axis=0) if len(self._table) else self.dims.zeros()
         # the accounting rows and the frozen copies handed to snapshots until they change (node_accounts.py)
-        self._accounts = NodeAccounts(self._table)
+        # the rows every event writes, for the next session's shape carry (row_journal.py)
+        self._journal = RowJournal()
+        attach(self.ledger, self._journal)
+        self._accounts = NodeAccounts(self._table, self._journal.rows)
         self._node_problems = tuple(builder.problems)
-        self._held = ResidentDevices(self._table, self.dims)
+        self._held = ResidentDevices(self._table, self.dims, self._journal.rows)
         self._pods: dict[str, _PodEntry] = {}
         self._members: dict[str, dict[str, TaskSpec]] = {}
         self._shadow: dict[str, Mapping[str, Any]] = {}
@@ -301,6 +305,7 @@ class SchedulerCache:
                             tuple(sorted(residents, key=lambda t: t.uid)), tuple(self._held.usage),
                             self._workload_tuple or (), self._held.frozen_arrays(), self.ledger, topology=tree)
         snapshot.know_queue_order(self._roster.queue_order)
+        self._journal.stamp(snapshot)
         return snapshot
 
     def _derive_dirty_jobs(self) -> None:
@@ -308,6 +313,7 @@ class SchedulerCache:
         previous = roster.jobs
         removed: list[JobSpec] = []
         added: list[JobSpec] = []
+        index, written = self._table.index, self._journal.rows
         for job in sorted(self._dirty_jobs):
             derived = self._jobs[job] = self._derive_job(job)
             if derived == (None, ()):  # gone: no PodGroup and no pods
@@ -318,6 +324,9 @@ class SchedulerCache:
             else:
                 self._broken.discard(job)
             old = roster.put(job, derived[0])
+            if old is None or derived[0] is None:  # its pods join or leave a session's replay as a job's
+                written.extend(index[t.node] for t in self._members.get(job, {}).values()
+                               if t.node is not None and t.node in index)
             if old is not None:
                 removed.append(old)
             if derived[0] is not None:

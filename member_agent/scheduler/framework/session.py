@@ -140,6 +140,8 @@ class Session(SessionVotes):
         #: The rotating start of node searches, shared by every action (``NodeSearch.start``).
         self.node_cursor = options.last_processed_node_index % len(nodes) if len(nodes) else 0
         self.shape_caches: dict[Any, Any] = {}
+        #: The caches the last session of this scheduler cache left (shape_carry.ShapeCarry), or None.
+        self.shape_carry: Any = None
         self.node_index: Any = None  # framework.node_index.NodeIndex, built on first use
         self.node_classes: Any = None  # framework.node_groups.NodeGroups, built on first use
         self.row_state: list[np.ndarray] = []  # what by-state predicates read besides the accounting

@@ -47,7 +47,7 @@ class ShapeCache:
 
     __slots__ = ("codes", "fit_idle", "fit_future", "ok", "_ok_rows", "score", "pos", "limit", "checked",
                  "evaluated", "scored", "missing", "memo", "density", "stale", "by_group", "static_ok", "rises", "serial", "seen",
-                 "seen_any")
+                 "seen_any", "witness")
 
     def __init__(self, ssn: Session, task: TaskInfo) -> None:
         req = task.spec.request
@@ -90,6 +90,8 @@ class ShapeCache:
         self.seen_any = False  # whether ``seen`` holds a row
         #: Names this cache object without holding it (a dropped cache is rebuilt with a new one).
         self.serial = next(_SERIALS)
+        #: What the entries read of the task (``shape_carry``: a shape id is a builder's).
+        self.witness = shape_witness(task)
 
     @property
     def ok_rows(self) -> np.ndarray:
@@ -343,6 +345,12 @@ class ShapeCache:
         return codes
 
 
+def shape_witness(task: TaskInfo) -> tuple[object, ...]:
+    """What a shape's entries read of its task: request, non-zero request, selector, affinity, tolerations."""
+    spec = task.spec
+    return spec.request.tobytes(), spec.nonzero, spec.node_selector, spec.affinity, spec.tolerations
+
+
 def dim_reason_codes(ssn: Session) -> np.ndarray:
     if ssn.insufficient_codes is None:
         ssn.insufficient_codes = np.array(
@@ -366,6 +374,13 @@ def shape_cache(ssn: Session, task: TaskInfo, lazy: bool = False) -> ShapeCache:
     caches = ssn.shape_caches
     key = task.spec.shape
     cache: ShapeCache | None = caches.pop(key, None)
+    if cache is None and ssn.shape_carry is not None:  # the last session's, moved rows not current
+        cache = ssn.shape_carry.take(ssn, task)
+        if cache is not None:
+            while len(caches) >= MAX_SHAPES:
+                del caches[next(iter(caches))]
+    elif cache is not None:
+        cache.refresh(ssn, task)
     if cache is None:
         cache = ShapeCache(ssn, task)
         while len(caches) >= MAX_SHAPES:
@@ -378,8 +393,6 @@ def shape_cache(ssn: Session, task: TaskInfo, lazy: bool = False) -> ShapeCache:
         if cache.serial % KEEP_OK_ROWS == 0:
             for old in list(caches.values())[:-KEEP_OK_ROWS]:
                 old._ok_rows = None
-    else:
-        cache.refresh(ssn, task)
     caches[key] = cache  # most recently used last
     if not lazy:
         cache.ensure_all(ssn, task)

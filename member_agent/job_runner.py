@@ -246,10 +246,7 @@ class JobRun:
             live = [self._pod_model(p) for p in pods]
             pod_group = self._pod_group_model()
             if self._idle(live, pod_group, now, config, priority_classes):
-                # what the pass's empty plan would leave: no deferred action (there is none), no wait
-                self._observed(live, pod_group)
-                self.requeue_at, self._fingerprint = None, fingerprint
-                self._settled = Settled.of(self.job, live, pod_group, config, priority_classes)
+                self._settle(live, pod_group, fingerprint, config, priority_classes)
                 return RunPlan()
             when = to_datetime(now)
             pod_labels = {WORK_UID_LABEL: record.uid, GENERATION_LABEL: str(record.placement.generation),
@@ -285,12 +282,17 @@ class JobRun:
     def settle_followup(self, pods: list[Obj], now: float, config: ControllerConfig,
                         priority_classes: Mapping[str, int]) -> None:
         """What the follow-up's pass over ``pods`` leaves when it plans nothing (``plan``'s idle branch)."""
-        live = [self._pod_model(p) for p in pods]
-        pod_group = self._pod_group_model()
-        self._observed(live, pod_group)
-        self.requeue_at, self._fingerprint = None, self.fingerprint(pods, now)
-        self._settled = Settled.of(self.job, live, pod_group, config, priority_classes)
+        self._settle([self._pod_model(p) for p in pods], self._pod_group_model(), self.fingerprint(pods, now),
+                     config, priority_classes)
         self._followup_settles = False
+
+    def _settle(self, live: list[Pod], pod_group: Optional[PodGroup], fingerprint: Any, config: ControllerConfig,
+                priority_classes: Mapping[str, int]) -> None:
+        """What a pass that plans nothing leaves: what it observed kept, no deferred action (there is
+        none) and no wait, and itself as the settled pass the next one compares with."""
+        self._observed(live, pod_group)
+        self.requeue_at, self._fingerprint = None, fingerprint
+        self._settled = Settled.of(self.job, live, pod_group, config, priority_classes)
 
     def _idle(self, live: list[Pod], pod_group: Optional[PodGroup], now: float, config: ControllerConfig,
               priority_classes: Mapping[str, int]) -> bool:

@@ -51,7 +51,11 @@ import numpy as np
 
 from member_agent.scheduler.framework.rows import unique_rows
 from member_agent.scheduler.framework.shape_cache import shape_witness
+from member_agent.scheduler.node_accounts import (
+    ARRAYS as ACCOUNTS,  # a row's accounting, besides plugins' arrays
+)
 from member_agent.scheduler.plugins.device_ledger import LEDGER_KEY, DeviceLedger
+from member_agent.scheduler.resident_devices import DEVICE_ARRAYS
 from member_agent.scheduler.row_journal import journal_of
 
 if TYPE_CHECKING:
@@ -73,8 +77,6 @@ MAX_CARRIED = 32
 #: A carried cache with at most this many rows not current lists them in ``stale`` (its searches then
 #: take the sorted feasible rows, re-evaluating those first); with more, spans are evaluated as met.
 STALE_ROWS = 64
-#: The device matrix's arrays, in the order they are compared.
-_DEVICE_ARRAYS = ("count", "memory", "memory_used", "cores_used", "holders", "exclusive")
 
 #: One carry per scheduler cache, found through the ledger it hands every snapshot (a weak key:
 #: a dropped cache drops its carry). Snapshots built without a cache have no ledger and no carry.
@@ -116,16 +118,12 @@ def _same(a: tuple[tuple[Any, ...], tuple[Any, ...]], b: tuple[tuple[Any, ...], 
     return all(x is y for x, y in zip(a[0], b[0], strict=True)) and a[1] == b[1]
 
 
-#: The node table's accounting arrays, a row's state besides the per-row arrays plugins register.
-_ACCOUNTS = ("idle", "used", "releasing", "pipelined", "nonzero_used", "pod_count")
-
-
 def _devices(ssn: Session) -> list[np.ndarray] | None:
     ledger: DeviceLedger | None = ssn.shared.get(LEDGER_KEY)
     if ledger is None:
         return None
     matrix = ledger.matrix()
-    return [getattr(matrix, name) for name in _DEVICE_ARRAYS]
+    return [getattr(matrix, name) for name in DEVICE_ARRAYS]
 
 
 def _mark_differences(moved: np.ndarray, old: np.ndarray, new: np.ndarray) -> None:
@@ -297,7 +295,7 @@ class ShapeCarry:
         last = self.last
         assert last is not None
         nodes = ssn.nodes
-        for name in _ACCOUNTS:  # the cache hands on an unchanged array: no comparison
+        for name in ACCOUNTS:  # the cache hands on an unchanged array: no comparison
             _mark_differences(moved, getattr(last.nodes, name), getattr(nodes, name))
         if ssn.shared.get(LEDGER_KEY) is not None:  # devices: the last end against now
             devices = _devices(ssn)

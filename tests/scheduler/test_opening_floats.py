@@ -37,22 +37,25 @@ def test_a_fill_from_the_vectors_equals_the_attributes_fill_and_its_shares_follo
     deserved, shares = filled
     assert np.array(deserved).tobytes() == np.array([a.deserved for a in attrs]).tobytes()
     assert shares == [a.share for a in attrs]
-    # Another allocated, the rest as before: the same deserved, and the shares _shares works out
-    # from them equal a fill's.
+    # Another allocated, the rest as before: the same deserved, and the shares share_of works out
+    # from them (inside the floats' domain) equal a fill's.
     moved = _attrs([(w, c, r, g, other[i]) for i, (w, c, r, g, _a) in enumerate(spec)])
     refilled = fill_values(_rows(moved), [a.weight for a in moved], np.array(total), ALWAYS)
     assert refilled is not None and refilled[0] == deserved
     sums = {a.name: np.array([a.allocated, a.request, a.elastic, a.inqueue]) for a in moved}
-    assert proportion_opening._shares(sums, tuple(deserved)) == tuple(refilled[1])
+    assert proportion_opening._in_domain(sums)
+    shares_of = tuple(proportion_opening.share_of(block[0].tolist(), row)
+                      for block, row in zip(sums.values(), deserved, strict=True))
+    assert shares_of == tuple(refilled[1])
 
 
 def test_shares_are_not_worked_out_for_an_allocated_outside_the_floats_domain() -> None:
     for odd in (np.inf, np.nan, -0.0, -1.0):
         sums = {"q": np.array([[odd, 1.0, 0.0, 0.0], [1.0] * 4, [0.0] * 4, [0.0] * 4])}
-        assert proportion_opening._shares(sums, ([2.0, 2.0, 2.0, 2.0],)) is None
+        assert not proportion_opening._in_domain(sums)
         values = [np.array([odd, 1.0, 0.0, 0.0]), np.ones(4), np.zeros(4), np.zeros(4)]
         assert fill_values([tuple(values)], [1], np.full(4, 4.0), ALWAYS) is None  # type: ignore[list-item]
-    assert proportion_opening._shares({}, ()) == ()
+    assert proportion_opening._in_domain({})
 
 
 odd_values = st.sampled_from([0.0, -0.0, 0.5, 1.0, 3.0, 1e16, np.inf, np.nan])

@@ -374,17 +374,15 @@ def shape_cache(ssn: Session, task: TaskInfo, lazy: bool = False) -> ShapeCache:
     caches = ssn.shape_caches
     key = task.spec.shape
     cache: ShapeCache | None = caches.pop(key, None)
-    if cache is None and ssn.shape_carry is not None:  # the last session's, moved rows not current
-        cache = ssn.shape_carry.take(ssn, task)
-        if cache is not None:
-            while len(caches) >= MAX_SHAPES:
-                del caches[next(iter(caches))]
-    elif cache is not None:
+    if cache is not None:
         cache.refresh(ssn, task)
-    if cache is None:
-        cache = ShapeCache(ssn, task)
+    else:
         while len(caches) >= MAX_SHAPES:
             del caches[next(iter(caches))]
+        if ssn.shape_carry is not None:  # the last session's, moved rows not current
+            cache = ssn.shape_carry.take(ssn, task)
+    if cache is None:
+        cache = ShapeCache(ssn, task)
         # Sorted feasible rows are kept by the recently used shapes only (8 bytes per row each;
         # one shape per job would keep them for every cached shape); others rebuild them if used.
         # Swept at every KEEP_OK_ROWS-th new cache, not at each (a walk over every cached shape per new

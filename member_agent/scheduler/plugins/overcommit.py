@@ -40,32 +40,29 @@ class OvercommitPlugin:
         #: The opening's shared sums (``Session.open_memo``; proportion fills them after this plugin opens).
         self._memo: dict[str, Any] | None = ssn.open_memo
         if not ssn.enqueue_first:
-            self._work_out()
+            self._values()
         # Else worked out when enqueue first asks or admits: only its callbacks read them, it runs
         # first (so its first call sees the opening state), and about half a replay's sessions have
         # no Pending job to enqueue.
         ssn.add(Point.JOB_ENQUEUEABLE, NAME, self._enqueueable)
         ssn.add(Point.JOB_ENQUEUED, NAME, self._enqueued)
 
-    def _work_out(self) -> None:
-        ssn = self.ssn
-        self._idle = ssn.total * self.factor - _used(ssn)
-        self._inqueue = total_inqueue(ssn, full_min_for_inqueue=True, memo=self._memo)
-        self._memo = None
+    def _values(self) -> tuple[Vector, Vector]:
+        """``idle`` and ``inqueue``, both worked out from the opening state on first use."""
+        if self._idle is None or self._inqueue is None:
+            ssn = self.ssn
+            self._idle = ssn.total * self.factor - _used(ssn)
+            self._inqueue = total_inqueue(ssn, full_min_for_inqueue=True, memo=self._memo)
+            self._memo = None
+        return self._idle, self._inqueue
 
     @property
     def idle(self) -> Vector:
-        if self._idle is None:
-            self._work_out()
-        assert self._idle is not None
-        return self._idle
+        return self._values()[0]
 
     @property
     def inqueue(self) -> Vector:
-        if self._inqueue is None:
-            self._work_out()
-        assert self._inqueue is not None
-        return self._inqueue
+        return self._values()[1]
 
     @inqueue.setter
     def inqueue(self, value: Vector) -> None:
@@ -84,8 +81,7 @@ class OvercommitPlugin:
         return Vote.REJECT
 
     def _enqueued(self, job: JobInfo) -> None:
-        if self._inqueue is None:
-            self._work_out()  # before enqueue moves the job to Inqueue
+        self._values()  # worked out before enqueue moves the job to Inqueue
         if job.spec.min_resources is not None:
             self.inqueue = self.inqueue + deduct_gated(job, job.spec.min_resources)
 

@@ -104,7 +104,7 @@ class _Opening:
     """What opening derives from the queues, the cluster total and each queue's request, per queue
     in the usage's order: the same in every session whose inputs are equal. Water filling reads
     ``allocated`` only for the shares (a queue's deserved never depends on it), so ``shares`` are
-    those of the session that filled; another session works its own out (:func:`_shares`)."""
+    those of the session that filled; another session works each queue's out (:func:`share_of`)."""
 
     dims: Dimensions
     queues: tuple[QueueSpec, ...]  # held, so the ids in the key stay theirs
@@ -163,15 +163,6 @@ def share_of(allocated: list[float], deserved: list[float]) -> float:
             if share is None or ratio > share:
                 share = ratio
     return 0.0 if share is None else share
-
-
-def _shares(sums: dict[str, np.ndarray], deserved_rows: tuple[list[float], ...]) -> tuple[float, ...] | None:
-    """Every queue's :func:`share_of`, or None when an ``allocated`` value is outside the floats'
-    domain (the fill took the arrays then)."""
-    if not _in_domain(sums):
-        return None
-    return tuple(share_of(block[0].tolist(), deserved)
-                 for block, deserved in zip(sums.values(), deserved_rows, strict=True))
 
 
 #: Inputs -> what opening derived from them (ids of objects the value holds, and bytes).
